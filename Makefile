@@ -1,0 +1,80 @@
+# devtools_tools - build, test, demo, bench, install.
+# Variables use the names LuaRocks passes; override any of them on the command line.
+
+# interpreter: lua5.4, or luajit / lua5.1 for the 5.1 ABI
+LUA        ?= lua5.4
+# finds the flags of the C libraries below
+PKG_CONFIG ?= pkg-config
+# headers to build against (5.1 headers serve LuaJIT too)
+LUA_PC     ?= $(if $(filter luajit lua5.1,$(LUA)),lua5.1,lua5.4)
+# lua.h lives here
+LUA_INCDIR ?= $(shell $(PKG_CONFIG) --variable=includedir $(LUA_PC) 2>/dev/null)/$(LUA_PC)
+# C99 compiler
+CC         ?= cc
+# optimisation and debug flags
+CFLAGS     ?= -O2 -g
+WARN       ?= -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wpointer-arith -Wcast-qual
+# flag that builds a loadable module
+LIBFLAG    ?= -shared
+LWS_LIBS   ?= $(shell $(PKG_CONFIG) --libs libwebsockets 2>/dev/null || echo -lwebsockets)
+PCRE_LIBS  ?= $(shell $(PKG_CONFIG) --libs libpcre2-8 2>/dev/null || echo -lpcre2-8)
+# where build outputs go
+BUILD      ?= build/$(LUA)
+# install prefix
+PREFIX     ?= /usr/local
+# staging root for packagers
+DESTDIR    ?=
+LUA_VER    ?= $(if $(filter luajit lua5.1,$(LUA)),5.1,5.4)
+# where core.so is installed (LuaRocks: LIBDIR)
+LUA_LIBDIR ?= $(PREFIX)/lib/lua/$(LUA_VER)
+# where the .lua files are installed (LuaRocks: LUADIR)
+LUA_SHAREDIR ?= $(PREFIX)/share/lua/$(LUA_VER)
+# busted's runner script, run with $(LUA)
+BUSTED     ?= /usr/bin/busted
+
+
+MODULE  := $(BUILD)/devtools_tools/core.so
+SRCS    := $(wildcard src/*.c)
+OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
+LUAMODS := $(wildcard lua/devtools_tools/*.lua)
+SUPPORT_SRCS := $(wildcard spec/support/*.c)
+SUPPORT := $(patsubst spec/support/%.c,$(BUILD)/support/%,$(SUPPORT_SRCS))
+ALL_CFLAGS = -std=c99 -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -I$(LUA_INCDIR)
+
+.PHONY: all deps test check-c demo bench conformance install uninstall clean asan valgrind
+
+all: $(MODULE)
+
+$(BUILD)/obj/%.o: src/%.c src/dt.h src/compat.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# Never link liblua: the interpreter that loads us provides it.
+# Built to a temporary name and renamed, so a running test never loads half a file.
+$(MODULE): $(OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIBFLAG) $(CFLAGS) $(LDFLAGS) -o $@.tmp $(OBJS) $(LWS_LIBS) $(PCRE_LIBS) -lm
+	mv -f $@.tmp $@
+
+$(BUILD)/support/%: spec/support/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 $(WARN) $(CFLAGS) -o $@ $< $(LWS_LIBS)
+
+# Installs missing Debian packages when run as root; otherwise names the command.
+deps:
+	@sh tools/deps.sh
+
+test: deps all $(SUPPORT)
+	@sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD)
+
+install: all
+	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools
+	install -m 755 $(MODULE) $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so
+	install -m 644 $(LUAMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/
+
+uninstall:
+	rm -f $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so
+	rm -rf $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools
+
+clean:
+	rm -rf build

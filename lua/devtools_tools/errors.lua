@@ -1,0 +1,82 @@
+-- devtools_tools.errors: the one error type of the library.
+--
+-- Every failure a user can see is a dt.Error: a table with `code`, `message`
+-- and, where they apply, `tool` and `details`. The C core returns
+-- `nil, message, code` on runtime failure; this module turns that into an
+-- Error and raises it. It must never swallow an error that is not ours:
+-- `catch` re-raises anything else untouched.
+
+local setmetatable, getmetatable, error, pcall, tostring, type =
+      setmetatable, getmetatable, error, pcall, tostring, type
+
+local unpack = table.unpack or unpack
+local select = select
+
+local M = {}
+
+-- The codes a caller can branch on, written down once.
+M.codes = {
+  bad_argument = true, launch_failed = true, connect_failed = true,
+  tool_not_found = true, invalid_params = true, tool_error = true,
+  js_error = true, timeout = true, stale = true, navigated = true,
+  disconnected = true, protocol_error = true, too_large = true,
+}
+
+local Error = {}
+Error.__index = Error
+Error.__name = "devtools_tools.Error"
+
+function Error.__tostring(e)
+  return "devtools_tools: " .. e.code .. ": " .. e.message
+end
+
+M.Error = Error
+
+-- new(code, message, fields?) -> Error (not raised)
+function M.new(code, message, fields)
+  local e = {}
+  if fields then
+    for k, v in pairs(fields) do e[k] = v end
+  end
+  e.code = code
+  e.message = tostring(message)
+  return setmetatable(e, Error)
+end
+
+function M.is_error(x)
+  return getmetatable(x) == Error
+end
+
+-- raise(code, message, fields?): never returns
+function M.raise(code, message, fields)
+  error(M.new(code, message, fields), 0)
+end
+
+-- The C core's runtime codes, mapped to ours. `closed` means the peer went
+-- away, which a caller sees as `disconnected`.
+local core_codes = {
+  timeout = "timeout", closed = "disconnected", too_large = "too_large",
+  connect_failed = "connect_failed", spawn_failed = "launch_failed",
+}
+
+-- check(ok, message, code, ...): passes values through, or raises the
+-- Error for a `nil, message, code` triple from the core.
+function M.check(v, message, code, ...)
+  if v == nil and message ~= nil then
+    M.raise(core_codes[code] or "protocol_error", message)
+  end
+  return v, message, code, ...
+end
+
+-- catch(fn, ...) -> true, results... | false, Error
+-- Runs fn; a dt.Error is returned, anything else is re-raised untouched.
+local function pack(...) return { n = select("#", ...), ... } end
+
+function M.catch(fn, ...)
+  local res = pack(pcall(fn, ...))
+  if res[1] then return unpack(res, 1, res.n) end
+  if getmetatable(res[2]) == Error then return false, res[2] end
+  error(res[2], 0)
+end
+
+return M

@@ -1,0 +1,114 @@
+/* fs.c - temporary directories: create one, remove a tree.
+ *
+ * Used for the throw-away Chromium profile. Removal does not follow
+ * symlinks and stays on the directory it was given. */
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dt.h"
+
+/* Removes everything below the directory open as dfd; closes dfd. */
+static int rm_below(int dfd, int depth)
+{
+	DIR *d;
+	struct dirent *e;
+	int rc = 0;
+	if (depth > 64) {
+		close(dfd);
+		errno = ELOOP;
+		return -1;
+	}
+	d = fdopendir(dfd);                 /* owns: dfd from here on */
+	if (d == NULL) {
+		close(dfd);
+		return -1;
+	}
+	while ((e = readdir(d)) != NULL) {
+		struct stat st;
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			if (errno != ENOENT)
+				rc = -1;
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd(d), e->d_name,
+			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub < 0 || rm_below(sub, depth + 1) != 0)
+				rc = -1;
+			if (unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) != 0 && errno != ENOENT)
+				rc = -1;
+		} else if (unlinkat(dirfd(d), e->d_name, 0) != 0 && errno != ENOENT) {
+			rc = -1;
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+int dt_rmtree(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (rm_below(fd, 0) != 0)
+		return -1;
+	if (rmdir(path) != 0 && errno != ENOENT)
+		return -1;
+	return 0;
+}
+
+/* core.mkdtemp(prefix) -> path | nil, message */
+static int l_mkdtemp(lua_State *L)
+{
+	const char *prefix = luaL_optstring(L, 1, "devtools_tools-");
+	const char *tmp = getenv("TMPDIR");
+	char path[4096];
+	if (strchr(prefix, '/') != NULL)
+		return luaL_argerror(L, 1, "prefix must not contain '/'");
+	if (tmp == NULL || tmp[0] == '\0')
+		tmp = "/tmp";
+	if (snprintf(path, sizeof path, "%s/%sXXXXXX", tmp, prefix) >= (int)sizeof path)
+		return luaL_argerror(L, 1, "path too long");
+	if (mkdtemp(path) == NULL) {
+		lua_pushnil(L);
+		lua_pushfstring(L, "cannot create a temporary directory in %s: %s",
+		                tmp, strerror(errno));
+		return 2;
+	}
+	lua_pushstring(L, path);
+	return 1;
+}
+
+/* core.rmtree(path) -> true | nil, message */
+static int l_rmtree(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	if (path[0] == '\0' || strcmp(path, "/") == 0)
+		return luaL_argerror(L, 1, "refusing to remove this path");
+	if (dt_rmtree(path) != 0) {
+		lua_pushnil(L);
+		lua_pushfstring(L, "cannot remove %s: %s", path, strerror(errno));
+		return 2;
+	}
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+void dt_fs_open(lua_State *L)
+{
+	static const luaL_Reg funcs[] = {
+		{"mkdtemp", l_mkdtemp},
+		{"rmtree", l_rmtree},
+		{NULL, NULL}
+	};
+	luaL_setfuncs(L, funcs, 0);
+}
