@@ -232,6 +232,8 @@ static int pipe_recv(dt_transport *t, double deadline, const char **msg, size_t 
 		if (!p->discarding && p->scanned > t->limit) {
 			p->discarding = 1;
 			p->dropped = 0;
+			t->head_len = p->scanned < sizeof t->head ? p->scanned : sizeof t->head;
+			memcpy(t->head, p->in.data + p->in_start, t->head_len);
 		}
 		if (p->discarding) {
 			p->dropped += p->in.len - p->in_start;

@@ -76,7 +76,8 @@ static int l_send(lua_State *L)
 	return 1;
 }
 
-/* transport:recv([deadline [, decode]]) -> message | nil, message, code
+/* transport:recv([deadline [, decode]]) -> message | nil, message, code [, head]
+ * On too_large, head holds the first bytes of the dropped message.
  * With decode true the JSON text is decoded straight from the receive
  * buffer (no intermediate Lua string); a message that is not JSON gives
  * code "bad_message". */
@@ -90,7 +91,13 @@ static int l_recv(lua_State *L)
 	int rc;
 	if (u->t == NULL)
 		return push_closed(L);
+	u->t->head_len = 0;
 	rc = u->t->ops->recv(u->t, deadline, &msg, &len);
+	if (rc == DT_ETOOLARGE) {                 /* nil, message, code, head */
+		push_fail(L, u->t->err, rc);
+		lua_pushlstring(L, u->t->head, u->t->head_len);
+		return 4;
+	}
 	if (rc != DT_OK)
 		return push_fail(L, u->t->err, rc);
 	if (!decode) {
