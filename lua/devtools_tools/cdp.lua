@@ -139,11 +139,21 @@ function Conn:wait_for(pred, deadline)
   return true
 end
 
--- Processes whatever has arrived without waiting.
+-- Processes whatever has arrived, without waiting for more.
 function Conn:poll()
-  while not self.closed and self.transport:pending() do
-    pump(self, 0)
-  end
+  while not self.closed and pump(self, 0) do end
+end
+
+-- send_nowait(method, params, session): fire and forget; the reply, when
+-- it comes, is dropped like a late one. For clean-up and for commands sent
+-- from event listeners, which must not wait.
+function Conn:send_nowait(method, params, session)
+  if self.closed then return end
+  local id = self.next_id
+  self.next_id = id + 1
+  local msg = { id = id, method = method, params = params, sessionId = session }
+  local ok, _, code = self.transport:send(encode(msg), now() + self.timeout)
+  if not ok and code == "closed" then lost(self, "the browser closed the connection") end
 end
 
 -- await(id, deadline, method) -> result; raises on error, timeout, loss

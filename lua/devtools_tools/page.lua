@@ -44,19 +44,18 @@ end
 
 local handlers = {}
 
-handlers["Page.frameNavigated"] = function(self, p)
+handlers["Page.frameNavigated"] = function(self, p, session)
   local f = p.frame
   local fr = self.frames[f.id] or {}
-  fr.id, fr.url, fr.origin, fr.parent = f.id, f.url, f.securityOrigin, f.parentId
-  fr.loader_id = f.loaderId
-  fr.document = (fr.document or 0) + 1      -- a new document: tools of the old one are stale
+  fr.id, fr.url, fr.origin, fr.parent = f.id, f.url .. (f.urlFragment or ""), f.securityOrigin, f.parentId
+  fr.loader_id = f.loaderId                 -- a new document: tools of the old one are stale
+  fr.session = session or self.session
   self.frames[f.id] = fr
-  if f.parentId == nil then
+  if f.parentId == nil and (session == nil or session == self.session) then
     self.main_frame = f.id
     self.url = f.url
     self.nav_count = self.nav_count + 1
   end
-  if self._on_frame_navigated then self:_on_frame_navigated(fr) end
 end
 
 handlers["Page.navigatedWithinDocument"] = function(self, p)
@@ -72,10 +71,8 @@ end
 handlers["Page.frameDetached"] = function(self, p)
   local fr = self.frames[p.frameId]
   if fr and p.reason ~= "swap" then
-    fr.detached = true
-    fr.document = (fr.document or 0) + 1
     self.frames[p.frameId] = nil
-    if self._on_frame_navigated then self:_on_frame_navigated(fr) end
+    self.contexts[p.frameId] = nil
   end
 end
 
@@ -103,14 +100,51 @@ handlers["Runtime.executionContextsCleared"] = function(self, _, session)
   end
 end
 
-handlers["Inspector.targetCrashed"] = function(self)
-  self.crashed = true
+handlers["Inspector.targetCrashed"] = function(self, _, session)
+  if session == self.session then self.crashed = true end
+end
+
+-- Out-of-process iframes arrive as targets of their own (auto-attach with
+-- flatten): enable what discovery needs on their sessions, and let them run.
+-- Listeners must not wait, so these commands are fire-and-forget; discovery
+-- later awaits a Runtime.enable on each new session as a barrier.
+local AUTO_ATTACH = { autoAttach = true, waitForDebuggerOnStart = false, flatten = true }
+
+handlers["Target.attachedToTarget"] = function(self, p)
+  local info = p.targetInfo
+  local conn, sid = self.conn, p.sessionId
+  if info.type ~= "iframe" then
+    -- Workers and the like: nothing of ours lives there; let them run.
+    conn:send_nowait("Runtime.runIfWaitingForDebugger", nil, sid)
+    conn:send_nowait("Target.detachFromTarget", { sessionId = sid })
+    return
+  end
+  self.child_sessions[sid] = { target_id = info.targetId, url = info.url }
+  conn:listen(sid, self._listener)
+  conn:send_nowait("Page.enable", nil, sid)
+  conn:send_nowait("Page.setLifecycleEventsEnabled", { enabled = true }, sid)
+  conn:send_nowait("Runtime.enable", nil, sid)
+  conn:send_nowait("Target.setAutoAttach", AUTO_ATTACH, sid)
+  conn:send_nowait("Runtime.runIfWaitingForDebugger", nil, sid)
+end
+
+handlers["Target.detachedFromTarget"] = function(self, p)
+  local sid = p.sessionId
+  if self.child_sessions[sid] then
+    self.child_sessions[sid] = nil
+    self.conn:listen(sid, nil)
+    for fid, fr in pairs(self.frames) do
+      if fr.session == sid then self.frames[fid] = nil end
+    end
+    for fid, c in pairs(self.contexts) do
+      if c.session == sid then self.contexts[fid] = nil end
+    end
+  end
 end
 
 local function on_event(self, method, params, session)
   local h = handlers[method]
   if h then h(self, params, session) end
-  if self._extra_event then self:_extra_event(method, params, session) end
 end
 
 -- ---- attach ---------------------------------------------------------------------
@@ -132,25 +166,27 @@ function M.attach(browser, target_id, deadline)
   local self = setmetatable({
     browser = browser, conn = conn, target_id = target_id, session = r.sessionId,
     url = "about:blank", frames = {}, contexts = {}, loaded = {}, nav_count = 0,
+    child_sessions = {},
   }, Page)
   browser.pages_by_session[self.session] = self
-  conn:listen(self.session, function(method, params, session)
+  self._listener = function(method, params, session)
     on_event(self, method, params, session)
-  end)
+  end
+  conn:listen(self.session, self._listener)
   local res = pipelined(conn, self.session, {
     { "Page.enable" },
     { "Page.setLifecycleEventsEnabled", { enabled = true } },
     { "Runtime.enable" },
+    { "Target.setAutoAttach", AUTO_ATTACH },
     { "Page.getFrameTree" },
   }, deadline)
-  local tree = res[4].frameTree.frame
+  local tree = res[5].frameTree.frame
   self.main_frame = tree.id
   self.url = tree.url
   if not self.frames[tree.id] then
     self.frames[tree.id] = { id = tree.id, url = tree.url, origin = tree.securityOrigin,
-      loader_id = tree.loaderId, document = 1 }
+      loader_id = tree.loaderId, session = self.session }
   end
-  if M.on_attach then M.on_attach(self, deadline) end
   return self
 end
 
@@ -298,7 +334,54 @@ function Page:close(opts)
   end
   self.closed = true
   conn:listen(self.session, nil)
+  for sid in pairs(self.child_sessions) do conn:listen(sid, nil) end
   self.browser.pages_by_session[self.session] = nil
+end
+
+-- ---- tools (see devtools_tools.discovery) -------------------------------------
+
+local discovery   -- required lazily: it requires this module
+
+local function disc()
+  discovery = discovery or require "devtools_tools.discovery"
+  return discovery
+end
+
+-- discover(opts?) -> groups, warnings: fresh discovery in every frame
+function Page:discover(opts)
+  check_open(self)
+  opt_table(opts, "discover")
+  return disc().discover(self, opts)
+end
+
+-- tool_groups(opts?) -> groups, warnings: cached while no frame changed document
+function Page:tool_groups(opts)
+  check_open(self)
+  opt_table(opts, "tool_groups")
+  return disc().tool_groups(self, opts)
+end
+
+-- tool(name) -> Tool | nil: the main frame first, then frames in document order
+function Page:tool(name, opts)
+  check_open(self)
+  if type(name) ~= "string" then
+    raise("bad_argument", "tool: name must be a string, got " .. type(name))
+  end
+  return disc().find(self, name, opts)
+end
+
+-- call(name, args?, opts?) -> value
+function Page:call(name, args, opts)
+  check_open(self)
+  opt_table(opts, "call")
+  return disc().call_tool(disc().lookup(self, name, opts), args, opts)
+end
+
+-- call_many({{name, args}, ...}, opts?) -> {results..., n = count}
+function Page:call_many(list, opts)
+  check_open(self)
+  opt_table(opts, "call_many")
+  return disc().call_many(self, list, opts)
 end
 
 function Page:_detached()
