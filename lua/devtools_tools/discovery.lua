@@ -305,23 +305,33 @@ local function sessions_of(page)
   return list
 end
 
--- The frames of the page in document order: the main frame, then a
--- depth-first walk; an out-of-process iframe's subtree comes from its own
--- session's tree.
+-- The frames of the page in order: the main frame, then a depth-first walk
+-- of each session's frame tree (same-process frames in document order). An
+-- out-of-process iframe is not in its parent's tree: its own session's tree
+-- is walked after the parent frame's same-process children, in the order
+-- the iframes attached.
 local function ordered_frames(page, trees)
   local out = {}
-  local by_target = {}
-  for sid, info in pairs(page.child_sessions) do by_target[info.target_id] = sid end
+  local oopif_children = {}           -- parent frame id -> list of child sessions
+  for sid, info in pairs(page.child_sessions) do
+    if trees[sid] and info.parent_frame then
+      local l = oopif_children[info.parent_frame] or {}
+      l[#l + 1] = sid
+      oopif_children[info.parent_frame] = l
+    end
+  end
+  for _, l in pairs(oopif_children) do
+    table.sort(l, function(a, b) return page.child_sessions[a].order < page.child_sessions[b].order end)
+  end
+  local seen = {}
   local function walk(node, session)
     local f = node.frame
-    local child_sid = session ~= nil and by_target[f.id] and by_target[f.id] ~= session and by_target[f.id]
-    if child_sid and trees[child_sid] then
-      walk(trees[child_sid], child_sid)
-      return
-    end
+    if seen[f.id] then return end
+    seen[f.id] = true
     out[#out + 1] = { id = f.id, url = f.url .. (f.urlFragment or ""), origin = f.securityOrigin,
       loader_id = f.loaderId, parent = f.parentId, session = session }
     for _, c in ipairs(node.childFrames or {}) do walk(c, session) end
+    for _, sid in ipairs(oopif_children[f.id] or {}) do walk(trees[sid], sid) end
   end
   walk(trees[page.session], page.session)
   return out

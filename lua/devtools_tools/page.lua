@@ -119,7 +119,9 @@ handlers["Target.attachedToTarget"] = function(self, p)
     conn:send_nowait("Target.detachFromTarget", { sessionId = sid })
     return
   end
-  self.child_sessions[sid] = { target_id = info.targetId, url = info.url }
+  self.child_sessions[sid] = { target_id = info.targetId, url = info.url,
+    parent_frame = info.parentFrameId, order = self._attach_seq }
+  self._attach_seq = self._attach_seq + 1
   conn:listen(sid, self._listener)
   conn:send_nowait("Page.enable", nil, sid)
   conn:send_nowait("Page.setLifecycleEventsEnabled", { enabled = true }, sid)
@@ -166,7 +168,7 @@ function M.attach(browser, target_id, deadline)
   local self = setmetatable({
     browser = browser, conn = conn, target_id = target_id, session = r.sessionId,
     url = "about:blank", frames = {}, contexts = {}, loaded = {}, nav_count = 0,
-    child_sessions = {},
+    child_sessions = {}, _attach_seq = 1,
   }, Page)
   browser.pages_by_session[self.session] = self
   self._listener = function(method, params, session)
