@@ -395,7 +395,8 @@ function M.discover(page, opts)
     page.frames[f.id] = fr
     fr.id, fr.url, fr.origin, fr.parent, fr.session = f.id, f.url, f.origin, f.parent, f.session
     fr.loader_id = f.loader_id
-    sig[#sig + 1] = { id = f.id, loader = f.loader_id }
+    local ctx = page.contexts[f.id]
+    sig[#sig + 1] = { id = f.id, loader = f.loader_id, context = ctx and ctx.id }
   end
 
   -- 2. The window object of each frame's main world, then its listeners.
@@ -474,6 +475,8 @@ local function cache_valid(page)
   for _, s in ipairs(c.sig) do
     local fr = page.frames[s.id]
     if not fr or fr.loader_id ~= s.loader then return false end
+    local ctx = page.contexts[s.id]
+    if s.context and (not ctx or ctx.id ~= s.context) then return false end
     n = n + 1
   end
   for _ in pairs(page.frames) do n = n - 1 end
@@ -561,7 +564,8 @@ local function prepare(tool, args, who)
   if page.closed then raise("disconnected", "the page is closed") end
   page.conn:poll()
   local fr = page.frames[tool._frame_id]
-  if not fr or fr.loader_id ~= tool._loader then
+  local ctx = page.contexts[tool._frame_id]
+  if not fr or fr.loader_id ~= tool._loader or not ctx or ctx.id ~= tool._context then
     raise("stale", "tool " .. tool.name .. " belongs to a document that is gone (its frame navigated"
       .. " or was removed); get it again with page:tool()", { tool = tool.name })
   end
