@@ -223,6 +223,16 @@ static int pipe_recv(dt_transport *t, double deadline, const char **msg, size_t 
 					"dropped a message of %zu bytes: over the limit of %zu bytes",
 					total, t->limit);
 			}
+			if (end - p->in_start > t->limit) {     /* arrived whole, still too big */
+				size_t total = end - p->in_start;
+				t->head_len = total < sizeof t->head ? total : sizeof t->head;
+				memcpy(t->head, p->in.data + p->in_start, t->head_len);
+				p->in_start = end + 1;
+				p->scanned = 0;
+				return dt_transport_fail(t, DT_ETOOLARGE,
+					"dropped a message of %zu bytes: over the limit of %zu bytes",
+					total, t->limit);
+			}
 			*msg = p->in.data + p->in_start;
 			*len = end - p->in_start;
 			p->consumed = *len + 1;
