@@ -41,7 +41,7 @@ SUPPORT_SRCS := $(wildcard spec/support/*.c)
 SUPPORT := $(patsubst spec/support/%.c,$(BUILD)/support/%,$(SUPPORT_SRCS))
 ALL_CFLAGS = -std=c99 -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -I$(LUA_INCDIR)
 
-.PHONY: all deps test check-c demo bench conformance install uninstall clean asan valgrind
+.PHONY: all deps test check-c demo bench bench-jansson conformance install uninstall clean asan valgrind
 
 all: $(MODULE)
 
@@ -59,6 +59,13 @@ $(MODULE): $(OBJS)
 $(BUILD)/support/%: spec/support/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c99 $(WARN) $(CFLAGS) -o $@ $< $(LWS_LIBS)
+
+# Why json.c is not built on libjansson: checks and timings (needs libjansson-dev).
+bench-jansson: all
+	@mkdir -p $(BUILD)/bench
+	$(CC) -std=c99 $(WARN) $(CFLAGS) -I$(LUA_INCDIR) -o $(BUILD)/bench/jansson_compare \
+		bench/jansson_compare.c $$($(PKG_CONFIG) --libs $(LUA_PC)) -ljansson -lm
+	$(BUILD)/bench/jansson_compare $(BUILD)
 
 # Installs missing Debian packages when run as root; otherwise names the command.
 deps:
