@@ -89,6 +89,33 @@ if (!window[KEY]) {
     };
     return walk(value, undefined, 0);
   };
+  // Is the value already what processResult would make of it (plain
+  // objects, arrays and JSON primitives, no cycles, not too deep)? Then
+  // JSON.stringify gives the same text without building a copy.
+  const isPlain = (value) => {
+    const ancestors = [];
+    const ok = (data, depth) => {
+      const t = typeof data;
+      if (t === 'string' || t === 'number' || t === 'boolean' || t === 'undefined' || data === null) return true;
+      if (t !== 'object' || depth >= MAX_DEPTH) return false;
+      if (Array.isArray(data)) {
+        if (Object.getPrototypeOf(data) !== Array.prototype || ancestors.includes(data)) return false;
+        ancestors.push(data);
+        for (let i = 0; i < data.length; i++) if (!ok(data[i], depth + 1)) return false;
+        ancestors.pop();
+        return true;
+      }
+      if (Object.getPrototypeOf(data) !== Object.prototype || ancestors.includes(data)) return false;
+      ancestors.push(data);
+      for (const k in data) {
+        if (!Object.prototype.hasOwnProperty.call(data, k)) continue;
+        if (k === '__proto__' || !ok(data[k], depth + 1)) return false;
+      }
+      ancestors.pop();
+      return true;
+    };
+    return ok(value, 0);
+  };
   // Puts the elements passed as extra arguments back where Lua left markers.
   const restore = (v, els, depth) => {
     if (depth > MAX_DEPTH || v === null || typeof v !== 'object') return v;
@@ -118,7 +145,7 @@ if (!window[KEY]) {
       catch (e) { return JSON.stringify({ error: Object.assign({ kind: 'tool' }, errInfo(e)) }); }
       const stashed = [];
       let text;
-      try { text = JSON.stringify(processResult(value, stashed)); }
+      try { text = JSON.stringify(isPlain(value) ? value : processResult(value, stashed)); }
       catch (e) { return JSON.stringify({ error: Object.assign({ kind: 'result' }, errInfo(e)) }); }
       if (stashed.length) {
         stash.set(callId, stashed);
