@@ -74,6 +74,26 @@ deps:
 test: deps all $(SUPPORT)
 	@sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD)
 
+# The C core must build warning-free for both ABIs.
+check-c:
+	$(MAKE) -s BUILD=build/check54 CFLAGS="-O2 -g -Werror" all
+	$(MAKE) -s BUILD=build/check51 LUA=luajit CFLAGS="-O2 -g -Werror" all
+
+# Unit specs of the C core with AddressSanitizer and UBSan. lua5.4 itself is
+# not instrumented, so the runtime is preloaded; leaks are valgrind's job.
+SANITIZE = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+C_SPECS = spec/json_spec.lua spec/pipe_transport_spec.lua spec/cdp_spec.lua spec/regex_spec.lua spec/ws_transport_spec.lua
+asan:
+	$(MAKE) -s BUILD=build/asan CFLAGS="-O1 -g $(SANITIZE)" LIBFLAG="-shared $(SANITIZE)" all build/asan/support/pipe_echo build/asan/support/static_server $(patsubst spec/support/%.c,build/asan/support/%,$(SUPPORT_SRCS))
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	sh tools/run-specs.sh $(LUA) $(BUSTED) build/asan $(wildcard $(C_SPECS))
+
+# The same specs under valgrind: no invalid access, no definite leak.
+valgrind: all $(SUPPORT)
+	VALGRIND="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite" \
+	sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD) $(wildcard $(C_SPECS))
+
 install: all
 	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so
