@@ -267,15 +267,21 @@ static long long parse_uint(const char *s, const char **end)
 /* The demo user: the demo_user cookie set by /api/session?user=N, else 1. */
 static long long current_user(struct lws *wsi)
 {
-	char buf[32];
-	size_t max = sizeof buf;
+	char buf[512], *p;
 	long long id;
 
-	if (lws_http_cookie_get(wsi, "demo_user", buf, &max))
+	if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_COOKIE) <= 0
+	    || lws_hdr_copy(wsi, buf, sizeof buf, WSI_TOKEN_HTTP_COOKIE) < 0)
 		return 1;
-	buf[max < sizeof buf ? max : sizeof buf - 1] = '\0';
-	id = parse_uint(buf, NULL);
-	return id > 0 ? id : 1;
+	/* "a=1; demo_user=2; b=3": find the name at the start or after "; " */
+	for (p = buf; (p = strstr(p, "demo_user=")); p++) {
+		if (p == buf || p[-1] == ' ' || p[-1] == ';') {
+			const char *end;
+			id = parse_uint(p + 10, &end);
+			return id > 0 && (*end == '\0' || *end == ';') ? id : 1;
+		}
+	}
+	return 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1299,6 +1305,10 @@ static int on_http(struct lws *wsi, struct req *r, const char *uri)
 		reply_error(r, 411, "Content-Length required");
 		respond(wsi, r);
 		return 0;
+	} else if (r->method == LWSHUMETH_POST || r->method == LWSHUMETH_PUT || r->method == LWSHUMETH_PATCH) {
+		/* No length: lws keeps waiting for a body that never comes, so
+		 * answer (as a request without a body) and close. */
+		r->close_after = 1;
 	}
 	if (clen > MAX_DRAIN) {
 		r->close_after = 1;
