@@ -329,7 +329,7 @@ static json_t *row_object(sqlite3_stmt *st)
 static json_t *collect_rows(sqlite3_stmt *st)
 {
 	json_t *rows = json_array();
-	int rc;
+	int rc = SQLITE_DONE;
 
 	while (rows && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *o = row_object(st);
@@ -1505,12 +1505,12 @@ int main(int argc, char **argv)
 {
 	struct lws_context_creation_info info;
 	struct sigaction sa;
-	char root[PATH_MAX], seed[PATH_MAX], db[PATH_MAX], tmpdir[PATH_MAX] = "";
+	char root[PATH_MAX], seed[PATH_MAX], db[PATH_MAX], tmpdir[PATH_MAX - 32] = "";
 	const char *root_arg = NULL, *seed_arg = NULL, *db_arg = NULL;
 	long port = 8080;
 	int i, rc = 0;
 
-	for (i = 1; i < argc; i++) {
+	for (i = 1; i < argc; i += 2) {   /* every option takes a value */
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		char *end;
@@ -1540,7 +1540,6 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
-		i++;
 	}
 
 	if (root_arg)

@@ -10,7 +10,8 @@ local cjson = require "cjson.safe"
 
 local M = {}
 
-M.binary = "build/app/server"
+-- DEVTOOLS_TOOLS_APP_SERVER runs another build (ASan, a valgrind wrapper).
+M.binary = os.getenv("DEVTOOLS_TOOLS_APP_SERVER") or "build/app/server"
 
 local function q(s)
 	return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
