@@ -67,6 +67,12 @@ deps:
 test: deps all $(SUPPORT)
 	@sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD)
 
+# The official JSON-Schema-Test-Suite (draft-07) against devtools_tools.schema:
+# make conformance JSON_SCHEMA_TEST_SUITE=/path/to/JSON-Schema-Test-Suite
+conformance: all
+	@test -n "$(JSON_SCHEMA_TEST_SUITE)" || { echo "usage: make conformance JSON_SCHEMA_TEST_SUITE=/path/to/JSON-Schema-Test-Suite" >&2; exit 2; }
+	@$(LUA) tools/conformance.lua $(BUILD) "$(JSON_SCHEMA_TEST_SUITE)"
+
 install: all
 	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so

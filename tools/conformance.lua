@@ -94,17 +94,30 @@ for _, folder in ipairs(folders) do
       local groups = mark_objects(decode(assert(read(dir .. "/" .. name))))
       local fp, ff = 0, 0
       for _, group in ipairs(groups) do
+        -- the generated check and the closures it is written from must agree
         local ok, validator = pcall(schema.compile, group.schema, { loader = loader })
+        local ok2, closures = pcall(schema.compile, group.schema,
+                                    { loader = loader, closures = true })
         for _, case in ipairs(group.tests) do
           local good, why = false, nil
           if not ok then
             why = "compile: " .. tostring(validator)
+          elseif not ok2 then
+            why = "compile (closures): " .. tostring(closures)
           else
             local rok, valid = pcall(validator, case.data)
+            local rok2, valid2, errs = pcall(closures, case.data)
             if not rok then
               why = "error: " .. tostring(valid)
+            elseif not rok2 then
+              why = "error (closures): " .. tostring(valid2)
             elseif valid ~= case.valid then
               why = "expected " .. tostring(case.valid) .. ", got " .. tostring(valid)
+            elseif valid2 ~= valid then
+              why = "generated check and closures disagree"
+            elseif not valid and (type(errs) ~= "table" or not errs[1]
+                                  or errs[1].message == "is invalid") then
+              why = "invalid, but no error explains why"
             else
               good = true
             end
@@ -128,6 +141,12 @@ for _, folder in ipairs(folders) do
   end
   print(("%s: %d passed, %d failed"):format(folder, passed, failed))
   if folder == "draft7" then total_failed = failed end
+end
+
+if schema._codegen_failures > 0 then
+  print(("generated checks that failed to load: %d (%s)"):format(
+    schema._codegen_failures, tostring(schema._codegen_error)))
+  total_failed = total_failed + 1
 end
 
 -- The required tests decide the exit status; optional ones are reported.

@@ -23,6 +23,7 @@ local formats = require "devtools_tools.formats"
 local type, pairs, ipairs, next, rawget, getmetatable, setmetatable =
       type, pairs, ipairs, next, rawget, getmetatable, setmetatable
 local tostring, tonumber = tostring, tonumber
+local unpack = table.unpack or unpack
 local floor, huge = math.floor, math.huge
 local concat, sort = table.concat, table.sort
 local sfind, ssub, sformat, sgsub, smatch, schar =
@@ -32,6 +33,9 @@ local null, array_mt = core.null, core.array_mt
 local regex_compile = core.regex_compile
 
 local M = {}
+
+-- Generated checks that failed to load (a bug; the specs assert it stays 0).
+M._codegen_failures = 0
 
 local MAX_DEPTH = 2000   -- nested passes through one circular $ref
 
@@ -519,6 +523,8 @@ local function new_compiler(loader)
     compiled = {},      -- node -> inner base -> check
     pending = {},       -- node -> inner base -> cell, while compiling it
     level = 0,          -- data-consuming steps on the current compile path
+    info = {},          -- node check -> its keyword data, for code generation
+    cells = {},         -- forwarding check -> its cell
     regexes = {},
   }, Compiler)
 end
@@ -663,17 +669,20 @@ function Compiler:compile(s, outer, loc)
     if cell.level == self.level then
       bad(loc, "circular $ref that never reaches a value")
     end
-    return function(v, e)               -- recursion: through a cell
+    local fwd = function(v, e)          -- recursion: through a cell
       depth = depth + 1
       if depth > MAX_DEPTH then
         depth = 0
         errors.raise("bad_argument", "schema recursion deeper than " .. MAX_DEPTH ..
                      " levels at " .. loc .. " (is the value nested that deep, or cyclic?)")
       end
-      local ok = cell.fn(v, e)
+      local ok
+      if e then ok = cell.fn(v, e) else ok = (cell.fast or cell.fn)(v) end
       depth = depth - 1
       return ok
     end
+    self.cells[fwd] = cell
+    return fwd
   end
   if not pend then pend = {}; self.pending[s] = pend end
   local cell = { level = self.level }
@@ -769,21 +778,18 @@ function K.const(_, s, g, loc)
   end
 end
 
-local function bound(name, op, cmp)
+-- The simplest keywords are checked inline by node_check: their builders
+-- only leave { limit, message, location } in g.
+local function bound(name, op)
   K[name] = function(_, s, g, loc)
     local b = need_number(s[name], loc)
-    local msg = "must be " .. op .. " " .. num_str(b)
-    g.num[#g.num + 1] = function(v, e)
-      if cmp(v, b) then return true end
-      if e then add(e, name, msg, loc) end
-      return false
-    end
+    g[name] = { b, "must be " .. op .. " " .. num_str(b), loc }
   end
 end
-bound("maximum", "<=", function(v, b) return v <= b end)
-bound("minimum", ">=", function(v, b) return v >= b end)
-bound("exclusiveMaximum", "<", function(v, b) return v < b end)
-bound("exclusiveMinimum", ">", function(v, b) return v > b end)
+bound("maximum", "<=")
+bound("minimum", ">=")
+bound("exclusiveMaximum", "<")
+bound("exclusiveMinimum", ">")
 
 function K.multipleOf(_, s, g, loc)
   local m = need_number(s.multipleOf, loc)
@@ -804,37 +810,21 @@ function K.multipleOf(_, s, g, loc)
   end
 end
 
-function K.maxLength(_, s, g, loc)
-  local max = need_count(s.maxLength, loc)
-  local msg = "must NOT have more than " .. num_str(max) .. " characters"
-  g.str[#g.str + 1] = function(v, e)
-    if #v <= max or ulen(v) <= max then return true end
-    if e then add(e, "maxLength", msg, loc) end
-    return false
+local function limit(name, what, cmp)
+  K[name] = function(_, s, g, loc)
+    local lim = need_count(s[name], loc)
+    g[name] = { lim, "must NOT have " .. cmp .. " than " .. num_str(lim) .. " " .. what, loc }
   end
 end
-
-function K.minLength(_, s, g, loc)
-  local min = need_count(s.minLength, loc)
-  local msg = "must NOT have fewer than " .. num_str(min) .. " characters"
-  g.str[#g.str + 1] = function(v, e)
-    local n = #v
-    if n >= min and (n >= 4 * min or ulen(v) >= min) then return true end
-    if e then add(e, "minLength", msg, loc) end
-    return false
-  end
-end
+limit("maxLength", "characters", "more")
+limit("minLength", "characters", "fewer")
+limit("maxItems", "items", "more")
+limit("minItems", "items", "fewer")
 
 function K.pattern(c, s, g, loc)
   local p = need_string(s.pattern, loc)
   local r = c:regex(p, loc)
-  local test = r.test
-  local msg = 'must match pattern "' .. p .. '"'
-  g.str[#g.str + 1] = function(v, e)
-    if test(r, v) then return true end
-    if e then add(e, "pattern", msg, loc) end
-    return false
-  end
+  g.pattern = { r, 'must match pattern "' .. p .. '"', loc }
 end
 
 function K.format(_, s, g, loc)
@@ -893,18 +883,7 @@ function K.items(c, s, g, loc, base, nloc)
     return
   end
   local f = c:deeper(items, base, loc)
-  if f == TRUE then return end
-  arr[#arr + 1] = function(v, e)
-    local ok = true
-    for i = 1, #v do
-      if e then
-        if not at(f, i - 1, v[i], e) then ok = false end
-      elseif not f(v[i]) then
-        return false
-      end
-    end
-    return ok
-  end
+  if f ~= TRUE then g.items = f end
 end
 
 function K.additionalItems(c, s, _, loc, base)
@@ -945,14 +924,11 @@ local function count_limit(name, what, cmp, kind, count)
   end
 end
 
-local function len(v) return #v end
 local function nkeys(v)
   local n = 0
   for _ in pairs(v) do n = n + 1 end
   return n
 end
-count_limit("maxItems", "items", "more", "arr", len)
-count_limit("minItems", "items", "fewer", "arr", len)
 count_limit("maxProperties", "properties", "more", "obj", nkeys)
 count_limit("minProperties", "properties", "fewer", "obj", nkeys)
 
@@ -1012,17 +988,7 @@ function K.required(_, s, g, loc)
     names[i] = req[i]
     msgs[i] = "must have required property '" .. req[i] .. "'"
   end
-  g.obj[#g.obj + 1] = function(v, e)
-    local ok = true
-    for i = 1, n do
-      if v[names[i]] == nil then
-        if not e then return false end
-        add(e, "required", msgs[i], loc, names[i])
-        ok = false
-      end
-    end
-    return ok
-  end
+  g.required = { names, msgs, loc }
 end
 
 -- properties, patternProperties and additionalProperties work together.
@@ -1074,24 +1040,18 @@ function K.properties(c, s, g, loc, base, nloc)
     addf = c:deeper(addl, base, aloc)
     if addf == TRUE then addf = nil end
   end
-  if n > 0 then
-    g.obj[#g.obj + 1] = function(v, e)
-      local ok = true
-      for i = 1, n do
-        local pv = v[keys[i]]
-        if pv ~= nil then
-          if e then
-            if not at(fns[i], keys[i], pv, e) then ok = false end
-          elseif not fns[i](pv) then
-            return false
-          end
-        end
-      end
-      return ok
-    end
-  end
-  if np == 0 and not addno and not addf then return end
   local addmsg = "must NOT have additional properties"
+  if np == 0 and (addno or addf) then
+    -- one pass over the value's keys does properties and the rest
+    local map = {}
+    for k in pairs(set) do map[k] = TRUE end
+    for i = 1, n do map[keys[i]] = fns[i] end
+    g.merged = { map, addno, addf, addmsg, aloc }
+    g.mkeys = keys
+    return
+  end
+  if n > 0 then g.props = { keys, fns } end
+  if np == 0 and not addno and not addf then return end
   g.obj[#g.obj + 1] = function(v, e)
     local ok = true
     for k, pv in pairs(v) do
@@ -1326,68 +1286,204 @@ local ORDER = {
 
 -------------------------------------------------------- the node check
 
+local function unpack3(t)
+  if t then return t[1], t[2], t[3] end
+  return nil
+end
+
+-- The check for one schema object: the type, the simplest keywords inline
+-- (one closure call per value, not one per keyword), then the lists of
+-- keyword closures for the value's kind. In collecting mode (e ~= nil)
+-- every failed keyword adds its error; otherwise the first failure returns.
+-- (LuaJIT allows 60 upvalues: messages and locations stay in g, read on
+-- the error path only.)
 local function node_check(g)
-  local tmask, tmsg, tloc = g.tmask, g.tmsg, g.tloc
+  local tmask = g.tmask
   local anyf, strf, numf = all_of(g.any), all_of(g.str), all_of(g.num)
   local arrf, objf = all_of(g.arr), all_of(g.obj)
-  if not tmask and not anyf and not strf and not numf and not arrf and not objf then
+  local maxlen = g.maxLength and g.maxLength[1]
+  local minlen = g.minLength and g.minLength[1]
+  local rx = g.pattern and g.pattern[1]
+  local rx_test = rx and rx.test
+  local max = g.maximum and g.maximum[1]
+  local min = g.minimum and g.minimum[1]
+  local xmax = g.exclusiveMaximum and g.exclusiveMaximum[1]
+  local xmin = g.exclusiveMinimum and g.exclusiveMinimum[1]
+  local items = g.items
+  local maxit = g.maxItems and g.maxItems[1]
+  local minit = g.minItems and g.minItems[1]
+  local req = g.required and g.required[1]
+  local nreq = req and #req or 0
+  local pkeys, pfns = unpack3(g.props)
+  local nprops = pkeys and #pkeys or 0
+  local map, addno, addf
+  if g.merged then map, addno, addf = g.merged[1], g.merged[2], g.merged[3] end
+  g.anyf, g.strf, g.numf, g.arrf, g.objf = anyf, strf, numf, arrf, objf
+  local has_str = strf or maxlen or minlen or rx
+  local has_num = numf or max or min or xmax or xmin
+  local has_arr = arrf or items or maxit or minit
+  local has_obj = objf or req or pkeys or map
+  if not (tmask or anyf or has_str or has_num or has_arr or has_obj) then
     return TRUE
   end
+  local allow_obj = not tmask or tmask.object
+  local allow_arr = not tmask or tmask.array
+
   return function(v, e)
     local tv = type(v)
     local ok = true
-    if tv == "table" then
-      local k = table_kind(v)
-      if tmask and not tmask[k] then
-        if not e then return false end
-        add(e, "type", tmsg, tloc)
-        ok = false
-      end
-      if k == "object" then
-        if objf and not objf(v, e) then
-          if not e then return false end
-          ok = false
-        end
-      elseif k == "array" then
-        if arrf and not arrf(v, e) then
-          if not e then return false end
-          ok = false
-        end
-      elseif k == "empty" then
-        if objf and not objf(v, e) then
-          if not e then return false end
-          ok = false
-        end
-        if arrf and not arrf(v, e) then
-          if not e then return false end
-          ok = false
-        end
-      end
-    elseif tv == "string" then
+    if tv == "string" then
       if tmask and not tmask.string then
         if not e then return false end
-        add(e, "type", tmsg, tloc)
+        add(e, "type", g.tmsg, g.tloc)
         ok = false
       end
-      if strf and not strf(v, e) then
-        if not e then return false end
-        ok = false
+      if has_str then
+        if maxlen and #v > maxlen and ulen(v) > maxlen then
+          if not e then return false end
+          add(e, "maxLength", g.maxLength[2], g.maxLength[3])
+          ok = false
+        end
+        if minlen and (#v < minlen or (#v < 4 * minlen and ulen(v) < minlen)) then
+          if not e then return false end
+          add(e, "minLength", g.minLength[2], g.minLength[3])
+          ok = false
+        end
+        if rx and not rx_test(rx, v) then
+          if not e then return false end
+          add(e, "pattern", g.pattern[2], g.pattern[3])
+          ok = false
+        end
+        if strf and not strf(v, e) then
+          if not e then return false end
+          ok = false
+        end
       end
     elseif tv == "number" then
       if tmask and not tmask.number and not (tmask.integer and v % 1 == 0) then
         if not e then return false end
-        add(e, "type", tmsg, tloc)
+        add(e, "type", g.tmsg, g.tloc)
         ok = false
       end
-      if numf and not numf(v, e) then
+      if has_num then
+        if max and not (v <= max) then
+          if not e then return false end
+          add(e, "maximum", g.maximum[2], g.maximum[3])
+          ok = false
+        end
+        if xmax and not (v < xmax) then
+          if not e then return false end
+          add(e, "exclusiveMaximum", g.exclusiveMaximum[2], g.exclusiveMaximum[3])
+          ok = false
+        end
+        if min and not (v >= min) then
+          if not e then return false end
+          add(e, "minimum", g.minimum[2], g.minimum[3])
+          ok = false
+        end
+        if xmin and not (v > xmin) then
+          if not e then return false end
+          add(e, "exclusiveMinimum", g.exclusiveMinimum[2], g.exclusiveMinimum[3])
+          ok = false
+        end
+        if numf and not numf(v, e) then
+          if not e then return false end
+          ok = false
+        end
+      end
+    elseif tv == "table" then
+      -- which kind: plain tables without [1] are objects, and also arrays
+      -- when empty; metatables say so for the others
+      local is_obj, is_arr
+      local mt = getmetatable(v)
+      if mt == nil then
+        if v[1] ~= nil then
+          is_arr = true
+        else
+          is_obj = true
+          if (has_arr or (tmask and not allow_obj)) and next(v) == nil then is_arr = true end
+        end
+      else
+        local k = table_kind(v)
+        is_obj = k == "object" or k == "empty"
+        is_arr = k == "array" or k == "empty"
+      end
+      if tmask and not ((is_obj and allow_obj) or (is_arr and allow_arr)) then
         if not e then return false end
+        add(e, "type", g.tmsg, g.tloc)
         ok = false
+      end
+      if is_obj and has_obj then
+        for i = 1, nreq do
+          if v[req[i]] == nil then
+            if not e then return false end
+            add(e, "required", g.required[2][i], g.required[3], req[i])
+            ok = false
+          end
+        end
+        for i = 1, nprops do
+          local pv = v[pkeys[i]]
+          if pv ~= nil then
+            if e then
+              if not at(pfns[i], pkeys[i], pv, e) then ok = false end
+            elseif not pfns[i](pv) then
+              return false
+            end
+          end
+        end
+        if map then
+          for k, pv in pairs(v) do
+            if type(k) ~= "string" then k = key_string(k) end
+            local f = map[k] or addf
+            if f then
+              if e then
+                if not at(f, k, pv, e) then ok = false end
+              elseif not f(pv) then
+                return false
+              end
+            elseif addno then
+              if not e then return false end
+              add(e, "additionalProperties", g.merged[4], g.merged[5], k)
+              ok = false
+            end
+          end
+        end
+        if objf and not objf(v, e) then
+          if not e then return false end
+          ok = false
+        end
+      end
+      if is_arr and has_arr then
+        local n = #v
+        if maxit and n > maxit then
+          if not e then return false end
+          add(e, "maxItems", g.maxItems[2], g.maxItems[3])
+          ok = false
+        end
+        if minit and n < minit then
+          if not e then return false end
+          add(e, "minItems", g.minItems[2], g.minItems[3])
+          ok = false
+        end
+        if items then
+          for i = 1, n do
+            if e then
+              if not at(items, i - 1, v[i], e) then ok = false end
+            elseif not items(v[i]) then
+              return false
+            end
+          end
+        end
+        if arrf and not arrf(v, e) then
+          if not e then return false end
+          ok = false
+        end
       end
     elseif tmask then
       local name = tv == "boolean" and "boolean" or (v == null and "null") or nil
       if not (name and tmask[name]) then
         if not e then return false end
-        add(e, "type", tmsg, tloc)
+        add(e, "type", g.tmsg, g.tloc)
         ok = false
       end
     end
@@ -1421,15 +1517,350 @@ function Compiler:build(s, base, loc)
       K[name](self, s, g, kloc, base, loc)
     end
   end
-  return node_check(g)
+  local f = node_check(g)
+  if f ~= TRUE then self.info[f] = g end
+  return f
+end
+
+---------------------------------------------------- code generation
+
+-- The closures above answer both questions (valid? and why not?). The
+-- question asked on every call is the first, so the compiler also writes
+-- it out as one Lua function (as ajv writes JavaScript): the type dispatch
+-- and the simple keywords become straight-line code, child schemas are
+-- inlined, and only the rarer keywords are called as closures. It answers
+-- exactly what the closures answer (the same data drives both); the
+-- closures stay the reference and collect the errors.
+
+local load = loadstring or load
+local MAX_LINES = 4000       -- past this, children are called, not inlined
+local MAX_INLINE = 6         -- nesting depth of inlined schemas
+
+local function lit(x)        -- a number or string as Lua source
+  if type(x) == "string" then return (sformat("%q", x):gsub("\n", "n")) end
+  if x == huge then return "(1/0)" end
+  if x == -huge then return "(-1/0)" end
+  if x % 1 == 0 and x > -2 ^ 53 and x < 2 ^ 53 then return sformat("%d", x) end
+  return sformat("%.17g", x)
+end
+
+local Gen = {}
+Gen.__index = Gen
+
+function Gen:k(x)            -- a constant (function, userdata, table)
+  local id = self.kmap[x]
+  if not id then
+    id = #self.consts + 1
+    self.consts[id] = x
+    self.kmap[x] = id
+  end
+  return "K[" .. id .. "]"
+end
+
+function Gen:emit(line)
+  self.n = self.n + 1
+  self.lines[self.n] = line
+end
+
+function Gen:var(prefix)
+  self.nvar = self.nvar + 1
+  return prefix .. self.nvar
+end
+
+-- A generated function for a check that is called rather than inlined.
+function Gen:fn_for(f)
+  local name = self.fnames[f]
+  if name then return name end
+  name = "F[" .. (#self.queue + 1) .. "]"
+  self.fnames[f] = name
+  self.queue[#self.queue + 1] = f
+  return name
+end
+
+-- Emits statements that `return false` unless value x passes check f.
+function Gen:check(f, x, nest)
+  if f == TRUE then return end
+  local g = self.info[f]
+  if not g then
+    local cell = self.cells[f]
+    if cell then self.fwd[#self.fwd + 1] = cell end
+    self:emit("if not " .. self:k(f) .. "(" .. x .. ") then return false end")
+    return
+  end
+  if nest > MAX_INLINE or self.n > MAX_LINES then
+    self:emit("if not " .. self:fn_for(f) .. "(" .. x .. ") then return false end")
+    return
+  end
+  self:emit("do")
+  self:node(g, x, nest)
+  self:emit("end")
+end
+
+function Gen:strings(g, x)
+      if g.maxLength then
+        local m = lit(g.maxLength[1])
+        self:emit("if #" .. x .. " > " .. m .. " and ulen(" .. x .. ") > " .. m .. " then return false end")
+      end
+      if g.minLength then
+        local m = lit(g.minLength[1])
+        self:emit("if #" .. x .. " < " .. m .. " or (#" .. x .. " < 4 * " .. m ..
+                  " and ulen(" .. x .. ") < " .. m .. ") then return false end")
+      end
+      if g.pattern then
+        local r = g.pattern[1]
+        self:emit("if not " .. self:k(r.test) .. "(" .. self:k(r) .. ", " .. x .. ") then return false end")
+      end
+      if g.strf then self:emit("if not " .. self:k(g.strf) .. "(" .. x .. ") then return false end") end
+end
+
+function Gen:numbers(g, x)
+      if g.maximum then self:emit("if not (" .. x .. " <= " .. lit(g.maximum[1]) .. ") then return false end") end
+      if g.exclusiveMaximum then self:emit("if not (" .. x .. " < " .. lit(g.exclusiveMaximum[1]) .. ") then return false end") end
+      if g.minimum then self:emit("if not (" .. x .. " >= " .. lit(g.minimum[1]) .. ") then return false end") end
+      if g.exclusiveMinimum then self:emit("if not (" .. x .. " > " .. lit(g.exclusiveMinimum[1]) .. ") then return false end") end
+      if g.numf then self:emit("if not " .. self:k(g.numf) .. "(" .. x .. ") then return false end") end
+end
+
+function Gen:tables(g, x, nest, has_obj, has_arr)
+  local tm = g.tmask
+  local allow_obj = not tm or tm.object
+  local allow_arr = not tm or tm.array
+  local o, a = self:var("o"), self:var("a")
+  local mt = self:var("m")
+  self:emit("local " .. o .. ", " .. a)
+  self:emit("local " .. mt .. " = getmetatable(" .. x .. ")")
+  self:emit("if " .. mt .. " == nil then")
+  self:emit("if " .. x .. "[1] ~= nil then " .. a .. " = true else " .. o .. " = true")
+  if has_arr or (tm and not allow_obj) then
+    self:emit("if next(" .. x .. ") == nil then " .. a .. " = true end")
+  end
+  self:emit("end")
+  self:emit("elseif " .. mt .. " == array_mt then " .. a .. " = true")
+  self:emit("else")
+  local k = self:var("k")
+  self:emit("local " .. k .. " = table_kind(" .. x .. ")")
+  self:emit(o .. " = " .. k .. ' == "object" or ' .. k .. ' == "empty"')
+  self:emit(a .. " = " .. k .. ' == "array" or ' .. k .. ' == "empty"')
+  self:emit("end")
+  if tm then
+    local conds = {}
+    if allow_obj then conds[#conds + 1] = o end
+    if allow_arr then conds[#conds + 1] = a end
+    self:emit("if not (" .. concat(conds, " or ") .. ") then return false end")
+  end
+  if has_obj then
+    self:emit("if " .. o .. " then")
+    self:object(g, x, nest)
+    self:emit("end")
+  end
+  if has_arr then
+    self:emit("if " .. a .. " then")
+    self:array(g, x, nest)
+    self:emit("end")
+  end
+end
+
+function Gen:node(g, x, nest)
+  local tm = g.tmask
+  local has_str = g.strf or g.maxLength or g.minLength or g.pattern
+  local has_num = g.numf or g.maximum or g.minimum or g.exclusiveMaximum or g.exclusiveMinimum
+  local has_arr = g.arrf or g.items or g.maxItems or g.minItems
+  local has_obj = g.objf or g.required or g.props or g.merged
+  local single
+  if tm then
+    local count = 0
+    for name in pairs(TYPES) do
+      if tm[name] then count = count + 1; single = name end
+    end
+    if count == 2 and tm.integer and tm.number then count, single = 1, "number" end
+    if count == 2 and tm.object and tm.array then count, single = 1, "table" end
+    if single == "object" or single == "array" then single = "table" end
+    if single == "integer" then single = "number" end
+    if count ~= 1 then single = nil end
+  end
+  if single then                        -- one type: no dispatch needed
+    if single == "boolean" then
+      self:emit("if " .. x .. " ~= true and " .. x .. " ~= false then return false end")
+    elseif single == "null" then
+      self:emit("if " .. x .. " ~= null then return false end")
+    else
+      self:emit("if type(" .. x .. ') ~= "' .. single .. '" then return false end')
+      if single == "string" then
+        self:strings(g, x)
+      elseif single == "number" then
+        if not tm.number then self:emit("if " .. x .. " % 1 ~= 0 then return false end") end
+        self:numbers(g, x)
+      else
+        self:tables(g, x, nest, has_obj, has_arr)
+      end
+    end
+    if g.anyf then self:emit("if not " .. self:k(g.anyf) .. "(" .. x .. ") then return false end") end
+    return
+  end
+  local t = self:var("t")
+  self:emit("local " .. t .. " = type(" .. x .. ")")
+  local branch = "if"
+  if has_str or tm then
+    self:emit(branch .. " " .. t .. ' == "string" then')
+    branch = "elseif"
+    if tm and not tm.string then self:emit("return false") else self:strings(g, x) end
+  end
+  if has_num or tm then
+    self:emit(branch .. " " .. t .. ' == "number" then')
+    branch = "elseif"
+    if tm and not tm.number then
+      if tm.integer then
+        self:emit("if " .. x .. " % 1 ~= 0 then return false end")
+      else
+        self:emit("return false")
+      end
+    end
+    if not tm or tm.number or tm.integer then self:numbers(g, x) end
+  end
+  if has_obj or has_arr or tm then
+    self:emit(branch .. " " .. t .. ' == "table" then')
+    branch = "elseif"
+    if tm and not tm.object and not tm.array then
+      self:emit("return false")
+    else
+      self:tables(g, x, nest, has_obj, has_arr)
+    end
+  end
+  -- booleans, null, and values that are not JSON
+  if tm then
+    local conds = {}
+    if tm.boolean then conds[#conds + 1] = t .. ' == "boolean"' end
+    if tm.null then conds[#conds + 1] = x .. " == null" end
+    self:emit(branch == "if" and "do" or "else")
+    if #conds == 0 then
+      self:emit("return false")
+    else
+      self:emit("if not (" .. concat(conds, " or ") .. ") then return false end")
+    end
+    self:emit("end")
+  elseif branch ~= "if" then
+    self:emit("end")
+  end
+  if g.anyf then self:emit("if not " .. self:k(g.anyf) .. "(" .. x .. ") then return false end") end
+end
+
+function Gen:object(g, x, nest)
+  if g.required then
+    local names = g.required[1]
+    for i = 1, #names do
+      self:emit("if " .. x .. "[" .. lit(names[i]) .. "] == nil then return false end")
+    end
+  end
+  if g.props then
+    local keys, fns = g.props[1], g.props[2]
+    for i = 1, #keys do
+      local p = self:var("p")
+      self:emit("do local " .. p .. " = " .. x .. "[" .. lit(keys[i]) .. "]")
+      self:emit("if " .. p .. " ~= nil then")
+      self:check(fns[i], p, nest + 1)
+      self:emit("end end")
+    end
+  end
+  if g.merged then
+    local map, addno, addf = g.merged[1], g.merged[2], g.merged[3]
+    local names = {}
+    for name in pairs(map) do names[#names + 1] = name end
+    sort(names)
+    local kk, pv = self:var("k"), self:var("v")
+    self:emit("for " .. kk .. ", " .. pv .. " in next, " .. x .. " do")
+    if #names <= 12 then
+      local branch = "if"
+      for _, name in ipairs(names) do
+        self:emit(branch .. " " .. kk .. " == " .. lit(name) .. " then")
+        branch = "elseif"
+        self:check(map[name], pv, nest + 1)
+      end
+      self:emit(branch == "if" and "do" or "else")
+    else
+      local f = self:var("f")
+      self:emit("local " .. f .. " = " .. self:k(map) .. "[" .. kk .. "]")
+      self:emit("if " .. f .. " then")
+      self:emit("if not " .. f .. "(" .. pv .. ") then return false end")
+      self:emit("else")
+    end
+    if addno then
+      self:emit("return false")
+    else
+      self:check(addf, pv, nest + 1)
+    end
+    self:emit("end")
+    self:emit("end")
+  end
+  if g.objf then self:emit("if not " .. self:k(g.objf) .. "(" .. x .. ") then return false end") end
+end
+
+function Gen:array(g, x, nest)
+  local n = self:var("n")
+  self:emit("local " .. n .. " = #" .. x)
+  if g.maxItems then self:emit("if " .. n .. " > " .. lit(g.maxItems[1]) .. " then return false end") end
+  if g.minItems then self:emit("if " .. n .. " < " .. lit(g.minItems[1]) .. " then return false end") end
+  if g.items then
+    local i, it = self:var("i"), self:var("x")
+    self:emit("for " .. i .. " = 1, " .. n .. " do")
+    self:emit("local " .. it .. " = " .. x .. "[" .. i .. "]")
+    self:check(g.items, it, nest + 1)
+    self:emit("end")
+  end
+  if g.arrf then self:emit("if not " .. self:k(g.arrf) .. "(" .. x .. ") then return false end") end
+end
+
+-- Writes, loads and returns the fast check for root (nil if that fails:
+-- the closures then serve alone).
+local function generate(c, root)
+  if root == TRUE or not c.info[root] then return nil end
+  local gen = setmetatable({ info = c.info, cells = c.cells, consts = {}, kmap = {},
+                             lines = {}, n = 0, nvar = 0, fnames = {}, queue = {},
+                             fwd = {} }, Gen)
+  gen:fn_for(root)
+  local i = 1
+  local body = {}
+  while gen.queue[i] do
+    local f = gen.queue[i]
+    gen.lines, gen.n = {}, 0
+    gen:emit("F[" .. i .. "] = function(v)")
+    local g = gen.info[f]
+    if g then gen:node(g, "v", 0) else gen:check(f, "v", 0) end
+    gen:emit("return true")
+    gen:emit("end")
+    body[#body + 1] = concat(gen.lines, "\n")
+    -- a recursive target gets its own fast function too
+    for _, cell in ipairs(gen.fwd) do
+      if cell.fn and cell.fn ~= TRUE and gen.info[cell.fn] and not cell.gen then
+        cell.gen = gen:fn_for(cell.fn)
+        gen.cells_done = gen.cells_done or {}
+        gen.cells_done[#gen.cells_done + 1] = cell
+      end
+    end
+    gen.fwd = {}
+    i = i + 1
+  end
+  local src = "local K, type, getmetatable, next, null, ulen, table_kind, array_mt = ...\n" ..
+              "local F = {}\n" .. concat(body, "\n") .. "\nreturn F\n"
+  local chunk, err = load(src, "=schema")
+  if not chunk then                     -- a bug of ours: counted for the tests
+    M._codegen_failures = M._codegen_failures + 1
+    M._codegen_error = err
+    return nil
+  end
+  local fns = chunk(gen.consts, type, getmetatable, next, null, ulen, table_kind, array_mt)
+  for _, cell in ipairs(gen.cells_done or {}) do
+    cell.fast = fns[tonumber(smatch(cell.gen, "%d+"))]
+  end
+  return fns[1]
 end
 
 ------------------------------------------------------------------- API
 
-local function validator(check)
+local function validator(check, fast)
+  fast = fast or check
   return function(value)
     D, depth = 0, 0
-    if check(value) then return true end
+    if fast(value) then return true end
     D, depth = 0, 0
     local errs = {}
     check(value, errs)
@@ -1458,7 +1889,8 @@ function M.compile(s, opts)
   c.main = { [""] = true }
   c:add_document(s, "")
   c.main[inner_base(s, "")] = true
-  return validator(c:compile(s, "", "#"))
+  local check = c:compile(s, "", "#")
+  return validator(check, not (opts and opts.closures) and generate(c, check) or nil)
 end
 
 local cache = setmetatable({}, { __mode = "k" })
