@@ -41,7 +41,7 @@ SUPPORT_SRCS := $(wildcard spec/support/*.c)
 SUPPORT := $(patsubst spec/support/%.c,$(BUILD)/support/%,$(SUPPORT_SRCS))
 ALL_CFLAGS = -std=c99 -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -I$(LUA_INCDIR)
 
-.PHONY: all deps test check-c demo bench conformance install uninstall clean asan valgrind
+.PHONY: all deps test check-c demo bench bench-jansson conformance install uninstall clean asan valgrind
 
 all: $(MODULE)
 
@@ -60,6 +60,13 @@ $(BUILD)/support/%: spec/support/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c99 $(WARN) $(CFLAGS) -o $@ $< $(LWS_LIBS)
 
+# Why json.c is not built on libjansson: checks and timings (needs libjansson-dev).
+bench-jansson: all
+	@mkdir -p $(BUILD)/bench
+	$(CC) -std=c99 $(WARN) $(CFLAGS) -I$(LUA_INCDIR) -o $(BUILD)/bench/jansson_compare \
+		bench/jansson_compare.c $$($(PKG_CONFIG) --libs $(LUA_PC)) -ljansson -lm
+	$(BUILD)/bench/jansson_compare $(BUILD)
+
 # Installs missing Debian packages when run as root; otherwise names the command.
 deps:
 	@sh tools/deps.sh
@@ -72,6 +79,26 @@ test: deps all $(SUPPORT)
 conformance: all
 	@test -n "$(JSON_SCHEMA_TEST_SUITE)" || { echo "usage: make conformance JSON_SCHEMA_TEST_SUITE=/path/to/JSON-Schema-Test-Suite" >&2; exit 2; }
 	@$(LUA) tools/conformance.lua $(BUILD) "$(JSON_SCHEMA_TEST_SUITE)"
+
+# The C core must build warning-free for both ABIs.
+check-c:
+	$(MAKE) -s BUILD=build/check54 CFLAGS="-O2 -g -Werror" all
+	$(MAKE) -s BUILD=build/check51 LUA=luajit CFLAGS="-O2 -g -Werror" all
+
+# Unit specs of the C core with AddressSanitizer and UBSan. lua5.4 itself is
+# not instrumented, so the runtime is preloaded; leaks are valgrind's job.
+SANITIZE = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+C_SPECS = spec/json_spec.lua spec/pipe_transport_spec.lua spec/cdp_spec.lua spec/regex_spec.lua spec/ws_transport_spec.lua
+asan:
+	$(MAKE) -s BUILD=build/asan CFLAGS="-O1 -g $(SANITIZE)" LIBFLAG="-shared $(SANITIZE)" all build/asan/support/pipe_echo build/asan/support/static_server $(patsubst spec/support/%.c,build/asan/support/%,$(SUPPORT_SRCS))
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	sh tools/run-specs.sh $(LUA) $(BUSTED) build/asan $(wildcard $(C_SPECS))
+
+# The same specs under valgrind: no invalid access, no definite leak.
+valgrind: all $(SUPPORT)
+	VALGRIND="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite" \
+	sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD) $(wildcard $(C_SPECS))
 
 install: all
 	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools

@@ -12,7 +12,7 @@
 #if LUA_VERSION_NUM < 502
 #  define dt_rawlen(L, i) lua_objlen((L), (i))
 #  ifndef luaL_newlib            /* PUC 5.1 only; LuaJIT 2.1 has these */
-static void dt_setfuncs(lua_State *L, const luaL_Reg *l, int nup)
+static inline void dt_setfuncs(lua_State *L, const luaL_Reg *l, int nup)
 {
 	luaL_checkstack(L, nup, "too many upvalues");
 	for (; l->name != NULL; l++) {
@@ -26,7 +26,7 @@ static void dt_setfuncs(lua_State *L, const luaL_Reg *l, int nup)
 }
 #    define luaL_setfuncs(L, l, n) dt_setfuncs((L), (l), (n))
 #    define luaL_newlib(L, l) (lua_newtable(L), dt_setfuncs((L), (l), 0))
-static void *dt_testudata(lua_State *L, int ud, const char *tname)
+static inline void *dt_testudata(lua_State *L, int ud, const char *tname)
 {
 	void *p = lua_touserdata(L, ud);
 	if (p != NULL && lua_getmetatable(L, ud)) {   /* ... mt */

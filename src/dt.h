@@ -71,6 +71,10 @@ struct dt_transport {
 	size_t limit;           /* largest message accepted either way, bytes */
 	int closed;             /* set once close ran or the peer went away */
 	char err[256];          /* message of the last failure */
+	/* On too_large from recv: the first bytes of the dropped message, so
+	 * the caller can tell whose reply it was ({"id":N,...). */
+	char head[64];
+	size_t head_len;
 };
 
 #define DT_DEFAULT_LIMIT ((size_t)256 * 1024 * 1024)

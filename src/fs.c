@@ -103,9 +103,20 @@ static int l_rmtree(lua_State *L)
 	return 1;
 }
 
+/* core.is_executable(path) -> boolean: a regular file we may execute */
+static int l_is_executable(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	struct stat st;
+	lua_pushboolean(L, stat(path, &st) == 0 && S_ISREG(st.st_mode)
+	                   && access(path, X_OK) == 0);
+	return 1;
+}
+
 void dt_fs_open(lua_State *L)
 {
 	static const luaL_Reg funcs[] = {
+		{"is_executable", l_is_executable},
 		{"mkdtemp", l_mkdtemp},
 		{"rmtree", l_rmtree},
 		{NULL, NULL}

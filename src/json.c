@@ -1,16 +1,1140 @@
-/* json.c - placeholder, filled in by its own change. */
+/* json.c - the JSON codec: wire bytes straight to Lua values and back.
+ *
+ * Why a direct codec and not libjansson 2.14 (the issue asked for a
+ * well-kept library unless a clear reason was measured; see
+ * bench/jansson_compare.c and `make bench-jansson` to reproduce):
+ *  - it fails requirements outright: it rejects 18446744073709552000
+ *    ("too big integer"; JSON_DECODE_INT_AS_REAL fixes that only by making
+ *    every integer a float), rejects "\ud800" (which JSON.stringify emits
+ *    for lone surrogates) and raw non-UTF-8 bytes in strings, cannot write
+ *    shortest floats (0.1 -> 0.10000000000000001; JSON_REAL_PRECISION is
+ *    one precision per dump, so 15 breaks 1/3 and 17 breaks 0.1), writes
+ *    3.0 as "3.0", and refuses to dump the bytes of a lone surrogate;
+ *  - it costs more: decoding 8.0 MB (109776 small records) into Lua tables
+ *    through a jansson tree took 376-448 ms and 128.7 MB peak heap (the
+ *    jansson parse alone 291-356 ms, 85.7 MB), against 99-108 ms and 43.9 MB
+ *    for this one-pass decoder (lua-cjson: 120-128 ms, 43.9 MB): about x4
+ *    the time and x2.9 the memory (3 runs, best of 5 each, on the 2-core VM).
+ *
+ * Value mapping (the Lua side documents it in lua/devtools_tools/json.lua):
+ * objects <-> plain tables, arrays <-> tables with metatable DT_ARRAY_MT
+ * (or plain sequences 1..n when encoding), null <-> light userdata NULL,
+ * integers stay integers on 5.3+. Numbers are read and written in the "C"
+ * locale whatever the program's locale is.
+ *
+ * Both directions are iterative (no C recursion), so the only limit on
+ * nesting is max_depth and the Lua stack (lua_checkstack failing reads as
+ * too_deep); the per-level state beyond a small C array lives in a userdata,
+ * so a Lua error (out of memory) in the middle leaks nothing. */
+#define _POSIX_C_SOURCE 200809L
+#include <float.h>
+#include <limits.h>
+#include <locale.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "dt.h"
 
-void dt_json_open(lua_State *L)
+#define JSONBUF_MT "devtools_tools.jsonbuf"
+#define SMALL_LEVELS 64         /* levels kept in a C array before spilling */
+
+/* ---- the "C" locale, created once and never freed ---------------------- */
+
+/* uselocale() switches only the calling thread, so a program that called
+ * os.setlocale("de_DE") still gets '.' from snprintf/strtod inside. */
+static locale_t c_locale(void)
 {
-	(void)L;
+	static locale_t cached;         /* owns: one locale object for the process */
+	locale_t l = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+	if (l == (locale_t)0) {
+		locale_t expected = (locale_t)0;
+		l = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+		if (l == (locale_t)0)
+			return l;
+		if (!__atomic_compare_exchange_n(&cached, &expected, l, 0,
+		                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			freelocale(l);          /* another thread won the race */
+			l = expected;
+		}
+	}
+	return l;
+}
+
+/* Runs strtod on a NUL-terminated token in the C locale. */
+static double strtod_c(const char *s)
+{
+	locale_t c = c_locale(), old = (locale_t)0;
+	double v;
+	if (c != (locale_t)0)
+		old = uselocale(c);
+	v = strtod(s, NULL);
+	if (c != (locale_t)0)
+		uselocale(old);
+	return v;
+}
+
+/* ---- character classes -------------------------------------------------- */
+
+/* 8 bytes at a time: does any byte equal '"' or '\\', or is below 0x20
+ * (and, for the encoder, at or above 0x80)? Exact as a yes/no answer. */
+#define ONES  UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+#define HASZERO(x) (((x) - ONES) & ~(x) & HIGHS)
+#define HASLESS(x, n) (((x) - ONES * (n)) & ~(x) & HIGHS)
+
+static int special8(const unsigned char *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return (HASZERO(v ^ (ONES * '"')) | HASZERO(v ^ (ONES * '\\')) |
+	        HASLESS(v, 0x20)) != 0;
+}
+
+static int special8_or_high(const unsigned char *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return (HASZERO(v ^ (ONES * '"')) | HASZERO(v ^ (ONES * '\\')) |
+	        HASLESS(v, 0x20) | (v & HIGHS)) != 0;
+}
+
+/* bytes that end a plain run in a JSON string being decoded */
+#define DEC_SPECIAL(c) ((c) < 0x20 || (c) == '"' || (c) == '\\')
+/* bytes that pass through the encoder unchanged */
+#define ENC_PLAIN(c) ((c) >= 0x20 && (c) < 0x80 && (c) != '"' && (c) != '\\')
+
+static int hexval(unsigned c)
+{
+	if (c - '0' < 10u)
+		return (int)(c - '0');
+	c |= 0x20;
+	if (c - 'a' < 6u)
+		return (int)(c - 'a' + 10);
+	return -1;
+}
+
+/* Grows a userdata-backed array kept at stack slot `slot`: pushes a new
+ * userdata, copies the old contents (which may live on the C stack) and
+ * replaces the slot with it, so the old block becomes garbage. May raise
+ * on out of memory, which leaks nothing. Needs 1 free stack slot. */
+static void *grow_slot(lua_State *L, int slot, const void *old, size_t used,
+                       size_t newsize)
+{
+	void *p = lua_newuserdata(L, newsize);   /* ... ud */
+	if (used > 0)
+		memcpy(p, old, used);
+	lua_replace(L, slot);                    /* ... (slot = ud) */
+	return p;
+}
+
+/* ======================================================================== */
+/* Decoding                                                                  */
+/* ======================================================================== */
+
+typedef struct jdec {
+	lua_State *L;
+	const unsigned char *start, *end;
+	int mt_slot;            /* stack slot: the array metatable */
+	int scratch_slot;       /* stack slot: userdata behind scratch */
+	int levels_slot;        /* stack slot: userdata behind levels (when spilled) */
+	unsigned char *scratch; /* unescaped string bytes; Lua-owned */
+	size_t scratch_cap;
+	const char *code;       /* "syntax" or "too_deep" once failed */
+	char *err;
+	size_t errsz;
+} jdec;
+
+static void dec_fail(jdec *d, const unsigned char *p, const char *what)
+{
+	size_t off = (size_t)(p - d->start);
+	d->code = "syntax";
+	if (d->errsz == 0)
+		return;
+	if (p >= d->end)
+		snprintf(d->err, d->errsz, "syntax error at byte offset %zu: %s (unexpected end of input)",
+		         off, what);
+	else if (*p >= 0x20 && *p < 0x7f)
+		snprintf(d->err, d->errsz, "syntax error at byte offset %zu: %s (found '%c')",
+		         off, what, *p);
+	else
+		snprintf(d->err, d->errsz, "syntax error at byte offset %zu: %s (found byte 0x%02X)",
+		         off, what, *p);
+}
+
+static const unsigned char *skip_ws(const unsigned char *p, const unsigned char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+		p++;
+	return p;
+}
+
+/* Makes room for need bytes of scratch, keeping the first used. */
+static void scratch_reserve(jdec *d, size_t used, size_t need)
+{
+	size_t cap;
+	if (need <= d->scratch_cap)
+		return;
+	cap = d->scratch_cap ? d->scratch_cap * 2 : 256;
+	while (cap < need)
+		cap *= 2;
+	d->scratch = grow_slot(d->L, d->scratch_slot, d->scratch, used, cap);
+	d->scratch_cap = cap;
+}
+
+/* Appends code point cp as (generalized) UTF-8: surrogates get their
+ * 3-byte form, like CESU-8, so a lone "\ud800" survives as ED A0 80. */
+static size_t put_utf8(unsigned char *o, unsigned long cp)
+{
+	if (cp < 0x80) {
+		o[0] = (unsigned char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (unsigned char)(0xC0 | (cp >> 6));
+		o[1] = (unsigned char)(0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (unsigned char)(0xE0 | (cp >> 12));
+		o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+		o[2] = (unsigned char)(0x80 | (cp & 0x3F));
+		return 3;
+	}
+	o[0] = (unsigned char)(0xF0 | (cp >> 18));
+	o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+	o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+	o[3] = (unsigned char)(0x80 | (cp & 0x3F));
+	return 4;
+}
+
+static long hex4(const unsigned char *p)
+{
+	int a = hexval(p[0]), b = hexval(p[1]), c = hexval(p[2]), e = hexval(p[3]);
+	if ((a | b | c | e) < 0)
+		return -1;
+	return ((long)a << 12) | (b << 8) | (c << 4) | e;
+}
+
+/* p is just past the opening quote. Pushes the string and returns the
+ * position after the closing quote, or NULL after dec_fail. */
+static const unsigned char *dec_string(jdec *d, const unsigned char *p)
+{
+	const unsigned char *run = p, *end = d->end;
+	size_t n;
+
+	while (end - p >= 8 && !special8(p))
+		p += 8;
+	while (p < end && !DEC_SPECIAL(*p))
+		p++;
+	if (p < end && *p == '"') {             /* the common case: no escapes */
+		lua_pushlstring(d->L, (const char *)run, (size_t)(p - run));
+		return p + 1;
+	}
+
+	/* escapes: unescape into scratch (never longer than the input) */
+	n = 0;
+	for (;;) {
+		size_t len = (size_t)(p - run);
+		unsigned long cp;
+		long h;
+		if (len > 0) {
+			scratch_reserve(d, n, n + len + 8);
+			memcpy(d->scratch + n, run, len);
+			n += len;
+		}
+		if (p >= end) {
+			dec_fail(d, p, "unterminated string");
+			return NULL;
+		}
+		if (*p == '"')
+			break;
+		if (*p < 0x20) {
+			dec_fail(d, p, "control character in a string");
+			return NULL;
+		}
+		/* *p == '\\' */
+		scratch_reserve(d, n, n + 8);
+		if (end - p < 2) {
+			dec_fail(d, p + 1, "unterminated escape");
+			return NULL;
+		}
+		switch (p[1]) {
+		case '"': d->scratch[n++] = '"'; p += 2; break;
+		case '\\': d->scratch[n++] = '\\'; p += 2; break;
+		case '/': d->scratch[n++] = '/'; p += 2; break;
+		case 'b': d->scratch[n++] = '\b'; p += 2; break;
+		case 'f': d->scratch[n++] = '\f'; p += 2; break;
+		case 'n': d->scratch[n++] = '\n'; p += 2; break;
+		case 'r': d->scratch[n++] = '\r'; p += 2; break;
+		case 't': d->scratch[n++] = '\t'; p += 2; break;
+		case 'u':
+			if (end - p < 6 || (h = hex4(p + 2)) < 0) {
+				dec_fail(d, p, "bad \\u escape (want 4 hex digits)");
+				return NULL;
+			}
+			cp = (unsigned long)h;
+			p += 6;
+			/* a high surrogate followed by a low one is one code point;
+			 * anything else is kept as a lone surrogate */
+			if (cp >= 0xD800 && cp < 0xDC00 && end - p >= 6 && p[0] == '\\' &&
+			    p[1] == 'u' && (h = hex4(p + 2)) >= 0xDC00 && h < 0xE000) {
+				cp = 0x10000 + ((cp - 0xD800) << 10) + ((unsigned long)h - 0xDC00);
+				p += 6;
+			}
+			n += put_utf8(d->scratch + n, cp);
+			break;
+		default:
+			dec_fail(d, p + 1, "bad escape");
+			return NULL;
+		}
+		run = p;
+		while (end - p >= 8 && !special8(p))
+			p += 8;
+		while (p < end && !DEC_SPECIAL(*p))
+			p++;
+	}
+	lua_pushlstring(d->L, (const char *)d->scratch, n);
+	return p + 1;
+}
+
+static const double pow10_exact[] = {
+	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22
+};
+
+#define IS_DIGIT(c) ((unsigned)((c) - '0') < 10u)
+
+/* Pushes the number starting at p; returns the position after it or NULL. */
+static const unsigned char *dec_number(jdec *d, const unsigned char *p)
+{
+	const unsigned char *start = p, *end = d->end;
+	uint64_t m = 0;         /* significant digits, at most 19 of them */
+	int nd = 0;             /* digits in m, from the first non-zero one */
+	int inexact = 0;        /* digits were left out of m */
+	long e10 = 0;           /* value = m * 10^e10 (when !inexact) */
+	int neg = 0, isfloat = 0;
+
+	if (*p == '-') {
+		neg = 1;
+		p++;
+	}
+	if (p < end && *p == '0') {
+		p++;
+	} else if (p < end && IS_DIGIT(*p)) {
+		do {
+			if (nd < 19) {
+				m = m * 10 + (unsigned)(*p - '0');
+				nd++;
+			} else {
+				inexact = 1;
+				e10++;
+			}
+			p++;
+		} while (p < end && IS_DIGIT(*p));
+	} else {
+		dec_fail(d, p, "bad number");
+		return NULL;
+	}
+	if (p < end && *p == '.') {
+		isfloat = 1;
+		p++;
+		if (p >= end || !IS_DIGIT(*p)) {
+			dec_fail(d, p, "bad number (digit expected after '.')");
+			return NULL;
+		}
+		do {
+			unsigned dg = (unsigned)(*p - '0');
+			if (nd < 19) {
+				m = m * 10 + dg;
+				if (m != 0)
+					nd++;
+				e10--;
+			} else if (dg != 0) {
+				inexact = 1;
+			}
+			p++;
+		} while (p < end && IS_DIGIT(*p));
+	}
+	if (p < end && (*p == 'e' || *p == 'E')) {
+		long x = 0;
+		int eneg = 0;
+		isfloat = 1;
+		p++;
+		if (p < end && (*p == '+' || *p == '-')) {
+			eneg = *p == '-';
+			p++;
+		}
+		if (p >= end || !IS_DIGIT(*p)) {
+			dec_fail(d, p, "bad number (digit expected in exponent)");
+			return NULL;
+		}
+		do {
+			if (x < 100000)
+				x = x * 10 + (*p - '0');
+			p++;
+		} while (p < end && IS_DIGIT(*p));
+		e10 += eneg ? -x : x;
+	}
+	if (p < end && (IS_DIGIT(*p) || *p == '.' || *p == 'e' || *p == 'E')) {
+		dec_fail(d, p, "bad number");    /* e.g. a leading zero: 012 */
+		return NULL;
+	}
+
+	if (!isfloat && !inexact) {
+		/* an integer literal: exact when it fits int64 ("-0" is a float,
+		 * so that -0.0 round-trips) */
+		if (neg ? (m <= (uint64_t)INT64_MAX + 1 && m != 0) : m <= (uint64_t)INT64_MAX) {
+			int64_t v = neg ? (int64_t)(0 - m) : (int64_t)m;
+#if LUA_VERSION_NUM >= 503
+			lua_pushinteger(d->L, (lua_Integer)v);
+#else
+			lua_pushnumber(d->L, (lua_Number)v);    /* correctly rounded */
+#endif
+			return p;
+		}
+	}
+#if FLT_EVAL_METHOD == 0
+	/* Clinger's fast path: m and 10^|e10| are exact doubles, so one
+	 * multiplication or division rounds correctly, as strtod would. */
+	if (!inexact && m <= (UINT64_C(1) << 53) && e10 >= -22 && e10 <= 22) {
+		double v = (double)m;
+		v = e10 < 0 ? v / pow10_exact[-e10] : v * pow10_exact[e10];
+		lua_pushnumber(d->L, (lua_Number)(neg ? -v : v));
+		return p;
+	}
+#endif
+	{
+		char small[64];
+		size_t len = (size_t)(p - start);
+		char *tok = small;
+		if (len >= sizeof small) {
+			scratch_reserve(d, 0, len + 1);
+			tok = (char *)d->scratch;
+		}
+		memcpy(tok, start, len);
+		tok[len] = '\0';
+		lua_pushnumber(d->L, (lua_Number)strtod_c(tok));
+	}
+	return p;
+}
+
+/* The whole decoder: one pass, one loop, no recursion. Each open container
+ * sits on the Lua stack (objects also hold their pending key there);
+ * levels[k] is the element count of an array at depth k, or -1 for an
+ * object. On success the value is on top. */
+static int dec_run(jdec *d, int max_depth)
+{
+	lua_State *L = d->L;
+	const unsigned char *p = d->start, *end = d->end;
+	lua_Integer small[SMALL_LEVELS];
+	lua_Integer *lv = small;        /* lv[1..depth] */
+	size_t lv_cap = SMALL_LEVELS;
+	int depth = 0;
+
+value:
+	p = skip_ws(p, end);
+	if (p >= end) {
+		dec_fail(d, p, "value expected");
+		return 0;
+	}
+	switch (*p) {
+	case '{':
+	case '[':
+		if (depth >= max_depth || !lua_checkstack(L, 4)) {
+			d->code = "too_deep";
+			if (d->errsz > 0)
+				snprintf(d->err, d->errsz,
+				         "nesting deeper than %d at byte offset %zu%s",
+				         depth, (size_t)(p - d->start),
+				         depth >= max_depth ? "" : " (the Lua stack is full)");
+			return 0;
+		}
+		if ((size_t)depth + 1 >= lv_cap) {
+			lv = grow_slot(L, d->levels_slot, lv, lv_cap * sizeof *lv,
+			               2 * lv_cap * sizeof *lv);
+			lv_cap *= 2;
+		}
+		if (*p == '{') {
+			lua_createtable(L, 0, 0);               /* ... obj */
+			lv[++depth] = -1;
+			p = skip_ws(p + 1, end);
+			if (p < end && *p == '}') {
+				p++;
+				depth--;
+				goto value_done;
+			}
+			goto key;
+		}
+		lua_createtable(L, 0, 0);                       /* ... arr */
+		lua_pushvalue(L, d->mt_slot);                   /* ... arr mt */
+		lua_setmetatable(L, -2);                        /* ... arr */
+		lv[++depth] = 0;
+		p = skip_ws(p + 1, end);
+		if (p < end && *p == ']') {
+			p++;
+			depth--;
+			goto value_done;
+		}
+		goto value;
+	case '"':
+		p = dec_string(d, p + 1);                       /* ... str */
+		if (p == NULL)
+			return 0;
+		break;
+	case 't':
+		if (end - p < 4 || memcmp(p, "true", 4) != 0)
+			goto bad_value;
+		lua_pushboolean(L, 1);
+		p += 4;
+		break;
+	case 'f':
+		if (end - p < 5 || memcmp(p, "false", 5) != 0)
+			goto bad_value;
+		lua_pushboolean(L, 0);
+		p += 5;
+		break;
+	case 'n':
+		if (end - p < 4 || memcmp(p, "null", 4) != 0)
+			goto bad_value;
+		dt_pushnull(L);
+		p += 4;
+		break;
+	case '-': case '0': case '1': case '2': case '3': case '4':
+	case '5': case '6': case '7': case '8': case '9':
+		p = dec_number(d, p);                           /* ... num */
+		if (p == NULL)
+			return 0;
+		break;
+	default:
+	bad_value:
+		dec_fail(d, p, "value expected");
+		return 0;
+	}
+
+value_done:                     /* a complete value is on top */
+	if (depth == 0) {
+		p = skip_ws(p, end);
+		if (p < end) {
+			dec_fail(d, p, "end of input expected after the value");
+			return 0;
+		}
+		return 1;
+	}
+	if (lv[depth] >= 0) {
+		lv[depth]++;
+		lua_rawseti(L, -2, lv[depth]);                  /* ... arr */
+	} else {
+		lua_rawset(L, -3);                              /* ... obj */
+	}
+	p = skip_ws(p, end);
+	if (p < end && *p == ',') {
+		p++;
+		if (lv[depth] < 0)
+			goto key;
+		goto value;
+	}
+	if (p < end && *p == (lv[depth] < 0 ? '}' : ']')) {
+		p++;
+		depth--;
+		goto value_done;
+	}
+	dec_fail(d, p, lv[depth] < 0 ? "',' or '}' expected" : "',' or ']' expected");
+	return 0;
+
+key:
+	p = skip_ws(p, end);
+	if (p >= end || *p != '"') {
+		dec_fail(d, p, "string key expected");
+		return 0;
+	}
+	p = dec_string(d, p + 1);                               /* ... obj key */
+	if (p == NULL)
+		return 0;
+	p = skip_ws(p, end);
+	if (p >= end || *p != ':') {
+		dec_fail(d, p, "':' expected");
+		return 0;
+	}
+	p++;
+	goto value;
+}
+
+/* Decodes s[0..len): pushes the value and returns 1, or pushes nothing,
+ * writes err and sets *code ("syntax" or "too_deep") and returns 0. */
+static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
+                       char *err, size_t errsz, const char **code)
+{
+	jdec d;
+	int base = lua_gettop(L), ok;
+	if (max_depth < 0)
+		max_depth = DT_JSON_MAX_DEPTH;
+	luaL_checkstack(L, 8, "json decode");
+	luaL_getmetatable(L, DT_ARRAY_MT);      /* ... mt */
+	lua_pushnil(L);                         /* ... mt scratch */
+	lua_pushnil(L);                         /* ... mt scratch levels */
+	memset(&d, 0, sizeof d);
+	d.L = L;
+	d.start = (const unsigned char *)s;
+	d.end = d.start + len;
+	d.mt_slot = base + 1;
+	d.scratch_slot = base + 2;
+	d.levels_slot = base + 3;
+	d.err = err;
+	d.errsz = errsz;
+	ok = dec_run(&d, max_depth);            /* ... mt scratch levels [...] value */
+	if (ok) {
+		lua_replace(L, base + 1);           /* ... value scratch levels [...] */
+		lua_settop(L, base + 1);            /* ... value */
+	} else {
+		lua_settop(L, base);                /* ... */
+		if (code != NULL)
+			*code = d.code ? d.code : "syntax";
+	}
+	return ok;
 }
 
 int dt_json_decode(lua_State *L, const char *s, size_t len, int max_depth,
                    char *err, size_t errsz)
 {
-	(void)L; (void)s; (void)len; (void)max_depth;
-	if (errsz > 0)
-		err[0] = '\0';
+	return json_decode(L, s, len, max_depth, err, errsz, NULL);
+}
+
+/* ======================================================================== */
+/* Encoding                                                                  */
+/* ======================================================================== */
+
+typedef struct jlevel {
+	lua_Integer i;          /* elements written so far */
+	lua_Integer n;          /* array length, or -1 for an object */
+} jlevel;
+
+typedef struct jenc {
+	lua_State *L;
+	dt_buf *b;              /* owned by a userdata with __gc on the stack */
+	int mt_slot;            /* stack slot: the array metatable */
+	int levels_slot;        /* stack slot: userdata behind levels (when spilled) */
+	const char *code;       /* "bad_value" or "too_deep" once failed */
+	char err[160];
+} jenc;
+
+static int enc_fail(jenc *e, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int enc_fail(jenc *e, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->err, sizeof e->err, fmt, ap);
+	va_end(ap);
 	return 0;
+}
+
+/* Room for n more bytes: 1, or 0 after enc_fail on out of memory. */
+static int need(jenc *e, size_t n)
+{
+	if (e->b->cap - e->b->len >= n)
+		return 1;
+	if (dt_buf_reserve(e->b, n) == 0)
+		return 1;
+	return enc_fail(e, "bad_value", "out of memory while encoding");
+}
+
+#define PUTC(b, c) ((b)->data[(b)->len++] = (char)(c))
+
+static int put(jenc *e, const char *s, size_t n)
+{
+	if (!need(e, n))
+		return 0;
+	memcpy(e->b->data + e->b->len, s, n);
+	e->b->len += n;
+	return 1;
+}
+
+/* Writes v in decimal to the end of tmp[24]; returns the first char. */
+static char *fmt_int(char tmp[24], int64_t v)
+{
+	char *q = tmp + 24;
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	do {
+		*--q = (char)('0' + u % 10);
+		u /= 10;
+	} while (u != 0);
+	if (v < 0)
+		*--q = '-';
+	return q;
+}
+
+static int put_int(jenc *e, int64_t v)
+{
+	char tmp[24], *q = fmt_int(tmp, v);
+	return put(e, q, (size_t)(tmp + 24 - q));
+}
+
+/* Shortest text for a finite, non-integral-or-huge double that reads back
+ * equal. First the decimal m / 10^k with the fewest places k, m the integer
+ * nearest x * 10^k, if it reads back as x: m and 10^k are exact doubles, so
+ * strtod of that text rounds to the same double as the division m / 10^k
+ * does. Else %.15g, %.16g, %.17g in the C locale. */
+static int put_double(jenc *e, double x)
+{
+	char tmp[40];
+	int k, len = 0;
+	double ax = fabs(x);
+	if (ax >= 1e-7 && ax < 1e15) {
+		for (k = 1; k <= 15; k++) {
+			double r = floor(ax * pow10_exact[k] + 0.5);   /* nearest m */
+			if (r < 9007199254740992.0 && r / pow10_exact[k] == ax) {
+				char itmp[24], *q = fmt_int(itmp, (int64_t)r);
+				int nd = (int)(itmp + 24 - q), i;
+				char *o = tmp;
+				/* when rounding hid a smaller k (8.68842 found at
+				 * k = 6 as 8688420), drop the zeros */
+				while (k > 1 && q[nd - 1] == '0') {
+					nd--;
+					k--;
+				}
+				if (x < 0)
+					*o++ = '-';
+				if (nd <= k) {              /* 0.000ddd */
+					*o++ = '0';
+					*o++ = '.';
+					for (i = nd; i < k; i++)
+						*o++ = '0';
+					memcpy(o, q, (size_t)nd);
+					o += nd;
+				} else {                    /* ddd.ddd */
+					memcpy(o, q, (size_t)(nd - k));
+					o += nd - k;
+					*o++ = '.';
+					memcpy(o, q + nd - k, (size_t)k);
+					o += k;
+				}
+				return put(e, tmp, (size_t)(o - tmp));
+			}
+			if (r >= 9007199254740992.0)
+				break;
+		}
+	}
+	{
+		locale_t c = c_locale(), old = (locale_t)0;
+		int prec;
+		if (c != (locale_t)0)
+			old = uselocale(c);
+		for (prec = 15; prec <= 17; prec++) {
+			len = snprintf(tmp, sizeof tmp, "%.*g", prec, x);
+			if (prec == 17 || strtod(tmp, NULL) == x)
+				break;
+		}
+		if (c != (locale_t)0)
+			uselocale(old);
+	}
+	if (len < 0 || (size_t)len >= sizeof tmp)
+		return enc_fail(e, "bad_value", "cannot format number");
+	return put(e, tmp, (size_t)len);
+}
+
+/* Integral floats below 2^63 are written with all their digits (exact, and
+ * what JS does below 1e21): they read back as an integer equal to the float,
+ * where JS's shortest-digits-then-zeros (7518160216544275000 for
+ * 7518160216544275456.0) would read back as a different integer. */
+static int enc_number(jenc *e, int idx)
+{
+	lua_State *L = e->L;
+	double x;
+#if LUA_VERSION_NUM >= 503
+	if (lua_isinteger(L, idx))
+		return put_int(e, (int64_t)lua_tointeger(L, idx));
+#endif
+	x = (double)lua_tonumber(L, idx);
+	if (x != x || x - x != 0)               /* NaN, +-Infinity: as JSON.stringify */
+		return put(e, "null", 4);
+	if (x == floor(x) && fabs(x) < 9223372036854775808.0) {
+		if (x == 0 && signbit(x))
+			return put(e, "-0", 2);
+		return put_int(e, (int64_t)x);      /* integral: no fraction, like JS */
+	}
+	return put_double(e, x);
+}
+
+static const char hexdig[] = "0123456789abcdef";
+
+/* Writes s[0..len) as a JSON string. Valid UTF-8 passes through; the
+ * 3-byte surrogate forms (ED A0..BF xx) become \udXXX so that a decoded
+ * lone surrogate round-trips; anything else invalid is bad_value. */
+static int enc_string(jenc *e, const unsigned char *s, size_t len)
+{
+	dt_buf *b = e->b;
+	size_t i = 0;
+	if (!need(e, len + 2))
+		return 0;
+	PUTC(b, '"');
+	for (;;) {
+		size_t run = i;
+		unsigned c;
+		while (len - i >= 8 && !special8_or_high(s + i))
+			i += 8;
+		while (i < len && ENC_PLAIN(s[i]))
+			i++;
+		if (i > run && !put(e, (const char *)s + run, i - run))
+			return 0;
+		if (i >= len)
+			break;
+		if (!need(e, 12))
+			return 0;
+		c = s[i];
+		if (c < 0x80) {
+			PUTC(b, '\\');
+			switch (c) {
+			case '"': PUTC(b, '"'); break;
+			case '\\': PUTC(b, '\\'); break;
+			case '\b': PUTC(b, 'b'); break;
+			case '\f': PUTC(b, 'f'); break;
+			case '\n': PUTC(b, 'n'); break;
+			case '\r': PUTC(b, 'r'); break;
+			case '\t': PUTC(b, 't'); break;
+			default:
+				PUTC(b, 'u');
+				PUTC(b, '0');
+				PUTC(b, '0');
+				PUTC(b, hexdig[c >> 4]);
+				PUTC(b, hexdig[c & 15]);
+			}
+			i++;
+			continue;
+		}
+		/* multi-byte sequence: check it */
+		{
+			size_t n, k;
+			unsigned long cp;
+			unsigned c1 = i + 1 < len ? s[i + 1] : 0;
+			if (c >= 0xC2 && c <= 0xDF) {
+				n = 2;
+				cp = c & 0x1F;
+			} else if (c >= 0xE0 && c <= 0xEF) {
+				n = 3;
+				cp = c & 0x0F;
+				if ((c == 0xE0 && c1 < 0xA0))   /* overlong */
+					goto invalid;
+			} else if (c >= 0xF0 && c <= 0xF4) {
+				n = 4;
+				cp = c & 0x07;
+				if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90))
+					goto invalid;
+			} else {
+				goto invalid;
+			}
+			if (len - i < n)
+				goto invalid;
+			for (k = 1; k < n; k++) {
+				if ((s[i + k] & 0xC0) != 0x80)
+					goto invalid;
+				cp = (cp << 6) | (s[i + k] & 0x3F);
+			}
+			if (cp >= 0xD800 && cp < 0xE000) {      /* a surrogate's own form */
+				PUTC(b, '\\');
+				PUTC(b, 'u');
+				PUTC(b, 'd');
+				PUTC(b, hexdig[(cp >> 8) & 15]);
+				PUTC(b, hexdig[(cp >> 4) & 15]);
+				PUTC(b, hexdig[cp & 15]);
+			} else {
+				memcpy(b->data + b->len, s + i, n);
+				b->len += n;
+			}
+			i += n;
+			continue;
+		}
+	invalid:
+		return enc_fail(e, "bad_value", "invalid UTF-8 in a string at byte offset %zu", i);
+	}
+	if (!need(e, 1))
+		return 0;
+	PUTC(b, '"');
+	return 1;
+}
+
+/* Is the table on top an array? Returns its length, or -1 for an object.
+ * Arrays: the array metatable (elements 1..rawlen), or keys exactly 1..n
+ * with n > 0. Needs 2 free stack slots; leaves the stack as it was. */
+static lua_Integer table_kind(jenc *e)
+{
+	lua_State *L = e->L;
+	lua_Integer count = 0, max = 0;
+	if (lua_getmetatable(L, -1)) {                  /* ... t mt */
+		int is = lua_rawequal(L, -1, e->mt_slot);
+		lua_pop(L, 1);                              /* ... t */
+		if (is)
+			return (lua_Integer)dt_rawlen(L, -1);
+	}
+	lua_pushnil(L);                                 /* ... t nil */
+	while (lua_next(L, -2)) {                       /* ... t k v */
+		lua_Integer k;
+		lua_pop(L, 1);                              /* ... t k */
+#if LUA_VERSION_NUM >= 503
+		if (!lua_isinteger(L, -1)) {
+			lua_pop(L, 1);                          /* ... t */
+			return -1;
+		}
+		k = lua_tointeger(L, -1);
+#else
+		{
+			double dk = lua_type(L, -1) == LUA_TNUMBER ? (double)lua_tonumber(L, -1) : 0.5;
+			if (dk != floor(dk) || dk < 1 || dk > 9e15) {
+				lua_pop(L, 1);                      /* ... t */
+				return -1;
+			}
+			k = (lua_Integer)dk;
+		}
+#endif
+		if (k < 1) {
+			lua_pop(L, 1);                          /* ... t */
+			return -1;
+		}
+		count++;
+		if (k > max)
+			max = k;
+	}                                               /* ... t */
+	return count > 0 && max == count ? count : -1;
+}
+
+/* Writes the key at idx (string or integer) and the ':' after it. */
+static int enc_key(jenc *e, int idx)
+{
+	lua_State *L = e->L;
+	int t = lua_type(L, idx);
+	if (t == LUA_TSTRING) {
+		size_t len;
+		const char *s = lua_tolstring(L, idx, &len);    /* a string: no conversion */
+		if (!enc_string(e, (const unsigned char *)s, len))
+			return 0;
+	} else if (t == LUA_TNUMBER) {
+		char tmp[24], *q;
+		int64_t v;
+#if LUA_VERSION_NUM >= 503
+		if (!lua_isinteger(L, idx))
+			return enc_fail(e, "bad_value", "table key %.17g is neither a string nor an integer",
+			                (double)lua_tonumber(L, idx));
+		v = (int64_t)lua_tointeger(L, idx);
+#else
+		double dk = lua_tonumber(L, idx);
+		if (dk != floor(dk) || fabs(dk) >= 9223372036854775808.0)
+			return enc_fail(e, "bad_value", "table key %.17g is neither a string nor an integer", dk);
+		v = (int64_t)dk;
+#endif
+		q = fmt_int(tmp, v);
+		if (!need(e, 28))
+			return 0;
+		PUTC(e->b, '"');
+		memcpy(e->b->data + e->b->len, q, (size_t)(tmp + 24 - q));
+		e->b->len += (size_t)(tmp + 24 - q);
+		PUTC(e->b, '"');
+	} else {
+		return enc_fail(e, "bad_value", "table key of type %s is neither a string nor an integer",
+		                lua_typename(L, t));
+	}
+	if (!need(e, 1))
+		return 0;
+	PUTC(e->b, ':');
+	return 1;
+}
+
+/* The whole encoder: the value to write is on top; one loop, no recursion.
+ * Each open table sits on the Lua stack (an object also holds its lua_next
+ * key there); lv[1..depth] tracks progress. Every finished value is popped,
+ * so the stack ends as it started minus the value. */
+static int enc_run(jenc *e, int max_depth)
+{
+	lua_State *L = e->L;
+	jlevel small[SMALL_LEVELS];
+	jlevel *lv = small;
+	size_t lv_cap = SMALL_LEVELS;
+	int depth = 0;
+
+value:                          /* ... v */
+	switch (lua_type(L, -1)) {
+	case LUA_TNIL:              /* top level, or a hole in a marked array */
+		if (!put(e, "null", 4))
+			return 0;
+		break;
+	case LUA_TBOOLEAN:
+		if (lua_toboolean(L, -1) ? !put(e, "true", 4) : !put(e, "false", 5))
+			return 0;
+		break;
+	case LUA_TNUMBER:
+		if (!enc_number(e, -1))
+			return 0;
+		break;
+	case LUA_TSTRING: {
+		size_t len;
+		const char *s = lua_tolstring(L, -1, &len);
+		if (!enc_string(e, (const unsigned char *)s, len))
+			return 0;
+		break;
+	}
+	case LUA_TLIGHTUSERDATA:
+		if (lua_touserdata(L, -1) != NULL)
+			return enc_fail(e, "bad_value", "cannot encode a light userdata other than null");
+		if (!put(e, "null", 4))
+			return 0;
+		break;
+	case LUA_TTABLE: {
+		lua_Integer n;
+		if (depth >= max_depth || !lua_checkstack(L, 4))
+			return enc_fail(e, "too_deep", "nesting deeper than %d (a cycle?)%s", depth,
+			                depth >= max_depth ? "" : " (the Lua stack is full)");
+		if ((size_t)depth + 1 >= lv_cap) {
+			lv = grow_slot(L, e->levels_slot, lv, lv_cap * sizeof *lv,
+			               2 * lv_cap * sizeof *lv);
+			lv_cap *= 2;
+		}
+		n = table_kind(e);
+		depth++;
+		lv[depth].i = 0;
+		lv[depth].n = n;
+		if (!need(e, 1))
+			return 0;
+		if (n >= 0) {
+			PUTC(e->b, '[');                        /* ... t */
+		} else {
+			PUTC(e->b, '{');
+			lua_pushnil(L);                         /* ... t nil */
+		}
+		goto next;
+	}
+	default:
+		return enc_fail(e, "bad_value", "cannot encode a %s", luaL_typename(L, -1));
+	}
+	lua_pop(L, 1);              /* the finished value */
+
+next:
+	if (depth == 0)
+		return 1;
+	if (lv[depth].n >= 0) {                             /* ... arr */
+		jlevel *l = &lv[depth];
+		if (l->i < l->n) {
+			if (l->i > 0) {
+				if (!need(e, 1))
+					return 0;
+				PUTC(e->b, ',');
+			}
+			l->i++;
+			lua_rawgeti(L, -1, l->i);                   /* ... arr v */
+			goto value;
+		}
+		if (!need(e, 1))
+			return 0;
+		PUTC(e->b, ']');
+	} else {                                            /* ... obj key */
+		if (lua_next(L, -2)) {                          /* ... obj key v */
+			if (lv[depth].i++ > 0) {
+				if (!need(e, 1))
+					return 0;
+				PUTC(e->b, ',');
+			}
+			if (!enc_key(e, -2))
+				return 0;
+			goto value;
+		}                                               /* ... obj */
+		if (!need(e, 1))
+			return 0;
+		PUTC(e->b, '}');
+	}
+	lua_pop(L, 1);              /* the finished table */
+	depth--;
+	goto next;
+}
+
+static int jsonbuf_gc(lua_State *L)
+{
+	dt_buf *b = lua_touserdata(L, 1);
+	dt_buf_free(b);                 /* frees: b->data (idempotent) */
+	return 0;
+}
+
+/* max_depth from an optional opts table at arg */
+static int opt_max_depth(lua_State *L, int arg)
+{
+	lua_Number v = 0;
+	int depth = DT_JSON_MAX_DEPTH;
+	if (lua_isnoneornil(L, arg))
+		return depth;
+	luaL_checktype(L, arg, LUA_TTABLE);
+	lua_getfield(L, arg, "max_depth");              /* ... md */
+	if (!lua_isnil(L, -1)) {
+		if (lua_type(L, -1) == LUA_TNUMBER)
+			v = lua_tonumber(L, -1);
+		if (lua_type(L, -1) != LUA_TNUMBER || v < 0 || v != floor(v))
+			luaL_argerror(L, arg, "max_depth must be a non-negative integer");
+		depth = v > INT_MAX - 1 ? INT_MAX - 1 : (int)v;
+	}
+	lua_pop(L, 1);                                  /* ... */
+	return depth;
+}
+
+/* core.json_encode(value [, opts]) -> string | nil, message, code */
+static int l_json_encode(lua_State *L)
+{
+	jenc e;
+	dt_buf *b;
+	int max_depth = opt_max_depth(L, 2), ok;
+	lua_settop(L, 2);                               /* v opts */
+	luaL_getmetatable(L, DT_ARRAY_MT);              /* v opts mt */
+	lua_pushnil(L);                                 /* v opts mt levels */
+	b = lua_newuserdata(L, sizeof *b);              /* v opts mt levels buf */
+	memset(b, 0, sizeof *b);
+	luaL_getmetatable(L, JSONBUF_MT);               /* v opts mt levels buf bmt */
+	lua_setmetatable(L, -2);                        /* v opts mt levels buf */
+	memset(&e, 0, sizeof e);
+	e.L = L;
+	e.b = b;
+	e.mt_slot = 3;
+	e.levels_slot = 4;
+	lua_pushvalue(L, 1);                            /* v opts mt levels buf v */
+	ok = enc_run(&e, max_depth);                    /* v opts mt levels buf [...] */
+	if (!ok) {
+		dt_buf_free(b);                             /* frees: the partial text */
+		lua_pushnil(L);
+		lua_pushstring(L, e.err);
+		lua_pushstring(L, e.code ? e.code : "bad_value");
+		return 3;
+	}
+	lua_pushlstring(L, b->data ? b->data : "", b->len);   /* ... json */
+	dt_buf_free(b);                                 /* frees: b->data; __gc does it on raise */
+	return 1;
+}
+
+/* core.json_decode(string [, opts]) -> value | nil, message, code */
+static int l_json_decode(lua_State *L)
+{
+	size_t len;
+	const char *s = luaL_checklstring(L, 1, &len);
+	int max_depth = opt_max_depth(L, 2);
+	char err[256];
+	const char *code = NULL;
+	if (json_decode(L, s, len, max_depth, err, sizeof err, &code))
+		return 1;                                   /* ... value */
+	lua_pushnil(L);
+	lua_pushstring(L, err);
+	lua_pushstring(L, code);
+	return 3;
+}
+
+void dt_json_open(lua_State *L)
+{
+	static const luaL_Reg funcs[] = {
+		{"json_encode", l_json_encode},
+		{"json_decode", l_json_decode},
+		{NULL, NULL}
+	};
+	if (luaL_newmetatable(L, JSONBUF_MT)) {         /* M bmt */
+		lua_pushcfunction(L, jsonbuf_gc);
+		lua_setfield(L, -2, "__gc");
+	}
+	lua_pop(L, 1);                                  /* M */
+	luaL_setfuncs(L, funcs, 0);
 }

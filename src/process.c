@@ -1,2 +1,457 @@
+/* process.c - child processes: spawn by argv (no shell), wait with a
+ * deadline, kill, reap, and remove the child's scratch directory.
+ *
+ * The child runs in a process group of its own, so that close() can end
+ * the helpers Chromium forks (renderers, zygote) along with it. We learn of
+ * the child's exit without reaping it (waitid WNOWAIT): the zombie keeps
+ * its pid, and so its process group id, from being reused until we have
+ * killed the group; only then is it reaped. The last-resort cleanup lives
+ * here, on the userdata, because __gc on plain tables never runs on
+ * LuaJIT/5.1. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "dt.h"
-void dt_process_open(lua_State *L) { (void)L; }
+
+extern char **environ;
+
+typedef struct {
+	pid_t pid;              /* 0 once reaped */
+	int pidfd;              /* pollable exit notification, or -1 */
+	int exited;             /* the child has exited (maybe not reaped) */
+	int status_code;        /* exit code, or -1 */
+	int status_signal;      /* terminating signal, or 0 */
+	int errfd;              /* our copy of the stderr read end, or -1 */
+	dt_ring *ring;          /* shared with the pipe transport; one ref */
+	char *cleanup_dir;      /* owned; removed by close, or NULL */
+} proc_t;
+
+static proc_t *check_proc(lua_State *L)
+{
+	return (proc_t *)luaL_checkudata(L, 1, DT_PROCESS_MT);
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* Has the child exited? Records its status, does not reap. */
+static int poll_exit(proc_t *p)
+{
+	siginfo_t info;
+	if (p->exited || p->pid == 0)
+		return 1;
+	memset(&info, 0, sizeof info);
+	if (waitid(P_PID, (id_t)p->pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+		if (errno == ECHILD) {          /* someone else reaped it */
+			p->exited = 1;
+			p->status_code = -1;
+		}
+		return p->exited;
+	}
+	if (info.si_pid != p->pid)
+		return 0;
+	p->exited = 1;
+	if (info.si_code == CLD_EXITED) {
+		p->status_code = info.si_status;
+		p->status_signal = 0;
+	} else {
+		p->status_code = -1;
+		p->status_signal = info.si_status;
+	}
+	return 1;
+}
+
+/* Waits for the exit until deadline (< 0: forever). Returns 1 if exited. */
+static int wait_exit(proc_t *p, double deadline)
+{
+	while (!poll_exit(p)) {
+		int ms = dt_poll_ms(deadline);
+		if (ms == 0)
+			return 0;
+		if (p->errfd >= 0 && dt_ring_drain(p->ring, p->errfd) < 0) {
+			close(p->errfd);
+			p->errfd = -1;
+		}
+		if (p->pidfd >= 0) {
+			struct pollfd fds[2];
+			int n = 1;
+			fds[0].fd = p->pidfd; fds[0].events = POLLIN;
+			if (p->errfd >= 0) {
+				fds[1].fd = p->errfd; fds[1].events = POLLIN; n = 2;
+			}
+			if (poll(fds, (nfds_t)n, ms) < 0 && errno != EINTR)
+				sleep_ms(5);
+		} else {
+			sleep_ms(ms < 0 || ms > 5 ? 5 : ms);   /* no pidfd: short naps */
+		}
+	}
+	return 1;
+}
+
+/* Ends the child: SIGTERM, then SIGKILL after grace seconds, then the
+ * rest of its process group; reaps it. Idempotent. */
+static void end_child(proc_t *p, double grace)
+{
+	if (p->pid == 0)
+		return;
+	if (!poll_exit(p)) {
+		if (grace > 0) {
+			kill(p->pid, SIGTERM);
+			wait_exit(p, dt_now() + grace);
+		}
+		if (!poll_exit(p)) {
+			kill(p->pid, SIGKILL);
+			wait_exit(p, dt_now() + 5.0);
+		}
+	}
+	/* The unreaped leader still holds the group id: no reuse is possible. */
+	kill(-p->pid, SIGKILL);
+	while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	p->pid = 0;
+	if (p->pidfd >= 0) {
+		close(p->pidfd);
+		p->pidfd = -1;
+	}
+	if (p->errfd >= 0) {
+		dt_ring_drain(p->ring, p->errfd);
+		close(p->errfd);
+		p->errfd = -1;
+	}
+}
+
+static void remove_dir(proc_t *p)
+{
+	int i;
+	if (p->cleanup_dir == NULL)
+		return;
+	/* Late writes from dying helpers can re-create files: try a few times. */
+	for (i = 0; i < 20 && dt_rmtree(p->cleanup_dir) != 0; i++)
+		sleep_ms(10);
+	free(p->cleanup_dir);
+	p->cleanup_dir = NULL;
+}
+
+/* ---- spawn -------------------------------------------------------------- */
+
+static int fd_high(int fd)
+{
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+	if (hi >= 0)
+		close(fd);
+	return hi;
+}
+
+static void close_all(int *fds, int n)
+{
+	int i;
+	for (i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/* core.spawn(argv [, opts]) -> Process [, Transport] | nil, message, code
+ * argv: {path, arg1, ...}; path is executed as is (no PATH search, no
+ * shell). opts: pipe (bool: give the child fds 3 and 4 as a CDP pipe and
+ * return the Transport too), stderr_size (bytes of stderr to keep, default
+ * 65536), cleanup_dir (removed when the process is closed). */
+static int l_spawn(lua_State *L)
+{
+	int argc, i, err;
+	char **argv;
+	int want_pipe = 0;
+	size_t ring_size = 65536;
+	const char *cleanup = NULL;
+	int to_child[2] = {-1, -1}, from_child[2] = {-1, -1}, errp[2] = {-1, -1};
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, def;
+	pid_t pid;
+	proc_t *p;
+	dt_ring *ring;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	argc = (int)dt_rawlen(L, 1);
+	luaL_argcheck(L, argc >= 1, 1, "argv must hold at least the program path");
+	if (lua_istable(L, 2)) {
+		lua_getfield(L, 2, "pipe");
+		want_pipe = lua_toboolean(L, -1);
+		lua_getfield(L, 2, "stderr_size");
+		if (!lua_isnil(L, -1))
+			ring_size = (size_t)luaL_checknumber(L, -1);
+		lua_getfield(L, 2, "cleanup_dir");
+		cleanup = lua_tostring(L, -1);         /* kept alive by opts */
+		lua_pop(L, 3);
+	}
+	argv = (char **)lua_newuserdata(L, sizeof(char *) * (size_t)(argc + 1));
+	for (i = 0; i < argc; i++) {
+		lua_rawgeti(L, 1, i + 1);
+		if (lua_type(L, -1) != LUA_TSTRING)
+			return luaL_argerror(L, 1, "argv entries must be strings");
+		{
+			/* exec takes char *const[]; it does not write through them. */
+			union { const char *c; char *m; } u;
+			u.c = lua_tostring(L, -1);         /* kept alive by the argv table */
+			argv[i] = u.m;
+		}
+		lua_pop(L, 1);
+	}
+	argv[argc] = NULL;
+
+	ring = dt_ring_new(ring_size);             /* owns: one ref, given to p below */
+	if (ring == NULL)
+		return luaL_error(L, "out of memory");
+	if ((want_pipe && (pipe2(to_child, O_CLOEXEC) != 0 || pipe2(from_child, O_CLOEXEC) != 0))
+	    || pipe2(errp, O_CLOEXEC) != 0) {
+		int e = errno;
+		int fds[6] = {to_child[0], to_child[1], from_child[0], from_child[1], errp[0], errp[1]};
+		close_all(fds, 6);
+		dt_ring_unref(ring);
+		lua_pushnil(L);
+		lua_pushfstring(L, "cannot create pipes: %s", strerror(e));
+		lua_pushliteral(L, "spawn_failed");
+		return 3;
+	}
+	/* Child ends go high first so that dup2 onto 3 and 4 cannot clobber. */
+	if (want_pipe) {
+		to_child[0] = fd_high(to_child[0]);
+		from_child[1] = fd_high(from_child[1]);
+	}
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, errp[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
+	if (want_pipe) {
+		posix_spawn_file_actions_adddup2(&fa, to_child[0], 3);
+		posix_spawn_file_actions_adddup2(&fa, from_child[1], 4);
+	}
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+	/* Do not leak the embedding program's other descriptors. */
+	posix_spawn_file_actions_addclosefrom_np(&fa, want_pipe ? 5 : 3);
+#endif
+	posix_spawnattr_init(&at);
+	sigemptyset(&none);
+	sigemptyset(&def);
+	sigaddset(&def, SIGPIPE);          /* we ignore it; the child must not */
+	sigaddset(&def, SIGCHLD);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &def);
+	posix_spawnattr_setpgroup(&at, 0);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK
+	                         | POSIX_SPAWN_SETSIGDEF);
+	err = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+
+	/* The parent keeps only its own ends. */
+	{
+		int fds[3] = {to_child[0], from_child[1], errp[1]};
+		close_all(fds, 3);
+	}
+	if (err != 0) {
+		int fds[3] = {to_child[1], from_child[0], errp[0]};
+		close_all(fds, 3);
+		dt_ring_unref(ring);
+		lua_pushnil(L);
+		lua_pushfstring(L, "cannot run %s: %s", argv[0], strerror(err));
+		lua_pushliteral(L, "spawn_failed");
+		return 3;
+	}
+
+	p = (proc_t *)lua_newuserdata(L, sizeof *p);          /* ... argv proc */
+	memset(p, 0, sizeof *p);
+	p->pid = pid;
+	p->status_code = -1;
+	p->ring = ring;                                       /* owns: the first ref */
+	p->errfd = fcntl(errp[0], F_DUPFD_CLOEXEC, 0);        /* owns: our copy */
+	if (p->errfd >= 0)
+		fcntl(p->errfd, F_SETFL, fcntl(p->errfd, F_GETFL) | O_NONBLOCK);
+#ifdef SYS_pidfd_open
+	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	p->pidfd = -1;
+#endif
+	if (cleanup != NULL)
+		p->cleanup_dir = strdup(cleanup);                 /* owns: cleanup_dir */
+	luaL_getmetatable(L, DT_PROCESS_MT);
+	lua_setmetatable(L, -2);
+
+	if (want_pipe) {
+		/* The transport gets the stderr read end and its own ring ref. */
+		dt_transport *t = dt_pipe_new(to_child[1], from_child[0], errp[0], ring, (long)pid);
+		if (t == NULL) {
+			int fds[3] = {to_child[1], from_child[0], errp[0]};
+			close_all(fds, 3);
+			end_child(p, 0);
+			return luaL_error(L, "out of memory");
+		}
+		dt_transport_push(L, t);                          /* ... argv proc tr */
+		return 2;
+	}
+	close(errp[0]);
+	return 1;
+}
+
+/* ---- methods -------------------------------------------------------------- */
+
+/* proc:pid() -> integer | nil once reaped */
+static int l_pid(lua_State *L)
+{
+	proc_t *p = check_proc(L);
+	if (p->pid == 0)
+		lua_pushnil(L);
+	else
+		lua_pushinteger(L, p->pid);
+	return 1;
+}
+
+/* proc:running() -> boolean */
+static int l_running(lua_State *L)
+{
+	proc_t *p = check_proc(L);
+	lua_pushboolean(L, p->pid != 0 && !poll_exit(p));
+	return 1;
+}
+
+static int push_status(lua_State *L, proc_t *p)
+{
+	if (p->status_signal) {
+		lua_pushliteral(L, "signal");
+		lua_pushinteger(L, p->status_signal);
+	} else {
+		lua_pushliteral(L, "exit");
+		lua_pushinteger(L, p->status_code);
+	}
+	return 2;
+}
+
+/* proc:wait([deadline]) -> "exit", code | "signal", signo | nil, message, "timeout"
+ * Waits without reaping; close() reaps. */
+static int l_wait(lua_State *L)
+{
+	proc_t *p = check_proc(L);
+	double deadline = dt_optdeadline(L, 2);
+	if (!wait_exit(p, deadline)) {
+		lua_pushnil(L);
+		lua_pushliteral(L, "timed out waiting for the process to exit");
+		lua_pushliteral(L, "timeout");
+		return 3;
+	}
+	return push_status(L, p);
+}
+
+/* proc:kill([grace]) -> "exit", code | "signal", signo
+ * SIGTERM, SIGKILL after grace seconds (default 2), then the whole process
+ * group; reaps. Does not remove cleanup_dir (close does). */
+static int l_kill(lua_State *L)
+{
+	proc_t *p = check_proc(L);
+	double grace = luaL_optnumber(L, 2, 2.0);
+	end_child(p, grace);
+	return push_status(L, p);
+}
+
+/* proc:stderr() -> the last bytes the child wrote to stdout/stderr */
+static int l_stderr(lua_State *L)
+{
+	proc_t *p = check_proc(L);
+	if (p->errfd >= 0 && dt_ring_drain(p->ring, p->errfd) < 0) {
+		close(p->errfd);
+		p->errfd = -1;
+	}
+	dt_ring_pushlua(L, p->ring);
+	return 1;
+}
+
+/* proc:close([grace]): kill as above (default grace 2 s), reap, remove
+ * cleanup_dir. Idempotent. __gc and __close use grace 0. */
+static int close_with(lua_State *L, double grace)
+{
+	proc_t *p = check_proc(L);
+	end_child(p, grace);
+	remove_dir(p);
+	if (p->ring != NULL) {
+		dt_ring_unref(p->ring);
+		p->ring = NULL;
+	}
+	return 0;
+}
+
+static int l_close(lua_State *L)
+{
+	return close_with(L, luaL_optnumber(L, 2, 2.0));
+}
+
+static int l_gc(lua_State *L)
+{
+	return close_with(L, 0);
+}
+
+static int l_tostring(lua_State *L)
+{
+	proc_t *p = check_proc(L);
+	if (p->pid == 0)
+		lua_pushliteral(L, "Process(closed)");
+	else
+		lua_pushfstring(L, "Process(pid %d, %s)", (int)p->pid,
+		                poll_exit(p) ? "exited" : "running");
+	return 1;
+}
+
+void dt_process_open(lua_State *L)
+{
+	static const luaL_Reg methods[] = {
+		{"pid", l_pid},
+		{"running", l_running},
+		{"wait", l_wait},
+		{"kill", l_kill},
+		{"stderr", l_stderr},
+		{"close", l_close},
+		{NULL, NULL}
+	};
+	luaL_newmetatable(L, DT_PROCESS_MT);        /* M mt */
+	luaL_newlib(L, methods);                    /* M mt methods */
+	lua_setfield(L, -2, "__index");             /* M mt */
+	lua_pushcfunction(L, l_gc);
+	lua_setfield(L, -2, "__gc");
+	lua_pushcfunction(L, l_gc);
+	lua_setfield(L, -2, "__close");
+	lua_pushcfunction(L, l_tostring);
+	lua_setfield(L, -2, "__tostring");
+	lua_pushliteral(L, DT_PROCESS_MT);
+	lua_setfield(L, -2, "__name");
+	lua_pop(L, 1);                              /* M */
+
+	lua_pushcfunction(L, l_spawn);
+	lua_setfield(L, -2, "spawn");
+
+	/* A write to a pipe whose reader died must be an error we can report,
+	 * not a signal that ends the program (LuaSocket does the same). Only
+	 * when nobody installed a handler of their own. */
+	{
+		struct sigaction sa;
+		if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL) {
+			sa.sa_handler = SIG_IGN;
+			sigaction(SIGPIPE, &sa, NULL);
+		}
+	}
+}

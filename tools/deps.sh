@@ -5,6 +5,8 @@
 set -u
 PKGS="gcc make pkg-config lua5.4 liblua5.4-dev lua5.1 liblua5.1-0-dev luajit libluajit-5.1-dev \
 libwebsockets-dev libpcre2-dev libsqlite3-dev lua-cjson lua-busted chromium"
+# json_spec builds a comma-decimal locale with localedef from these sources
+PKGS="$PKGS locales"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

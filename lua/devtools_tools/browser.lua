@@ -1,0 +1,331 @@
+-- devtools_tools.browser: launching or attaching to Chromium, and the
+-- Browser object (version, pages, new_page, close).
+--
+-- dt.launch() runs the real Chromium binary with --remote-debugging-pipe (no
+-- TCP port: no other process can attach) and a throw-away profile; the C
+-- Process object owns the child and the profile, so both are cleaned up even
+-- if the Browser is only garbage-collected. dt.connect() attaches over a
+-- websocket to a browser someone else runs, refusing non-loopback hosts
+-- unless asked, and leaves that browser running when closed.
+
+local core = require "devtools_tools.core"
+local errors = require "devtools_tools.errors"
+local cdp = require "devtools_tools.cdp"
+local Page = require "devtools_tools.page"
+
+local raise = errors.raise
+local now = core.now
+local type, tostring, ipairs, pairs, setmetatable, tonumber, select =
+      type, tostring, ipairs, pairs, setmetatable, tonumber, select
+local concat = table.concat
+
+local M = {}
+
+local Browser = {}
+Browser.__index = Browser
+Browser.__name = "devtools_tools.Browser"
+
+-- The flags a headless browser needs on a root, offline machine: no
+-- sandbox as root, no GPU, and nothing that phones home (the network is
+-- closed and every attempt costs start-up time).
+M.default_args = {
+  "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+  "--no-default-browser-check", "--disable-background-networking",
+  "--disable-component-update", "--disable-sync", "--disable-quic",
+  "--disable-extensions", "--disable-default-apps", "--mute-audio",
+  "--disable-breakpad", "--password-store=basic", "--use-mock-keychain",
+}
+
+-- Where to look when opts.executable and DEVTOOLS_TOOLS_CHROME are unset.
+-- Debian's /usr/bin/chromium is a shell wrapper that costs 60-130 ms per
+-- start; the binary behind it is tried first.
+M.candidates = {
+  "/usr/lib/chromium/chromium", "chromium", "chromium-browser",
+  "google-chrome", "google-chrome-stable",
+}
+
+local is_executable = core.is_executable
+
+-- Resolves a name on PATH; returns the path or nil, plus the paths tried.
+local function resolve(name, tried)
+  if name:find("/", 1, true) then
+    tried[#tried + 1] = name
+    return is_executable(name) and name or nil
+  end
+  for dir in (os.getenv("PATH") or "/usr/bin:/bin"):gmatch("[^:]+") do
+    local p = dir .. "/" .. name
+    tried[#tried + 1] = p
+    if is_executable(p) then return p end
+  end
+end
+
+local function find_executable(opts)
+  local tried = {}
+  local wanted = opts.executable or os.getenv("DEVTOOLS_TOOLS_CHROME")
+  if wanted and wanted ~= "" then
+    local p = resolve(wanted, tried)
+    if p then return p end
+    raise("launch_failed", "Chromium not found: tried " .. concat(tried, ", "))
+  end
+  for _, c in ipairs(M.candidates) do
+    local p = resolve(c, tried)
+    if p then return p end
+  end
+  raise("launch_failed", "no Chromium found: tried " .. concat(tried, ", ")
+    .. " (install the chromium package, or set opts.executable or DEVTOOLS_TOOLS_CHROME)")
+end
+
+local function check_opts(opts, allowed, fname)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    raise("bad_argument", fname .. ": opts must be a table, got " .. type(opts))
+  end
+  for k in pairs(opts) do
+    if not allowed[k] then
+      raise("bad_argument", fname .. ": unknown option '" .. tostring(k) .. "'")
+    end
+  end
+  if opts.timeout ~= nil and (type(opts.timeout) ~= "number" or opts.timeout ~= opts.timeout
+      or opts.timeout < 0) then
+    raise("bad_argument", fname .. ": timeout must be a non-negative number")
+  end
+  return opts
+end
+
+local function new_browser(conn, fields)
+  local b = setmetatable(fields, Browser)
+  b.conn = conn
+  b.pages_by_session = {}
+  conn:listen(nil, function(method, params) b:_on_event(method, params) end)
+  return b
+end
+
+local function tail(s, n)
+  s = s or ""
+  if #s > n then s = "..." .. s:sub(-n) end
+  return s
+end
+
+local launch_opts = { executable = true, headless = true, args = true,
+  user_data_dir = true, timeout = true }
+
+-- launch(opts?) -> Browser
+function M.launch(opts)
+  opts = check_opts(opts, launch_opts, "launch")
+  if opts.args ~= nil and type(opts.args) ~= "table" then
+    raise("bad_argument", "launch: args must be a list of strings")
+  end
+  local exe = find_executable(opts)
+  local timeout = opts.timeout or 30
+  local deadline = now() + timeout
+
+  local dir, cleanup = opts.user_data_dir, nil
+  if dir == nil then
+    local err
+    dir, err = core.mkdtemp("devtools_tools-profile-")
+    if not dir then raise("launch_failed", err) end
+    cleanup = dir
+  end
+  local argv = { exe }
+  for _, a in ipairs(M.default_args) do
+    if a ~= "--headless" or opts.headless ~= false then argv[#argv + 1] = a end
+  end
+  argv[#argv + 1] = "--remote-debugging-pipe"
+  argv[#argv + 1] = "--user-data-dir=" .. dir
+  for _, a in ipairs(opts.args or {}) do
+    if type(a) ~= "string" then raise("bad_argument", "launch: args must be strings") end
+    argv[#argv + 1] = a
+  end
+  argv[#argv + 1] = "about:blank"
+
+  local proc, transport, code = core.spawn(argv, { pipe = true, cleanup_dir = cleanup })
+  if not proc then
+    if cleanup then core.rmtree(cleanup) end
+    raise("launch_failed", transport .. " (" .. tostring(code) .. ")")
+  end
+  local conn = cdp.new(transport, { timeout = timeout })
+  local ok, version = errors.catch(conn.call, conn, "Browser.getVersion", nil,
+    { timeout = math.max(0, deadline - now()) })
+  if not ok then
+    -- Died or hung during start-up: say why, with what it printed.
+    conn:close()
+    proc:wait(now() + 1)
+    local why = proc:stderr()
+    local status, detail = proc:kill(0)
+    proc:close(0)
+    raise("launch_failed", "Chromium (" .. exe .. ") did not start: " .. version.message
+      .. " [" .. tostring(status) .. " " .. tostring(detail) .. "]"
+      .. (why ~= "" and ("; its output ends with:\n" .. tail(why, 2000)) or ""),
+      { details = { stderr = why, executable = exe } })
+  end
+  return new_browser(conn, {
+    process = proc, executable = exe, user_data_dir = dir,
+    timeout = timeout, launched = true, _version = version,
+  })
+end
+
+-- ---- connect ----------------------------------------------------------------
+
+local function is_loopback(host)
+  return host == "localhost" or host == "::1" or host:match("^127%.%d+%.%d+%.%d+$") ~= nil
+end
+
+-- parse("http://h:p/path") -> scheme, host, port, path
+local function parse_url(url)
+  local scheme, rest = url:match("^(%a[%w+.-]*)://(.*)$")
+  if not scheme then return nil end
+  local hostport, path = rest:match("^([^/]*)(/?.*)$")
+  local host, port = hostport:match("^%[([^%]]+)%]:?(%d*)$")
+  if not host then host, port = hostport:match("^([^:]+):?(%d*)$") end
+  if not host then return nil end
+  port = tonumber(port)
+  if path == "" then path = "/" end
+  return scheme:lower(), host:lower(), port, path
+end
+
+local connect_opts = { allow_remote = true, timeout = true }
+
+-- connect(url, opts?) -> Browser. url: http://host:port (resolved through
+-- /json/version) or ws://host:port/devtools/browser/<id>.
+function M.connect(url, opts)
+  opts = check_opts(opts, connect_opts, "connect")
+  if type(url) ~= "string" then
+    raise("bad_argument", "connect: url must be a string, got " .. type(url))
+  end
+  local scheme, host, port, path = parse_url(url)
+  if not scheme or (scheme ~= "http" and scheme ~= "ws") then
+    raise("bad_argument", "connect: expected http://host:port or ws://host:port/..., got " .. url)
+  end
+  if not is_loopback(host) and not opts.allow_remote then
+    raise("connect_failed", "connect: refusing non-loopback host " .. host
+      .. " (the DevTools protocol gives full control of the browser;"
+      .. " pass allow_remote = true to allow it)")
+  end
+  port = port or (scheme == "http" and 80 or 80)
+  local timeout = opts.timeout or 30
+  local deadline = now() + timeout
+  -- Connect by address: "localhost" is resolved here, and the Host header
+  -- stays an IP or localhost (Chromium answers 500 to anything else).
+  local addr = host == "localhost" and "127.0.0.1" or host
+  local hosthdr = (host:find(":", 1, true) and ("[" .. host .. "]") or host) .. ":" .. port
+  if scheme == "http" then
+    local status, body, code = core.http_get(addr, port, "/json/version", deadline)
+    if not status then
+      raise(code == "timeout" and "timeout" or "connect_failed",
+        "connect: GET " .. url .. "/json/version: " .. tostring(body))
+    end
+    if status ~= 200 then
+      raise("connect_failed", "connect: GET /json/version answered " .. tostring(status))
+    end
+    local ok, info = errors.catch(require("devtools_tools.json").decode, body)
+    local ws = ok and type(info) == "table" and info.webSocketDebuggerUrl
+    if type(ws) ~= "string" then
+      raise("connect_failed", "connect: /json/version has no webSocketDebuggerUrl")
+    end
+    local _, _, _, wpath = parse_url(ws)
+    path = wpath
+  end
+  local transport, err, code = core.ws_connect(addr, port, path,
+    { deadline = deadline, host_header = hosthdr })
+  if not transport then
+    raise(code == "timeout" and "timeout" or "connect_failed",
+      "connect: " .. url .. ": " .. tostring(err))
+  end
+  local conn = cdp.new(transport, { timeout = timeout })
+  local ok, version = errors.catch(conn.call, conn, "Browser.getVersion", nil,
+    { timeout = math.max(0, deadline - now()) })
+  if not ok then
+    conn:close()
+    raise(version.code == "timeout" and "timeout" or "connect_failed",
+      "connect: " .. url .. ": " .. version.message)
+  end
+  return new_browser(conn, { timeout = timeout, launched = false, url = url,
+    _version = version })
+end
+
+-- ---- Browser ------------------------------------------------------------------
+
+local function check_open(self)
+  if self.conn.closed then
+    raise("disconnected", "the browser is closed")
+  end
+end
+
+function Browser:_on_event(method, params)
+  if method == "Target.detachedFromTarget" then
+    local page = self.pages_by_session[params.sessionId]
+    if page then page:_detached() end
+  end
+end
+
+-- version() -> {product, protocolVersion, revision, userAgent, jsVersion}
+function Browser:version(opts)
+  check_open(self)
+  return self.conn:call("Browser.getVersion", nil, opts)
+end
+
+-- pages() -> list of {id, url, title, attached} for targets of type "page"
+function Browser:pages(opts)
+  check_open(self)
+  local r = self.conn:call("Target.getTargets", nil, opts)
+  local out = {}
+  for _, t in ipairs(r.targetInfos or {}) do
+    if t.type == "page" then
+      out[#out + 1] = { id = t.targetId, url = t.url, title = t.title, attached = t.attached }
+    end
+  end
+  return out
+end
+
+-- new_page(url?, opts?) -> Page, attached, navigated to url (load awaited)
+function Browser:new_page(url, opts)
+  check_open(self)
+  if url ~= nil and type(url) ~= "string" then
+    raise("bad_argument", "new_page: url must be a string, got " .. type(url))
+  end
+  local conn = self.conn
+  local deadline = conn:deadline(opts)
+  local created = conn:await(conn:send("Target.createTarget", { url = "about:blank" }, nil,
+    deadline), deadline, "Target.createTarget")
+  local page = Page.attach(self, created.targetId, deadline)
+  if url and url ~= "about:blank" then
+    page:navigate(url, { timeout = math.max(0, deadline - now()) })
+  end
+  return page
+end
+
+-- attach(target_id) -> Page for an existing page target (e.g. from pages())
+function Browser:attach(target_id, opts)
+  check_open(self)
+  return Page.attach(self, target_id, self.conn:deadline(opts))
+end
+
+-- close(): a launched browser is asked to exit, then ended by signal if it
+-- does not, and its temporary profile removed; a connected one is only
+-- disconnected. Idempotent.
+function Browser:close()
+  if self._closed then return end
+  self._closed = true
+  local conn, proc = self.conn, self.process
+  if proc and not conn.closed then
+    -- Ask politely; the reply may never come, as the browser is exiting.
+    errors.catch(conn.send, conn, "Browser.close", nil, nil, now() + 1)
+    conn:wait_for(function() return conn.closed ~= nil end, now() + 2)
+  end
+  conn:close()
+  if proc then proc:close(2) end
+end
+
+Browser.__close = Browser.close
+-- Lua 5.4 collects tables with __gc; on LuaJIT the Process userdata's own
+-- __gc still ends the browser.
+Browser.__gc = Browser.close
+
+function Browser:__tostring()
+  local how = self.launched and ("pid " .. tostring(self.process:pid() or "gone"))
+    or ("connected to " .. tostring(self.url))
+  return "Browser(" .. how .. (self._closed and ", closed" or "") .. ")"
+end
+
+M.Browser = Browser
+return M

@@ -1,0 +1,72 @@
+-- devtools_tools.json: the one JSON codec of the library, over the C core.
+--
+-- Values:
+--   JSON null   <-> json.null, a light userdata NULL (equal to cjson.null)
+--   JSON array  <-> a table whose metatable is json.array_mt; decoding sets it
+--   JSON object <-> a plain table
+--   numbers     integer literals that fit int64 decode to Lua integers (on
+--               5.3+), everything else to floats; floats encode in their
+--               shortest form, 3.0 as 3, NaN and +-Infinity as null
+-- When encoding, a table is an array if it carries json.array_mt (elements
+-- 1..#t, holes become null) or if its keys are exactly the integers 1..n
+-- (n > 0). Any other table is an object: integer keys are written as
+-- decimal strings, keys of other types are an error. So an empty table
+-- encodes as {} - use json.array{} (or json.array()) to send []. Other
+-- metatables are ignored: tables are read raw, without __index or __pairs.
+--
+-- It must never change how any other JSON library in the program behaves,
+-- and holds no settings: limits are passed per call (opts.max_depth,
+-- default 1000).
+
+local core = require("devtools_tools.core")
+local errors = require("devtools_tools.errors")
+
+local setmetatable, getmetatable, type = setmetatable, getmetatable, type
+local c_encode, c_decode = core.json_encode, core.json_decode
+local array_mt = core.array_mt
+
+local M = {}
+
+M.null = core.null
+M.array_mt = array_mt
+
+-- encode(value, opts?) -> string; raises bad_argument for a value JSON
+-- cannot hold (functions, invalid UTF-8, odd keys) or nesting deeper than
+-- opts.max_depth (also what a cycle gives).
+function M.encode(value, opts)
+  local s, message, code = c_encode(value, opts)
+  if s == nil then
+    errors.raise("bad_argument", "cannot encode as JSON: " .. message, { details = { code = code } })
+  end
+  return s
+end
+
+-- decode(text, opts?) -> value; raises protocol_error for text that is not
+-- JSON or nests deeper than opts.max_depth.
+function M.decode(text, opts)
+  if type(text) ~= "string" then
+    errors.raise("bad_argument", "json.decode expects a string, got " .. type(text))
+  end
+  local v, message, code = c_decode(text, opts)
+  if v == nil and message ~= nil then
+    errors.raise("protocol_error", "invalid JSON: " .. message, { details = { code = code } })
+  end
+  return v
+end
+
+-- array(t?) -> t marked as a JSON array (a new empty one without t)
+function M.array(t)
+  if t == nil then
+    t = {}
+  elseif type(t) ~= "table" then
+    errors.raise("bad_argument", "json.array expects a table, got " .. type(t))
+  end
+  return setmetatable(t, array_mt)
+end
+
+-- is_array(t) -> true if t carries the array marker
+function M.is_array(t)
+  return type(t) == "table" and getmetatable(t) == array_mt
+end
+
+return M

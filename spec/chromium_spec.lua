@@ -1,0 +1,190 @@
+-- Integration: real headless Chromium through dt.launch and dt.connect.
+
+local dt = require "devtools_tools"
+local core = require "devtools_tools.core"
+local H = require "helper"
+
+describe("dt.launch", function()
+  local server
+  setup(function() server = H.start_server() end)
+  teardown(function() server.stop() end)
+
+  it("launches, evaluates, navigates, reloads and cleans up after itself", function()
+    local b = dt.launch()
+    local pid = b.process:pid()
+    local profile = b.user_data_dir
+    assert.is_true(H.exists(profile))
+    assert.matches("Chrome/", b:version().product)
+    assert.matches("^Browser%(pid %d+%)$", tostring(b))
+
+    local page = b:new_page(server.url("/tools.html"))
+    assert.equal(server.url("/tools.html"), page.url)
+    assert.equal(3, page:evaluate("1 + 2"))
+    assert.equal(math.type(page:evaluate("1 + 2")), "integer")
+    assert.equal("tools", page:evaluate("document.title"))
+    assert.equal(42, page:evaluate("new Promise(r => setTimeout(() => r(42), 10))"))
+    assert.is_nil(page:evaluate("undefined"))
+    assert.equal(dt.null, page:evaluate("null"))
+    assert.same({ a = 1 }, page:evaluate("({a: 1})"))
+
+    local found = false
+    for _, p in ipairs(b:pages()) do
+      if p.id == page.target_id then found = true end
+      assert.is_string(p.url)
+    end
+    assert.is_true(found)
+
+    page:navigate(server.url("/child.html?name=x"))
+    assert.equal("child", page:evaluate("document.title"))
+    assert.equal(server.url("/child.html?name=x"), page.url)
+    page:evaluate("window.marker = 1")
+    page:reload()
+    assert.is_nil(page:evaluate("window.marker"))
+    page:close()
+    b:close()
+    b:close()   -- idempotent
+
+    assert.is_false(H.exists(profile), "temporary profile left behind")
+    assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 5),
+      "Chromium processes left behind")
+  end)
+
+  it("turns JS exceptions into js_error with the message and stack", function()
+    local b = dt.launch()
+    local page = b:new_page()
+    local e = H.error_of(page.evaluate, page, "throw new Error('boom')")
+    assert.equal("js_error", e.code)
+    assert.equal("Error: boom", e.message)
+    assert.matches("at <anonymous>", e.details.stack)
+    e = H.error_of(page.evaluate, page, "Promise.reject(new TypeError('nope'))")
+    assert.equal("js_error", e.code)
+    assert.matches("TypeError: nope", e.message)
+    e = H.error_of(page.evaluate, page, "throw 'text'")
+    assert.equal("text", e.message)
+    b:close()
+  end)
+
+  it("times out a promise that never settles and stays usable", function()
+    local b = dt.launch()
+    local page = b:new_page()
+    local t0 = core.now()
+    local e = H.error_of(page.evaluate, page, "new Promise(() => {})", { timeout = 0.2 })
+    local took = core.now() - t0
+    assert.equal("timeout", e.code)
+    assert.is_true(took >= 0.2 and took < 2, "took " .. took)
+    assert.equal(7, page:evaluate("7"))
+    b:close()
+  end)
+
+  it("raises disconnected promptly when the browser dies during a call", function()
+    local b = dt.launch()
+    local page = b:new_page()
+    local pid = b.process:pid()
+    -- A call that would wait 20 s; the browser is killed 0.3 s into it.
+    local killer = core.spawn({ "/bin/sh", "-c", "sleep 0.3; kill -9 " .. pid })
+    local t0 = core.now()
+    local e = H.error_of(page.evaluate, page, "new Promise(() => {})", { timeout = 20 })
+    assert.equal("disconnected", e.code)
+    assert.is_true(core.now() - t0 < 5)
+    killer:close(0)
+    e = H.error_of(page.evaluate, page, "1")
+    assert.equal("disconnected", e.code)
+    b:close()
+    assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 5),
+      "Chromium processes left behind")
+  end)
+
+  it("fails fast with launch_failed naming what it tried", function()
+    local t0 = core.now()
+    local e = H.error_of(dt.launch, { executable = "/nonexistent/chromium" })
+    assert.equal("launch_failed", e.code)
+    assert.matches("/nonexistent/chromium", e.message, 1, true)
+    assert.is_true(core.now() - t0 < 1)
+    e = H.error_of(dt.launch, { executable = "no-such-browser-xyz" })
+    assert.matches("no-such-browser-xyz", e.message, 1, true)
+  end)
+
+  it("reports the output of a browser that dies during start-up", function()
+    local dir = core.mkdtemp("dt-fake-")
+    local script = dir .. "/fake-chrome"
+    local f = assert(io.open(script, "w"))
+    f:write("#!/bin/sh\necho 'something broke at start-up' >&2\nexit 3\n")
+    f:close()
+    os.execute("chmod +x " .. script)
+    local e = H.error_of(dt.launch, { executable = script })
+    core.rmtree(dir)
+    assert.equal("launch_failed", e.code)
+    assert.matches("something broke at start-up", e.message, 1, true)
+    assert.matches("something broke at start-up", e.details.stderr, 1, true)
+  end)
+
+  it("checks its arguments", function()
+    assert.equal("bad_argument", H.error_of(dt.launch, 5).code)
+    assert.equal("bad_argument", H.error_of(dt.launch, { nope = 1 }).code)
+    assert.equal("bad_argument", H.error_of(dt.launch, { timeout = -1 }).code)
+  end)
+end)
+
+describe("dt.connect", function()
+  local proc, port, profile
+
+  setup(function()
+    profile = core.mkdtemp("dt-connect-")
+    local argv = { "/usr/lib/chromium/chromium" }
+    for _, a in ipairs(require("devtools_tools.browser").default_args) do argv[#argv + 1] = a end
+    argv[#argv + 1] = "--remote-debugging-port=0"
+    argv[#argv + 1] = "--user-data-dir=" .. profile
+    argv[#argv + 1] = "about:blank"
+    proc = assert(core.spawn(argv, { cleanup_dir = profile }))
+    assert(H.wait_for(function()
+      local f = io.open(profile .. "/DevToolsActivePort")
+      if not f then return false end
+      port = tonumber(f:read("*l"))
+      f:close()
+      return port ~= nil
+    end, 15), "no DevToolsActivePort")
+  end)
+
+  teardown(function() proc:close(0) end)
+
+  it("attaches over http://127.0.0.1:port and leaves the browser running", function()
+    local b = dt.connect("http://127.0.0.1:" .. port)
+    assert.matches("Chrome/", b:version().product)
+    local page = b:new_page("data:text/html,<title>hi</title>")
+    assert.equal("hi", page:evaluate("document.title"))
+    page:close()
+    b:close()
+    assert.is_true(proc:running())
+    -- and again, by ws:// URL
+    local f = io.open(profile .. "/DevToolsActivePort")
+    f:read("*l")
+    local path = f:read("*l")
+    f:close()
+    local b2 = dt.connect("ws://127.0.0.1:" .. port .. path)
+    assert.equal(2, b2:new_page():evaluate("1 + 1"))
+    b2:close()
+    local b3 = dt.connect("http://localhost:" .. port)
+    assert.is_table(b3:pages())
+    b3:close()
+  end)
+
+  it("refuses a closed port at once with connect_failed", function()
+    local s = require("socket").bind("127.0.0.1", 0)
+    local _, free = s:getsockname()
+    s:close()
+    local t0 = core.now()
+    local e = H.error_of(dt.connect, "http://127.0.0.1:" .. free)
+    assert.equal("connect_failed", e.code)
+    assert.is_true(core.now() - t0 < 1)
+  end)
+
+  it("refuses non-loopback hosts unless allow_remote is set", function()
+    local e = H.error_of(dt.connect, "http://192.0.2.1:9222")
+    assert.equal("connect_failed", e.code)
+    assert.matches("allow_remote", e.message)
+    e = H.error_of(dt.connect, "http://192.0.2.1:9222", { allow_remote = true, timeout = 0.3 })
+    assert.is_true(e.code == "connect_failed" or e.code == "timeout")
+    assert.equal("bad_argument", H.error_of(dt.connect, "ftp://127.0.0.1:1").code)
+    assert.equal("bad_argument", H.error_of(dt.connect, 42).code)
+  end)
+end)

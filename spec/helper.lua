@@ -1,0 +1,81 @@
+-- Shared helpers for the specs: build paths, local servers, process checks.
+-- Everything here starts real processes on 127.0.0.1 and cleans them up.
+
+local core = require "devtools_tools.core"
+local lfs = require "lfs"
+
+local H = {}
+
+H.build = os.getenv("DEVTOOLS_TOOLS_BUILD") or "build/lua5.4"
+
+function H.support(name)
+  return H.build .. "/support/" .. name
+end
+
+-- wait_for(pred, timeout) -> true once pred() is true, false after timeout
+function H.wait_for(pred, timeout)
+  local deadline = core.now() + (timeout or 5)
+  repeat
+    if pred() then return true end
+    core.sleep(0.01)
+  until core.now() > deadline
+  return pred() and true or false
+end
+
+-- Starts a support program that prints "port N"; returns proc, port.
+function H.start_port_program(argv)
+  local proc = assert(core.spawn(argv))
+  local port
+  assert(H.wait_for(function()
+    port = tonumber(proc:stderr():match("port (%d+)"))
+    return port ~= nil
+  end, 10), "no port from " .. argv[1] .. ": " .. proc:stderr())
+  return proc, port
+end
+
+-- A static file server over spec/fixtures: server.url(path, host?)
+function H.start_server(root)
+  local proc, port = H.start_port_program({ H.support("static_server"), "--port", "0",
+    "--root", root or "spec/fixtures" })
+  return {
+    proc = proc, port = port,
+    url = function(path, host)
+      return "http://" .. (host or "127.0.0.1") .. ":" .. port .. (path or "/")
+    end,
+    stop = function() proc:close(0) end,
+  }
+end
+
+-- Processes (not zombies) whose process group is pgid, read from /proc.
+function H.live_in_group(pgid)
+  local n = 0
+  for name in lfs.dir("/proc") do
+    if name:match("^%d+$") then
+      local f = io.open("/proc/" .. name .. "/stat")
+      if f then
+        local stat = f:read("*l") or ""
+        f:close()
+        -- pid (comm) state ppid pgrp ...; comm may hold spaces and parens
+        local state, pgrp = stat:match("%) (%a) %-?%d+ (%d+)")
+        if pgrp and tonumber(pgrp) == pgid and state ~= "Z" and state ~= "X" then n = n + 1 end
+      end
+    end
+  end
+  return n
+end
+
+function H.exists(path)
+  return lfs.attributes(path) ~= nil
+end
+
+-- Runs fn and returns the dt.Error it raised (fails if it raised none or
+-- raised something else).
+function H.error_of(fn, ...)
+  local dt = require "devtools_tools"
+  local ok, err = pcall(fn, ...)
+  assert(not ok, "expected an error, got success")
+  assert(dt.is_error(err), "expected a dt.Error, got: " .. tostring(err))
+  return err
+end
+
+return H

@@ -1,0 +1,338 @@
+/* pipe.c - the transport over --remote-debugging-pipe.
+ *
+ * Chromium reads CDP from its fd 3 and writes to its fd 4; each message is
+ * JSON followed by one NUL byte. Both our ends are non-blocking and every
+ * wait is a poll() bounded by the caller's deadline: a browser that stops
+ * reading (it does, for requests over its own limit) makes send() time out,
+ * never block. While we wait on one direction we keep serving the other
+ * (and drain the child's stderr into its ring), so pipelined requests cannot
+ * deadlock against replies filling the other pipe.
+ *
+ * The receive buffer is scanned for the terminator only over bytes not yet
+ * scanned: rescanning from the start is quadratic on large messages. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dt.h"
+
+typedef struct {
+	dt_transport base;
+	int wfd;            /* our end of the child's fd 3; -1 once closed */
+	int rfd;            /* our end of the child's fd 4 */
+	int errfd;          /* read end of the child's stderr, or -1 */
+	dt_ring *ring;      /* shared with the Process; we hold one ref */
+	long pid;
+	dt_buf in;          /* received bytes; a message starts at in_start */
+	size_t in_start;
+	size_t scanned;     /* bytes after in_start known to hold no NUL */
+	size_t consumed;    /* message handed out last call: drop it next call */
+	int eof;            /* the child closed its end of fd 4 */
+	int discarding;     /* dropping a message that went over the limit */
+	size_t dropped;     /* bytes of that message dropped so far */
+	dt_buf out;         /* queued bytes not yet written */
+	size_t out_off;     /* first unwritten byte in out */
+} pipe_t;
+
+int dt_ring_drain(dt_ring *r, int fd)
+{
+	char buf[4096];
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof buf);
+		if (n > 0) {
+			if (r != NULL)
+				dt_ring_push(r, buf, (size_t)n);
+			continue;
+		}
+		if (n == 0)
+			return -1;
+		if (errno == EINTR)
+			continue;
+		return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+	}
+}
+
+/* Drops the bytes handed out by the previous recv and compacts when the
+ * dead prefix is large, so the buffer does not creep. */
+static void settle(pipe_t *p)
+{
+	if (p->consumed > 0) {
+		p->in_start += p->consumed;
+		p->consumed = 0;
+		p->scanned = 0;
+	}
+	if (p->in_start == p->in.len) {
+		p->in.len = p->in_start = 0;
+	} else if (p->in_start > 0 && p->in_start >= p->in.len / 2) {
+		memmove(p->in.data, p->in.data + p->in_start, p->in.len - p->in_start);
+		p->in.len -= p->in_start;
+		p->in_start = 0;
+	}
+	/* A large buffer left behind by one huge message is given back. */
+	if (p->in.len == 0 && p->in.cap > ((size_t)4 << 20)) {
+		dt_buf_free(&p->in);
+	}
+}
+
+/* One read of what is there now (one, so that recv scans and applies the
+ * size limit between reads). Returns -1 on a read error other than EAGAIN. */
+static int read_some(pipe_t *p)
+{
+	size_t room = p->in.len < (1u << 20) ? 65536 : p->in.len / 4;
+	ssize_t n;
+	if (dt_buf_reserve(&p->in, room) != 0) {
+		dt_transport_fail(&p->base, DT_ECLOSED, "out of memory reading a message");
+		return -1;
+	}
+	do {
+		n = read(p->rfd, p->in.data + p->in.len, p->in.cap - p->in.len);
+	} while (n < 0 && errno == EINTR);
+	if (n > 0)
+		p->in.len += (size_t)n;
+	else if (n == 0)
+		p->eof = 1;
+	else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+		dt_transport_fail(&p->base, DT_ECLOSED, "reading from the browser: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Writes queued bytes until the pipe is full. Returns -1 if the pipe broke. */
+static int write_some(pipe_t *p)
+{
+	while (p->out_off < p->out.len) {
+		ssize_t n = write(p->wfd, p->out.data + p->out_off, p->out.len - p->out_off);
+		if (n > 0) {
+			p->out_off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		dt_transport_fail(&p->base, DT_ECLOSED, "writing to the browser: %s",
+		                  n < 0 ? strerror(errno) : "short write");
+		return -1;
+	}
+	p->out.len = p->out_off = 0;
+	if (p->out.cap > ((size_t)4 << 20))
+		dt_buf_free(&p->out);
+	return 0;
+}
+
+/* One poll over every fd we serve. want_read: poll the reply pipe. Returns
+ * DT_OK after serving what was ready, DT_ETIMEOUT if nothing happened by the
+ * deadline, DT_ECLOSED if the browser went away. */
+static int pump(pipe_t *p, double deadline, int want_read)
+{
+	struct pollfd fds[3];
+	int nfds = 0, ri = -1, wi = -1, ei = -1, rc;
+	if (want_read && !p->eof) {
+		ri = nfds;
+		fds[nfds].fd = p->rfd; fds[nfds].events = POLLIN; nfds++;
+	}
+	if (p->out_off < p->out.len && p->wfd >= 0) {
+		wi = nfds;
+		fds[nfds].fd = p->wfd; fds[nfds].events = POLLOUT; nfds++;
+	}
+	if (p->errfd >= 0) {
+		ei = nfds;
+		fds[nfds].fd = p->errfd; fds[nfds].events = POLLIN; nfds++;
+	}
+	do {
+		rc = poll(fds, (nfds_t)nfds, dt_poll_ms(deadline));
+	} while (rc < 0 && errno == EINTR);
+	if (rc < 0)
+		return dt_transport_fail(&p->base, DT_ECLOSED, "poll: %s", strerror(errno));
+	if (rc == 0)
+		return DT_ETIMEOUT;
+	if (ei >= 0 && fds[ei].revents) {
+		if (dt_ring_drain(p->ring, p->errfd) < 0) {
+			close(p->errfd);
+			p->errfd = -1;
+		}
+	}
+	if (wi >= 0 && fds[wi].revents) {
+		if (fds[wi].revents & (POLLERR | POLLHUP)) {
+			p->base.closed = 1;
+			return dt_transport_fail(&p->base, DT_ECLOSED, "the browser closed the pipe");
+		}
+		if (write_some(p) != 0) {
+			p->base.closed = 1;
+			return DT_ECLOSED;
+		}
+	}
+	if (ri >= 0 && fds[ri].revents) {
+		if (read_some(p) != 0) {
+			p->base.closed = 1;
+			return DT_ECLOSED;
+		}
+	}
+	return DT_OK;
+}
+
+static int pipe_send(dt_transport *t, const char *msg, size_t len, double deadline)
+{
+	pipe_t *p = (pipe_t *)t;
+	if (p->wfd < 0 || t->closed)
+		return dt_transport_fail(t, DT_ECLOSED, "the browser closed the pipe");
+	if (dt_buf_reserve(&p->out, len + 1) != 0)
+		return dt_transport_fail(t, DT_ETOOLARGE, "out of memory queueing %zu bytes", len);
+	memcpy(p->out.data + p->out.len, msg, len);      /* the message and its NUL */
+	p->out.data[p->out.len + len] = '\0';
+	p->out.len += len + 1;
+	if (write_some(p) != 0) {
+		t->closed = 1;
+		return DT_ECLOSED;
+	}
+	while (p->out_off < p->out.len) {
+		int rc = pump(p, deadline, 1);
+		if (rc == DT_ETIMEOUT)
+			return dt_transport_fail(t, DT_ETIMEOUT,
+				"timed out writing to the browser (%zu bytes still queued)",
+				p->out.len - p->out_off);
+		if (rc != DT_OK)
+			return rc;
+	}
+	return DT_OK;
+}
+
+static int pipe_recv(dt_transport *t, double deadline, const char **msg, size_t *len)
+{
+	pipe_t *p = (pipe_t *)t;
+	settle(p);
+	for (;;) {
+		size_t from = p->in_start + p->scanned;
+		char *nul = from < p->in.len
+			? memchr(p->in.data + from, '\0', p->in.len - from) : NULL;
+		if (nul != NULL) {
+			size_t end = (size_t)(nul - p->in.data);
+			if (p->discarding) {
+				size_t total = p->dropped + (end - p->in_start);
+				p->discarding = 0;
+				p->dropped = 0;
+				p->in_start = end + 1;
+				p->scanned = 0;
+				return dt_transport_fail(t, DT_ETOOLARGE,
+					"dropped a message of %zu bytes: over the limit of %zu bytes",
+					total, t->limit);
+			}
+			if (end - p->in_start > t->limit) {     /* arrived whole, still too big */
+				size_t total = end - p->in_start;
+				t->head_len = total < sizeof t->head ? total : sizeof t->head;
+				memcpy(t->head, p->in.data + p->in_start, t->head_len);
+				p->in_start = end + 1;
+				p->scanned = 0;
+				return dt_transport_fail(t, DT_ETOOLARGE,
+					"dropped a message of %zu bytes: over the limit of %zu bytes",
+					total, t->limit);
+			}
+			*msg = p->in.data + p->in_start;
+			*len = end - p->in_start;
+			p->consumed = *len + 1;
+			return DT_OK;
+		}
+		p->scanned = p->in.len - p->in_start;
+		if (!p->discarding && p->scanned > t->limit) {
+			p->discarding = 1;
+			p->dropped = 0;
+			t->head_len = p->scanned < sizeof t->head ? p->scanned : sizeof t->head;
+			memcpy(t->head, p->in.data + p->in_start, t->head_len);
+		}
+		if (p->discarding) {
+			p->dropped += p->in.len - p->in_start;
+			p->in.len = p->in_start;
+			p->scanned = 0;
+		}
+		if (p->eof || t->closed) {
+			t->closed = 1;
+			return dt_transport_fail(t, DT_ECLOSED, "the browser closed the pipe");
+		}
+		{
+			int rc = pump(p, deadline, 1);
+			if (rc == DT_ETIMEOUT)
+				return dt_transport_fail(t, DT_ETIMEOUT, "timed out waiting for a message");
+			if (rc != DT_OK)
+				return rc;
+		}
+	}
+}
+
+static int pipe_pending(dt_transport *t)
+{
+	pipe_t *p = (pipe_t *)t;
+	size_t from = p->in_start + p->consumed;
+	return from < p->in.len && memchr(p->in.data + from, '\0', p->in.len - from) != NULL;
+}
+
+static int pipe_fd(dt_transport *t)
+{
+	pipe_t *p = (pipe_t *)t;
+	return p->eof ? -1 : p->rfd;
+}
+
+static void pipe_close(dt_transport *t)
+{
+	pipe_t *p = (pipe_t *)t;
+	if (p->wfd >= 0)
+		close(p->wfd);          /* the browser exits when its fd 3 closes */
+	if (p->rfd >= 0)
+		close(p->rfd);
+	if (p->errfd >= 0) {
+		dt_ring_drain(p->ring, p->errfd);
+		close(p->errfd);
+	}
+	p->wfd = p->rfd = p->errfd = -1;
+	t->closed = 1;
+}
+
+static void pipe_destroy(dt_transport *t)
+{
+	pipe_t *p = (pipe_t *)t;
+	dt_buf_free(&p->in);
+	dt_buf_free(&p->out);
+	dt_ring_unref(p->ring);
+	free(p);
+}
+
+static void pipe_describe(dt_transport *t, char *buf, size_t n)
+{
+	pipe_t *p = (pipe_t *)t;
+	snprintf(buf, n, "pid %ld", p->pid);
+}
+
+static const dt_transport_ops pipe_ops = {
+	"pipe", pipe_send, pipe_recv, pipe_fd, pipe_pending,
+	pipe_close, pipe_destroy, pipe_describe
+};
+
+dt_transport *dt_pipe_new(int wfd, int rfd, int errfd, dt_ring *ring, long pid)
+{
+	pipe_t *p = calloc(1, sizeof *p);     /* owns: p, freed by pipe_destroy */
+	if (p == NULL)
+		return NULL;
+	p->base.ops = &pipe_ops;
+	p->base.limit = DT_DEFAULT_LIMIT;
+	p->wfd = wfd;
+	p->rfd = rfd;
+	p->errfd = errfd;
+	p->ring = ring;
+	dt_ring_ref(ring);
+	p->pid = pid;
+	fcntl(wfd, F_SETFL, fcntl(wfd, F_GETFL) | O_NONBLOCK);
+	fcntl(rfd, F_SETFL, fcntl(rfd, F_GETFL) | O_NONBLOCK);
+	if (errfd >= 0)
+		fcntl(errfd, F_SETFL, fcntl(errfd, F_GETFL) | O_NONBLOCK);
+#ifdef F_SETPIPE_SZ
+	/* Bigger pipes mean fewer wake-ups on large messages; best effort. */
+	fcntl(rfd, F_SETPIPE_SZ, 1 << 20);
+	fcntl(wfd, F_SETPIPE_SZ, 1 << 20);
+#endif
+	return &p->base;
+}
