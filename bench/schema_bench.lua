@@ -9,24 +9,12 @@ local build = arg and arg[1] or "build/lua5.4"
 package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
 package.cpath = "./" .. build .. "/?.so;" .. package.cpath
 
-local core = require "devtools_tools.core"
 local schema = require "devtools_tools.schema"
 
--- The denominator: our codec when it is there, else lua-cjson (said so).
-local encode, encoder
-do
-  local ok, json = pcall(require, "devtools_tools.json")
-  if ok and type(json) == "table" and json.encode then
-    encode, encoder = json.encode, "devtools_tools.json.encode"
-  elseif type(core.json_encode) == "function" then
-    encode, encoder = core.json_encode, "core.json_encode"
-  else
-    local cjson = require "cjson"
-    encode, encoder = cjson.new().encode, "lua-cjson encode (our codec is not built yet)"
-  end
-end
+local json = require "devtools_tools.json"
+local encode = json.encode
 
-local function A(t) return setmetatable(t, core.array_mt) end
+local A = json.array
 
 local tool_schema = {
   type = "object",
@@ -71,5 +59,5 @@ end
 
 print(("schema bench (%s, %d calls per round, best of 7 rounds)"):format(_VERSION, n))
 print(("  validate: %.3f us/call"):format(best_v * 1e6))
-print(("  encode:   %.3f us/call  (%s)"):format(best_e * 1e6, encoder))
+print(("  encode:   %.3f us/call  (devtools_tools.json.encode)"):format(best_e * 1e6))
 print(("  ratio validate/encode: %.2f"):format(best_v / best_e))

@@ -950,9 +950,19 @@ static void regex_release(dt_regex *r)
 	r->source = NULL;
 }
 
+/* Every method has the metatable as upvalue 1: comparing with it is
+ * cheaper than luaL_checkudata's registry lookup by name, and test() runs
+ * once per validated string. */
 static dt_regex *check_regex(lua_State *L)
 {
-	return (dt_regex *)luaL_checkudata(L, 1, DT_REGEX_MT);
+	dt_regex *r = (dt_regex *)lua_touserdata(L, 1);
+	if (r != NULL && lua_getmetatable(L, 1)) {         /* ... mt */
+		int same = lua_rawequal(L, -1, lua_upvalueindex(1));
+		lua_pop(L, 1);                                  /* ... */
+		if (same)
+			return r;
+	}
+	return (dt_regex *)luaL_checkudata(L, 1, DT_REGEX_MT);  /* raises */
 }
 
 /* core.regex_compile(pattern) -> Regex | nil, message */
@@ -1081,13 +1091,17 @@ void dt_regex_open(lua_State *L)
 	lua_pushliteral(L, DT_REGEX_MT);
 	lua_setfield(L, -2, "__name");
 	lua_newtable(L);                            /* M mt methods */
-	luaL_setfuncs(L, methods, 0);
+	lua_pushvalue(L, -2);                       /* M mt methods mt */
+	luaL_setfuncs(L, methods, 1);               /* M mt methods */
 	lua_setfield(L, -2, "__index");             /* M mt */
-	lua_pushcfunction(L, l_regex_close);
-	lua_setfield(L, -2, "__gc");
-	lua_pushcfunction(L, l_regex_close);
+	lua_pushvalue(L, -1);                       /* M mt mt */
+	lua_pushcclosure(L, l_regex_close, 1);      /* M mt close */
+	lua_setfield(L, -2, "__gc");                /* M mt */
+	lua_pushvalue(L, -1);
+	lua_pushcclosure(L, l_regex_close, 1);
 	lua_setfield(L, -2, "__close");
-	lua_pushcfunction(L, l_regex_tostring);
+	lua_pushvalue(L, -1);
+	lua_pushcclosure(L, l_regex_tostring, 1);
 	lua_setfield(L, -2, "__tostring");
 	lua_pop(L, 1);                              /* M */
 	luaL_setfuncs(L, funcs, 0);

@@ -21,24 +21,10 @@ end
 package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
 package.cpath = "./" .. build .. "/?.so;" .. package.cpath
 
-local core = require "devtools_tools.core"
 local schema = require "devtools_tools.schema"
 
--- One JSON codec everywhere: ours when it is there, dkjson until then.
-local decode
-do
-  local ok, json = pcall(require, "devtools_tools.json")
-  if ok and type(json) == "table" and json.decode then
-    decode = json.decode
-  else
-    local dkjson = require "dkjson"
-    decode = function(s)
-      local v, _, err = dkjson.decode(s, 1, core.null, nil, core.array_mt)
-      if err then error(err) end
-      return v
-    end
-  end
-end
+local json = require "devtools_tools.json"
+local decode = json.decode
 
 -- A decoded `{}` is a plain empty table, which the schema module takes as
 -- both an empty array and an empty object (a Lua caller's `{}` is
