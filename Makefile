@@ -85,6 +85,12 @@ deps:
 test: deps all $(SUPPORT) app
 	@sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD)
 
+# The official JSON-Schema-Test-Suite (draft-07) against devtools_tools.schema:
+# make conformance JSON_SCHEMA_TEST_SUITE=/path/to/JSON-Schema-Test-Suite
+conformance: all
+	@test -n "$(JSON_SCHEMA_TEST_SUITE)" || { echo "usage: make conformance JSON_SCHEMA_TEST_SUITE=/path/to/JSON-Schema-Test-Suite" >&2; exit 2; }
+	@$(LUA) tools/conformance.lua $(BUILD) "$(JSON_SCHEMA_TEST_SUITE)"
+
 # The C core must build warning-free for both ABIs.
 check-c:
 	$(MAKE) -s BUILD=build/check54 CFLAGS="-O2 -g -Werror" all

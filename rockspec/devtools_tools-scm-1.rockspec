@@ -41,5 +41,6 @@ build = {
     ["devtools_tools.page"] = "lua/devtools_tools/page.lua",
     ["devtools_tools.discovery"] = "lua/devtools_tools/discovery.lua",
     ["devtools_tools.schema"] = "lua/devtools_tools/schema.lua",
+    ["devtools_tools.formats"] = "lua/devtools_tools/formats.lua",
   },
 }
