@@ -111,6 +111,10 @@ valgrind: all $(SUPPORT)
 	VALGRIND="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite" \
 	sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD) $(wildcard $(C_SPECS))
 
+# The main job: the sample app, headless Chromium and the multi-step workflow.
+demo: deps all app
+	DEVTOOLS_TOOLS_BUILD=$(BUILD) $(LUA) examples/demo.lua build/app/server
+
 install: all
 	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so

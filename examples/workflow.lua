@@ -33,7 +33,15 @@ function M.run(page, opts)
 
   -- 0. What does the page expose, in which frames?
   step(log, 1, total, "discovering the page's tools in every frame")
-  local groups = page:discover()
+  -- The app mounts its support widget (a cross-origin iframe) once the
+  -- session has loaded: wait for the app, then give the widget a moment.
+  page:call("getFeatureFlags")
+  local groups
+  for _ = 1, 50 do
+    groups = page:discover()
+    if #groups > 3 then break end
+    require("devtools_tools.core").sleep(0.1)
+  end
   local rows = {}
   for _, g in ipairs(groups) do
     local names = {}
