@@ -48,7 +48,7 @@ function M.run(page, opts)
     for _, t in ipairs(g.tools) do names[#names + 1] = t.name end
     rows[#rows + 1] = { g.name, g.frame.origin, table.concat(names, ", ") }
   end
-  report.table({ "group", "frame origin", "tools" }, rows)
+  log(report.format({ "group", "frame origin", "tools" }, rows))
 
   -- 1. Cache statistics around one action: reassigning a lead.
   step(log, 2, total, "cache statistics around reassigning a lead")
@@ -70,7 +70,7 @@ function M.run(page, opts)
     if d > 0 then refetched = refetched + 1 end
     key_rows[#key_rows + 1] = { k.key, b.misses, k.misses, d, k.cached and "yes" or "no" }
   end
-  report.table({ "cache key", "misses before", "after", "refetched", "cached now" }, key_rows)
+  log(report.format({ "cache key", "misses before", "after", "refetched", "cached now" }, key_rows))
   local inv = after.lastInvalidation
   if refetched > 1 then
     findings[#findings + 1] = { bug = "cache-invalidate-all", line = ((
@@ -93,7 +93,7 @@ function M.run(page, opts)
     units = units + it.qty
     item_rows[#item_rows + 1] = { it.productId, it.name, it.qty, it.price }
   end
-  report.table({ "product", "name", "qty", "price" }, item_rows)
+  log(report.format({ "product", "name", "qty", "price" }, item_rows))
   log(("  %d lines, %d units; the cart badge shows %d"):format(#items, units, badge))
   if badge ~= units then
     findings[#findings + 1] = { bug = "badge-counts-lines", line = (
@@ -114,7 +114,7 @@ function M.run(page, opts)
       diff == 0 and "" or ("+" .. report.money(diff)) }
     if diff ~= 0 then wrong[#wrong + 1] = o end
   end
-  report.table({ "order", "subtotal", "shipping", "tax", "8% of goods", "total", "overcharge" }, order_rows)
+  log(report.format({ "order", "subtotal", "shipping", "tax", "8% of goods", "total", "overcharge" }, order_rows))
   local stored
   for _, o in ipairs(result.rows) do
     if o.id == order.orderId then stored = o end
@@ -150,7 +150,8 @@ function M.run(page, opts)
       (page:tool("getSupportTickets").group.frame.origin), #tickets.tickets))
   end
 
-  report.section("diagnosis")
+  log("")
+  log("== diagnosis")
   if #findings == 0 then log("  no bug found") end
   for i, f in ipairs(findings) do log(("  %d. %s"):format(i, f.line)) end
   return findings
