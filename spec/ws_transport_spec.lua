@@ -63,7 +63,9 @@ describe("websocket transport", function()
     t = connect()
     local fd = t:fd()
     assert.is_number(fd)
-    local f = io.popen("readlink /proc/self/fd/" .. fd)   -- the shell inherits it
+    -- the socket is close-on-exec, so look at it through our own pid
+    local stat = assert(io.open("/proc/self/stat")):read("*l")
+    local f = io.popen("readlink /proc/" .. stat:match("^%d+") .. "/fd/" .. fd)
     local target = f:read("*l")
     f:close()
     assert.matches("^socket:", target)
@@ -157,8 +159,8 @@ describe("websocket transport", function()
     local len, frames, sum = stats:match('"len":(%d+),"frames":(%d+),"sum":(%d+)')
     assert.are.equal(n, tonumber(len))
     assert.is_true(tonumber(frames) > 1, "sent as " .. frames .. " frame(s)")
-    -- byte sum of "0123456789abcdef" is 1560 (48..57 and 97..102)
-    assert.are.equal((1560 * (n / 16)) % 2 ^ 32, tonumber(sum))
+    -- the byte sum of "0123456789abcdef" is 1122 (48..57 and 97..102)
+    assert.are.equal((1122 * (n / 16)) % 4294967296, tonumber(sum))
   end)
 
   describe("the size limit", function()
@@ -167,20 +169,22 @@ describe("websocket transport", function()
       t:limit(1000)
       assert.are.equal(1000, t:limit())
       assert.is_true(t:send('{"cmd":"big","size":5000}', core.now() + 5))
-      local ok, msg, code = t:recv(core.now() + 5)
+      local ok, msg, code, head = t:recv(core.now() + 5)
       assert.is_nil(ok)
       assert.are.equal("too_large", code)
       assert.matches("5000 bytes", msg)
+      assert.are.equal(helper.pattern(64), head)
       assert.are.equal("still here", roundtrip(t, "still here"))
     end)
 
     it("drops an over-limit fragmented message, then the next one works", function()
       t = connect()
       t:limit(1000)
-      assert.is_true(t:send('{"cmd":"fragmented","size":100000,"frag":333}', core.now() + 5))
-      local ok, _, code = t:recv(core.now() + 5)
+      assert.is_true(t:send('{"cmd":"fragmented","size":100000,"frag":33}', core.now() + 5))
+      local ok, _, code, head = t:recv(core.now() + 5)
       assert.is_nil(ok)
       assert.are.equal("too_large", code)
+      assert.are.equal(helper.pattern(64), head)
       assert.are.equal("x", roundtrip(t, "x"))
     end)
 
@@ -312,8 +316,8 @@ describe("websocket transport", function()
     local key = "dGhlIHNhbXBsZSBub25jZQ=="
     local base = "GET /x HTTP/1.1\r\nHost: 127.0.0.1:" .. port .. "\r\nUpgrade: websocket\r\n"
       .. "Connection: Upgrade\r\nSec-WebSocket-Key: " .. key .. "\r\nSec-WebSocket-Version: 13\r\n"
-    assert.matches("^HTTP/1.1 101", helper.raw_status(port, base .. "\r\n"))
-    assert.matches("^HTTP/1.1 403",
+    assert.matches("^HTTP/1%.1 101", helper.raw_status(port, base .. "\r\n"))
+    assert.matches("^HTTP/1%.%d 403",
       helper.raw_status(port, base .. "Origin: http://127.0.0.1:" .. port .. "\r\n\r\n"))
   end)
 
@@ -357,7 +361,7 @@ describe("websocket transport", function()
     end)
 
     it("sends no Origin header (the server answers 403 to one)", function()
-      assert.matches("^HTTP/1.1 403", helper.raw_status(port,
+      assert.matches("^HTTP/1%.%d 403", helper.raw_status(port,
         "GET /json/version HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://x\r\n\r\n"))
       assert.are.equal(200, (core.http_get("127.0.0.1", port, "/json/version", core.now() + 10)))
     end)

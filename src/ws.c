@@ -45,8 +45,11 @@
 enum { WS_CONNECTING, WS_OPEN, WS_GONE };
 
 /* Header of one queued incoming message (stored unaligned, via memcpy). */
+/* Bytes of a dropped message kept for the caller (dt_transport.head). */
+#define RX_HEAD (sizeof(((dt_transport *)0)->head))
+
 typedef struct {
-	size_t len;         /* bytes that follow */
+	size_t len;         /* bytes that follow (of a dropped message: its head) */
 	size_t dropped;     /* > 0: the message was this big and was dropped */
 } rx_hdr;
 
@@ -153,9 +156,16 @@ static int on_receive(ws_t *w, struct lws *wsi, const char *p, size_t n)
 	} else {
 		size_t have = w->in.len - w->in_done - sizeof(rx_hdr);
 		if (n > w->base.limit - have || have > w->base.limit) {
-			/* Over the limit: forget what we have, keep only the count. */
+			/* Over the limit: keep only its head (so the caller can tell
+			 * whose reply it was) and the count. */
+			size_t keep = have < RX_HEAD ? have : RX_HEAD;
+			size_t add = keep < RX_HEAD ? (RX_HEAD - keep < n ? RX_HEAD - keep : n) : 0;
+			w->in.len = w->in_done + sizeof(rx_hdr) + keep;
+			if (add > 0 && dt_buf_reserve(&w->in, add) == 0) {
+				memcpy(w->in.data + w->in.len, p, add);
+				w->in.len += add;
+			}
 			w->dropped = have + n;
-			w->in.len = w->in_done + sizeof(rx_hdr);
 		} else {
 			/* The rest of this frame is known: reserve for it at once,
 			 * as far as the limit allows. */
@@ -364,10 +374,13 @@ static int ws_recv(dt_transport *t, double deadline, const char **msg, size_t *l
 		rx_hdr h;
 		memcpy(&h, w->in.data + w->in_start, sizeof h);
 		w->consumed = sizeof h + h.len;
-		if (h.dropped > 0)
+		if (h.dropped > 0) {
+			t->head_len = h.len < RX_HEAD ? h.len : RX_HEAD;
+			memcpy(t->head, w->in.data + w->in_start + sizeof h, t->head_len);
 			return dt_transport_fail(t, DT_ETOOLARGE,
 				"dropped a message of %zu bytes: over the limit of %zu bytes",
 				h.dropped, t->limit);
+		}
 		*msg = w->in.data + w->in_start + sizeof h;
 		*len = h.len;
 		return DT_OK;
