@@ -376,6 +376,18 @@ describe("websocket transport", function()
       assert.is_string(msg)
     end)
 
+    it("reads a chunked body", function()
+      for _, n in ipairs({ 0, 1, 999, 1000, 1001, 250000, MiB }) do
+        local status, body = core.http_get("127.0.0.1", port, "/chunked/" .. n, core.now() + 10)
+        assert.are.equal(200, status)
+        assert.are.equal(n, #body)
+        assert.is_true(body == string.rep("x", n))
+      end
+      local ok, _, code = core.http_get("127.0.0.1", port, "/chunked/" .. (MiB + 1), core.now() + 10)
+      assert.is_nil(ok)
+      assert.are.equal("too_large", code)
+    end)
+
     it("connects by localhost", function()
       assert.are.equal(200, (core.http_get("localhost", port, "/json/version", core.now() + 10)))
     end)

@@ -271,11 +271,12 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		}
 		break;
 	case LWS_CALLBACK_CLIENT_CLOSED:
-		gone(w, "the connection was closed");
-		break;
 	case LWS_CALLBACK_WSI_DESTROY:
-		if (wsi == w->wsi)
-			gone(w, "the connection was closed");
+		if (wsi == w->wsi) {
+			if (w->why[0] == '\0')
+				snprintf(w->why, sizeof w->why, "the connection to %s was closed", w->peer);
+			gone(w, NULL);
+		}
 		break;
 	default:
 		break;
@@ -682,34 +683,56 @@ static int find_header(const char *head, size_t n, const char *name, char *val, 
 	return 0;
 }
 
-/* Decodes a chunked body in place: p[0..*n) becomes the payload. Returns 0
- * when the body is complete and well formed, -1 otherwise. */
-static int dechunk(char *p, size_t *n)
+/* The status of "HTTP/1.x NNN ...", or -1. */
+static int parse_status(const char *p, size_t n)
 {
-	size_t in = 0, out = 0, len = *n;
+	size_t i = 8;
+	int status = 0, digits = 0;
+	if (n < 12 || memcmp(p, "HTTP/1.", 7) != 0 || p[i] != ' ')
+		return -1;
+	while (i < n && p[i] == ' ')
+		i++;
+	for (; i < n && digits < 3 && p[i] >= '0' && p[i] <= '9'; i++, digits++)
+		status = status * 10 + (p[i] - '0');
+	return digits == 3 ? status : -1;
+}
+
+/* Walks a chunked body p[0..n) (NUL-terminated). With decode, moves the
+ * payload to the front and sets *out to its length. Returns 1 when the body
+ * is complete, 0 when more is needed, -1 when it is malformed, -2 when the
+ * payload is over HTTP_MAX_BODY. */
+static int dechunk(char *p, size_t n, int decode, size_t *out)
+{
+	size_t in = 0, len = 0;
 	for (;;) {
-		char *eol = memchr(p + in, '\n', len - in), *endp;
+		char *eol = memchr(p + in, '\n', n - in), *endp;
 		unsigned long size;
 		if (eol == NULL)
-			return -1;
-		size = strtoul(p + in, &endp, 16);
+			return 0;
+		size = strtoul(p + in, &endp, 16);    /* stops at the line's CR, ';' or LF */
 		if (endp == p + in)
 			return -1;
+		if (size > HTTP_MAX_BODY)
+			return -2;
 		in = (size_t)(eol - p) + 1;
 		if (size == 0)
-			break;
-		if (size > len - in)
-			return -1;
-		memmove(p + out, p + in, size);
-		out += size;
+			break;                             /* trailers, if any, are ignored */
+		if (size + 2 > n - in)
+			return 0;
+		if (decode)
+			memmove(p + len, p + in, size);
+		len += size;
 		in += size;
-		if (in < len && p[in] == '\r')
+		if (p[in] == '\r')
 			in++;
-		if (in < len && p[in] == '\n')
-			in++;
+		if (p[in] != '\n')
+			return -1;
+		in++;
+		if (len > HTTP_MAX_BODY)
+			return -2;
 	}
-	*n = out;
-	return 0;
+	*out = len;
+	return 1;
 }
 
 /* core.http_get(host, port, path [, deadline]) -> status, body | nil, message, code
@@ -767,15 +790,17 @@ static int l_http_get(lua_State *L)
 			snprintf(err, sizeof err, "out of memory reading the response");
 			goto done;
 		}
-		n = recv(fd, in.data + in.len, in.cap - in.len, 0);
+		n = recv(fd, in.data + in.len, in.cap - in.len - 1, 0);
 		if (n > 0) {
 			size_t from = in.len > 3 ? in.len - 3 : 0;
 			in.len += (size_t)n;
+			in.data[in.len] = '\0';       /* the parsers below may run to a NUL */
 			if (head == 0) {
 				char *e = memmem(in.data + from, in.len - from, "\r\n\r\n", 4);
 				if (e != NULL) {
 					head = (size_t)(e - in.data) + 4;
-					if (sscanf(in.data, "HTTP/1.%*d %d", &status) != 1 || status < 100) {
+					status = parse_status(in.data, head);
+					if (status < 100) {
 						code = DT_ECONNECT;
 						snprintf(err, sizeof err, "the answer is not HTTP");
 						goto done;
@@ -802,15 +827,15 @@ static int l_http_get(lua_State *L)
 					goto done;
 				}
 			}
-			if (head > 0 && in.len - head > HTTP_MAX_BODY + (chunked ? 65536 : 0)) {
+			/* (chunk framing may add to the payload) */
+			if (head > 0 && in.len - head > HTTP_MAX_BODY * (chunked ? 4 : 1)) {
 				code = DT_ETOOLARGE;
 				snprintf(err, sizeof err, "the response body is over the limit of %zu bytes",
 				         HTTP_MAX_BODY);
 				goto done;
 			}
-			if (chunked && in.len - head >= 5
-			    && memcmp(in.data + in.len - 5, "0\r\n\r\n", 5) == 0)
-				break;
+			if (chunked && dechunk(in.data + head, in.len - head, 0, &body_len) != 0)
+				break;                     /* complete, or malformed: see below */
 		} else if (n == 0) {
 			eof = 1;
 		} else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
@@ -832,10 +857,15 @@ static int l_http_get(lua_State *L)
 		goto done;
 	}
 	body_len = (want != (size_t)-1 ? want : in.len) - head;
-	if (chunked && dechunk(in.data + head, &body_len) != 0) {
-		code = DT_ECONNECT;
-		snprintf(err, sizeof err, "malformed chunked body");
-		goto done;
+	if (chunked) {
+		int rc = dechunk(in.data + head, in.len - head, 1, &body_len);
+		if (rc == -2) {
+			body_len = HTTP_MAX_BODY + 1;          /* reported below */
+		} else if (rc != 1) {
+			code = DT_ECONNECT;
+			snprintf(err, sizeof err, "malformed or cut chunked body");
+			goto done;
+		}
 	}
 	if (body_len > HTTP_MAX_BODY) {
 		code = DT_ETOOLARGE;

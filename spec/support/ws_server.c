@@ -4,7 +4,8 @@
  * stdout). Listens on 127.0.0.1 only, runs until killed.
  *
  * HTTP: GET /json/version answers a JSON body with webSocketDebuggerUrl;
- * GET /size/N answers N bytes of 'x'. Any request carrying an Origin header,
+ * GET /size/N answers N bytes of 'x' (Content-Length); /chunked/N the same
+ * with Transfer-Encoding: chunked. Any request carrying an Origin header,
  * plain or WebSocket upgrade, gets 403 (as Chromium does), so a client that
  * connects proves it sent none. An upgrade to /reject/S is refused with
  * HTTP status S.
@@ -57,7 +58,7 @@ typedef struct {
 	int origin;
 	/* http */
 	size_t body_left;
-	int body_kind;          /* 1 json, 2 x's */
+	int body_kind;          /* 1 json, 2 x's, 3 chunked x's */
 	char body[512];
 } pss_t;
 
@@ -233,8 +234,14 @@ static int http_reply(struct lws *wsi, pss_t *s, unsigned status, const char *ty
 {
 	unsigned char buf[LWS_PRE + 1024], *start = buf + LWS_PRE, *p = start,
 		*end = buf + sizeof buf - 1;
-	if (lws_add_http_common_headers(wsi, status, type, len, &p, end))
+	if (s->body_kind == 3) {
+		if (lws_add_http_common_headers(wsi, status, type, LWS_ILLEGAL_HTTP_CONTENT_LEN, &p, end)
+		    || lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING,
+		                                    (const unsigned char *)"chunked", 7, &p, end))
+			return 1;
+	} else if (lws_add_http_common_headers(wsi, status, type, len, &p, end)) {
 		return 1;
+	}
 	if (lws_finalize_write_http_header(wsi, start, &p, end))
 		return 1;
 	s->body_left = len;
@@ -261,6 +268,11 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 			s->body_kind = 1;
 			return http_reply(wsi, s, 200, "application/json", (size_t)m);
 		}
+		if (strncmp(uri, "/chunked/", 9) == 0) {
+			/* N bytes of 'x' in chunks of up to 1000 bytes, framed here */
+			s->body_kind = 3;
+			return http_reply(wsi, s, 200, "text/plain", strtoul(uri + 9, NULL, 10));
+		}
 		if (strncmp(uri, "/size/", 6) == 0) {
 			s->body_kind = 2;
 			return http_reply(wsi, s, 200, "text/plain", strtoul(uri + 6, NULL, 10));
@@ -270,19 +282,27 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 	}
 	case LWS_CALLBACK_HTTP_WRITEABLE: {
 		static unsigned char buf[LWS_PRE + 65536];
-		size_t n;
+		unsigned char *p = buf + LWS_PRE;
+		size_t n, k;
 		if (s->body_kind == 0)
 			return 0;
-		if (s->body_kind == 1) {
+		if (s->body_kind == 1) {                /* the JSON, at once */
 			n = strlen(s->body);
-			memcpy(buf + LWS_PRE, s->body, n);
-		} else {
+			memcpy(p, s->body, n);
+			s->body_left = 0;
+		} else if (s->body_kind == 2) {         /* x's, 64 KiB at a time */
 			n = s->body_left < 65536 ? s->body_left : 65536;
-			memset(buf + LWS_PRE, 'x', n);
+			memset(p, 'x', n);
+			s->body_left -= n;
+		} else {                                /* one chunk of up to 1000 x's */
+			k = s->body_left < 1000 ? s->body_left : 1000;
+			n = (size_t)sprintf((char *)p, "%zx\r\n", k);
+			memset(p + n, 'x', k);
+			n += k;
+			s->body_left -= k;
+			n += (size_t)sprintf((char *)p + n, "\r\n%s", s->body_left ? "" : "0\r\n\r\n");
 		}
-		s->body_left -= n;
-		if (lws_write(wsi, buf + LWS_PRE, n,
-		              s->body_left ? LWS_WRITE_HTTP : LWS_WRITE_HTTP_FINAL) != (int)n)
+		if (lws_write(wsi, p, n, s->body_left ? LWS_WRITE_HTTP : LWS_WRITE_HTTP_FINAL) != (int)n)
 			return 1;
 		if (s->body_left) {
 			lws_callback_on_writable(wsi);
