@@ -13,11 +13,15 @@
  *
  * Receiving: the callback appends each fragment to one buffer holding a
  * queue of complete messages, each behind a small header, then the message
- * being received. A message over the limit stops being buffered the moment
- * it crosses it (memory stays flat) and is queued as a marker that makes
- * recv return "too_large". Sending: messages are queued behind LWS_PRE bytes
- * of headroom and written in fragments of WS_FRAG bytes, one per WRITEABLE
+ * being received; bytes are copied once and never rescanned. A message over
+ * the limit stops being buffered the moment it crosses it (memory stays
+ * flat) and is queued as a marker, with its first bytes, that makes recv
+ * return "too_large". Sending: messages are queued behind LWS_PRE bytes of
+ * headroom and written in fragments of WS_FRAG bytes, one per WRITEABLE
  * callback, so a big message never makes lws copy it whole.
+ *
+ * lws 4.1.6 parses incoming frames one byte at a time (newer lws has a
+ * block parser): about 6 ns a byte, most of the cost of a 64 MiB reply.
  *
  * Chromium answers 403 to any Origin header and 500 to a Host header that is
  * not an IP or localhost: we send no Origin and always set Host. */
@@ -44,10 +48,10 @@
 
 enum { WS_CONNECTING, WS_OPEN, WS_GONE };
 
-/* Header of one queued incoming message (stored unaligned, via memcpy). */
 /* Bytes of a dropped message kept for the caller (dt_transport.head). */
 #define RX_HEAD (sizeof(((dt_transport *)0)->head))
 
+/* Header of one queued incoming message (stored unaligned, via memcpy). */
 typedef struct {
 	size_t len;         /* bytes that follow (of a dropped message: its head) */
 	size_t dropped;     /* > 0: the message was this big and was dropped */

@@ -23,6 +23,8 @@
  *   {"cmd":"drop"}                          drop the TCP connection, no close frame
  *   {"cmd":"silent"}                        nothing
  *   {"cmd":"stall","ms":N}                  stop reading from the client for N ms
+ *   {"cmd":"closes"}                        {"count":N,"code":C}: close frames
+ *                                           clients sent so far, the last code
  * Payload bytes of big and fragmented messages: byte i is 'a' + i % 26.
  * sum is the byte sum mod 2^32. */
 #define _GNU_SOURCE
@@ -63,6 +65,7 @@ typedef struct {
 } pss_t;
 
 static int port_arg;
+static int close_frames, close_code;     /* close frames received from clients */
 
 static void push_job(pss_t *s, job *j)
 {
@@ -189,6 +192,10 @@ static void command(struct lws *wsi, pss_t *s, char *msg, size_t len)
 	} else if (strstr(msg, "\"stall\"")) {
 		lws_rx_flow_control(wsi, 0);
 		lws_set_timer_usecs(wsi, (lws_usec_t)num_field(msg, "ms", 100) * 1000);
+	} else if (strstr(msg, "\"closes\"")) {
+		int m = snprintf(reply, sizeof reply, "{\"count\":%d,\"code\":%d}",
+		                 close_frames, close_code);
+		queue_text(wsi, s, reply, (size_t)m, 0);
 	} else if (strstr(msg, "\"silent\"")) {
 		/* nothing */
 	} else {
@@ -359,6 +366,12 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 				s->rx_cap = 0;
 			}
 		}
+		break;
+	}
+	case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE: {
+		const unsigned char *c = (const unsigned char *)in;
+		close_frames++;
+		close_code = len >= 2 ? (c[0] << 8 | c[1]) : 0;
 		break;
 	}
 	case LWS_CALLBACK_TIMER:                /* the end of a stall */
