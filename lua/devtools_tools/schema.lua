@@ -8,7 +8,10 @@
 --
 -- It must never reach the network (remote $refs come only from the caller's
 -- loader), never modify the schema or the value it is given, and never call
--- user code while validating. Validation that succeeds allocates nothing.
+-- user code while validating (other than a metatable's __index or __len on
+-- a value: give it plain tables, as the codec does). Validation that
+-- succeeds allocates nothing (formats, multipleOf with decimals and the
+-- length of a non-ASCII string near its limit excepted).
 --
 -- Values are what our JSON codec produces: dt.null, numbers (1 and 1.0 are
 -- both integers in JSON terms), strings, booleans, arrays (tables carrying
@@ -926,7 +929,7 @@ end
 
 local function nkeys(v)
   local n = 0
-  for _ in pairs(v) do n = n + 1 end
+  for _ in next, v do n = n + 1 end
   return n
 end
 count_limit("maxProperties", "properties", "more", "obj", nkeys)
@@ -1054,7 +1057,7 @@ function K.properties(c, s, g, loc, base, nloc)
   if np == 0 and not addno and not addf then return end
   g.obj[#g.obj + 1] = function(v, e)
     local ok = true
-    for k, pv in pairs(v) do
+    for k, pv in next, v do
       if type(k) ~= "string" then k = key_string(k) end
       local matched = set[k]
       for j = 1, np do
@@ -1090,7 +1093,7 @@ function K.propertyNames(c, s, g, loc, base)
   if f == TRUE then return end
   g.obj[#g.obj + 1] = function(v, e)
     local ok = true
-    for k in pairs(v) do
+    for k in next, v do
       if type(k) ~= "string" then k = key_string(k) end
       if not f(k) then
         if not e then return false end
@@ -1122,7 +1125,7 @@ function K.dependencies(c, s, g, loc, base)
       local names, msgs = {}, {}
       for i = 1, #d do
         names[i] = d[i]
-        msgs[i] = "must have property '" .. d[i] .. "' when property '" .. k .. "' is present"
+        msgs[i] = "must have property " .. d[i] .. " when property " .. k .. " is present"
       end
       if #names > 0 then
         checks[#checks + 1] = function(v, e)
@@ -1432,7 +1435,7 @@ local function node_check(g)
           end
         end
         if map then
-          for k, pv in pairs(v) do
+          for k, pv in next, v do
             if type(k) ~= "string" then k = key_string(k) end
             local f = map[k] or addf
             if f then
@@ -1912,9 +1915,10 @@ function M.validate(s, value, opts)
   return v(value)
 end
 
--- format_errors(errors) -> string, one line per error: "<path>: <message>",
--- with "(root)" for the value itself.
-function M.format_errors(errs)
+-- format_errors(errors, sep?) -> string, one line per error
+-- ("<path>: <message>", "(root)" for the value itself), joined by sep
+-- (default "\n").
+function M.format_errors(errs, sep)
   local lines = {}
   for i, err in ipairs(errs) do
     local line = (err.path == "" and "(root)" or err.path) .. ": " .. err.message
@@ -1923,7 +1927,7 @@ function M.format_errors(errs)
     end
     lines[i] = line
   end
-  return concat(lines, "\n")
+  return concat(lines, sep or "\n")
 end
 
 M.is_element = is_element
