@@ -1537,8 +1537,10 @@ end
 -- closures stay the reference and collect the errors.
 
 local load = loadstring or load
-local MAX_LINES = 4000       -- past this, children are called, not inlined
+local MAX_LINES = 2000       -- past this, children are called, not inlined
 local MAX_INLINE = 6         -- nesting depth of inlined schemas
+local PROPS_CHUNK = 64       -- properties per generated function (LuaJIT
+                             -- limits the length of a jump)
 
 local function lit(x)        -- a number or string as Lua source
   if type(x) == "string" then return (sformat("%q", x):gsub("\n", "n")) end
@@ -1572,12 +1574,14 @@ function Gen:var(prefix)
 end
 
 -- A generated function for a check that is called rather than inlined.
-function Gen:fn_for(f)
+-- (or for a part of one, written by emitter(gen) with the value in v)
+function Gen:fn_for(f, emitter)
   local name = self.fnames[f]
   if name then return name end
   name = "F[" .. (#self.queue + 1) .. "]"
   self.fnames[f] = name
   self.queue[#self.queue + 1] = f
+  if emitter then self.emitters[f] = emitter end
   return name
 end
 
@@ -1757,12 +1761,24 @@ function Gen:object(g, x, nest)
   end
   if g.props then
     local keys, fns = g.props[1], g.props[2]
-    for i = 1, #keys do
-      local p = self:var("p")
-      self:emit("do local " .. p .. " = " .. x .. "[" .. lit(keys[i]) .. "]")
-      self:emit("if " .. p .. " ~= nil then")
-      self:check(fns[i], p, nest + 1)
-      self:emit("end end")
+    local function props(gen, from, to, y, depth)
+      for i = from, to do
+        local p = gen:var("p")
+        gen:emit("do local " .. p .. " = " .. y .. "[" .. lit(keys[i]) .. "]")
+        gen:emit("if " .. p .. " ~= nil then")
+        gen:check(fns[i], p, depth + 1)
+        gen:emit("end end")
+      end
+    end
+    if #keys <= PROPS_CHUNK then
+      props(self, 1, #keys, x, nest)
+    else                                -- many: in functions of their own
+      for from = 1, #keys, PROPS_CHUNK do
+        local to = from + PROPS_CHUNK - 1
+        if to > #keys then to = #keys end
+        local name = self:fn_for({}, function(gen) props(gen, from, to, "v", 0) end)
+        self:emit("if not " .. name .. "(" .. x .. ") then return false end")
+      end
     end
   end
   if g.merged then
@@ -1819,6 +1835,7 @@ local function generate(c, root)
   if root == TRUE or not c.info[root] then return nil end
   local gen = setmetatable({ info = c.info, cells = c.cells, consts = {}, kmap = {},
                              lines = {}, n = 0, nvar = 0, fnames = {}, queue = {},
+                             emitters = {},
                              fwd = {} }, Gen)
   gen:fn_for(root)
   local i = 1
@@ -1828,7 +1845,13 @@ local function generate(c, root)
     gen.lines, gen.n = {}, 0
     gen:emit("F[" .. i .. "] = function(v)")
     local g = gen.info[f]
-    if g then gen:node(g, "v", 0) else gen:check(f, "v", 0) end
+    if gen.emitters[f] then
+      gen.emitters[f](gen)
+    elseif g then
+      gen:node(g, "v", 0)
+    else
+      gen:check(f, "v", 0)
+    end
     gen:emit("return true")
     gen:emit("end")
     body[#body + 1] = concat(gen.lines, "\n")
