@@ -668,6 +668,33 @@ describe("API", function()
     assert.is_true(grown < 1, "grew by " .. grown .. " KiB")
   end)
 
+  it("copes with big schemas", function()
+    local props, value = {}, {}
+    for i = 1, 300 do
+      props["p" .. i] = { type = "string", pattern = "^a" }
+      value["p" .. i] = "abc"
+    end
+    for _, addl in ipairs { true, false } do
+      local s = { type = "object", properties = props, additionalProperties = addl }
+      valid(s, value)
+      value.p150 = "b"
+      invalid(s, value, { "/p150", "pattern", 'must match pattern "^a"' })
+      value.p150 = "a"
+    end
+    -- each definition uses the next one twice: inlining must not double up
+    local defs = {}
+    for i = 1, 16 do
+      defs["d" .. i] = { type = "object", properties = {
+        l = { ["$ref"] = "#/definitions/d" .. (i + 1) }, r = { ["$ref"] = "#/definitions/d" .. (i + 1) } } }
+    end
+    defs.d17 = { type = "integer" }
+    local s = { definitions = defs, ["$ref"] = "#/definitions/d1" }
+    local v = { l = { r = { l = {} } } }
+    valid(s, v)
+    v.l.r.l = "x"
+    invalid(s, v, { "/l/r/l", "type", "must be object" })
+  end)
+
   it("uses the core's null and array marker", function()
     assert.are.equal(core.null, null)
     valid({ type = "array" }, setmetatable({}, core.array_mt))
