@@ -26,7 +26,6 @@ local formats = require "devtools_tools.formats"
 local type, pairs, ipairs, next, rawget, getmetatable, setmetatable =
       type, pairs, ipairs, next, rawget, getmetatable, setmetatable
 local tostring, tonumber = tostring, tonumber
-local unpack = table.unpack or unpack
 local floor, huge = math.floor, math.huge
 local concat, sort = table.concat, table.sort
 local sfind, ssub, sformat, sgsub, smatch, schar =
