@@ -700,3 +700,26 @@ describe("API", function()
     valid({ type = "array" }, setmetatable({}, core.array_mt))
   end)
 end)
+
+describe("tables as the codec sends them", function()
+  it("a plain table is an array only when its keys are exactly 1..n", function()
+    valid({ type = "array" }, { 1, 2 })
+    invalid({ type = "array" }, { 1, 2, x = 3 }, { "", "type", "must be array" })
+    valid({ type = "object" }, { 1, 2, x = 3 })
+    invalid({ type = "array" }, { [1] = 1, [3] = 3 })
+    invalid({ uniqueItems = true }, { 1, 1 })
+    valid({ uniqueItems = true }, { 1, 1, x = 1 })   -- an object: uniqueItems does not apply
+  end)
+
+  it("integer keys of an object are matched as the decimal strings sent", function()
+    local s = { properties = { ["2"] = { type = "string" } }, additionalProperties = false }
+    valid(s, { [2] = "x" })
+    invalid(s, { [2] = 5 }, { "/2", "type", "must be string" })
+    invalid(s, { [3] = "x" }, { "", "additionalProperties", "must NOT have additional properties" })
+    local many = { additionalProperties = false, properties = {} }
+    for i = 1, 20 do many.properties[tostring(i * 10)] = { type = "integer" } end
+    valid(many, { [20] = 1, [30] = 2 })
+    invalid(many, { [20] = "x" })
+    invalid(many, { [21] = 1 })
+  end)
+end)

@@ -51,6 +51,21 @@ local function is_element(v)
   return type(mt) == "table" and rawget(mt, "__name") == ELEMENT_NAME
 end
 
+-- A plain table is sent as an array when its keys are exactly 1..n (as the
+-- codec decides); {1, 2, x = 3} is an object.
+local function is_sequence(t)
+  local n = #t
+  for i = 1, n do
+    if t[i] == nil then return false end
+  end
+  local c = 0
+  for _ in next, t do
+    c = c + 1
+    if c > n then return false end
+  end
+  return c == n
+end
+
 -- "array", "object", "empty" (a plain {}: both) or "element". A metatable
 -- with __jsontype = "array" or "object" (dkjson's convention, which
 -- dt.array_mt follows) says which one a table is.
@@ -65,7 +80,7 @@ local function table_kind(v)
     end
   end
   if next(v) == nil then return "empty" end
-  if rawget(v, 1) ~= nil then return "array" end
+  if rawget(v, 1) ~= nil and is_sequence(v) then return "array" end
   return "object"
 end
 
@@ -77,7 +92,7 @@ local function eq_is_array(t)
     local jt = rawget(mt, "__jsontype")
     if jt then return jt == "array" end
   end
-  return rawget(t, 1) ~= nil
+  return rawget(t, 1) ~= nil and is_sequence(t)
 end
 
 local function deep_equal(a, b)
@@ -1400,7 +1415,7 @@ local function node_check(g)
       local is_obj, is_arr
       local mt = getmetatable(v)
       if mt == nil then
-        if v[1] ~= nil then
+        if v[1] ~= nil and is_sequence(v) then
           is_arr = true
         else
           is_obj = true
@@ -1637,7 +1652,8 @@ function Gen:tables(g, x, nest, has_obj, has_arr)
   self:emit("local " .. o .. ", " .. a)
   self:emit("local " .. mt .. " = getmetatable(" .. x .. ")")
   self:emit("if " .. mt .. " == nil then")
-  self:emit("if " .. x .. "[1] ~= nil then " .. a .. " = true else " .. o .. " = true")
+  self:emit("if " .. x .. "[1] ~= nil and is_sequence(" .. x .. ") then " .. a ..
+            " = true else " .. o .. " = true")
   if has_arr or (tm and not allow_obj) then
     self:emit("if next(" .. x .. ") == nil then " .. a .. " = true end")
   end
@@ -1795,19 +1811,23 @@ function Gen:object(g, x, nest)
         self:check(map[name], pv, nest + 1)
       end
       self:emit(branch == "if" and "do" or "else")
-    else
-      local f = self:var("f")
-      self:emit("local " .. f .. " = " .. self:k(map) .. "[" .. kk .. "]")
-      self:emit("if " .. f .. " then")
-      self:emit("if not " .. f .. "(" .. pv .. ") then return false end")
-      self:emit("else")
     end
+    -- a key not matched above; one that is not a string is looked up as
+    -- the codec would write it
+    local f = self:var("f")
+    self:emit("local " .. f .. " = " .. self:k(map) .. "[" .. kk .. "]")
+    self:emit("if " .. f .. " == nil then " .. f .. " = " .. self:k(map) ..
+              "[key_string(" .. kk .. ")] end")
+    self:emit("if " .. f .. " then")
+    self:emit("if not " .. f .. "(" .. pv .. ") then return false end")
+    self:emit("else")
     if addno then
       self:emit("return false")
     else
       self:check(addf, pv, nest + 1)
     end
     self:emit("end")
+    if #names <= 12 then self:emit("end") end
     self:emit("end")
   end
   if g.objf then self:emit("if not " .. self:k(g.objf) .. "(" .. x .. ") then return false end") end
@@ -1865,7 +1885,8 @@ local function generate(c, root)
     gen.fwd = {}
     i = i + 1
   end
-  local src = "local K, type, getmetatable, next, null, ulen, table_kind, array_mt = ...\n" ..
+  local src = "local K, type, getmetatable, next, null, ulen, table_kind, array_mt, is_sequence, " ..
+              "key_string = ...\n" ..
               "local F = {}\n" .. concat(body, "\n") .. "\nreturn F\n"
   local chunk, err = load(src, "=schema")
   if not chunk then                     -- a bug of ours: counted for the tests
@@ -1873,7 +1894,8 @@ local function generate(c, root)
     M._codegen_error = err
     return nil
   end
-  local fns = chunk(gen.consts, type, getmetatable, next, null, ulen, table_kind, array_mt)
+  local fns = chunk(gen.consts, type, getmetatable, next, null, ulen, table_kind, array_mt,
+                    is_sequence, key_string)
   for _, cell in ipairs(gen.cells_done or {}) do
     cell.fast = fns[tonumber(smatch(cell.gen, "%d+"))]
   end
