@@ -938,6 +938,7 @@ typedef struct dt_regex {
 	pcre2_match_data *md;       /* owned; reused by every test */
 	char *source;               /* owned: the ECMA pattern, for tostring */
 	size_t srclen;
+	int jit;                    /* JIT-compiled: pcre2_jit_match may be used */
 } dt_regex;
 
 static void regex_release(dt_regex *r)
@@ -1000,7 +1001,7 @@ static int l_regex_compile(lua_State *L)
 		lua_pushfstring(L, "unsupported regular expression: %s", msg);
 		return 2;
 	}
-	(void)pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE);  /* else interpreted */
+	r->jit = pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE) == 0;  /* else interpreted */
 	r->md = pcre2_match_data_create_from_pattern(r->code, NULL);   /* owns: r->md */
 	r->source = malloc(n + 1);                                      /* owns: r->source */
 	if (r->md == NULL || r->source == NULL) {
@@ -1040,7 +1041,19 @@ static int l_regex_test(lua_State *L)
 	int rc;
 	if (r->code == NULL)
 		return luaL_argerror(L, 1, "regex is closed");
-	rc = pcre2_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
+	if (r->jit) {
+		/* pcre2_jit_match skips pcre2_match's checks, the UTF-8 one
+		 * included: an ASCII subject needs none, any other goes the long way */
+		size_t i = 0;
+		while (i < n && (unsigned char)s[i] < 0x80)
+			i++;
+		if (i == n)
+			rc = pcre2_jit_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
+		else
+			rc = pcre2_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
+	} else {
+		rc = pcre2_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
+	}
 	if (rc == PCRE2_ERROR_JIT_STACKLIMIT)   /* retry without the JIT's small stack */
 		rc = pcre2_match(r->code, (PCRE2_SPTR)s, n, 0, PCRE2_NO_JIT, r->md, NULL);
 	if (rc >= 0) {
