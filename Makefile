@@ -18,6 +18,8 @@ WARN       ?= -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -W
 LIBFLAG    ?= -shared
 LWS_LIBS   ?= $(shell $(PKG_CONFIG) --libs libwebsockets 2>/dev/null || echo -lwebsockets)
 PCRE_LIBS  ?= $(shell $(PKG_CONFIG) --libs libpcre2-8 2>/dev/null || echo -lpcre2-8)
+# libraries of the sample app's server (examples/app)
+APP_LIBS   ?= $(shell $(PKG_CONFIG) --libs libwebsockets sqlite3 jansson 2>/dev/null || echo -lwebsockets -lsqlite3 -ljansson)
 # where build outputs go
 BUILD      ?= build/$(LUA)
 # install prefix
@@ -67,11 +69,20 @@ bench-jansson: all
 		bench/jansson_compare.c $$($(PKG_CONFIG) --libs $(LUA_PC)) -ljansson -lm
 	$(BUILD)/bench/jansson_compare $(BUILD)
 
+# The sample app's backend (examples/app): one C file on libwebsockets, SQLite and jansson.
+.PHONY: app
+app: build/app/server
+
+build/app/server: examples/app/server.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 $(WARN) $(CFLAGS) $(LDFLAGS) -o $@.tmp $< $(APP_LIBS)
+	mv -f $@.tmp $@
+
 # Installs missing Debian packages when run as root; otherwise names the command.
 deps:
 	@sh tools/deps.sh
 
-test: deps all $(SUPPORT)
+test: deps all $(SUPPORT) app
 	@sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD)
 
 # The official JSON-Schema-Test-Suite (draft-07) against devtools_tools.schema:
@@ -99,6 +110,10 @@ asan:
 valgrind: all $(SUPPORT)
 	VALGRIND="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite" \
 	sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD) $(wildcard $(C_SPECS))
+
+# The main job: the sample app, headless Chromium and the multi-step workflow.
+demo: deps all app
+	DEVTOOLS_TOOLS_BUILD=$(BUILD) $(LUA) examples/demo.lua build/app/server
 
 install: all
 	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools
