@@ -1922,6 +1922,7 @@ end
 -- compile(schema, opts?) -> validator
 -- opts.loader: table URI -> schema, or function(uri) -> schema | nil, for
 -- remote $refs (the draft-07 meta-schema is built in).
+-- opts.closures: true to skip the generated check (the specs compare both).
 function M.compile(s, opts)
   if opts ~= nil and type(opts) ~= "table" then
     errors.raise("bad_argument", "schema.compile: opts must be a table")
