@@ -938,6 +938,7 @@ typedef struct dt_regex {
 	pcre2_match_data *md;       /* owned; reused by every test */
 	char *source;               /* owned: the ECMA pattern, for tostring */
 	size_t srclen;
+	int jit;                    /* JIT-compiled: pcre2_jit_match may be used */
 } dt_regex;
 
 static void regex_release(dt_regex *r)
@@ -972,32 +973,37 @@ static int l_regex_compile(lua_State *L)
 	const char *s = luaL_checklstring(L, 1, &n);
 	translator t;
 	dt_regex *r;
-	int errcode;
+	int errcode, ok;
 	PCRE2_SIZE erroff;
-	if (!translate(&t, s, n)) {
+	char msg[sizeof t.err];
+	/* The userdata first: nothing of ours is held while Lua may raise, and a
+	 * half-made Regex is freed by its __gc. */
+	r = (dt_regex *)lua_newuserdata(L, sizeof *r);     /* pat r */
+	memset(r, 0, sizeof *r);
+	luaL_getmetatable(L, DT_REGEX_MT);                 /* pat r mt */
+	lua_setmetatable(L, -2);                           /* pat r */
+	ok = translate(&t, s, n);
+	if (ok)
+		r->code = pcre2_compile((PCRE2_SPTR)t.out.data, t.out.len - 1,
+		                        PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_MATCH_UNSET_BACKREF
+		                        | PCRE2_NEVER_BACKSLASH_C, &errcode, &erroff, NULL);
+	else
+		memcpy(msg, t.err, sizeof msg);
+	translator_free(&t);
+	if (!ok) {
 		lua_pushnil(L);
-		lua_pushfstring(L, "invalid regular expression: %s", t.err);
-		translator_free(&t);
+		lua_pushfstring(L, "invalid regular expression: %s", msg);
 		return 2;
 	}
-	r = (dt_regex *)lua_newuserdata(L, sizeof *r);     /* ... r */
-	memset(r, 0, sizeof *r);
-	luaL_getmetatable(L, DT_REGEX_MT);
-	lua_setmetatable(L, -2);
-	r->code = pcre2_compile((PCRE2_SPTR)t.out.data, t.out.len - 1,
-	                        PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_MATCH_UNSET_BACKREF
-	                        | PCRE2_NEVER_BACKSLASH_C, &errcode, &erroff, NULL);
-	translator_free(&t);
 	if (r->code == NULL) {
-		char msg[200];
 		pcre2_get_error_message(errcode, (PCRE2_UCHAR *)msg, sizeof msg);
 		lua_pushnil(L);
 		lua_pushfstring(L, "unsupported regular expression: %s", msg);
 		return 2;
 	}
-	(void)pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE);  /* else interpreted */
-	r->md = pcre2_match_data_create_from_pattern(r->code, NULL);
-	r->source = malloc(n + 1);
+	r->jit = pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE) == 0;  /* else interpreted */
+	r->md = pcre2_match_data_create_from_pattern(r->code, NULL);   /* owns: r->md */
+	r->source = malloc(n + 1);                                      /* owns: r->source */
 	if (r->md == NULL || r->source == NULL) {
 		regex_release(r);
 		return luaL_error(L, "out of memory");
@@ -1013,15 +1019,17 @@ static int l_regex_check(lua_State *L)
 	size_t n;
 	const char *s = luaL_checklstring(L, 1, &n);
 	translator t;
+	char msg[sizeof t.err];
 	int ok = translate(&t, s, n);
-	if (ok)
-		lua_pushboolean(L, 1);
-	else {
-		lua_pushnil(L);
-		lua_pushfstring(L, "invalid regular expression: %s", t.err);
-	}
+	memcpy(msg, t.err, sizeof msg);
 	translator_free(&t);
-	return ok ? 1 : 2;
+	if (ok) {
+		lua_pushboolean(L, 1);
+		return 1;
+	}
+	lua_pushnil(L);
+	lua_pushfstring(L, "invalid regular expression: %s", msg);
+	return 2;
 }
 
 /* regex:test(subject) -> boolean | nil, message */
@@ -1033,7 +1041,19 @@ static int l_regex_test(lua_State *L)
 	int rc;
 	if (r->code == NULL)
 		return luaL_argerror(L, 1, "regex is closed");
-	rc = pcre2_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
+	if (r->jit) {
+		/* pcre2_jit_match skips pcre2_match's checks, the UTF-8 one
+		 * included: an ASCII subject needs none, any other goes the long way */
+		size_t i = 0;
+		while (i < n && (unsigned char)s[i] < 0x80)
+			i++;
+		if (i == n)
+			rc = pcre2_jit_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
+		else
+			rc = pcre2_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
+	} else {
+		rc = pcre2_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
+	}
 	if (rc == PCRE2_ERROR_JIT_STACKLIMIT)   /* retry without the JIT's small stack */
 		rc = pcre2_match(r->code, (PCRE2_SPTR)s, n, 0, PCRE2_NO_JIT, r->md, NULL);
 	if (rc >= 0) {

@@ -8,7 +8,10 @@
 --
 -- It must never reach the network (remote $refs come only from the caller's
 -- loader), never modify the schema or the value it is given, and never call
--- user code while validating. Validation that succeeds allocates nothing.
+-- user code while validating (other than a metatable's __index or __len on
+-- a value: give it plain tables, as the codec does). Validation that
+-- succeeds allocates nothing (formats, multipleOf with decimals and the
+-- length of a non-ASCII string near its limit excepted).
 --
 -- Values are what our JSON codec produces: dt.null, numbers (1 and 1.0 are
 -- both integers in JSON terms), strings, booleans, arrays (tables carrying
@@ -23,7 +26,6 @@ local formats = require "devtools_tools.formats"
 local type, pairs, ipairs, next, rawget, getmetatable, setmetatable =
       type, pairs, ipairs, next, rawget, getmetatable, setmetatable
 local tostring, tonumber = tostring, tonumber
-local unpack = table.unpack or unpack
 local floor, huge = math.floor, math.huge
 local concat, sort = table.concat, table.sort
 local sfind, ssub, sformat, sgsub, smatch, schar =
@@ -37,7 +39,8 @@ local M = {}
 -- Generated checks that failed to load (a bug; the specs assert it stays 0).
 M._codegen_failures = 0
 
-local MAX_DEPTH = 2000   -- nested passes through one circular $ref
+local MAX_DEPTH = 1200   -- nested passes through circular $refs (LuaJIT's stack
+                         -- holds about 1700 of the simplest)
 
 ---------------------------------------------------------------- values
 
@@ -46,6 +49,21 @@ local ELEMENT_NAME = "devtools_tools.Element"
 local function is_element(v)
   local mt = getmetatable(v)
   return type(mt) == "table" and rawget(mt, "__name") == ELEMENT_NAME
+end
+
+-- A plain table is sent as an array when its keys are exactly 1..n (as the
+-- codec decides); {1, 2, x = 3} is an object.
+local function is_sequence(t)
+  local n = #t
+  for i = 1, n do
+    if t[i] == nil then return false end
+  end
+  local c = 0
+  for _ in next, t do
+    c = c + 1
+    if c > n then return false end
+  end
+  return c == n
 end
 
 -- "array", "object", "empty" (a plain {}: both) or "element". A metatable
@@ -62,7 +80,7 @@ local function table_kind(v)
     end
   end
   if next(v) == nil then return "empty" end
-  if rawget(v, 1) ~= nil then return "array" end
+  if rawget(v, 1) ~= nil and is_sequence(v) then return "array" end
   return "object"
 end
 
@@ -74,7 +92,7 @@ local function eq_is_array(t)
     local jt = rawget(mt, "__jsontype")
     if jt then return jt == "array" end
   end
-  return rawget(t, 1) ~= nil
+  return rawget(t, 1) ~= nil and is_sequence(t)
 end
 
 local function deep_equal(a, b)
@@ -926,7 +944,7 @@ end
 
 local function nkeys(v)
   local n = 0
-  for _ in pairs(v) do n = n + 1 end
+  for _ in next, v do n = n + 1 end
   return n
 end
 count_limit("maxProperties", "properties", "more", "obj", nkeys)
@@ -1054,7 +1072,7 @@ function K.properties(c, s, g, loc, base, nloc)
   if np == 0 and not addno and not addf then return end
   g.obj[#g.obj + 1] = function(v, e)
     local ok = true
-    for k, pv in pairs(v) do
+    for k, pv in next, v do
       if type(k) ~= "string" then k = key_string(k) end
       local matched = set[k]
       for j = 1, np do
@@ -1090,7 +1108,7 @@ function K.propertyNames(c, s, g, loc, base)
   if f == TRUE then return end
   g.obj[#g.obj + 1] = function(v, e)
     local ok = true
-    for k in pairs(v) do
+    for k in next, v do
       if type(k) ~= "string" then k = key_string(k) end
       if not f(k) then
         if not e then return false end
@@ -1122,7 +1140,7 @@ function K.dependencies(c, s, g, loc, base)
       local names, msgs = {}, {}
       for i = 1, #d do
         names[i] = d[i]
-        msgs[i] = "must have property '" .. d[i] .. "' when property '" .. k .. "' is present"
+        msgs[i] = "must have property " .. d[i] .. " when property " .. k .. " is present"
       end
       if #names > 0 then
         checks[#checks + 1] = function(v, e)
@@ -1397,7 +1415,7 @@ local function node_check(g)
       local is_obj, is_arr
       local mt = getmetatable(v)
       if mt == nil then
-        if v[1] ~= nil then
+        if v[1] ~= nil and is_sequence(v) then
           is_arr = true
         else
           is_obj = true
@@ -1432,7 +1450,7 @@ local function node_check(g)
           end
         end
         if map then
-          for k, pv in pairs(v) do
+          for k, pv in next, v do
             if type(k) ~= "string" then k = key_string(k) end
             local f = map[k] or addf
             if f then
@@ -1533,8 +1551,10 @@ end
 -- closures stay the reference and collect the errors.
 
 local load = loadstring or load
-local MAX_LINES = 4000       -- past this, children are called, not inlined
+local MAX_LINES = 2000       -- past this, children are called, not inlined
 local MAX_INLINE = 6         -- nesting depth of inlined schemas
+local PROPS_CHUNK = 64       -- properties per generated function (LuaJIT
+                             -- limits the length of a jump)
 
 local function lit(x)        -- a number or string as Lua source
   if type(x) == "string" then return (sformat("%q", x):gsub("\n", "n")) end
@@ -1568,12 +1588,14 @@ function Gen:var(prefix)
 end
 
 -- A generated function for a check that is called rather than inlined.
-function Gen:fn_for(f)
+-- (or for a part of one, written by emitter(gen) with the value in v)
+function Gen:fn_for(f, emitter)
   local name = self.fnames[f]
   if name then return name end
   name = "F[" .. (#self.queue + 1) .. "]"
   self.fnames[f] = name
   self.queue[#self.queue + 1] = f
+  if emitter then self.emitters[f] = emitter end
   return name
 end
 
@@ -1630,7 +1652,8 @@ function Gen:tables(g, x, nest, has_obj, has_arr)
   self:emit("local " .. o .. ", " .. a)
   self:emit("local " .. mt .. " = getmetatable(" .. x .. ")")
   self:emit("if " .. mt .. " == nil then")
-  self:emit("if " .. x .. "[1] ~= nil then " .. a .. " = true else " .. o .. " = true")
+  self:emit("if " .. x .. "[1] ~= nil and is_sequence(" .. x .. ") then " .. a ..
+            " = true else " .. o .. " = true")
   if has_arr or (tm and not allow_obj) then
     self:emit("if next(" .. x .. ") == nil then " .. a .. " = true end")
   end
@@ -1753,12 +1776,24 @@ function Gen:object(g, x, nest)
   end
   if g.props then
     local keys, fns = g.props[1], g.props[2]
-    for i = 1, #keys do
-      local p = self:var("p")
-      self:emit("do local " .. p .. " = " .. x .. "[" .. lit(keys[i]) .. "]")
-      self:emit("if " .. p .. " ~= nil then")
-      self:check(fns[i], p, nest + 1)
-      self:emit("end end")
+    local function props(gen, from, to, y, depth)
+      for i = from, to do
+        local p = gen:var("p")
+        gen:emit("do local " .. p .. " = " .. y .. "[" .. lit(keys[i]) .. "]")
+        gen:emit("if " .. p .. " ~= nil then")
+        gen:check(fns[i], p, depth + 1)
+        gen:emit("end end")
+      end
+    end
+    if #keys <= PROPS_CHUNK then
+      props(self, 1, #keys, x, nest)
+    else                                -- many: in functions of their own
+      for from = 1, #keys, PROPS_CHUNK do
+        local to = from + PROPS_CHUNK - 1
+        if to > #keys then to = #keys end
+        local name = self:fn_for({}, function(gen) props(gen, from, to, "v", 0) end)
+        self:emit("if not " .. name .. "(" .. x .. ") then return false end")
+      end
     end
   end
   if g.merged then
@@ -1776,19 +1811,23 @@ function Gen:object(g, x, nest)
         self:check(map[name], pv, nest + 1)
       end
       self:emit(branch == "if" and "do" or "else")
-    else
-      local f = self:var("f")
-      self:emit("local " .. f .. " = " .. self:k(map) .. "[" .. kk .. "]")
-      self:emit("if " .. f .. " then")
-      self:emit("if not " .. f .. "(" .. pv .. ") then return false end")
-      self:emit("else")
     end
+    -- a key not matched above; one that is not a string is looked up as
+    -- the codec would write it
+    local f = self:var("f")
+    self:emit("local " .. f .. " = " .. self:k(map) .. "[" .. kk .. "]")
+    self:emit("if " .. f .. " == nil then " .. f .. " = " .. self:k(map) ..
+              "[key_string(" .. kk .. ")] end")
+    self:emit("if " .. f .. " then")
+    self:emit("if not " .. f .. "(" .. pv .. ") then return false end")
+    self:emit("else")
     if addno then
       self:emit("return false")
     else
       self:check(addf, pv, nest + 1)
     end
     self:emit("end")
+    if #names <= 12 then self:emit("end") end
     self:emit("end")
   end
   if g.objf then self:emit("if not " .. self:k(g.objf) .. "(" .. x .. ") then return false end") end
@@ -1815,6 +1854,7 @@ local function generate(c, root)
   if root == TRUE or not c.info[root] then return nil end
   local gen = setmetatable({ info = c.info, cells = c.cells, consts = {}, kmap = {},
                              lines = {}, n = 0, nvar = 0, fnames = {}, queue = {},
+                             emitters = {},
                              fwd = {} }, Gen)
   gen:fn_for(root)
   local i = 1
@@ -1824,7 +1864,13 @@ local function generate(c, root)
     gen.lines, gen.n = {}, 0
     gen:emit("F[" .. i .. "] = function(v)")
     local g = gen.info[f]
-    if g then gen:node(g, "v", 0) else gen:check(f, "v", 0) end
+    if gen.emitters[f] then
+      gen.emitters[f](gen)
+    elseif g then
+      gen:node(g, "v", 0)
+    else
+      gen:check(f, "v", 0)
+    end
     gen:emit("return true")
     gen:emit("end")
     body[#body + 1] = concat(gen.lines, "\n")
@@ -1839,7 +1885,8 @@ local function generate(c, root)
     gen.fwd = {}
     i = i + 1
   end
-  local src = "local K, type, getmetatable, next, null, ulen, table_kind, array_mt = ...\n" ..
+  local src = "local K, type, getmetatable, next, null, ulen, table_kind, array_mt, is_sequence, " ..
+              "key_string = ...\n" ..
               "local F = {}\n" .. concat(body, "\n") .. "\nreturn F\n"
   local chunk, err = load(src, "=schema")
   if not chunk then                     -- a bug of ours: counted for the tests
@@ -1847,7 +1894,8 @@ local function generate(c, root)
     M._codegen_error = err
     return nil
   end
-  local fns = chunk(gen.consts, type, getmetatable, next, null, ulen, table_kind, array_mt)
+  local fns = chunk(gen.consts, type, getmetatable, next, null, ulen, table_kind, array_mt,
+                    is_sequence, key_string)
   for _, cell in ipairs(gen.cells_done or {}) do
     cell.fast = fns[tonumber(smatch(cell.gen, "%d+"))]
   end
@@ -1874,6 +1922,7 @@ end
 -- compile(schema, opts?) -> validator
 -- opts.loader: table URI -> schema, or function(uri) -> schema | nil, for
 -- remote $refs (the draft-07 meta-schema is built in).
+-- opts.closures: true to skip the generated check (the specs compare both).
 function M.compile(s, opts)
   if opts ~= nil and type(opts) ~= "table" then
     errors.raise("bad_argument", "schema.compile: opts must be a table")
@@ -1912,9 +1961,10 @@ function M.validate(s, value, opts)
   return v(value)
 end
 
--- format_errors(errors) -> string, one line per error: "<path>: <message>",
--- with "(root)" for the value itself.
-function M.format_errors(errs)
+-- format_errors(errors, sep?) -> string, one line per error
+-- ("<path>: <message>", "(root)" for the value itself), joined by sep
+-- (default "\n").
+function M.format_errors(errs, sep)
   local lines = {}
   for i, err in ipairs(errs) do
     local line = (err.path == "" and "(root)" or err.path) .. ": " .. err.message
@@ -1923,7 +1973,7 @@ function M.format_errors(errs)
     end
     lines[i] = line
   end
-  return concat(lines, "\n")
+  return concat(lines, sep or "\n")
 end
 
 M.is_element = is_element
