@@ -41,8 +41,14 @@ describe("dt.launch", function()
     page:reload()
     assert.is_nil(page:evaluate("window.marker"))
     page:close()
+    -- Chromium's crash handlers leave the process group; they are ours
+    -- all the same, and their database lives in the temporary profile
+    local helpers = H.live_with_arg(profile)
+    assert.is_true(#helpers > 0)
     b:close()
     b:close()   -- idempotent
+    assert.is_true(H.wait_for(function() return #H.live_with_arg(profile) == 0 end, 5),
+      "processes of this browser left behind")
 
     assert.is_false(H.exists(profile), "temporary profile left behind")
     assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 5),

@@ -267,6 +267,18 @@ describe("calling tools", function()
     assert.equal("invalid_params", e.code)
   end)
 
+  it("refuses Elements from a document that is gone", function()
+    local p2 = open("/tools.html")
+    local cart = p2:call("elements").cart
+    p2:reload()
+    local e = H.error_of(p2.call, p2, "elementText", { el = cart })
+    assert.equal("stale", e.code)
+    assert.equal("elementText", e.tool)
+    -- a fresh one works
+    assert.equal("DIV", p2:call("elementText", { el = p2:call("elements").cart }).tag)
+    p2:close()
+  end)
+
   it("maps each failure to its code", function()
     local e = H.error_of(page.call, page, "fail", {})
     assert.equal("tool_error", e.code)

@@ -64,6 +64,25 @@ function H.live_in_group(pgid)
   return n
 end
 
+-- Live (not zombie) processes whose command line contains s.
+function H.live_with_arg(s)
+  local out = {}
+  for name in lfs.dir("/proc") do
+    if name:match("^%d+$") then
+      local f = io.open("/proc/" .. name .. "/cmdline")
+      local cmd = f and f:read("*a") or ""
+      if f then f:close() end
+      if cmd:find(s, 1, true) then
+        local st = io.open("/proc/" .. name .. "/stat")
+        local state = st and (st:read("*l") or ""):match("%) (%a)")
+        if st then st:close() end
+        if state and state ~= "Z" and state ~= "X" then out[#out + 1] = tonumber(name) end
+      end
+    end
+  end
+  return out
+end
+
 function H.exists(path)
   return lfs.attributes(path) ~= nil
 end

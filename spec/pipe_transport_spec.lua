@@ -148,6 +148,15 @@ describe("process", function()
     proc:close()
   end)
 
+  it("passes extra environment variables", function()
+    local proc = assert(core.spawn({ "/bin/sh", "-c", 'echo "$DT_SPEC_VAR $HOME"' },
+      { env = { DT_SPEC_VAR = "set", HOME = "/nowhere" } }))
+    proc:wait(soon())
+    assert.equal("set /nowhere\n", proc:stderr())
+    proc:close()
+    assert.has_error(function() core.spawn({ "/bin/true" }, { env = { X = 1 } }) end)
+  end)
+
   it("times out waiting", function()
     local proc = assert(core.spawn({ "/bin/sleep", "30" }))
     local v, err, code = proc:wait(core.now() + 0.1)

@@ -9,7 +9,9 @@
  * here, on the userdata, because __gc on plain tables never runs on
  * LuaJIT/5.1. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -36,6 +38,7 @@ typedef struct {
 	int errfd;              /* our copy of the stderr read end, or -1 */
 	dt_ring *ring;          /* shared with the pipe transport; one ref */
 	char *cleanup_dir;      /* owned; removed by close, or NULL */
+	unsigned long err_ino;  /* inode of the child's stdout/stderr pipe */
 } proc_t;
 
 static proc_t *check_proc(lua_State *L)
@@ -106,8 +109,36 @@ static int wait_exit(proc_t *p, double deadline)
 	return 1;
 }
 
+/* Chromium's crash handlers leave the process group (they call setsid) and
+ * can outlive the browser. They inherit the child's stdout/stderr: any
+ * process still writing into our pipe is one of ours, whatever its group. */
+static void kill_pipe_holders(proc_t *p)
+{
+	DIR *d;
+	struct dirent *e;
+	char want[64], path[64], got[64];
+	if (p->err_ino == 0 || (d = opendir("/proc")) == NULL)
+		return;
+	snprintf(want, sizeof want, "pipe:[%lu]", p->err_ino);
+	while ((e = readdir(d)) != NULL) {
+		ssize_t n;
+		long pid = strtol(e->d_name, NULL, 10);
+		if (pid <= 1 || pid == (long)getpid())
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/fd/2", pid);
+		n = readlink(path, got, sizeof got - 1);
+		if (n <= 0)
+			continue;
+		got[n] = '\0';
+		if (strcmp(got, want) == 0)
+			kill((pid_t)pid, SIGKILL);
+	}
+	closedir(d);
+}
+
 /* Ends the child: SIGTERM, then SIGKILL after grace seconds, then the
- * rest of its process group; reaps it. Idempotent. */
+ * rest of its process group and whatever else holds its output pipe;
+ * reaps it. Idempotent. */
 static void end_child(proc_t *p, double grace)
 {
 	if (p->pid == 0)
@@ -124,6 +155,7 @@ static void end_child(proc_t *p, double grace)
 	}
 	/* The unreaped leader still holds the group id: no reuse is possible. */
 	kill(-p->pid, SIGKILL);
+	kill_pipe_holders(p);
 	while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	p->pid = 0;
@@ -168,6 +200,67 @@ static void close_all(int *fds, int n)
 			close(fds[i]);
 }
 
+/* opts.env: {NAME = value} added to (or replacing in) the environment.
+ * Returns NULL when there is nothing to change; else a NULL-terminated
+ * array. Leaves two values on the stack that keep it alive: the array's
+ * userdata and a table anchoring the "NAME=value" strings. */
+static char **build_env(lua_State *L, int opts)
+{
+	size_t n = 0, extra = 0, i, k = 0;
+	int env, anchor;
+	char **envp;
+	if (!lua_istable(L, opts))
+		return NULL;
+	lua_getfield(L, opts, "env");                   /* ... env */
+	if (!lua_istable(L, -1)) {
+		lua_pop(L, 1);
+		return NULL;
+	}
+	env = lua_gettop(L);
+	lua_pushnil(L);
+	while (lua_next(L, env)) {                      /* ... env k v */
+		if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
+			luaL_error(L, "opts.env must map names to strings");
+		extra++;
+		lua_pop(L, 1);
+	}
+	for (n = 0; environ[n] != NULL; n++)
+		;
+	envp = (char **)lua_newuserdata(L, sizeof(char *) * (n + extra + 1));  /* ... env ud */
+	lua_newtable(L);                                /* ... env ud anchor */
+	anchor = lua_gettop(L);
+	for (i = 0; i < n; i++) {
+		const char *eq = strchr(environ[i], '=');
+		size_t len = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
+		int replaced = 0;
+		lua_pushnil(L);
+		while (lua_next(L, env)) {                  /* ... k v */
+			size_t klen;
+			const char *key = lua_tolstring(L, -2, &klen);
+			if (klen == len && memcmp(key, environ[i], len) == 0)
+				replaced = 1;
+			lua_pop(L, 1);                          /* ... k */
+		}
+		if (!replaced)
+			envp[k++] = environ[i];
+	}
+	lua_pushnil(L);
+	while (lua_next(L, env)) {                      /* ... k v */
+		union { const char *c; char *m; } u;
+		lua_pushvalue(L, -2);                       /* ... k v k */
+		lua_pushliteral(L, "=");
+		lua_pushvalue(L, -3);                       /* ... k v k "=" v */
+		lua_concat(L, 3);                           /* ... k v "k=v" */
+		u.c = lua_tostring(L, -1);
+		envp[k++] = u.m;                            /* alive in anchor */
+		lua_rawseti(L, anchor, (int)k);             /* ... k v */
+		lua_pop(L, 1);                              /* ... k */
+	}
+	envp[k] = NULL;
+	lua_remove(L, env);                             /* ... ud anchor */
+	return envp;
+}
+
 /* core.spawn(argv [, opts]) -> Process [, Transport] | nil, message, code
  * argv: {path, arg1, ...}; path is executed as is (no PATH search, no
  * shell). opts: pipe (bool: give the child fds 3 and 4 as a CDP pipe and
@@ -176,7 +269,7 @@ static void close_all(int *fds, int n)
 static int l_spawn(lua_State *L)
 {
 	int argc, i, err;
-	char **argv;
+	char **argv, **envp;
 	int want_pipe = 0;
 	size_t ring_size = 65536;
 	const char *cleanup = NULL;
@@ -215,6 +308,7 @@ static int l_spawn(lua_State *L)
 		lua_pop(L, 1);
 	}
 	argv[argc] = NULL;
+	envp = build_env(L, 2);                    /* owned by a userdata on the stack */
 
 	/* posix_spawn reports a failed exec on glibc, but not everywhere (not
 	 * under valgrind, for one): check first, so the message is always ours. */
@@ -267,7 +361,7 @@ static int l_spawn(lua_State *L)
 	posix_spawnattr_setpgroup(&at, 0);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK
 	                         | POSIX_SPAWN_SETSIGDEF);
-	err = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+	err = posix_spawn(&pid, argv[0], &fa, &at, argv, envp ? envp : environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 
@@ -292,6 +386,11 @@ static int l_spawn(lua_State *L)
 	p->status_code = -1;
 	p->ring = ring;                                       /* owns: the first ref */
 	p->errfd = fcntl(errp[0], F_DUPFD_CLOEXEC, 0);        /* owns: our copy */
+	{
+		struct stat st;
+		if (fstat(errp[0], &st) == 0)
+			p->err_ino = (unsigned long)st.st_ino;
+	}
 	if (p->errfd >= 0)
 		fcntl(p->errfd, F_SETFL, fcntl(p->errfd, F_GETFL) | O_NONBLOCK);
 #ifdef SYS_pidfd_open

@@ -138,7 +138,10 @@ function M.launch(opts)
   end
   argv[#argv + 1] = "about:blank"
 
-  local proc, transport, code = core.spawn(argv, { pipe = true, cleanup_dir = cleanup })
+  -- Chromium's crash handler keeps its database under $XDG_CONFIG_HOME, not
+  -- the profile: keep it in the throw-away profile too.
+  local env = cleanup and { XDG_CONFIG_HOME = dir .. "/.config", XDG_CACHE_HOME = dir .. "/.cache" } or nil
+  local proc, transport, code = core.spawn(argv, { pipe = true, cleanup_dir = cleanup, env = env })
   if not proc then
     if cleanup then core.rmtree(cleanup) end
     raise("launch_failed", transport .. " (" .. tostring(code) .. ")")
