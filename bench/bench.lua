@@ -100,6 +100,9 @@ local function section(name, fn)
     results.errors[#results.errors + 1] = { section = name, error = tostring(err) }
     io.stderr:write("bench: section '", name, "' failed: ", tostring(err), "\n")
     row(name .. ": FAILED", "see stderr")
+    -- Ctrl-C (the interpreter turns SIGINT into an "interrupted!" error):
+    -- stop here; main's handler cleans up.
+    if tostring(err):find("interrupted!", 1, true) then error("interrupted", 0) end
   end
 end
 
