@@ -18,6 +18,8 @@ WARN       ?= -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -W
 LIBFLAG    ?= -shared
 LWS_LIBS   ?= $(shell $(PKG_CONFIG) --libs libwebsockets 2>/dev/null || echo -lwebsockets)
 PCRE_LIBS  ?= $(shell $(PKG_CONFIG) --libs libpcre2-8 2>/dev/null || echo -lpcre2-8)
+# libraries of the sample app's server (examples/app)
+APP_LIBS   ?= $(shell $(PKG_CONFIG) --libs libwebsockets sqlite3 jansson 2>/dev/null || echo -lwebsockets -lsqlite3 -ljansson)
 # where build outputs go
 BUILD      ?= build/$(LUA)
 # install prefix
@@ -72,12 +74,51 @@ bench-jansson: all
 		bench/jansson_compare.c $$($(PKG_CONFIG) --libs $(LUA_PC)) -ljansson -lm
 	$(BUILD)/bench/jansson_compare $(BUILD)
 
+# The sample app's backend (examples/app): one C file on libwebsockets, SQLite and jansson.
+.PHONY: app
+app: build/app/server
+
+build/app/server: examples/app/server.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 $(WARN) $(CFLAGS) $(LDFLAGS) -o $@.tmp $< $(APP_LIBS)
+	mv -f $@.tmp $@
+
 # Installs missing Debian packages when run as root; otherwise names the command.
 deps:
 	@sh tools/deps.sh
 
-test: deps all $(SUPPORT)
+test: deps all $(SUPPORT) app
 	@sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD)
+
+# The official JSON-Schema-Test-Suite (draft-07) against devtools_tools.schema:
+# make conformance JSON_SCHEMA_TEST_SUITE=/path/to/JSON-Schema-Test-Suite
+conformance: all
+	@test -n "$(JSON_SCHEMA_TEST_SUITE)" || { echo "usage: make conformance JSON_SCHEMA_TEST_SUITE=/path/to/JSON-Schema-Test-Suite" >&2; exit 2; }
+	@$(LUA) tools/conformance.lua $(BUILD) "$(JSON_SCHEMA_TEST_SUITE)"
+
+# The C core must build warning-free for both ABIs.
+check-c:
+	$(MAKE) -s BUILD=build/check54 CFLAGS="-O2 -g -Werror" all
+	$(MAKE) -s BUILD=build/check51 LUA=luajit CFLAGS="-O2 -g -Werror" all
+
+# Unit specs of the C core with AddressSanitizer and UBSan. lua5.4 itself is
+# not instrumented, so the runtime is preloaded; leaks are valgrind's job.
+SANITIZE = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+C_SPECS = spec/json_spec.lua spec/pipe_transport_spec.lua spec/cdp_spec.lua spec/regex_spec.lua spec/ws_transport_spec.lua
+asan:
+	$(MAKE) -s BUILD=build/asan CFLAGS="-O1 -g $(SANITIZE)" LIBFLAG="-shared $(SANITIZE)" all build/asan/support/pipe_echo build/asan/support/static_server $(patsubst spec/support/%.c,build/asan/support/%,$(SUPPORT_SRCS))
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	sh tools/run-specs.sh $(LUA) $(BUSTED) build/asan $(wildcard $(C_SPECS))
+
+# The same specs under valgrind: no invalid access, no definite leak.
+valgrind: all $(SUPPORT)
+	VALGRIND="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite" \
+	sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD) $(wildcard $(C_SPECS))
+
+# The main job: the sample app, headless Chromium and the multi-step workflow.
+demo: deps all app
+	DEVTOOLS_TOOLS_BUILD=$(BUILD) $(LUA) examples/demo.lua build/app/server
 
 install: all
 	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools

@@ -216,6 +216,15 @@ static int l_spawn(lua_State *L)
 	}
 	argv[argc] = NULL;
 
+	/* posix_spawn reports a failed exec on glibc, but not everywhere (not
+	 * under valgrind, for one): check first, so the message is always ours. */
+	if (access(argv[0], X_OK) != 0) {
+		int e = errno;
+		lua_pushnil(L);
+		lua_pushfstring(L, "cannot run %s: %s", argv[0], strerror(e));
+		lua_pushliteral(L, "spawn_failed");
+		return 3;
+	}
 	ring = dt_ring_new(ring_size);             /* owns: one ref, given to p below */
 	if (ring == NULL)
 		return luaL_error(L, "out of memory");

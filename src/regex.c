@@ -1,7 +1,1128 @@
-/* regex.c - placeholder, filled in by its own change. */
+/* regex.c - ECMA-262 regular expressions (as JSON Schema `pattern` means
+ * them) on top of PCRE2.
+ *
+ * JSON Schema says `pattern` is an ECMA-262 regular expression, and the
+ * validators pages are written against compile it as `new RegExp(p, "u")`.
+ * PCRE2 differs from that dialect in many small ways, so a pattern is never
+ * handed to PCRE2 as it is: a small recursive-descent parser checks it
+ * against the ECMA-262 grammar (Unicode mode, no flags) and writes an
+ * equivalent PCRE2 pattern that is pure ASCII:
+ *   - `.` stops at all four line terminators, `$` only at the very end;
+ *   - `\d` and `\w` stay ASCII, `\s` is ECMA's white space + line terminators
+ *     (written out: PCRE2's `\s` is ASCII only, its UCP `\s` lacks U+FEFF);
+ *   - `\cX`, `\0`, `\xHH`, `\uHHHH`, surrogate pairs and `\u{...}` become
+ *     `\x{...}`; every literal that is not an ASCII letter or digit is written
+ *     as an escape, so nothing can take on a PCRE2-only meaning;
+ *   - `\p{...}` takes ECMA's General_Category names (`Letter`, `digit`),
+ *     `gc=`, `sc=` and `scx=`;
+ *   - named groups become plain groups and `\k<name>` a numbered
+ *     back-reference (JS numbers named groups like the others);
+ *   - `[]` never matches, `[^]` matches anything;
+ *   - PCRE2-only syntax (`(?i)`, `(?#...)`, `(?P<n>...)`, `\a`, possessive
+ *     quantifiers) is an error, as it is in JavaScript.
+ * What PCRE2 cannot do is reported when compiling: a lookbehind of variable
+ * length (`(?<=a+)`) is valid ECMA-262 (regex_check says so) but
+ * regex_compile fails on it.
+ *
+ * Lua API (added to the module table):
+ *   core.regex_compile(pattern) -> Regex | nil, message
+ *   core.regex_check(pattern)   -> true | nil, message   (syntax only)
+ *   Regex:test(subject) -> boolean | nil, message        (search anywhere)
+ *   Regex:close(), __close, __gc (idempotent), __tostring
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
 #include "dt.h"
+
+#define MAX_NEST 256          /* deepest group nesting we parse */
+
+/* ECMA-262 WhiteSpace and LineTerminator, as PCRE2 class items. */
+#define WS_ITEMS "\\x{9}-\\x{d}\\x{20}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}" \
+	"\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}\\x{feff}"
+
+typedef struct group_name {
+	const char *name;       /* points into the pattern */
+	size_t len;
+	int index;              /* its capture group number */
+} group_name;
+
+typedef struct translator {
+	const unsigned char *s; /* the ECMA pattern (borrowed) */
+	size_t n, i;            /* length, read position */
+	dt_buf out;             /* owned: the PCRE2 pattern being written */
+	int ngroups;            /* capture groups in the whole pattern */
+	int opened;             /* capture groups opened so far */
+	group_name *names;      /* owned: named groups, in order */
+	int nnames, capnames;
+	int nest;
+	int failed;             /* out of memory or syntax error */
+	char err[200];
+} translator;
+
+static void fail(translator *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void fail(translator *t, const char *fmt, ...)
+{
+	va_list ap;
+	if (t->failed)
+		return;
+	t->failed = 1;
+	va_start(ap, fmt);
+	vsnprintf(t->err, sizeof t->err, fmt, ap);
+	va_end(ap);
+}
+
+static void emitn(translator *t, const char *p, size_t n)
+{
+	if (t->failed)
+		return;
+	if (dt_buf_reserve(&t->out, n + 1) != 0) {
+		fail(t, "out of memory");
+		return;
+	}
+	memcpy(t->out.data + t->out.len, p, n);
+	t->out.len += n;
+}
+
+static void emit(translator *t, const char *p)
+{
+	emitn(t, p, strlen(p));
+}
+
+static void emitf(translator *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void emitf(translator *t, const char *fmt, ...)
+{
+	char tmp[64];
+	int k;
+	va_list ap;
+	va_start(ap, fmt);
+	k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		emitn(t, tmp, (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1);
+}
+
+static int at_end(const translator *t)
+{
+	return t->i >= t->n;
+}
+
+static int peek(const translator *t)
+{
+	return t->i < t->n ? t->s[t->i] : -1;
+}
+
+static int peek_at(const translator *t, size_t k)
+{
+	return t->i + k < t->n ? t->s[t->i + k] : -1;
+}
+
+/* Decodes one UTF-8 code point at s[*i], advancing *i; -1 if invalid. */
+static long utf8_next(const unsigned char *s, size_t n, size_t *i)
+{
+	unsigned c = s[*i];
+	long cp;
+	int extra, k;
+	if (c < 0x80) {
+		(*i)++;
+		return (long)c;
+	}
+	if (c >= 0xc2 && c <= 0xdf) { extra = 1; cp = c & 0x1f; }
+	else if (c >= 0xe0 && c <= 0xef) { extra = 2; cp = c & 0x0f; }
+	else if (c >= 0xf0 && c <= 0xf4) { extra = 3; cp = c & 0x07; }
+	else return -1;
+	if (*i + (size_t)extra >= n)
+		return -1;
+	for (k = 1; k <= extra; k++) {
+		unsigned d = s[*i + (size_t)k];
+		if ((d & 0xc0) != 0x80)
+			return -1;
+		cp = (cp << 6) | (long)(d & 0x3f);
+	}
+	if ((extra == 2 && cp < 0x800) || (extra == 3 && (cp < 0x10000 || cp > 0x10ffff))
+	    || (cp >= 0xd800 && cp <= 0xdfff))
+		return -1;
+	*i += (size_t)extra + 1;
+	return cp;
+}
+
+static int is_hex(int c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static int hex_val(int c)
+{
+	if (c >= '0' && c <= '9') return c - '0';
+	if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+	return c - 'A' + 10;
+}
+
+static int is_digit(int c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static int is_alnum(long c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int is_syntax_char(int c)
+{
+	return c != -1 && c != 0 && strchr("^$\\.*+?()[]{}|/", c) != NULL;
+}
+
+static int is_surrogate(long cp)
+{
+	return cp >= 0xd800 && cp <= 0xdfff;
+}
+
+/* ---- group names --------------------------------------------------------- */
+
+static int name_char(int c, int first)
+{
+	if (c == '$' || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+		return 1;
+	if (c >= 0x80)          /* a non-ASCII identifier character, loosely */
+		return 1;
+	return !first && is_digit(c);
+}
+
+/* Reads `name>` at t->i (after `<`); returns its length, 0 on error. */
+static size_t read_name(translator *t, const char **name)
+{
+	size_t start = t->i;
+	while (!at_end(t) && peek(t) != '>') {
+		if (!name_char(peek(t), t->i == start)) {
+			fail(t, "invalid capture group name at offset %zu", t->i);
+			return 0;
+		}
+		t->i++;
+	}
+	if (at_end(t) || t->i == start) {
+		fail(t, "invalid capture group name at offset %zu", start);
+		return 0;
+	}
+	*name = (const char *)t->s + start;
+	t->i++;                 /* the '>' */
+	return t->i - 1 - start;
+}
+
+static int find_name(const translator *t, const char *name, size_t len)
+{
+	int k;
+	for (k = 0; k < t->nnames; k++)
+		if (t->names[k].len == len && memcmp(t->names[k].name, name, len) == 0)
+			return t->names[k].index;
+	return 0;
+}
+
+/* First pass: counts capture groups and records the names, so that
+ * back-references may point forward (as ECMA-262 allows). */
+static void prescan(translator *t)
+{
+	size_t i = 0;
+	int in_class = 0;
+	while (i < t->n && !t->failed) {
+		unsigned c = t->s[i];
+		if (c == '\\') {
+			i += 2;
+			continue;
+		}
+		if (in_class) {
+			if (c == ']')
+				in_class = 0;
+			i++;
+			continue;
+		}
+		if (c == '[') {
+			in_class = 1;
+		} else if (c == '(') {
+			if (i + 1 < t->n && t->s[i + 1] == '?') {
+				if (i + 2 < t->n && t->s[i + 2] == '<' && i + 3 < t->n
+				    && t->s[i + 3] != '=' && t->s[i + 3] != '!') {
+					const char *name;
+					size_t len, save = t->i;
+					t->ngroups++;
+					t->i = i + 3;
+					len = read_name(t, &name);
+					t->i = save;
+					if (len == 0)
+						return;
+					if (find_name(t, name, len)) {
+						fail(t, "duplicate capture group name '%.*s'", (int)len, name);
+						return;
+					}
+					if (t->nnames == t->capnames) {
+						int cap = t->capnames ? t->capnames * 2 : 8;
+						group_name *p = realloc(t->names, (size_t)cap * sizeof *p);
+						if (p == NULL) {      /* owns: t->names */
+							fail(t, "out of memory");
+							return;
+						}
+						t->names = p;
+						t->capnames = cap;
+					}
+					t->names[t->nnames].name = name;
+					t->names[t->nnames].len = len;
+					t->names[t->nnames].index = t->ngroups;
+					t->nnames++;
+				}
+			} else {
+				t->ngroups++;
+			}
+		}
+		i++;
+	}
+}
+
+/* ---- escapes ---------------------------------------------------------------- */
+
+/* Reads exactly 4 hex digits; -1 if they are not there. */
+static long hex4(translator *t)
+{
+	long v = 0;
+	int k;
+	for (k = 0; k < 4; k++) {
+		int c = peek_at(t, (size_t)k);
+		if (!is_hex(c))
+			return -1;
+		v = v * 16 + hex_val(c);
+	}
+	t->i += 4;
+	return v;
+}
+
+/* After `\u`: \uHHHH, a surrogate pair \uHHHH\uHHHH, or \u{H...}. */
+static long unicode_escape(translator *t)
+{
+	long v;
+	if (peek(t) == '{') {
+		size_t start = ++t->i;
+		v = 0;
+		while (is_hex(peek(t))) {
+			v = v * 16 + hex_val(peek(t));
+			if (v > 0x10ffff) {
+				fail(t, "\\u{...} escape above U+10FFFF at offset %zu", start);
+				return -1;
+			}
+			t->i++;
+		}
+		if (t->i == start || peek(t) != '}') {
+			fail(t, "invalid \\u{...} escape at offset %zu", start);
+			return -1;
+		}
+		t->i++;
+		return v;
+	}
+	v = hex4(t);
+	if (v < 0) {
+		fail(t, "invalid \\u escape at offset %zu", t->i);
+		return -1;
+	}
+	if (v >= 0xd800 && v <= 0xdbff && peek(t) == '\\' && peek_at(t, 1) == 'u') {
+		size_t save = t->i;
+		long lo;
+		t->i += 2;
+		lo = hex4(t);
+		if (lo >= 0xdc00 && lo <= 0xdfff)
+			return 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);
+		t->i = save;
+	}
+	return v;
+}
+
+/* CharacterEscape after the backslash (at t->i): returns the code point,
+ * or -1 (with t->failed set) if this is not a valid escape. */
+static long char_escape(translator *t, int in_class)
+{
+	int c = peek(t);
+	size_t at = t->i - 1;
+	t->i++;
+	switch (c) {
+	case 'f': return 0x0c;
+	case 'n': return 0x0a;
+	case 'r': return 0x0d;
+	case 't': return 0x09;
+	case 'v': return 0x0b;
+	case 'c': {
+		int l = peek(t);
+		if ((l >= 'a' && l <= 'z') || (l >= 'A' && l <= 'Z')) {
+			t->i++;
+			return l % 32;
+		}
+		fail(t, "invalid \\c escape at offset %zu", at);
+		return -1;
+	}
+	case '0':
+		if (is_digit(peek(t))) {
+			fail(t, "invalid decimal escape at offset %zu", at);
+			return -1;
+		}
+		return 0;
+	case 'x':
+		if (is_hex(peek(t)) && is_hex(peek_at(t, 1))) {
+			long v = hex_val(peek(t)) * 16 + hex_val(peek_at(t, 1));
+			t->i += 2;
+			return v;
+		}
+		fail(t, "invalid \\x escape at offset %zu", at);
+		return -1;
+	case 'u':
+		return unicode_escape(t);
+	case '-':
+		if (in_class)
+			return '-';
+		break;
+	default:
+		if (is_syntax_char(c))
+			return c;
+		break;
+	}
+	if (c == -1)
+		fail(t, "\\ at end of pattern");
+	else if (c < 0x80)
+		fail(t, "invalid escape \\%c at offset %zu", c, at);
+	else
+		fail(t, "invalid escape at offset %zu", at);
+	return -1;
+}
+
+/* General_Category values by their long names and aliases. */
+static const char *const gc_names[][2] = {
+	{"Other", "C"}, {"Control", "Cc"}, {"cntrl", "Cc"}, {"Format", "Cf"},
+	{"Unassigned", "Cn"}, {"Private_Use", "Co"}, {"Surrogate", "Cs"},
+	{"Letter", "L"}, {"Cased_Letter", "LC"}, {"Lowercase_Letter", "Ll"},
+	{"Modifier_Letter", "Lm"}, {"Other_Letter", "Lo"},
+	{"Titlecase_Letter", "Lt"}, {"Uppercase_Letter", "Lu"},
+	{"Mark", "M"}, {"Combining_Mark", "M"}, {"Spacing_Mark", "Mc"},
+	{"Enclosing_Mark", "Me"}, {"Nonspacing_Mark", "Mn"},
+	{"Number", "N"}, {"Decimal_Number", "Nd"}, {"digit", "Nd"},
+	{"Letter_Number", "Nl"}, {"Other_Number", "No"},
+	{"Punctuation", "P"}, {"punct", "P"}, {"Connector_Punctuation", "Pc"},
+	{"Dash_Punctuation", "Pd"}, {"Close_Punctuation", "Pe"},
+	{"Final_Punctuation", "Pf"}, {"Initial_Punctuation", "Pi"},
+	{"Other_Punctuation", "Po"}, {"Open_Punctuation", "Ps"},
+	{"Symbol", "S"}, {"Currency_Symbol", "Sc"}, {"Modifier_Symbol", "Sk"},
+	{"Math_Symbol", "Sm"}, {"Other_Symbol", "So"},
+	{"Separator", "Z"}, {"Line_Separator", "Zl"},
+	{"Paragraph_Separator", "Zp"}, {"Space_Separator", "Zs"},
+	{NULL, NULL}
+};
+
+static const char *gc_short(const char *v, size_t len)
+{
+	int k;
+	for (k = 0; gc_names[k][0] != NULL; k++) {
+		const char *l = gc_names[k][0], *s = gc_names[k][1];
+		if (strlen(l) == len && memcmp(l, v, len) == 0)
+			return s;
+		if (strlen(s) == len && memcmp(s, v, len) == 0)
+			return s;
+	}
+	return NULL;
+}
+
+static int span_is(const char *p, size_t len, const char *lit)
+{
+	return strlen(lit) == len && memcmp(p, lit, len) == 0;
+}
+
+/* After `\p` or `\P` (neg): reads {...} from t and writes the PCRE2 form
+ * to o (t itself, or the buffer of a class being built). */
+static void property_escape(translator *t, translator *o, int neg)
+{
+	size_t start, eq = 0, k;
+	const char *p;
+	size_t len;
+	if (peek(t) != '{') {
+		fail(t, "invalid property escape at offset %zu", t->i - 2);
+		return;
+	}
+	start = ++t->i;
+	while (!at_end(t) && peek(t) != '}') {
+		int c = peek(t);
+		if (c == '=' && eq == 0 && t->i > start)
+			eq = t->i;
+		else if (!(is_alnum(c) || c == '_')) {
+			fail(t, "invalid property name at offset %zu", start);
+			return;
+		}
+		t->i++;
+	}
+	if (at_end(t) || t->i == start || (eq && eq + 1 == t->i)) {
+		fail(t, "invalid property name at offset %zu", start);
+		return;
+	}
+	p = (const char *)t->s + start;
+	len = t->i - start;
+	t->i++;                 /* the '}' */
+	if (eq) {
+		size_t nlen = eq - start;
+		const char *val = (const char *)t->s + eq + 1;
+		size_t vlen = len - nlen - 1;
+		if (span_is(p, nlen, "General_Category") || span_is(p, nlen, "gc")) {
+			const char *s = gc_short(val, vlen);
+			if (s == NULL) {
+				fail(t, "unknown General_Category value '%.*s'", (int)vlen, val);
+				return;
+			}
+			emitf(o, "\\%c{%s}", neg ? 'P' : 'p', s);
+			return;
+		}
+		if (!(span_is(p, nlen, "Script") || span_is(p, nlen, "sc")
+		      || span_is(p, nlen, "Script_Extensions") || span_is(p, nlen, "scx"))) {
+			fail(t, "unknown property '%.*s'", (int)nlen, p);
+			return;
+		}
+		emitf(o, "\\%c{", neg ? 'P' : 'p');
+		emit(o, span_is(p, nlen, "Script") || span_is(p, nlen, "sc") ? "sc=" : "scx=");
+		emitn(o, val, vlen);
+		emit(o, "}");
+		return;
+	}
+	if (span_is(p, len, "Assigned")) {
+		emit(o, neg ? "\\p{Cn}" : "\\P{Cn}");
+		return;
+	}
+	{
+		const char *s = gc_short(p, len);
+		emitf(o, "\\%c{", neg ? 'P' : 'p');
+		if (s != NULL)
+			emit(o, s);
+		else
+			for (k = 0; k < len; k++)   /* a binary property: PCRE2 knows them */
+				emitn(o, p + k, 1);
+		emit(o, "}");
+	}
+}
+
+/* ---- atoms ---------------------------------------------------------------- */
+
+/* A literal code point outside a class. */
+static void emit_literal(translator *t, long cp)
+{
+	if (is_surrogate(cp))
+		emit(t, "(?!)");    /* a lone surrogate: never in a UTF-8 subject */
+	else if (is_alnum(cp))
+		emitf(t, "%c", (int)cp);
+	else
+		emitf(t, "\\x{%lx}", cp);
+}
+
+static void disjunction(translator *t);
+
+/* One character class, after its '['. Writes a PCRE2 class (or group). */
+static void char_class(translator *t)
+{
+	translator body;        /* items are written into a second buffer */
+	int neg = 0, has_S = 0, empty = 1;
+	size_t open = t->i - 1;
+	memset(&body, 0, sizeof body);
+	if (peek(t) == '^') {
+		neg = 1;
+		t->i++;
+	}
+	for (;;) {
+		long lo, hi;
+		int lo_set = 0, hi_set = 0;
+		if (at_end(t)) {
+			fail(t, "unterminated character class at offset %zu", open);
+			break;
+		}
+		if (peek(t) == ']') {
+			t->i++;
+			break;
+		}
+		/* the first atom */
+		lo = -1;
+		if (peek(t) == '\\') {
+			int c = peek_at(t, 1);
+			t->i++;
+			if (c == 'd' || c == 'D' || c == 'w' || c == 'W') {
+				t->i++;
+				emitf(&body, "\\%c", c);
+				lo_set = 1;
+			} else if (c == 's') {
+				t->i++;
+				emit(&body, WS_ITEMS);
+				lo_set = 1;
+			} else if (c == 'S') {
+				t->i++;
+				has_S = 1;
+				lo_set = 1;
+			} else if (c == 'p' || c == 'P') {
+				t->i++;
+				property_escape(t, &body, c == 'P');
+				lo_set = 1;
+			} else if (c == 'b') {
+				t->i++;
+				lo = 8;
+			} else {
+				lo = char_escape(t, 1);
+			}
+		} else {
+			lo = utf8_next(t->s, t->n, &t->i);
+			if (lo < 0)
+				fail(t, "pattern is not valid UTF-8");
+		}
+		if (t->failed)
+			break;
+		empty = 0;
+		/* a range? */
+		if (peek(t) == '-' && peek_at(t, 1) != ']' && peek_at(t, 1) != -1) {
+			t->i++;
+			hi = -1;
+			if (peek(t) == '\\') {
+				int c = peek_at(t, 1);
+				t->i++;
+				if (strchr("dDwWsSpP", c) != NULL && c != 0) {
+					hi_set = 1;
+				} else if (c == 'b') {
+					t->i++;
+					hi = 8;
+				} else {
+					hi = char_escape(t, 1);
+				}
+			} else {
+				hi = utf8_next(t->s, t->n, &t->i);
+				if (hi < 0)
+					fail(t, "pattern is not valid UTF-8");
+			}
+			if (t->failed)
+				break;
+			if (lo_set || hi_set) {
+				fail(t, "character class escape in a range at offset %zu", open);
+				break;
+			}
+			if (lo > hi) {
+				fail(t, "range out of order in character class at offset %zu", open);
+				break;
+			}
+			/* keep surrogates out: PCRE2 rejects them in UTF mode */
+			if (lo >= 0xd800 && lo <= 0xdfff)
+				lo = 0xe000;
+			if (hi >= 0xd800 && hi <= 0xdfff)
+				hi = 0xd7ff;
+			if (lo <= 0xd7ff && hi >= 0xe000) {
+				emitf(&body, "\\x{%lx}-\\x{d7ff}", lo);
+				emitf(&body, "\\x{e000}-\\x{%lx}", hi);
+			} else if (lo <= hi) {
+				emitf(&body, "\\x{%lx}-\\x{%lx}", lo, hi);
+			}
+			continue;
+		}
+		if (!lo_set && !is_surrogate(lo))
+			emitf(&body, "\\x{%lx}", lo);
+	}
+	if (body.failed && !t->failed)
+		fail(t, "%s", body.err);
+	if (!t->failed) {
+		const char *items = body.out.data ? body.out.data : "";
+		int nitems = (int)body.out.len;
+		if (empty)
+			emit(t, neg ? "(?s:.)" : "(?!)");
+		else if (!has_S && nitems == 0)     /* only lone surrogates */
+			emit(t, neg ? "(?s:.)" : "(?!)");
+		else if (!has_S) {
+			emit(t, neg ? "[^" : "[");
+			emitn(t, items, (size_t)nitems);
+			emit(t, "]");
+		} else if (nitems == 0) {
+			emit(t, neg ? "[" WS_ITEMS "]" : "[^" WS_ITEMS "]");
+		} else if (!neg) {          /* [a\S]: a, or anything but white space */
+			emit(t, "(?:[");
+			emitn(t, items, (size_t)nitems);
+			emit(t, "]|[^" WS_ITEMS "])");
+		} else {                    /* [^a\S]: white space that is not a */
+			emit(t, "(?:(?![");
+			emitn(t, items, (size_t)nitems);
+			emit(t, "])[" WS_ITEMS "])");
+		}
+	}
+	dt_buf_free(&body.out);
+}
+
+/* Reads a decimal number for a quantifier; -1 if none. Caps at a value
+ * PCRE2 will reject itself with its own message. */
+static long read_int(translator *t)
+{
+	long v = 0;
+	if (!is_digit(peek(t)))
+		return -1;
+	while (is_digit(peek(t))) {
+		if (v < 100000000L)
+			v = v * 10 + (peek(t) - '0');
+		t->i++;
+	}
+	return v;
+}
+
+/* Tries a {n}, {n,} or {n,m} quantifier at '{'; 1 if it was one. */
+static int brace_quantifier(translator *t, long *lo, long *hi)
+{
+	size_t save = t->i;
+	t->i++;
+	*lo = read_int(t);
+	*hi = *lo;
+	if (*lo < 0)
+		goto no;
+	if (peek(t) == ',') {
+		t->i++;
+		*hi = read_int(t);   /* -1: no upper bound */
+	}
+	if (peek(t) != '}')
+		goto no;
+	t->i++;
+	return 1;
+no:
+	t->i = save;
+	return 0;
+}
+
+/* An optional quantifier after an atom that may (q=1) or may not take one. */
+static void quantifier(translator *t, int quantifiable)
+{
+	int c = peek(t);
+	long lo, hi;
+	size_t at = t->i;
+	if (c == '*' || c == '+' || c == '?') {
+		if (!quantifiable) {
+			fail(t, "nothing to repeat at offset %zu", at);
+			return;
+		}
+		t->i++;
+		emitf(t, "%c", c);
+	} else if (c == '{') {
+		if (!brace_quantifier(t, &lo, &hi)) {
+			fail(t, "lone '{' at offset %zu", at);
+			return;
+		}
+		if (!quantifiable) {
+			fail(t, "nothing to repeat at offset %zu", at);
+			return;
+		}
+		if (hi >= 0 && hi < lo) {
+			fail(t, "numbers out of order in {} quantifier at offset %zu", at);
+			return;
+		}
+		if (hi < 0)
+			emitf(t, "{%ld,}", lo);
+		else if (hi == lo)
+			emitf(t, "{%ld}", lo);
+		else
+			emitf(t, "{%ld,%ld}", lo, hi);
+	} else {
+		return;
+	}
+	if (peek(t) == '?') {   /* lazy */
+		t->i++;
+		emit(t, "?");
+	}
+}
+
+/* One term: an assertion, or an atom with an optional quantifier. */
+static void term(translator *t)
+{
+	int c = peek(t);
+	size_t at = t->i;
+	switch (c) {
+	case '^':
+		t->i++;
+		emit(t, "^");
+		quantifier(t, 0);
+		return;
+	case '$':
+		t->i++;
+		emit(t, "$");
+		quantifier(t, 0);
+		return;
+	case '.':
+		t->i++;
+		emit(t, "[^\\n\\r\\x{2028}\\x{2029}]");
+		break;
+	case '[':
+		t->i++;
+		char_class(t);
+		break;
+	case '(': {
+		int look = 0;
+		t->i++;
+		if (++t->nest > MAX_NEST) {
+			fail(t, "groups nested too deeply");
+			return;
+		}
+		if (peek(t) == '?') {
+			int d = peek_at(t, 1);
+			if (d == ':') {
+				t->i += 2;
+				emit(t, "(?:");
+			} else if (d == '=' || d == '!') {
+				t->i += 2;
+				emitf(t, "(?%c", d);
+				look = 1;
+			} else if (d == '<' && (peek_at(t, 2) == '=' || peek_at(t, 2) == '!')) {
+				emitf(t, "(?<%c", peek_at(t, 2));
+				t->i += 3;
+				look = 2;
+			} else if (d == '<') {
+				const char *name;
+				t->i += 2;
+				if (read_name(t, &name) == 0)
+					return;
+				t->opened++;
+				emit(t, "(");
+			} else {
+				fail(t, "invalid group at offset %zu", at);
+				return;
+			}
+		} else {
+			t->opened++;
+			emit(t, "(");
+		}
+		disjunction(t);
+		if (t->failed)
+			return;
+		if (peek(t) != ')') {
+			fail(t, "unterminated group at offset %zu", at);
+			return;
+		}
+		t->i++;
+		t->nest--;
+		emit(t, ")");
+		quantifier(t, look == 0);
+		return;
+	}
+	case ')':
+		fail(t, "unmatched ')' at offset %zu", at);
+		return;
+	case '*': case '+': case '?':
+		fail(t, "nothing to repeat at offset %zu", at);
+		return;
+	case '{':
+		{
+			long lo, hi;
+			if (brace_quantifier(t, &lo, &hi))
+				fail(t, "nothing to repeat at offset %zu", at);
+			else
+				fail(t, "lone '{' at offset %zu", at);
+		}
+		return;
+	case '}':
+		fail(t, "lone '}' at offset %zu", at);
+		return;
+	case ']':
+		fail(t, "lone ']' at offset %zu", at);
+		return;
+	case '\\': {
+		int d = peek_at(t, 1);
+		t->i++;
+		if (d == 'b' || d == 'B') {
+			t->i++;
+			emitf(t, "\\%c", d);
+			quantifier(t, 0);
+			return;
+		}
+		if (d == 'd' || d == 'D' || d == 'w' || d == 'W') {
+			t->i++;
+			emitf(t, "\\%c", d);
+		} else if (d == 's') {
+			t->i++;
+			emit(t, "[" WS_ITEMS "]");
+		} else if (d == 'S') {
+			t->i++;
+			emit(t, "[^" WS_ITEMS "]");
+		} else if (d == 'p' || d == 'P') {
+			t->i++;
+			property_escape(t, t, d == 'P');
+		} else if (d >= '1' && d <= '9') {
+			long n = read_int(t);
+			if (n > t->ngroups) {
+				fail(t, "back-reference \\%ld to a missing group", n);
+				return;
+			}
+			emitf(t, "(?:\\g{%ld})", n);
+		} else if (d == 'k') {
+			const char *name;
+			size_t len;
+			int idx;
+			t->i++;
+			if (peek(t) != '<') {
+				fail(t, "invalid named reference at offset %zu", at);
+				return;
+			}
+			t->i++;
+			len = read_name(t, &name);
+			if (len == 0)
+				return;
+			idx = find_name(t, name, len);
+			if (idx == 0) {
+				fail(t, "reference to a missing group '%.*s'", (int)len, name);
+				return;
+			}
+			emitf(t, "(?:\\g{%d})", idx);
+		} else {
+			long cp = char_escape(t, 0);
+			if (cp < 0)
+				return;
+			emit_literal(t, cp);
+		}
+		break;
+	}
+	default: {
+		long cp = utf8_next(t->s, t->n, &t->i);
+		if (cp < 0) {
+			fail(t, "pattern is not valid UTF-8");
+			return;
+		}
+		emit_literal(t, cp);
+		break;
+	}
+	}
+	quantifier(t, 1);
+}
+
+static void alternative(translator *t)
+{
+	while (!t->failed && !at_end(t) && peek(t) != '|' && peek(t) != ')')
+		term(t);
+}
+
+static void disjunction(translator *t)
+{
+	alternative(t);
+	while (!t->failed && peek(t) == '|') {
+		t->i++;
+		emit(t, "|");
+		alternative(t);
+	}
+}
+
+/* Translates s[0..n); on success t->out holds a NUL-terminated pattern.
+ * The caller frees t->out and t->names either way. */
+static int translate(translator *t, const char *s, size_t n)
+{
+	memset(t, 0, sizeof *t);
+	t->s = (const unsigned char *)s;
+	t->n = n;
+	prescan(t);
+	if (!t->failed)
+		disjunction(t);
+	if (!t->failed && !at_end(t))
+		fail(t, "unmatched ')' at offset %zu", t->i);
+	emitn(t, "", 1);        /* the terminating NUL */
+	return !t->failed;
+}
+
+static void translator_free(translator *t)
+{
+	dt_buf_free(&t->out);
+	free(t->names);         /* owns: t->names */
+	t->names = NULL;
+}
+
+/* ---- the Regex userdata ------------------------------------------------------ */
+
+typedef struct dt_regex {
+	pcre2_code *code;           /* owned; NULL once closed */
+	pcre2_match_data *md;       /* owned; reused by every test */
+	char *source;               /* owned: the ECMA pattern, for tostring */
+	size_t srclen;
+	int jit;                    /* JIT-compiled: pcre2_jit_match may be used */
+} dt_regex;
+
+static void regex_release(dt_regex *r)
+{
+	pcre2_match_data_free(r->md);   /* NULL is fine */
+	pcre2_code_free(r->code);
+	free(r->source);
+	r->md = NULL;
+	r->code = NULL;
+	r->source = NULL;
+}
+
+/* Every method has the metatable as upvalue 1: comparing with it is
+ * cheaper than luaL_checkudata's registry lookup by name, and test() runs
+ * once per validated string. */
+static dt_regex *check_regex(lua_State *L)
+{
+	dt_regex *r = (dt_regex *)lua_touserdata(L, 1);
+	if (r != NULL && lua_getmetatable(L, 1)) {         /* ... mt */
+		int same = lua_rawequal(L, -1, lua_upvalueindex(1));
+		lua_pop(L, 1);                                  /* ... */
+		if (same)
+			return r;
+	}
+	return (dt_regex *)luaL_checkudata(L, 1, DT_REGEX_MT);  /* raises */
+}
+
+/* core.regex_compile(pattern) -> Regex | nil, message */
+static int l_regex_compile(lua_State *L)
+{
+	size_t n;
+	const char *s = luaL_checklstring(L, 1, &n);
+	translator t;
+	dt_regex *r;
+	int errcode, ok;
+	PCRE2_SIZE erroff;
+	char msg[sizeof t.err];
+	/* The userdata first: nothing of ours is held while Lua may raise, and a
+	 * half-made Regex is freed by its __gc. */
+	r = (dt_regex *)lua_newuserdata(L, sizeof *r);     /* pat r */
+	memset(r, 0, sizeof *r);
+	luaL_getmetatable(L, DT_REGEX_MT);                 /* pat r mt */
+	lua_setmetatable(L, -2);                           /* pat r */
+	ok = translate(&t, s, n);
+	if (ok)
+		r->code = pcre2_compile((PCRE2_SPTR)t.out.data, t.out.len - 1,
+		                        PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_MATCH_UNSET_BACKREF
+		                        | PCRE2_NEVER_BACKSLASH_C, &errcode, &erroff, NULL);
+	else
+		memcpy(msg, t.err, sizeof msg);
+	translator_free(&t);
+	if (!ok) {
+		lua_pushnil(L);
+		lua_pushfstring(L, "invalid regular expression: %s", msg);
+		return 2;
+	}
+	if (r->code == NULL) {
+		pcre2_get_error_message(errcode, (PCRE2_UCHAR *)msg, sizeof msg);
+		lua_pushnil(L);
+		lua_pushfstring(L, "unsupported regular expression: %s", msg);
+		return 2;
+	}
+	r->jit = pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE) == 0;  /* else interpreted */
+	r->md = pcre2_match_data_create_from_pattern(r->code, NULL);   /* owns: r->md */
+	r->source = malloc(n + 1);                                      /* owns: r->source */
+	if (r->md == NULL || r->source == NULL) {
+		regex_release(r);
+		return luaL_error(L, "out of memory");
+	}
+	memcpy(r->source, s, n + 1);
+	r->srclen = n;
+	return 1;
+}
+
+/* core.regex_check(pattern) -> true | nil, message */
+static int l_regex_check(lua_State *L)
+{
+	size_t n;
+	const char *s = luaL_checklstring(L, 1, &n);
+	translator t;
+	char msg[sizeof t.err];
+	int ok = translate(&t, s, n);
+	memcpy(msg, t.err, sizeof msg);
+	translator_free(&t);
+	if (ok) {
+		lua_pushboolean(L, 1);
+		return 1;
+	}
+	lua_pushnil(L);
+	lua_pushfstring(L, "invalid regular expression: %s", msg);
+	return 2;
+}
+
+/* regex:test(subject) -> boolean | nil, message */
+static int l_regex_test(lua_State *L)
+{
+	dt_regex *r = check_regex(L);
+	size_t n;
+	const char *s = luaL_checklstring(L, 2, &n);
+	int rc;
+	if (r->code == NULL)
+		return luaL_argerror(L, 1, "regex is closed");
+	if (r->jit) {
+		/* pcre2_jit_match skips pcre2_match's checks, the UTF-8 one
+		 * included: an ASCII subject needs none, any other goes the long way */
+		size_t i = 0;
+		while (i < n && (unsigned char)s[i] < 0x80)
+			i++;
+		if (i == n)
+			rc = pcre2_jit_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
+		else
+			rc = pcre2_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
+	} else {
+		rc = pcre2_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
+	}
+	if (rc == PCRE2_ERROR_JIT_STACKLIMIT)   /* retry without the JIT's small stack */
+		rc = pcre2_match(r->code, (PCRE2_SPTR)s, n, 0, PCRE2_NO_JIT, r->md, NULL);
+	if (rc >= 0) {
+		lua_pushboolean(L, 1);
+		return 1;
+	}
+	if (rc == PCRE2_ERROR_NOMATCH) {
+		lua_pushboolean(L, 0);
+		return 1;
+	}
+	{
+		char msg[200];
+		pcre2_get_error_message(rc, (PCRE2_UCHAR *)msg, sizeof msg);
+		lua_pushnil(L);
+		lua_pushfstring(L, "regex match failed: %s", msg);
+		return 2;
+	}
+}
+
+static int l_regex_close(lua_State *L)
+{
+	regex_release(check_regex(L));
+	return 0;
+}
+
+static int l_regex_tostring(lua_State *L)
+{
+	dt_regex *r = check_regex(L);
+	if (r->code == NULL)
+		lua_pushliteral(L, "Regex(closed)");
+	else {
+		char buf[80];
+		if (r->srclen > 60)
+			snprintf(buf, sizeof buf, "Regex(/%.57s.../)", r->source);
+		else
+			snprintf(buf, sizeof buf, "Regex(/%s/)", r->source);
+		lua_pushstring(L, buf);
+	}
+	return 1;
+}
 
 void dt_regex_open(lua_State *L)
 {
-	(void)L;
+	static const luaL_Reg methods[] = {
+		{"test", l_regex_test},
+		{"close", l_regex_close},
+		{NULL, NULL}
+	};
+	static const luaL_Reg funcs[] = {
+		{"regex_compile", l_regex_compile},
+		{"regex_check", l_regex_check},
+		{NULL, NULL}
+	};
+	luaL_newmetatable(L, DT_REGEX_MT);          /* M mt */
+	lua_pushliteral(L, DT_REGEX_MT);
+	lua_setfield(L, -2, "__name");
+	lua_newtable(L);                            /* M mt methods */
+	lua_pushvalue(L, -2);                       /* M mt methods mt */
+	luaL_setfuncs(L, methods, 1);               /* M mt methods */
+	lua_setfield(L, -2, "__index");             /* M mt */
+	lua_pushvalue(L, -1);                       /* M mt mt */
+	lua_pushcclosure(L, l_regex_close, 1);      /* M mt close */
+	lua_setfield(L, -2, "__gc");                /* M mt */
+	lua_pushvalue(L, -1);
+	lua_pushcclosure(L, l_regex_close, 1);
+	lua_setfield(L, -2, "__close");
+	lua_pushvalue(L, -1);
+	lua_pushcclosure(L, l_regex_tostring, 1);
+	lua_setfield(L, -2, "__tostring");
+	lua_pop(L, 1);                              /* M */
+	luaL_setfuncs(L, funcs, 0);
 }

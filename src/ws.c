@@ -1,7 +1,900 @@
-/* ws.c - placeholder, filled in by its own change. */
+/* ws.c - the WebSocket transport (libwebsockets) and a plain HTTP GET for
+ * /json/version.
+ *
+ * Each connection has an lws context of its own, so that waiting on one
+ * never services (or is delayed by) another, and closing one destroys
+ * everything lws holds for it. lws calls back into our heap state (ws_t)
+ * until its context is destroyed; the callbacks only move bytes between
+ * lws and our buffers, never into Lua.
+ *
+ * Waiting: lws_service() in 4.1 ignores its timeout and blocks until socket
+ * activity, so each wait arms an lws_sul timer at the caller's deadline
+ * whose callback calls lws_cancel_service() to wake the poll.
+ *
+ * Receiving: the callback appends each fragment to one buffer holding a
+ * queue of complete messages, each behind a small header, then the message
+ * being received; bytes are copied once and never rescanned. A message over
+ * the limit stops being buffered the moment it crosses it (memory stays
+ * flat) and is queued as a marker, with its first bytes, that makes recv
+ * return "too_large". Sending: messages are queued behind LWS_PRE bytes of
+ * headroom and written in fragments of WS_FRAG bytes, one per WRITEABLE
+ * callback, so a big message never makes lws copy it whole.
+ *
+ * lws 4.1.6 parses incoming frames one byte at a time (newer lws has a
+ * block parser): about 6 ns a byte, most of the cost of a 64 MiB reply.
+ *
+ * Chromium answers 403 to any Origin header and 500 to a Host header that is
+ * not an IP or localhost: we send no Origin and always set Host. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <libwebsockets.h>
+
 #include "dt.h"
+
+#define WS_FRAG ((size_t)256 * 1024)   /* bytes per outgoing fragment */
+#define WS_RX_SIZE 65536                /* lws receive buffer per connection */
+#define WS_CLOSE_WAIT 0.25              /* seconds close() waits for the close handshake */
+
+enum { WS_CONNECTING, WS_OPEN, WS_GONE };
+
+/* Bytes of a dropped message kept for the caller (dt_transport.head). */
+#define RX_HEAD (sizeof(((dt_transport *)0)->head))
+
+/* Header of one queued incoming message (stored unaligned, via memcpy). */
+typedef struct {
+	size_t len;         /* bytes that follow (of a dropped message: its head) */
+	size_t dropped;     /* > 0: the message was this big and was dropped */
+} rx_hdr;
+
+typedef struct {
+	dt_transport base;
+	struct lws_context *ctx;    /* owned; NULL once closed */
+	struct lws *wsi;            /* the connection while lws holds it, else NULL */
+	lws_sorted_usec_list_t sul; /* wakes lws_service at a deadline */
+	int state;
+	int closing;                /* close(): send a close frame when writeable */
+	char peer[96];              /* "host:port", for messages and __tostring */
+	char why[200];              /* why the connection failed or ended */
+	unsigned status;            /* HTTP status of a refused handshake, or 0 */
+
+	dt_buf in;          /* [rx_hdr][bytes]... then the message being received */
+	size_t in_start;    /* first queued message not yet handed out */
+	size_t in_done;     /* end of the complete messages */
+	size_t consumed;    /* bytes of the entry handed out last call */
+	int receiving;      /* a header for the current message is at in_done */
+	size_t dropped;     /* > 0 while dropping an over-limit message */
+
+	dt_buf out;         /* LWS_PRE bytes of headroom, then queued bytes */
+	size_t out_off;     /* next byte to hand to lws */
+	dt_buf lens;        /* lengths (size_t) of the queued messages */
+	size_t lens_head;   /* byte offset in lens of the message being written */
+	size_t written;     /* bytes of that message already handed to lws */
+} ws_t;
+
+/* ---- waiting ------------------------------------------------------------ */
+
+static void wake(lws_sorted_usec_list_t *sul)
+{
+	ws_t *w = lws_container_of(sul, ws_t, sul);
+	lws_cancel_service(w->ctx);
+}
+
+/* Services the connection until done(w) holds or the deadline passes.
+ * Returns DT_OK or DT_ETIMEOUT. done must hold once the connection is gone
+ * (or check the state itself), or this waits for the deadline. */
+static int serve_until(ws_t *w, double deadline, int (*done)(ws_t *))
+{
+	int rc = DT_OK, armed = 0;
+	while (!done(w)) {
+		double left = deadline < 0 ? 1 : deadline - dt_now();
+		if (w->state == WS_GONE && w->wsi == NULL) {
+			/* nothing more can happen; let done() decide */
+			break;
+		}
+		if (left <= 0) {
+			lws_service(w->ctx, -1);          /* what is there now, no wait */
+			if (!done(w))
+				rc = DT_ETIMEOUT;
+			break;
+		}
+		if (deadline >= 0) {
+			/* Re-armed each round: a timer that fired early is gone. */
+			lws_sul_schedule(w->ctx, 0, &w->sul, wake, (lws_usec_t)(left * 1e6) + 1);
+			armed = 1;
+		}
+		if (lws_service(w->ctx, 0) < 0) {
+			w->state = WS_GONE;
+			break;
+		}
+	}
+	if (armed)
+		lws_sul_cancel(&w->sul);
+	return rc;
+}
+
+/* ---- receiving ------------------------------------------------------------ */
+
+static void gone(ws_t *w, const char *why)
+{
+	if (w->why[0] == '\0' && why != NULL)
+		snprintf(w->why, sizeof w->why, "%s", why);
+	w->state = WS_GONE;
+	w->wsi = NULL;
+	w->base.closed = 1;
+}
+
+/* Queues a finished message (or its over-limit marker). */
+static void finish_message(ws_t *w)
+{
+	rx_hdr h;
+	h.len = w->in.len - w->in_done - sizeof h;
+	h.dropped = w->dropped;
+	memcpy(w->in.data + w->in_done, &h, sizeof h);
+	w->in_done = w->in.len;
+	w->receiving = 0;
+	w->dropped = 0;
+}
+
+static int on_receive(ws_t *w, struct lws *wsi, const char *p, size_t n)
+{
+	size_t more = lws_remaining_packet_payload(wsi);
+	if (!w->receiving) {
+		if (dt_buf_reserve(&w->in, sizeof(rx_hdr)) != 0)
+			goto oom;
+		w->in.len += sizeof(rx_hdr);       /* header written by finish_message */
+		w->receiving = 1;
+	}
+	if (w->dropped > 0) {
+		w->dropped += n;
+	} else {
+		size_t have = w->in.len - w->in_done - sizeof(rx_hdr);
+		if (n > w->base.limit - have || have > w->base.limit) {
+			/* Over the limit: keep only its head (so the caller can tell
+			 * whose reply it was) and the count. */
+			size_t keep = have < RX_HEAD ? have : RX_HEAD;
+			size_t add = keep < RX_HEAD ? (RX_HEAD - keep < n ? RX_HEAD - keep : n) : 0;
+			w->in.len = w->in_done + sizeof(rx_hdr) + keep;
+			if (add > 0 && dt_buf_reserve(&w->in, add) == 0) {
+				memcpy(w->in.data + w->in.len, p, add);
+				w->in.len += add;
+			}
+			w->dropped = have + n;
+		} else {
+			/* The rest of this frame is known: reserve for it at once,
+			 * as far as the limit allows. */
+			size_t want = n, room = w->base.limit - have - n;
+			want += more < room ? more : room;
+			if (dt_buf_reserve(&w->in, want) != 0)
+				goto oom;
+			memcpy(w->in.data + w->in.len, p, n);
+			w->in.len += n;
+		}
+	}
+	if (lws_is_final_fragment(wsi) && more == 0)
+		finish_message(w);
+	return 0;
+oom:
+	snprintf(w->why, sizeof w->why, "out of memory receiving a message");
+	return -1;                                  /* lws closes the connection */
+}
+
+/* ---- sending --------------------------------------------------------------- */
+
+static int output_pending(const ws_t *w)
+{
+	return w->lens_head < w->lens.len;
+}
+
+/* Forgets every queued message (the headroom stays). */
+static void reset_output(ws_t *w)
+{
+	w->out.len = w->out_off = LWS_PRE;
+	w->lens.len = w->lens_head = 0;
+	w->written = 0;
+}
+
+/* Hands lws the next fragment of the head message. lws writes the frame
+ * header into the LWS_PRE bytes before it (headroom, or bytes already
+ * sent) and masks the payload in place; a part the socket does not take
+ * is copied into lws's own buffer, so ours may move after this returns. */
+static int on_writeable(ws_t *w, struct lws *wsi)
+{
+	size_t len, chunk;
+	int flags;
+	if (!output_pending(w)) {
+		if (w->closing) {
+			lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
+			return -1;                  /* lws sends the close frame */
+		}
+		return 0;
+	}
+	memcpy(&len, w->lens.data + w->lens_head, sizeof len);
+	chunk = len - w->written;
+	if (chunk > WS_FRAG)
+		chunk = WS_FRAG;
+	flags = lws_write_ws_flags(LWS_WRITE_TEXT, w->written == 0,
+	                           w->written + chunk == len);
+	if (lws_write(wsi, (unsigned char *)w->out.data + w->out_off, chunk,
+	              (enum lws_write_protocol)flags) < 0) {
+		snprintf(w->why, sizeof w->why, "writing to %s failed", w->peer);
+		return -1;
+	}
+	w->out_off += chunk;
+	w->written += chunk;
+	if (w->written == len) {
+		w->lens_head += sizeof len;
+		w->written = 0;
+	}
+	if (output_pending(w) || w->closing)
+		lws_callback_on_writable(wsi);
+	else
+		reset_output(w);
+	return 0;
+}
+
+/* ---- the lws callback: moves bytes, never calls Lua ------------------------- */
+
+static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
+                       void *user, void *in, size_t len)
+{
+	ws_t *w = (ws_t *)lws_context_user(lws_get_context(wsi));
+	(void)user;
+	if (w == NULL)
+		return 0;
+	switch (reason) {
+	case LWS_CALLBACK_CLIENT_ESTABLISHED:
+		w->wsi = wsi;
+		w->state = WS_OPEN;
+		break;
+	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+		w->status = lws_http_client_http_response(wsi);
+		gone(w, in != NULL ? (const char *)in : "connection failed");
+		break;
+	case LWS_CALLBACK_CLIENT_RECEIVE:
+		return on_receive(w, wsi, (const char *)in, len);
+	case LWS_CALLBACK_CLIENT_WRITEABLE:
+		return on_writeable(w, wsi);
+	case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+		if (len >= 2) {
+			const unsigned char *c = (const unsigned char *)in;
+			snprintf(w->why, sizeof w->why, "%s closed the connection (code %u)",
+			         w->peer, (unsigned)(c[0] << 8 | c[1]));
+		} else {
+			snprintf(w->why, sizeof w->why, "%s closed the connection", w->peer);
+		}
+		break;
+	case LWS_CALLBACK_CLIENT_CLOSED:
+	case LWS_CALLBACK_WSI_DESTROY:
+		if (wsi == w->wsi) {
+			if (w->why[0] == '\0')
+				snprintf(w->why, sizeof w->why, "the connection to %s was closed", w->peer);
+			gone(w, NULL);
+		}
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static const struct lws_protocols ws_protocols[] = {
+	/* name, callback, per-session size, rx buffer, id, user, tx packet */
+	{"devtools_tools", ws_callback, 0, WS_RX_SIZE, 0, NULL, WS_FRAG},
+	{NULL, NULL, 0, 0, 0, NULL, 0}
+};
+
+/* ---- the transport ops ------------------------------------------------------- */
+
+static int fail_gone(ws_t *w)
+{
+	return dt_transport_fail(&w->base, DT_ECLOSED, "%s",
+	                         w->why[0] ? w->why : "the connection is closed");
+}
+
+static int send_done(ws_t *w)
+{
+	return w->state == WS_GONE
+	       || (!output_pending(w) && (w->wsi == NULL || !lws_partial_buffered(w->wsi)));
+}
+
+static int ws_send(dt_transport *t, const char *msg, size_t len, double deadline)
+{
+	ws_t *w = (ws_t *)t;
+	int rc;
+	if (w->state != WS_OPEN || w->wsi == NULL)
+		return fail_gone(w);
+	/* Drop what lws already took when it is most of the buffer. */
+	if (w->out_off - LWS_PRE > (w->out.len - LWS_PRE) / 2) {
+		memmove(w->out.data + LWS_PRE, w->out.data + w->out_off, w->out.len - w->out_off);
+		w->out.len -= w->out_off - LWS_PRE;
+		w->out_off = LWS_PRE;
+		memmove(w->lens.data, w->lens.data + w->lens_head, w->lens.len - w->lens_head);
+		w->lens.len -= w->lens_head;
+		w->lens_head = 0;
+	}
+	if (dt_buf_reserve(&w->out, len) != 0 || dt_buf_reserve(&w->lens, sizeof len) != 0)
+		return dt_transport_fail(t, DT_ETOOLARGE, "out of memory queueing %zu bytes", len);
+	memcpy(w->out.data + w->out.len, msg, len);
+	w->out.len += len;
+	memcpy(w->lens.data + w->lens.len, &len, sizeof len);
+	w->lens.len += sizeof len;
+	lws_callback_on_writable(w->wsi);
+	rc = serve_until(w, deadline, send_done);
+	if (w->state == WS_GONE) {
+		reset_output(w);
+		return fail_gone(w);
+	}
+	if (rc == DT_ETIMEOUT)
+		return dt_transport_fail(t, DT_ETIMEOUT,
+			"timed out writing to %s (%zu bytes still queued)", w->peer,
+			w->out.len - w->out_off);
+	return DT_OK;
+}
+
+/* Drops the entry handed out by the previous recv and compacts when the
+ * dead prefix is large, so the buffer does not creep. */
+static void settle(ws_t *w)
+{
+	if (w->consumed > 0) {
+		w->in_start += w->consumed;
+		w->consumed = 0;
+	}
+	if (w->in_start == w->in.len) {
+		w->in.len = w->in_start = w->in_done = 0;
+	} else if (w->in_start > 0 && w->in_start >= w->in.len / 2) {
+		memmove(w->in.data, w->in.data + w->in_start, w->in.len - w->in_start);
+		w->in.len -= w->in_start;
+		w->in_done -= w->in_start;
+		w->in_start = 0;
+	}
+	/* A large buffer left behind by one huge message is given back. */
+	if (w->in.len == 0 && w->in.cap > ((size_t)4 << 20))
+		dt_buf_free(&w->in);
+}
+
+static int recv_done(ws_t *w)
+{
+	return w->in_start < w->in_done || w->state == WS_GONE;
+}
+
+static int ws_recv(dt_transport *t, double deadline, const char **msg, size_t *len)
+{
+	ws_t *w = (ws_t *)t;
+	int rc = DT_OK;
+	settle(w);
+	if (w->in_start == w->in_done && w->state != WS_GONE)
+		rc = serve_until(w, deadline, recv_done);
+	if (w->in_start < w->in_done) {
+		rx_hdr h;
+		memcpy(&h, w->in.data + w->in_start, sizeof h);
+		w->consumed = sizeof h + h.len;
+		if (h.dropped > 0) {
+			t->head_len = h.len < RX_HEAD ? h.len : RX_HEAD;
+			memcpy(t->head, w->in.data + w->in_start + sizeof h, t->head_len);
+			return dt_transport_fail(t, DT_ETOOLARGE,
+				"dropped a message of %zu bytes: over the limit of %zu bytes",
+				h.dropped, t->limit);
+		}
+		*msg = w->in.data + w->in_start + sizeof h;
+		*len = h.len;
+		return DT_OK;
+	}
+	if (w->state == WS_GONE)
+		return fail_gone(w);
+	(void)rc;
+	return dt_transport_fail(t, DT_ETIMEOUT, "timed out waiting for a message from %s", w->peer);
+}
+
+static int ws_pending(dt_transport *t)
+{
+	ws_t *w = (ws_t *)t;
+	return w->in_start + w->consumed < w->in_done;
+}
+
+static int ws_fd(dt_transport *t)
+{
+	ws_t *w = (ws_t *)t;
+	return w->wsi != NULL ? (int)lws_get_socket_fd(w->wsi) : -1;
+}
+
+static int close_done(ws_t *w)
+{
+	return w->wsi == NULL || w->state == WS_GONE;
+}
+
+static void ws_close(dt_transport *t)
+{
+	ws_t *w = (ws_t *)t;
+	if (w->ctx != NULL) {
+		if (w->wsi != NULL && w->state == WS_OPEN) {
+			/* A close frame, and a short wait for the peer's answer. */
+			reset_output(w);
+			w->closing = 1;
+			lws_callback_on_writable(w->wsi);
+			serve_until(w, dt_now() + WS_CLOSE_WAIT, close_done);
+		}
+		lws_context_destroy(w->ctx);        /* frees everything lws holds; calls back */
+		w->ctx = NULL;
+	}
+	w->wsi = NULL;
+	w->state = WS_GONE;
+	t->closed = 1;
+}
+
+static void ws_destroy(dt_transport *t)
+{
+	ws_t *w = (ws_t *)t;
+	dt_buf_free(&w->in);
+	dt_buf_free(&w->out);
+	dt_buf_free(&w->lens);
+	free(w);
+}
+
+static void ws_describe(dt_transport *t, char *buf, size_t n)
+{
+	ws_t *w = (ws_t *)t;
+	snprintf(buf, n, "%s", w->peer);
+}
+
+static const dt_transport_ops ws_ops = {
+	"websocket", ws_send, ws_recv, ws_fd, ws_pending,
+	ws_close, ws_destroy, ws_describe
+};
+
+/* ---- core.ws_connect ----------------------------------------------------------- */
+
+static int connect_done(ws_t *w)
+{
+	return w->state != WS_CONNECTING;
+}
+
+/* Formats "host:port", bracketing an IPv6 address. */
+static void format_peer(char *buf, size_t n, const char *host, int port)
+{
+	if (strchr(host, ':') != NULL)
+		snprintf(buf, n, "[%s]:%d", host, port);
+	else
+		snprintf(buf, n, "%s:%d", host, port);
+}
+
+static int push_fail(lua_State *L, int code, const char *msg)
+{
+	lua_pushnil(L);
+	lua_pushstring(L, msg);
+	lua_pushstring(L, dt_code_name(code));
+	return 3;
+}
+
+/* Reads the port argument: an integer in 1..65535. */
+static int check_port(lua_State *L, int arg)
+{
+	lua_Number n = luaL_checknumber(L, arg);
+	luaL_argcheck(L, n >= 1 && n <= 65535 && n == (lua_Number)(int)n, arg,
+	              "port must be an integer in 1..65535");
+	return (int)n;
+}
+
+/* core.ws_connect(host, port, path [, opts]) -> Transport | nil, message, code
+ * opts: deadline (absolute, core.now() clock), limit (bytes), host_header. */
+static int l_ws_connect(lua_State *L)
+{
+	const char *host = luaL_checkstring(L, 1);
+	int port = check_port(L, 2);
+	const char *path = luaL_checkstring(L, 3);
+	const char *host_header = NULL;
+	double deadline = -1;
+	size_t limit = DT_DEFAULT_LIMIT;
+	struct lws_context_creation_info info;
+	struct lws_client_connect_info ci;
+	struct lws *wsi;
+	ws_t *w;
+
+	luaL_argcheck(L, host[0] != '\0', 1, "host must not be empty");
+	luaL_argcheck(L, path[0] == '/', 3, "path must start with '/'");
+	if (!lua_isnoneornil(L, 4)) {
+		luaL_checktype(L, 4, LUA_TTABLE);
+		lua_getfield(L, 4, "deadline");                /* ... deadline */
+		if (!lua_isnil(L, -1))
+			deadline = luaL_checknumber(L, -1);
+		lua_getfield(L, 4, "limit");                   /* ... deadline limit */
+		if (!lua_isnil(L, -1)) {
+			lua_Number n = luaL_checknumber(L, -1);
+			luaL_argcheck(L, n >= 1 && n <= 9007199254740992.0, 4, "limit out of range");
+			limit = (size_t)n;
+		}
+		lua_getfield(L, 4, "host_header");             /* ... deadline limit hh */
+		if (!lua_isnil(L, -1))
+			host_header = luaL_checkstring(L, -1);     /* kept alive by opts */
+		lua_pop(L, 3);
+	}
+
+	w = calloc(1, sizeof *w);                          /* owns: w, freed by ws_destroy */
+	if (w == NULL || dt_buf_reserve(&w->out, LWS_PRE) != 0) {
+		free(w);
+		return luaL_error(L, "out of memory");
+	}
+	w->base.ops = &ws_ops;
+	w->base.limit = limit;
+	w->state = WS_CONNECTING;
+	reset_output(w);
+	format_peer(w->peer, sizeof w->peer, host, port);
+
+	lws_set_log_level(0, NULL);                        /* before the context, or lws prints */
+	memset(&info, 0, sizeof info);
+	info.port = CONTEXT_PORT_NO_LISTEN;
+	info.protocols = ws_protocols;
+	info.gid = -1;
+	info.uid = -1;
+	info.user = w;                                     /* the callback finds w here */
+	info.fd_limit_per_thread = 16;                     /* one socket, the cancel pipe, spares */
+	info.pt_serv_buf_size = WS_RX_SIZE;
+	w->ctx = lws_create_context(&info);                /* owns: ctx, destroyed by ws_close */
+	if (w->ctx == NULL) {
+		ws_destroy(&w->base);
+		return push_fail(L, DT_ECONNECT, "cannot create a libwebsockets context");
+	}
+
+	memset(&ci, 0, sizeof ci);
+	ci.context = w->ctx;
+	ci.address = host;
+	ci.port = port;
+	ci.path = path;
+	ci.host = host_header != NULL ? host_header : w->peer;  /* NULL would send "(null)" */
+	ci.origin = NULL;                  /* Chromium answers 403 to any Origin */
+	ci.protocol = NULL;                /* no Sec-WebSocket-Protocol */
+	ci.local_protocol_name = ws_protocols[0].name;
+	ci.ietf_version_or_minus_one = -1;
+	wsi = lws_client_connect_via_info(&ci);
+	if (wsi == NULL)
+		gone(w, w->why[0] ? NULL : "libwebsockets could not start the connection");
+	else if (w->state == WS_CONNECTING)
+		w->wsi = wsi;
+
+	if (w->state == WS_CONNECTING)
+		serve_until(w, deadline, connect_done);
+	if (w->state != WS_OPEN) {
+		char msg[400];
+		int code = DT_ECONNECT;
+		if (w->state == WS_CONNECTING) {
+			code = DT_ETIMEOUT;
+			snprintf(msg, sizeof msg, "timed out connecting to %s", w->peer);
+		} else if (w->status != 0) {
+			snprintf(msg, sizeof msg, "cannot connect to %s: the server answered HTTP %u (%s)",
+			         w->peer, w->status, w->why);
+		} else {
+			snprintf(msg, sizeof msg, "cannot connect to %s: %s", w->peer, w->why);
+		}
+		ws_close(&w->base);
+		ws_destroy(&w->base);                          /* frees: w */
+		return push_fail(L, code, msg);
+	}
+	w->why[0] = '\0';
+	dt_transport_push(L, &w->base);                    /* ... tr; owns: w */
+	return 1;
+}
+
+/* ---- core.http_get: one GET on a plain socket ------------------------------------ */
+
+#define HTTP_MAX_HEAD ((size_t)64 * 1024)
+#define HTTP_MAX_BODY ((size_t)1024 * 1024)
+
+/* Waits for events on fd until deadline: 1 ready, 0 timed out, -1 error. */
+static int wait_fd(int fd, short events, double deadline)
+{
+	struct pollfd p;
+	int rc;
+	p.fd = fd;
+	p.events = events;
+	do {
+		p.revents = 0;
+		rc = poll(&p, 1, dt_poll_ms(deadline));
+	} while (rc < 0 && errno == EINTR);
+	return rc < 0 ? -1 : rc > 0;
+}
+
+/* Connects to host:port by the first address that takes the connection.
+ * Returns the socket, or -1 with *code and err set. */
+static int http_connect(const char *host, int port, double deadline, int *code,
+                        char *err, size_t errsz)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	char portstr[16];
+	int fd = -1, rc;
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	/* Only numeric addresses and localhost: no DNS lookups here. */
+	hints.ai_flags = AI_NUMERICSERV | (strcmp(host, "localhost") == 0 ? 0 : AI_NUMERICHOST);
+	snprintf(portstr, sizeof portstr, "%d", port);
+	*code = DT_ECONNECT;
+	rc = getaddrinfo(host, portstr, &hints, &res);      /* owns: res */
+	if (rc != 0) {
+		snprintf(err, errsz, "cannot use host %s: %s", host, gai_strerror(rc));
+		return -1;
+	}
+	snprintf(err, errsz, "no address to connect to");
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		int soerr = 0;
+		socklen_t sl = sizeof soerr;
+		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			snprintf(err, errsz, "socket: %s", strerror(errno));
+			continue;
+		}
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			break;
+		if (errno == EINPROGRESS) {
+			rc = wait_fd(fd, POLLOUT, deadline);
+			if (rc == 0) {
+				*code = DT_ETIMEOUT;
+				snprintf(err, errsz, "timed out connecting");
+				close(fd);
+				fd = -1;
+				break;
+			}
+			if (rc > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0
+			    && soerr == 0)
+				break;
+			errno = rc < 0 ? errno : soerr;
+		}
+		snprintf(err, errsz, "%s", strerror(errno));
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd >= 0)
+		*code = DT_OK;
+	return fd;
+}
+
+/* Finds the value of header name (case-insensitive) in head[0..n); copies
+ * it to val. Returns 1 if found. */
+static int find_header(const char *head, size_t n, const char *name, char *val, size_t valsz)
+{
+	size_t nl = strlen(name);
+	const char *p = memchr(head, '\n', n), *end = head + n;
+	while (p != NULL && p + 1 < end) {
+		const char *line = p + 1, *eol = memchr(line, '\n', (size_t)(end - line));
+		if (eol == NULL)
+			eol = end;
+		if ((size_t)(eol - line) > nl && strncasecmp(line, name, nl) == 0 && line[nl] == ':') {
+			const char *v = line + nl + 1;
+			size_t k;
+			while (v < eol && (*v == ' ' || *v == '\t'))
+				v++;
+			k = (size_t)(eol - v);
+			while (k > 0 && (v[k - 1] == '\r' || v[k - 1] == ' ' || v[k - 1] == '\t'))
+				k--;
+			if (k >= valsz)
+				k = valsz - 1;
+			memcpy(val, v, k);
+			val[k] = '\0';
+			return 1;
+		}
+		p = eol < end ? eol : NULL;
+	}
+	return 0;
+}
+
+/* The status of "HTTP/1.x NNN ...", or -1. */
+static int parse_status(const char *p, size_t n)
+{
+	size_t i = 8;
+	int status = 0, digits = 0;
+	if (n < 12 || memcmp(p, "HTTP/1.", 7) != 0 || p[i] != ' ')
+		return -1;
+	while (i < n && p[i] == ' ')
+		i++;
+	for (; i < n && digits < 3 && p[i] >= '0' && p[i] <= '9'; i++, digits++)
+		status = status * 10 + (p[i] - '0');
+	return digits == 3 ? status : -1;
+}
+
+/* Walks a chunked body p[0..n) (NUL-terminated). With decode, moves the
+ * payload to the front and sets *out to its length. Returns 1 when the body
+ * is complete, 0 when more is needed, -1 when it is malformed, -2 when the
+ * payload is over HTTP_MAX_BODY. */
+static int dechunk(char *p, size_t n, int decode, size_t *out)
+{
+	size_t in = 0, len = 0;
+	for (;;) {
+		char *eol = memchr(p + in, '\n', n - in), *endp;
+		unsigned long size;
+		if (eol == NULL)
+			return 0;
+		size = strtoul(p + in, &endp, 16);    /* stops at the line's CR, ';' or LF */
+		if (endp == p + in)
+			return -1;
+		if (size > HTTP_MAX_BODY)
+			return -2;
+		in = (size_t)(eol - p) + 1;
+		if (size == 0)
+			break;                             /* trailers, if any, are ignored */
+		if (size + 2 > n - in)
+			return 0;
+		if (decode)
+			memmove(p + len, p + in, size);
+		len += size;
+		in += size;
+		if (p[in] == '\r')
+			in++;
+		if (p[in] != '\n')
+			return -1;
+		in++;
+		if (len > HTTP_MAX_BODY)
+			return -2;
+	}
+	*out = len;
+	return 1;
+}
+
+/* core.http_get(host, port, path [, deadline]) -> status, body | nil, message, code
+ * A plain HTTP/1.1 GET with "Connection: close" and no Origin header; the
+ * body is read by Content-Length, chunks or until the server closes, and
+ * may not exceed 1 MiB. */
+static int l_http_get(lua_State *L)
+{
+	const char *host = luaL_checkstring(L, 1);
+	int port = check_port(L, 2);
+	const char *path = luaL_checkstring(L, 3);
+	double deadline = dt_optdeadline(L, 4);
+	char peer[96], err[256], req[2048], val[64];
+	dt_buf in = {NULL, 0, 0};
+	size_t reqlen, sent = 0, head = 0, body_len = 0, want = (size_t)-1;
+	int fd, code = DT_OK, status = 0, chunked = 0, eof = 0;
+
+	luaL_argcheck(L, path[0] == '/' && strpbrk(path, " \r\n") == NULL, 3,
+	              "path must start with '/' and hold no spaces or line breaks");
+	luaL_argcheck(L, strpbrk(host, " \r\n/") == NULL, 1, "bad host");
+	format_peer(peer, sizeof peer, host, port);
+	reqlen = (size_t)snprintf(req, sizeof req,
+		"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nAccept: */*\r\n\r\n", path, peer);
+	luaL_argcheck(L, reqlen < sizeof req, 3, "path too long");
+
+	fd = http_connect(host, port, deadline, &code, err, sizeof err);
+	if (fd < 0) {
+		char msg[400];
+		snprintf(msg, sizeof msg, "%s %s: %s", code == DT_ETIMEOUT ? "timed out connecting to"
+		         : "cannot connect to", peer, err);
+		return push_fail(L, code, msg);
+	}
+	while (sent < reqlen) {
+		ssize_t n = send(fd, req + sent, reqlen - sent, MSG_NOSIGNAL);
+		if (n > 0) {
+			sent += (size_t)n;
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+			if (wait_fd(fd, POLLOUT, deadline) == 0) {
+				code = DT_ETIMEOUT;
+				snprintf(err, sizeof err, "timed out sending the request");
+				goto done;
+			}
+		} else {
+			code = DT_ECONNECT;
+			snprintf(err, sizeof err, "sending the request: %s", strerror(errno));
+			goto done;
+		}
+	}
+
+	/* Read until the headers and the body they announce are in, or EOF. */
+	while (!eof && (head == 0 || in.len < want)) {
+		ssize_t n;
+		if (dt_buf_reserve(&in, 65536) != 0) {
+			code = DT_ETOOLARGE;
+			snprintf(err, sizeof err, "out of memory reading the response");
+			goto done;
+		}
+		n = recv(fd, in.data + in.len, in.cap - in.len - 1, 0);
+		if (n > 0) {
+			size_t from = in.len > 3 ? in.len - 3 : 0;
+			in.len += (size_t)n;
+			in.data[in.len] = '\0';       /* the parsers below may run to a NUL */
+			if (head == 0) {
+				char *e = memmem(in.data + from, in.len - from, "\r\n\r\n", 4);
+				if (e != NULL) {
+					head = (size_t)(e - in.data) + 4;
+					status = parse_status(in.data, head);
+					if (status < 100) {
+						code = DT_ECONNECT;
+						snprintf(err, sizeof err, "the answer is not HTTP");
+						goto done;
+					}
+					if (find_header(in.data, head, "Transfer-Encoding", val, sizeof val)
+					    && strstr(val, "chunked") != NULL)
+						chunked = 1;
+					else if (find_header(in.data, head, "Content-Length", val, sizeof val)) {
+						unsigned long long cl = strtoull(val, NULL, 10);
+						if (cl > HTTP_MAX_BODY) {
+							code = DT_ETOOLARGE;
+							snprintf(err, sizeof err, "the response body of %llu bytes "
+							         "is over the limit of %zu bytes", cl, HTTP_MAX_BODY);
+							goto done;
+						}
+						want = head + (size_t)cl;
+					}
+					if (status == 204 || status == 304 || (status >= 100 && status < 200))
+						want = head;
+				} else if (in.len > HTTP_MAX_HEAD) {
+					code = DT_ETOOLARGE;
+					snprintf(err, sizeof err, "the response headers are over %zu bytes",
+					         HTTP_MAX_HEAD);
+					goto done;
+				}
+			}
+			/* (chunk framing may add to the payload) */
+			if (head > 0 && in.len - head > HTTP_MAX_BODY * (chunked ? 4 : 1)) {
+				code = DT_ETOOLARGE;
+				snprintf(err, sizeof err, "the response body is over the limit of %zu bytes",
+				         HTTP_MAX_BODY);
+				goto done;
+			}
+			if (chunked && dechunk(in.data + head, in.len - head, 0, &body_len) != 0)
+				break;                     /* complete, or malformed: see below */
+		} else if (n == 0) {
+			eof = 1;
+		} else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+			int rc = wait_fd(fd, POLLIN, deadline);
+			if (rc == 0) {
+				code = DT_ETIMEOUT;
+				snprintf(err, sizeof err, "timed out reading the response");
+				goto done;
+			}
+		} else {
+			code = DT_ECONNECT;
+			snprintf(err, sizeof err, "reading the response: %s", strerror(errno));
+			goto done;
+		}
+	}
+	if (head == 0 || (want != (size_t)-1 && in.len < want)) {
+		code = DT_ECONNECT;
+		snprintf(err, sizeof err, "the connection closed before the whole response came");
+		goto done;
+	}
+	body_len = (want != (size_t)-1 ? want : in.len) - head;
+	if (chunked) {
+		int rc = dechunk(in.data + head, in.len - head, 1, &body_len);
+		if (rc == -2) {
+			body_len = HTTP_MAX_BODY + 1;          /* reported below */
+		} else if (rc != 1) {
+			code = DT_ECONNECT;
+			snprintf(err, sizeof err, "malformed or cut chunked body");
+			goto done;
+		}
+	}
+	if (body_len > HTTP_MAX_BODY) {
+		code = DT_ETOOLARGE;
+		snprintf(err, sizeof err, "the response body is over the limit of %zu bytes",
+		         HTTP_MAX_BODY);
+		goto done;
+	}
+done:
+	close(fd);
+	if (code != DT_OK) {
+		char msg[400];
+		dt_buf_free(&in);
+		snprintf(msg, sizeof msg, "GET http://%s%s: %s", peer, path, err);
+		return push_fail(L, code, msg);
+	}
+	lua_pushinteger(L, status);
+	lua_pushlstring(L, in.data + head, body_len);
+	dt_buf_free(&in);
+	return 2;
+}
 
 void dt_ws_open(lua_State *L)
 {
-	(void)L;
+	lua_pushcfunction(L, l_ws_connect);
+	lua_setfield(L, -2, "ws_connect");
+	lua_pushcfunction(L, l_http_get);
+	lua_setfield(L, -2, "http_get");
 }

@@ -7,6 +7,8 @@ PKGS="gcc make pkg-config lua5.4 liblua5.4-dev lua5.1 liblua5.1-0-dev luajit lib
 libwebsockets-dev libpcre2-dev libsqlite3-dev lua-cjson lua-busted chromium"
 # json_spec builds a comma-decimal locale with localedef from these sources
 PKGS="$PKGS locales"
+# the sample app's server (jansson), its spec (sqlite3 shell, LuaSocket)
+PKGS="$PKGS libjansson-dev sqlite3 lua-socket luarocks"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -139,8 +139,14 @@ function Conn:wait_for(pred, deadline)
   return true
 end
 
--- Processes whatever has arrived, without waiting for more.
-function Conn:poll()
+-- Processes whatever has arrived, without waiting for more. With
+-- buffered_only, only what the transport already holds (no system call).
+function Conn:poll(buffered_only)
+  if buffered_only then
+    local t = self.transport
+    while not self.closed and t:pending() do pump(self, 0) end
+    return
+  end
   while not self.closed and pump(self, 0) do end
 end
 

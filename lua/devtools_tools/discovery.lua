@@ -135,23 +135,36 @@ if (!window[KEY]) {
     }
     return undefined;
   };
+  const failed = (kind, e) => JSON.stringify({ error: Object.assign({ kind }, errInfo(e)) });
+  const finish = (value, callId) => {
+    const stashed = [];
+    let text;
+    try { text = JSON.stringify(isPlain(value) ? value : processResult(value, stashed)); }
+    catch (e) { return failed('result', e); }
+    if (stashed.length) {
+      stash.set(callId, stashed);
+      if (stash.size > 64) stash.delete(stash.keys().next().value);
+    }
+    return text === undefined ? '{"n":' + stashed.length + '}' : '{"n":' + stashed.length + ',"v":' + text + '}';
+  };
   const rt = {
-    async call(gi, ti, name, args, callId, els) {
+    // Like the reference's `await tool.execute(args)`, but a tool that
+    // answers synchronously is answered without a trip through promises.
+    call(gi, ti, name, args, callId, els) {
       const tool = findTool(gi, ti, name);
       if (!tool) return JSON.stringify({ error: { kind: 'not_found', message: 'Tool ' + name + ' not found' } });
       if (els.length) args = restore(args, els, 0);
       let value;
-      try { value = await tool.execute(args); }
-      catch (e) { return JSON.stringify({ error: Object.assign({ kind: 'tool' }, errInfo(e)) }); }
-      const stashed = [];
-      let text;
-      try { text = JSON.stringify(isPlain(value) ? value : processResult(value, stashed)); }
-      catch (e) { return JSON.stringify({ error: Object.assign({ kind: 'result' }, errInfo(e)) }); }
-      if (stashed.length) {
-        stash.set(callId, stashed);
-        if (stash.size > 64) stash.delete(stash.keys().next().value);
+      try { value = tool.execute(args); }
+      catch (e) { return failed('tool', e); }
+      if (value !== null && (typeof value === 'object' || typeof value === 'function')) {
+        let then;
+        try { then = value.then; } catch (e) { return failed('tool', e); }
+        if (typeof then === 'function') {
+          return Promise.resolve(value).then((v) => finish(v, callId), (e) => failed('tool', e));
+        }
       }
-      return text === undefined ? '{"n":' + stashed.length + '}' : '{"n":' + stashed.length + ',"v":' + text + '}';
+      return finish(value, callId);
     },
     take(callId) { const s = stash.get(callId) || []; stash.delete(callId); return s; },
   };
@@ -364,9 +377,11 @@ local function ordered_frames(page, trees)
   return out
 end
 
+local json_decode = core.json_decode
+
 local function decode_page_json(text, what)
-  local ok, v = errors.catch(json.decode, text)
-  if not ok then raise("protocol_error", what .. ": the page sent malformed JSON: " .. v.message) end
+  local v, err = json_decode(text)
+  if v == nil and err then raise("protocol_error", what .. ": the page sent malformed JSON: " .. err) end
   return v
 end
 
@@ -552,20 +567,17 @@ end
 
 -- Replaces Element objects in args by markers; returns the new args and the
 -- list of elements (nil when there are none, the common case: no copy).
-local function extract_elements(args)
-  local els
-  local function walk(v, depth)
-    if depth > M.MAX_DEPTH then return v end
-    local mt = getmetatable(v)
-    if mt == Element then
-      els = els or {}
-      els[#els + 1] = v
-      return { [EL] = #els - 1 }
-    end
-    if type(v) ~= "table" then return v end
-    local copy
-    for k, x in next, v do
-      local y = walk(x, depth + 1)
+local function walk_elements(v, els, depth)
+  if depth > M.MAX_DEPTH then return v end
+  local mt = getmetatable(v)
+  if mt == Element then
+    els[#els + 1] = v
+    return { [EL] = #els - 1 }
+  end
+  local copy
+  for k, x in next, v do
+    if type(x) == "table" then
+      local y = walk_elements(x, els, depth + 1)
       if y ~= x then
         if not copy then
           copy = {}
@@ -575,10 +587,20 @@ local function extract_elements(args)
         copy[k] = y
       end
     end
-    return copy or v
   end
-  local out = walk(args, 0)
-  return out, els
+  return copy or v
+end
+
+local function extract_elements(args)
+  for _, x in next, args do
+    if type(x) == "table" then          -- only nested tables can hold elements
+      local els = {}
+      local out = walk_elements(args, els, 0)
+      if #els > 0 then return out, els end
+      return args, nil
+    end
+  end
+  return args, nil
 end
 
 local next_call_id = 0
@@ -589,7 +611,7 @@ local function prepare(tool, args, who)
   args = check_args(args, who)
   local page = tool._page
   if page.closed then raise("disconnected", "the page is closed") end
-  page.conn:poll()
+  page.conn:poll(true)        -- events already read; a late one shows as `navigated`
   local fr = page.frames[tool._frame_id]
   local ctx = page.contexts[tool._frame_id]
   if not fr or fr.loader_id ~= tool._loader or not ctx or ctx.id ~= tool._context then
@@ -697,7 +719,8 @@ end
 local function finish_call(c, deadline)
   local tool = c.tool
   local conn = tool._page.conn
-  local ok, r = errors.catch(conn.await, conn, c.id, deadline, "tool " .. tool.name)
+  local ok, r = pcall(conn.await, conn, c.id, deadline, "tool " .. tool.name)
+  if not ok and not errors.is_error(r) then error(r, 0) end
   if c.els then
     conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = "devtools_tools" }, tool._session)
   end

@@ -1,0 +1,62 @@
+-- demo.lua: what `make demo` runs. Starts the sample app's backend on a free
+-- port, launches headless Chromium, runs the multi-step workflow against the
+-- app and prints its report; stops everything it started, also on failure.
+--
+--   lua5.4 examples/demo.lua [path/to/app/server]
+package.path = "lua/?.lua;lua/?/init.lua;examples/?.lua;" .. package.path
+package.cpath = (os.getenv("DEVTOOLS_TOOLS_BUILD") or "build/lua5.4") .. "/?.so;" .. package.cpath
+local dt = require "devtools_tools"
+local core = require "devtools_tools.core"
+local workflow = require "workflow"
+
+local server_bin = arg[1] or "build/app/server"
+
+local function say(fmt, ...) io.stdout:write(fmt:format(...), "\n"); io.stdout:flush() end
+
+local server, browser
+local function cleanup()
+  if browser then pcall(browser.close, browser) end
+  if server then pcall(server.close, server, 5) end      -- SIGTERM, then SIGKILL after 5 s
+end
+
+local ok, err = xpcall(function()
+  say("devtools_tools demo")
+  say("- starting the sample app backend (%s --port 0)", server_bin)
+  local proc, e = core.spawn({ server_bin, "--port", "0" })
+  if not proc then error(e, 0) end
+  server = proc
+  local url
+  local deadline = core.now() + 10
+  repeat
+    url = proc:stderr():match("listening on (http://[%d.:]+/)")
+    if not url then
+      if not proc:running() then error("the app server exited: " .. proc:stderr(), 0) end
+      core.sleep(0.02)
+    end
+  until url or core.now() > deadline
+  if not url then error("the app server did not start within 10 s: " .. proc:stderr(), 0) end
+  say("  app at %s", url)
+
+  say("- launching headless Chromium")
+  local t0 = core.now()
+  browser = dt.launch()
+  say("  %s in %.0f ms", browser:version().product, (core.now() - t0) * 1000)
+
+  say("- opening the app")
+  local page = browser:new_page(url)
+  say("  %s", page.url)
+
+  local findings = workflow.run(page, { log = function(s) say("%s", s) end })
+  if #findings < 3 then error(("expected the three planted bugs, found %d"):format(#findings), 0) end
+end, function(e)
+  if dt.is_error(e) then return e end
+  return debug.traceback(tostring(e), 2)
+end)
+
+cleanup()
+if not ok then
+  io.stderr:write("demo failed: ", tostring(err), "\n")
+  os.exit(1)
+end
+say("")
+say("demo finished: every process it started has been stopped")

@@ -1,0 +1,250 @@
+-- regex_spec: ECMA-262 regular expressions in the C core
+-- (core.regex_compile, core.regex_check, Regex:test/close). Scenario tables:
+-- pattern, subject, expected answer; or pattern and the expected error.
+
+local core = require("devtools_tools.core")
+
+local function compile(p)
+  local r, err = core.regex_compile(p)
+  assert(r, "compile " .. p .. ": " .. tostring(err))
+  return r
+end
+
+describe("core.regex_compile / Regex:test", function()
+  -- { pattern, subject, matches? }
+  local cases = {
+    -- search anywhere, like RegExp.prototype.test
+    { "b", "abc", true },
+    { "^b", "abc", false },
+    { "", "", true },
+    -- $ only at the very end (no trailing-newline match as in PCRE or Python)
+    { "^abc$", "abc", true },
+    { "^abc$", "abc\n", false },
+    -- . stops at all four line terminators
+    { "^a.c$", "abc", true },
+    { "^a.c$", "a\nc", false },
+    { "^a.c$", "a\rc", false },
+    { "^a.c$", "a\u{2028}c", false },
+    { "^a.c$", "a\u{2029}c", false },
+    { "^.$", "\u{1F432}", true },           -- one code point, not two halves
+    -- control escapes
+    { "^\\t$", "\t", true },
+    { "^\\t$", "\\t", false },
+    { "^\\n\\r\\f\\v$", "\n\r\f\v", true },
+    { "^\\cC$", "\3", true },
+    { "^\\cc$", "\3", true },
+    { "^\\0$", "\0", true },
+    { "^\\x41$", "A", true },
+    { "^\\u0041$", "A", true },
+    { "^\\u{1F432}$", "\u{1F432}", true },
+    { "^\\uD83D\\uDC32$", "\u{1F432}", true }, -- a surrogate pair is one code point
+    { "^\\uD83D$", "\u{1F432}", false },       -- a lone surrogate matches nothing
+    -- \d and \w are ASCII, \s is ECMA white space and line terminators
+    { "^\\d$", "7", true },
+    { "^\\d$", "\u{07C0}", false },          -- NKO DIGIT ZERO
+    { "^\\D$", "\u{07C0}", true },
+    { "^\\w$", "_", true },
+    { "^\\w$", "\u{e9}", false },
+    { "^\\W$", "\u{e9}", true },
+    { "^\\s$", " ", true },
+    { "^\\s$", "\u{a0}", true },
+    { "^\\s$", "\u{feff}", true },
+    { "^\\s$", "\u{2003}", true },
+    { "^\\s$", "\u{2029}", true },
+    { "^\\s$", "\1", false },
+    { "^\\S$", "\u{2013}", true },
+    { "^\\S$", "\u{feff}", false },
+    { "\\bfoo\\b", "a foo b", true },
+    { "\\bfoo\\b", "\u{e9}foo", true },     -- é is not a word character
+    { "\\Bfoo", "afoo", true },
+    -- character classes
+    { "^[a-c]+$", "abcab", true },
+    { "^[^a-c]$", "d", true },
+    { "^[\\d-]+$", "1-2", true },
+    { "^[\\-a]$", "-", true },
+    { "^[\\s]$", "\u{3000}", true },
+    { "^[\\S]$", " ", false },
+    { "^[a\\S]$", "x", true },
+    { "^[a\\S]$", " ", false },
+    { "^[^a\\S]$", " ", true },
+    { "^[^a\\S]$", "x", false },
+    { "^[\\b]$", "\8", true },
+    { "^[\\u0041-\\u0043]$", "B", true },
+    { "^[\\u{1F400}-\\u{1F4FF}]$", "\u{1F432}", true },
+    { "^[]$", "", false },                  -- [] matches nothing
+    { "^[]$", "a", false },
+    { "^[^]$", "\n", true },                -- [^] matches anything
+    { "^[.]$", "x", false },
+    { "^[$^]+$", "$^", true },
+    -- Unicode properties, ECMA's names
+    { "^\\p{L}+$", "\u{e9}t\u{e9}", true },
+    { "^\\p{Letter}+$", "abc", true },
+    { "^\\p{Lu}$", "a", false },
+    { "^\\p{Uppercase_Letter}$", "\u{c9}", true },
+    { "^\\p{digit}+$", "\u{09EA}\u{09E8}", true },  -- Bengali digits
+    { "^\\P{digit}$", "a", true },
+    { "^\\p{General_Category=Nd}$", "5", true },
+    { "^\\p{gc=Lu}$", "A", true },
+    { "^\\p{Script=Greek}$", "\u{3b1}", true },
+    { "^\\p{sc=Greek}$", "a", false },
+    { "^\\p{scx=Hira}$", "\u{3042}", true },
+    { "^\\p{Any}$", "\u{10FFFF}", true },
+    { "^\\p{ASCII}+$", "abc", true },
+    { "^\\p{Alphabetic}$", "\u{e9}", true },
+    { "^\\p{Assigned}$", "a", true },
+    { "^\\P{Assigned}$", "a", false },
+    { "^[\\p{L}\\d]+$", "a1\u{e9}", true },
+    -- groups, alternatives, quantifiers, back-references
+    { "^(ab)+$", "abab", true },
+    { "^(?:ab|cd){2}$", "abcd", true },
+    { "^a{2,3}$", "aaaa", false },
+    { "^a{2,}$", "aaaa", true },
+    { "^a+?b$", "aaab", true },
+    { "^(a)\\1$", "aa", true },
+    { "^(a)\\1$", "ab", false },
+    { "^(?<x>a)\\k<x>$", "aa", true },
+    { "^(?<x>a)(?<y>b)\\k<y>\\k<x>$", "abba", true },
+    { "^\\1(a)$", "a", true },              -- a forward reference matches empty
+    { "^(?:(a)|b)\\1$", "b", true },        -- so does one to a group that did not take part
+    { "^(?=a)ab$", "ab", true },
+    { "^(?!a)\\w$", "a", false },
+    { "(?<=a)b", "ab", true },
+    { "(?<!a)b", "ab", false },
+    -- escaped syntax characters are literals
+    { "^\\^\\$\\.\\*\\+\\?\\(\\)\\[\\]\\{\\}\\|\\/\\\\$", "^$.*+?()[]{}|/\\", true },
+    -- literals that mean something to PCRE2 but not to ECMA-262
+    { "^#x$", "#x", true },
+    { "^a b$", "a b", true },
+    { "^\u{1F432}*$", "\u{1F432}\u{1F432}", true },
+    { "^\u{1F432}*$", "\u{1F409}", false },
+  }
+  for _, c in ipairs(cases) do
+    it(("/%s/ on %q -> %s"):format(c[1], c[2], tostring(c[3])), function()
+      assert.are.equal(c[3], compile(c[1]):test(c[2]))
+    end)
+  end
+
+  it("is case-sensitive (no flags)", function()
+    assert.is_false(compile("^abc$"):test("ABC"))
+  end)
+
+  it("answers nil and a message for a subject that is not UTF-8", function()
+    local ok, err = compile("a"):test("a\255")
+    assert.is_nil(ok)
+    assert.matches("UTF%-8", err)
+  end)
+
+  it("answers nil and a message when the match limit is exceeded", function()
+    local ok, err = compile("^(a+)+$"):test(string.rep("a", 40) .. "b")
+    assert.is_nil(ok)
+    assert.matches("limit", err)
+  end)
+
+  it("raises for a subject that is not a string", function()
+    local r = compile("a")
+    assert.has_error(function() r:test({}) end)
+    assert.has_error(function() r.test({}, "a") end)
+  end)
+end)
+
+describe("ECMA-262 syntax errors", function()
+  -- patterns PCRE2 would take (or read differently) that ECMA-262 rejects
+  local bad = {
+    "\\a", "\\e", "\\z", "\\Z", "\\A", "\\-", "\\_", "\\c1", "\\c", "\\x1", "\\xg0",
+    "\\u12", "\\u{110000}", "\\u{}", "\\p{Foo=Bar}", "\\p{L", "\\pL", "\\k<x>", "\\k",
+    "\\2(a)", "\\01",
+    "(?P<name>x)", "(?P=n)", "(?#comment)a", "(?i)abc", "(?ims)abc", "(?|a)", "(?>a)",
+    "(?<a>x)(?<a>y)", "(?<1a>x)", "(?<>x)",
+    "^(abc]", "(", ")", "a)", "[a", "[z-a]", "[\\d-z]", "[a-\\w]",
+    "*a", "a**", "a++", "a?+", "a{2}{3}", "{", "a{1", "a{,3}", "a{3,2}", "}", "]",
+    "(?=a)*", "(?<=a)+", "^*", "$+", "\\b*",
+    "\\", "a\\",
+  }
+  for _, p in ipairs(bad) do
+    it(("rejects /%s/"):format(p), function()
+      local ok, err = core.regex_check(p)
+      assert.is_nil(ok)
+      assert.matches("^invalid regular expression: ", err)
+      local r, err2 = core.regex_compile(p)
+      assert.is_nil(r)
+      assert.are.equal(err, err2)
+    end)
+  end
+
+  it("rejects a pattern that is not UTF-8", function()
+    assert.is_nil(core.regex_check("a\255"))
+  end)
+
+  it("names the offset of the problem", function()
+    local _, err = core.regex_check("ab(c")
+    assert.matches("offset 2", err)
+  end)
+
+  it("rejects nesting deeper than it parses, without crashing", function()
+    local p = string.rep("(", 1000) .. "a" .. string.rep(")", 1000)
+    assert.is_nil(core.regex_check(p))
+  end)
+
+  local good = {
+    "(?<name>x)", "(?<n>a)\\k<n>", "(?<$_a1>x)", "[]", "[^]", "\\cA", "\\/",
+    "[\\-]", "[-a]", "[a-]", "[--a]", "([abc])+\\s+$", "\\u{10FFFF}", "a{0}", "x|",
+  }
+  for _, p in ipairs(good) do
+    it(("accepts /%s/"):format(p), function()
+      assert.is_true(core.regex_check(p))
+    end)
+  end
+
+  it("checks a variable-length lookbehind as valid, which PCRE2 cannot compile", function()
+    assert.is_true(core.regex_check("(?<=a+)b"))
+    local r, err = core.regex_compile("(?<=a+)b")
+    assert.is_nil(r)
+    assert.matches("^unsupported regular expression: .*lookbehind", err)
+  end)
+
+  it("raises for a pattern that is not a string", function()
+    assert.has_error(function() core.regex_compile({}) end)
+    assert.has_error(function() core.regex_check(nil) end)
+  end)
+end)
+
+describe("Regex userdata", function()
+  it("has a name, a state in tostring, and an idempotent close", function()
+    local r = compile("^a+$")
+    assert.are.equal("Regex(/^a+$/)", tostring(r))
+    r:close()
+    r:close()
+    assert.are.equal("Regex(closed)", tostring(r))
+    assert.has_error(function() r:test("a") end, nil)
+  end)
+
+  it("shortens a long pattern in tostring", function()
+    local r = compile(string.rep("a", 100))
+    assert.are.equal("Regex(/" .. string.rep("a", 57) .. ".../)", tostring(r))
+  end)
+
+  it("is closed by __close and __gc", function()
+    local mt = getmetatable(compile("a"))
+    assert.are.equal("devtools_tools.Regex", mt.__name)
+    assert.is_function(mt.__close)
+    assert.is_function(mt.__gc)
+    local r = compile("a")
+    mt.__close(r)
+    assert.are.equal("Regex(closed)", tostring(r))
+  end)
+
+  it("survives many compiles and collections", function()
+    for i = 1, 2000 do
+      local r = compile("^x" .. i .. "[a-z]*$")
+      assert.is_true(r:test("x" .. i .. "abc"))
+      if i % 3 == 0 then r:close() end
+    end
+    collectgarbage()
+    collectgarbage()
+  end)
+
+  it("refuses a foreign userdata as self", function()
+    local r = compile("a")
+    assert.has_error(function() r.test(io.stdout, "a") end)
+  end)
+end)

@@ -1,0 +1,725 @@
+-- schema_spec: devtools_tools.schema, JSON Schema draft-07 validation.
+-- Scenario tables: schema, value, and either true or the expected errors
+-- ({path, keyword, message}). Every scenario runs twice, through the
+-- generated check and through the closures alone, which must agree.
+
+local core = require("devtools_tools.core")
+local json = require("devtools_tools.json")
+local schema = require("devtools_tools.schema")
+local errors = require("devtools_tools.errors")
+
+local null, A = json.null, json.array
+local Element = { __name = "devtools_tools.Element" }
+local function element() return setmetatable({ backend_node_id = 7 }, Element) end
+
+-- check(s, value, opts?) -> ok, errs (both ways of checking agree)
+local function check(s, value, opts)
+  local o1, o2 = {}, { closures = true }
+  for k, v in pairs(opts or {}) do o1[k] = v; o2[k] = v end
+  local ok1, errs1 = schema.compile(s, o1)(value)
+  local ok2, errs2 = schema.compile(s, o2)(value)
+  assert.are.equal(ok2, ok1, "generated check and closures disagree")
+  if not ok1 then
+    assert.are.same(errs2, errs1)
+    assert.is_true(#errs1 > 0)
+  end
+  return ok1, errs1
+end
+
+local function valid(s, value, opts)
+  local ok, errs = check(s, value, opts)
+  assert(ok, "expected valid, got: " .. (errs and schema.format_errors(errs) or "?"))
+end
+
+-- invalid(s, value, {path, keyword, message}...): exactly these errors
+local function invalid(s, value, ...)
+  local ok, errs = check(s, value)
+  assert.is_false(ok)
+  local want = { ... }
+  if #want == 0 then return errs end
+  local got = {}
+  for i, e in ipairs(errs) do got[i] = { e.path, e.keyword, e.message } end
+  assert.are.same(want, got)
+  return errs
+end
+
+local function bad_schema(s, pattern, opts)
+  local ok, err = errors.catch(schema.compile, s, opts)
+  assert.is_false(ok, "schema should be rejected")
+  assert.are.equal("bad_argument", err.code)
+  if pattern then assert.matches(pattern, err.message) end
+  return err
+end
+
+after_each(function()
+  assert.are.equal(0, schema._codegen_failures, tostring(schema._codegen_error))
+end)
+
+describe("type", function()
+  local cases = {
+    { "string", "x", true }, { "string", 1, false },
+    { "number", 1, true }, { "number", 1.5, true }, { "number", "1", false },
+    { "integer", 1, true }, { "integer", 1.0, true }, { "integer", 1.5, false },
+    { "integer", -0.0, true }, { "integer", 1e300, true }, { "integer", 1 / 0, false },
+    { "boolean", false, true }, { "boolean", 0, false },
+    { "null", null, true }, { "null", false, false },
+    { "object", { a = 1 }, true }, { "object", A {}, false }, { "object", { 1 }, false },
+    { "array", { 1, 2 }, true }, { "array", A {}, true }, { "array", { a = 1 }, false },
+    -- a plain {} is both
+    { "object", {}, true }, { "array", {}, true },
+    { "string", {}, false }, { "object", null, false },
+    -- a function or an Element is not a JSON value of any type
+    { "object", print, false }, { "object", element(), false },
+  }
+  for _, c in ipairs(cases) do
+    it(("%s %s %s"):format(c[1], tostring(c[2]), c[3] and "passes" or "fails"), function()
+      if c[3] then
+        valid({ type = c[1] }, c[2])
+      else
+        invalid({ type = c[1] }, c[2], { "", "type", "must be " .. c[1] })
+      end
+    end)
+  end
+
+  it("takes a list of types", function()
+    local s = { type = A { "integer", "null" } }
+    valid(s, 3)
+    valid(s, null)
+    invalid(s, 3.5, { "", "type", "must be integer,null" })
+    invalid(s, "x", { "", "type", "must be integer,null" })
+  end)
+
+  it("treats a value without a type keyword as anything", function()
+    valid({}, print)
+    valid(true, element())
+  end)
+end)
+
+describe("enum and const", function()
+  it("enum compares JSON values deeply", function()
+    local s = { enum = A { 6, "foo", A {}, true, { foo = 12 }, null } }
+    valid(s, 6)
+    valid(s, 6.0)
+    valid(s, "foo")
+    valid(s, A {})
+    valid(s, true)
+    valid(s, { foo = 12 })
+    valid(s, null)
+    invalid(s, { foo = 13 }, { "", "enum", "must be equal to one of the allowed values" })
+    invalid(s, false)
+    invalid(s, "6")
+    invalid(s, { foo = 12, bar = 1 })
+  end)
+
+  it("enum tells 0 from false and 1 from true", function()
+    invalid({ enum = A { 0 } }, false)
+    invalid({ enum = A { false } }, 0)
+    invalid({ enum = A { 1 } }, true)
+  end)
+
+  it("const compares deeply; a plain {} is an object there", function()
+    valid({ const = { a = A { 1, 2 } } }, { a = { 1, 2 } })
+    invalid({ const = { a = A { 1, 2 } } }, { a = { 2, 1 } },
+      { "", "const", "must be equal to constant" })
+    valid({ const = 2 }, 2.0)
+    valid({ const = null }, null)
+    invalid({ const = null }, false)
+    invalid({ const = A {} }, {})
+    valid({ const = {} }, {})
+  end)
+end)
+
+describe("numbers", function()
+  it("maximum, minimum and the exclusive forms", function()
+    valid({ maximum = 3 }, 3)
+    invalid({ maximum = 3 }, 3.5, { "", "maximum", "must be <= 3" })
+    valid({ minimum = 1 }, 1)
+    invalid({ minimum = 1 }, 0, { "", "minimum", "must be >= 1" })
+    invalid({ minimum = 1.5 }, 1, { "", "minimum", "must be >= 1.5" })
+    invalid({ exclusiveMaximum = 3 }, 3, { "", "exclusiveMaximum", "must be < 3" })
+    invalid({ exclusiveMinimum = 0 }, 0, { "", "exclusiveMinimum", "must be > 0" })
+    valid({ exclusiveMinimum = 0 }, 0.0001)
+    valid({ maximum = 3 }, "not a number")
+  end)
+
+  it("multipleOf is exact for decimals", function()
+    valid({ multipleOf = 0.01 }, 19.99)
+    valid({ multipleOf = 0.01 }, 0.07)
+    valid({ multipleOf = 0.1 }, 0.3)
+    valid({ multipleOf = 0.0001 }, 0.0075)
+    invalid({ multipleOf = 0.0001 }, 0.00751, { "", "multipleOf", "must be multiple of 0.0001" })
+    invalid({ multipleOf = 0.01 }, 19.999, { "", "multipleOf", "must be multiple of 0.01" })
+    valid({ multipleOf = 2 }, 10)
+    valid({ multipleOf = 2 }, -10)
+    invalid({ multipleOf = 2 }, 7, { "", "multipleOf", "must be multiple of 2" })
+    invalid({ multipleOf = 2 }, 7.5)
+    valid({ multipleOf = 1.5 }, 4.5)
+    valid({ multipleOf = 1e-8 }, 12391239123)
+    invalid({ multipleOf = 0.123456789 }, 1e308)
+    valid({ multipleOf = 3 }, 0)
+  end)
+end)
+
+describe("strings", function()
+  it("maxLength and minLength count code points, not bytes", function()
+    valid({ maxLength = 2 }, "\u{1F432}\u{1F432}")
+    invalid({ maxLength = 2 }, "abc", { "", "maxLength", "must NOT have more than 2 characters" })
+    invalid({ maxLength = 2 }, "\u{e9}\u{e9}\u{e9}")
+    valid({ minLength = 2 }, "\u{e9}\u{e9}")
+    invalid({ minLength = 2 }, "\u{1F432}", { "", "minLength", "must NOT have fewer than 2 characters" })
+    invalid({ minLength = 1 }, "")
+    valid({ minLength = 3 }, 12)
+  end)
+
+  it("pattern is an ECMA-262 regular expression, searched anywhere", function()
+    valid({ pattern = "b" }, "abc")
+    valid({ pattern = "^[A-Z]{3}-\\d{4}$" }, "ABC-1234")
+    invalid({ pattern = "^a" }, "ba", { "", "pattern", 'must match pattern "^a"' })
+    invalid({ pattern = "^abc$" }, "abc\n")
+    valid({ pattern = "^\\p{Letter}+$" }, "\u{e9}t\u{e9}")
+    invalid({ pattern = "^\\w+$" }, "\u{e9}t\u{e9}")
+    invalid({ pattern = "^a" }, "a\255")            -- not UTF-8: no match
+    valid({ pattern = "^a" }, 5)
+  end)
+
+  it("format, as ajv knows them", function()
+    local cases = {
+      { "date-time", "1963-06-19T08:30:06.283185Z", "1963-06-19 08:30:06Z" },
+      { "date", "2020-02-29", "2021-02-29" },
+      { "time", "23:59:60Z", "12:00:00" },
+      { "email", "joe.bloggs@example.com", "te..st@example.com" },
+      { "hostname", "www.example.com", "-bad.example" },
+      { "hostname", "xn--9n2bp8q.xn--9t4b11yi5a", "xn--X" },
+      { "ipv4", "192.168.0.1", "192.168.0.01" },
+      { "ipv6", "::ffff:192.168.0.1", "1::2::3" },
+      { "uri", "http://foo.bar/?baz=qux#quux", "//foo.bar/" },
+      { "uri-reference", "../a?b#c", "\\\\WINDOWS\\fileshare" },
+      { "uri-template", "http://example.com/{term:1}/{term}", "{}" },
+      { "json-pointer", "/foo/bar~0~1", "/foo/bar~" },
+      { "relative-json-pointer", "0#", "01/a" },
+      { "regex", "([abc])+\\s+$", "^(abc]" },
+      { "uuid", "2eb8aa08-aa98-11ea-b4aa-73b441d16380", "2eb8aa08-aa98-11ea-b4aa" },
+      { "iso-time", "12:00:00", "25:00:00" },
+      { "duration", "P1DT2H", "P" },
+    }
+    for _, c in ipairs(cases) do
+      valid({ format = c[1] }, c[2])
+      invalid({ format = c[1] }, c[3], { "", "format", 'must match format "' .. c[1] .. '"' })
+      valid({ format = c[1] }, 12)
+    end
+  end)
+
+  it("number formats check numbers", function()
+    valid({ format = "int32" }, 2147483647)
+    invalid({ format = "int32" }, 2147483648, { "", "format", 'must match format "int32"' })
+    invalid({ format = "int64" }, 1.5)
+    valid({ format = "int32" }, "not a number")
+  end)
+
+  it("ignores formats it does not know, as ajv does", function()
+    valid({ format = "idn-email" }, "not an email")
+    valid({ format = "no-such-format" }, "x")
+  end)
+end)
+
+describe("arrays", function()
+  it("items (one schema) applies to every item", function()
+    local s = { items = { type = "integer" } }
+    valid(s, A { 1, 2, 3 })
+    valid(s, { 1, 2 })                 -- a plain sequence is an array
+    valid(s, A {})
+    invalid(s, A { 1, "x", 3 }, { "/1", "type", "must be integer" })
+    valid(s, { a = "x" })              -- not an array: items does not apply
+  end)
+
+  it("items (tuple) and additionalItems", function()
+    local s = { items = A { { type = "integer" }, { type = "string" } }, additionalItems = false }
+    valid(s, A { 1, "a" })
+    valid(s, A { 1 })
+    invalid(s, A { "a", 1 }, { "/0", "type", "must be integer" }, { "/1", "type", "must be string" })
+    invalid(s, A { 1, "a", true }, { "", "additionalItems", "must NOT have more than 2 items" })
+    local s2 = { items = A { { type = "integer" } }, additionalItems = { type = "boolean" } }
+    valid(s2, A { 1, true, false })
+    invalid(s2, A { 1, true, 3 }, { "/2", "type", "must be boolean" })
+    valid({ additionalItems = false }, A { 1, 2 })  -- without tuple items it does nothing
+  end)
+
+  it("contains", function()
+    local s = { contains = { minimum = 5 } }
+    valid(s, A { 1, 7 })
+    invalid(s, A { 1, 2 }, { "", "contains", "must contain at least 1 valid item(s)" })
+    invalid(s, A {})
+    invalid(s, {}, { "", "contains", "must contain at least 1 valid item(s)" })
+    valid(s, { a = 1 })
+  end)
+
+  it("maxItems, minItems", function()
+    invalid({ maxItems = 2 }, A { 1, 2, 3 }, { "", "maxItems", "must NOT have more than 2 items" })
+    invalid({ minItems = 1 }, A {}, { "", "minItems", "must NOT have fewer than 1 items" })
+    invalid({ minItems = 1 }, {})      -- a plain {} is also an empty array
+    valid({ minItems = 1 }, A { 0 })
+  end)
+
+  it("uniqueItems compares deeply", function()
+    local s = { uniqueItems = true }
+    valid(s, A { 1, 2, "1", true, null, A { 1 }, { a = 1 } })
+    invalid(s, A { 1, 2, 1.0 }, { "", "uniqueItems",
+      "must NOT have duplicate items (items ## 2 and 0 are identical)" })
+    invalid(s, A { { a = A { 1 } }, { a = A { 1 } } })
+    valid(s, A { A { 1, 2 }, A { 2, 1 } })
+    valid(s, A { {}, A {} })            -- {} is sent as an object, [] as an array
+    valid({ uniqueItems = false }, A { 1, 1 })
+    local big = {}
+    for i = 1, 100 do big[i] = i end
+    valid(s, A(big))
+    big[100] = 50
+    invalid(s, A(big), { "", "uniqueItems",
+      "must NOT have duplicate items (items ## 99 and 49 are identical)" })
+    big[100] = { x = 1 }
+    big[60] = { x = 1 }
+    invalid(s, A(big))
+  end)
+end)
+
+describe("objects", function()
+  it("properties and required", function()
+    local s = { type = "object", properties = { qty = { type = "integer", minimum = 1 } },
+                required = A { "qty", "sku" } }
+    valid(s, { qty = 3, sku = "x" })
+    invalid(s, { qty = 0, sku = "x" }, { "/qty", "minimum", "must be >= 1" })
+    invalid(s, { qty = 3 }, { "", "required", "must have required property 'sku'" })
+    invalid(s, {}, { "", "required", "must have required property 'qty'" },
+      { "", "required", "must have required property 'sku'" })
+    valid(s, { qty = 1, sku = null })  -- null is present
+  end)
+
+  it("paths are JSON pointers with ~0 and ~1", function()
+    local s = { properties = { ["a/b"] = { properties = { ["c~d"] = { items = { type = "string" } } } } } }
+    invalid(s, { ["a/b"] = { ["c~d"] = A { "x", 1 } } }, { "/a~1b/c~0d/1", "type", "must be string" })
+  end)
+
+  it("additionalProperties false, or a schema", function()
+    local s = { properties = { a = true }, additionalProperties = false }
+    valid(s, { a = 1 })
+    local errs = invalid(s, { a = 1, b = 2 },
+      { "", "additionalProperties", "must NOT have additional properties" })
+    assert.are.equal("b", errs[1].property)
+    valid({ additionalProperties = { type = "string" } }, { x = "y" })
+    invalid({ additionalProperties = { type = "string" } }, { x = 1 },
+      { "/x", "type", "must be string" })
+  end)
+
+  it("patternProperties, with additionalProperties", function()
+    local s = { patternProperties = { ["^x-"] = { type = "string" } },
+                properties = { id = { type = "integer" } }, additionalProperties = false }
+    valid(s, { id = 1, ["x-a"] = "b" })
+    invalid(s, { ["x-a"] = 1 }, { "/x-a", "type", "must be string" })
+    invalid(s, { other = 1 }, { "", "additionalProperties", "must NOT have additional properties" })
+    valid({ patternProperties = { ["\\p{Lu}"] = { type = "integer" } } }, { ["\u{c9}t\u{e9}"] = 1, abc = "x" })
+    invalid({ patternProperties = { ["\\p{Lu}"] = { type = "integer" } } }, { ["\u{c9}t\u{e9}"] = "x" })
+  end)
+
+  it("propertyNames", function()
+    local s = { propertyNames = { maxLength = 3 } }
+    valid(s, { abc = 1 })
+    invalid(s, { abcd = 1 }, { "", "propertyNames",
+      "property name 'abcd' is invalid: must NOT have more than 3 characters" })
+  end)
+
+  it("dependencies, array and schema forms", function()
+    local s = { dependencies = { card = A { "billing" }, gift = { required = A { "to" } } } }
+    valid(s, { card = 1, billing = 2 })
+    valid(s, { billing = 2 })
+    invalid(s, { card = 1 }, { "", "dependencies", "must have property billing when property card is present" })
+    invalid(s, { gift = true }, { "", "required", "must have required property 'to'" })
+    valid(s, { gift = true, to = "x" })
+  end)
+
+  it("maxProperties, minProperties", function()
+    invalid({ maxProperties = 1 }, { a = 1, b = 2 }, { "", "maxProperties", "must NOT have more than 1 properties" })
+    invalid({ minProperties = 1 }, {}, { "", "minProperties", "must NOT have fewer than 1 properties" })
+    valid({ minProperties = 1 }, { a = 1 })
+  end)
+
+  it("keys and values that are data, not methods", function()
+    local s = { properties = { __index = { type = "string" }, ["\"]]"] = { type = "integer" } },
+                additionalProperties = false }
+    valid(s, { __index = "x", ["\"]]"] = 1 })
+    invalid(s, { __index = 1 }, { "/__index", "type", "must be string" })
+  end)
+
+  it("an empty plain table gets both array and object keywords", function()
+    invalid({ required = A { "a" } }, {}, { "", "required", "must have required property 'a'" })
+    valid({ required = A { "a" } }, A {})     -- dt.array{} is only an array
+    valid({ type = "object", properties = { a = { type = "string" } } }, {})
+  end)
+end)
+
+describe("combinations", function()
+  it("allOf", function()
+    local s = { allOf = A { { type = "integer" }, { minimum = 3 } } }
+    valid(s, 4)
+    invalid(s, 2, { "", "minimum", "must be >= 3" })
+    invalid(s, 2.5, { "", "type", "must be integer" }, { "", "minimum", "must be >= 3" })
+  end)
+
+  it("anyOf", function()
+    local s = { anyOf = A { { type = "string" }, { type = "null" } } }
+    valid(s, "x")
+    valid(s, null)
+    invalid(s, 1, { "", "type", "must be string" }, { "", "type", "must be null" },
+      { "", "anyOf", "must match a schema in anyOf" })
+  end)
+
+  it("oneOf", function()
+    local s = { oneOf = A { { type = "integer" }, { minimum = 2 } } }
+    valid(s, 1)
+    valid(s, 2.5)
+    invalid(s, 3, { "", "oneOf", "must match exactly one schema in oneOf" })
+    invalid(s, 1.5, { "", "type", "must be integer" }, { "", "minimum", "must be >= 2" },
+      { "", "oneOf", "must match exactly one schema in oneOf" })
+  end)
+
+  it("not", function()
+    valid({ ["not"] = { type = "string" } }, 1)
+    invalid({ ["not"] = { type = "string" } }, "x", { "", "not", "must NOT be valid" })
+  end)
+
+  it("if, then, else", function()
+    local s = { ["if"] = { properties = { kind = { const = "card" } } },
+                ["then"] = { required = A { "number" } },
+                ["else"] = { required = A { "iban" } } }
+    valid(s, { kind = "card", number = "1" })
+    valid(s, { kind = "bank", iban = "1" })
+    invalid(s, { kind = "card" }, { "", "required", "must have required property 'number'" },
+      { "", "if", 'must match "then" schema' })
+    invalid(s, { kind = "bank" }, { "", "required", "must have required property 'iban'" },
+      { "", "if", 'must match "else" schema' })
+    valid({ ["then"] = false }, 1)              -- then without if does nothing
+    valid({ ["if"] = true, ["else"] = false }, 1)
+  end)
+
+  it("boolean schemas", function()
+    valid(true, "anything")
+    invalid(false, 1, { "", "false schema", "boolean schema is false" })
+    invalid({ properties = { a = false } }, { a = 1 }, { "/a", "false schema", "boolean schema is false" })
+  end)
+
+  it("collects every error in one call, with schema paths", function()
+    local s = { type = "object", properties = { items = { type = "array", items = {
+      type = "object", properties = { qty = { type = "integer", minimum = 1 } } } } },
+      required = A { "id" } }
+    local errs = invalid(s, { items = A { { qty = 0 }, { qty = "x" } } },
+      { "", "required", "must have required property 'id'" },
+      { "/items/0/qty", "minimum", "must be >= 1" },
+      { "/items/1/qty", "type", "must be integer" })
+    assert.are.equal("#/required", errs[1].schema_path)
+    assert.are.equal("#/properties/items/items/properties/qty/minimum", errs[2].schema_path)
+  end)
+end)
+
+describe("$ref", function()
+  it("into definitions, with siblings ignored (draft-07)", function()
+    local s = { definitions = { pos = { type = "integer", minimum = 1 } },
+                properties = { qty = { ["$ref"] = "#/definitions/pos", maximum = 0 } } }
+    valid(s, { qty = 5 })
+    local errs = invalid(s, { qty = 0 }, { "/qty", "minimum", "must be >= 1" })
+    assert.are.equal("#/definitions/pos/minimum", errs[1].schema_path)
+  end)
+
+  it("JSON pointers with ~0, ~1 and percent-escapes", function()
+    local s = { definitions = { ["a/b"] = { type = "integer" }, ["c~d"] = { type = "string" },
+                                ["e%f"] = { type = "null" } },
+                properties = { x = { ["$ref"] = "#/definitions/a~1b" }, y = { ["$ref"] = "#/definitions/c~0d" },
+                               z = { ["$ref"] = "#/definitions/e%25f" } } }
+    valid(s, { x = 1, y = "s", z = null })
+    invalid(s, { x = "1" })
+    invalid(s, { y = 1 })
+    invalid(s, { z = 1 })
+  end)
+
+  it("into tuple items by index", function()
+    local s = { items = A { { type = "integer" }, { ["$ref"] = "#/items/0" } } }
+    valid(s, A { 1, 2 })
+    invalid(s, A { 1, "x" }, { "/1", "type", "must be integer" })
+  end)
+
+  it("recursive: a tree", function()
+    local s = { type = "object", properties = {
+      value = { type = "number" }, children = { type = "array", items = { ["$ref"] = "#" } } },
+      additionalProperties = false }
+    valid(s, { value = 1, children = A { { value = 2, children = A { { value = 3 } } } } })
+    invalid(s, { value = 1, children = A { { value = 2, children = A { { value = "x" } } } } },
+      { "/children/0/children/0/value", "type", "must be number" })
+  end)
+
+  it("circular between definitions", function()
+    local s = { definitions = {
+      a = { type = "object", properties = { b = { ["$ref"] = "#/definitions/b" } } },
+      b = { type = "object", properties = { a = { ["$ref"] = "#/definitions/a" } } } },
+      ["$ref"] = "#/definitions/a" }
+    valid(s, { b = { a = { b = {} } } })
+    invalid(s, { b = { a = { b = 1 } } }, { "/b/a/b", "type", "must be object" })
+  end)
+
+  it("refuses a cycle that never reaches a value", function()
+    bad_schema({ ["$ref"] = "#" }, "circular %$ref")
+    bad_schema({ definitions = { a = { ["$ref"] = "#/definitions/b" }, b = { ["$ref"] = "#/definitions/a" } },
+                 ["$ref"] = "#/definitions/a" }, "circular %$ref")
+  end)
+
+  it("stops a cycle it cannot see at compile time, instead of looping", function()
+    -- the cycle root -> b -> root is found first through `properties`,
+    -- which consumes data; through allOf it never does
+    local s = { definitions = { b = { allOf = A { { ["$ref"] = "#" } } } },
+                properties = { x = { ["$ref"] = "#/definitions/b" } },
+                allOf = A { { ["$ref"] = "#/definitions/b" } } }
+    for _, closures in ipairs { false, true } do
+      local ok, err = pcall(schema.compile(s, { closures = closures }), 1)
+      assert.is_false(ok)
+      assert.are.equal("bad_argument", err.code)
+      assert.matches("recursion deeper than %d+ levels", err.message)
+    end
+  end)
+
+  it("stops on a cyclic Lua value instead of looping", function()
+    local v = {}
+    v.next = v
+    local s = { properties = { next = { ["$ref"] = "#" } } }
+    local ok, err = pcall(schema.compile(s), v)
+    assert.is_false(ok)
+    assert.are.equal("bad_argument", err.code)
+  end)
+
+  it("$id base URIs and location-independent identifiers", function()
+    local s = { ["$id"] = "http://example.com/root.json",
+                definitions = {
+                  A = { ["$id"] = "#foo", type = "integer" },
+                  B = { ["$id"] = "other.json", definitions = { X = { ["$id"] = "#bar", type = "string" } } } },
+                properties = { a = { ["$ref"] = "#foo" }, b = { ["$ref"] = "other.json#bar" },
+                               c = { ["$ref"] = "http://example.com/root.json#/definitions/A" } } }
+    valid(s, { a = 1, b = "x", c = 2 })
+    invalid(s, { a = "1" })
+    invalid(s, { b = 1 })
+    invalid(s, { c = "x" })
+  end)
+
+  it("an $id inside const or enum is not an identifier", function()
+    local s = { definitions = { c = { const = { ["$id"] = "#x" } } }, ["$ref"] = "#x" }
+    bad_schema(s, "points at nothing")
+  end)
+
+  it("remote references come from opts.loader (a table or a function)", function()
+    local remote = { definitions = { pos = { type = "integer", minimum = 1 } } }
+    local s = { properties = { n = { ["$ref"] = "http://x/defs.json#/definitions/pos" } } }
+    valid(s, { n = 1 }, { loader = { ["http://x/defs.json"] = remote } })
+    assert.is_false((check(s, { n = 0 }, { loader = { ["http://x/defs.json"] = remote } })))
+    local asked = {}
+    local function loader(uri) asked[#asked + 1] = uri; return remote end
+    valid(s, { n = 1 }, { loader = loader })
+    assert.are.equal("http://x/defs.json", asked[1])
+    bad_schema(s, 'no schema for "http://x/defs.json"')
+    bad_schema(s, "no schema", { loader = function() return nil end })
+    bad_schema(s, "loader", { loader = 5 })
+  end)
+
+  it("relative references in a remote document resolve against its URI", function()
+    local docs = {
+      ["http://x/a/one.json"] = { properties = { two = { ["$ref"] = "two.json" } } },
+      ["http://x/a/two.json"] = { type = "string" },
+    }
+    local s = { ["$ref"] = "http://x/a/one.json" }
+    valid(s, { two = "y" }, { loader = docs })
+    assert.is_false((check(s, { two = 1 }, { loader = docs })))
+  end)
+
+  it("knows the draft-07 meta-schema", function()
+    local s = { ["$ref"] = "http://json-schema.org/draft-07/schema#" }
+    valid(s, { type = "string", minLength = 1 })
+    invalid(s, { minLength = -1 })
+    invalid(s, { type = "strnig" })
+  end)
+
+  it("a $ref that points at nothing is a schema error", function()
+    bad_schema({ ["$ref"] = "#/definitions/nope" }, "invalid schema at #: %$ref \"#/definitions/nope\" points at nothing")
+    bad_schema({ properties = { a = { ["$ref"] = 5 } } }, "invalid schema at #/properties/a/%$ref: must be a string")
+  end)
+end)
+
+describe("x-mcp-type HTMLElement", function()
+  local s = { type = "object", properties = { target = { ["x-mcp-type"] = "HTMLElement", type = "object" } },
+              required = A { "target" } }
+
+  it("accepts an Element", function()
+    valid(s, { target = element() })
+  end)
+
+  it("rejects anything else there with a clear message", function()
+    invalid(s, { target = { backend_node_id = 7 } },
+      { "/target", "x-mcp-type", "must be an element reference (an Element a tool returned)" })
+    invalid(s, { target = "div#cart" })
+    invalid(s, { target = null })
+  end)
+
+  it("an Element is not an object elsewhere", function()
+    invalid({ properties = { a = { type = "object" } } }, { a = element() },
+      { "/a", "type", "must be object" })
+  end)
+
+  it("is_element is the one check", function()
+    assert.is_true(schema.is_element(element()))
+    assert.is_false(schema.is_element({}))
+    assert.is_false(schema.is_element("x"))
+  end)
+end)
+
+describe("malformed schemas raise bad_argument naming the location", function()
+  local cases = {
+    { 5, "a schema must be a table or a boolean" },
+    { { type = "strnig" }, "invalid schema at #/type: unknown type \"strnig\"" },
+    { { type = A {} }, "invalid schema at #/type: must not be empty" },
+    { { type = A { "string", "string" } }, "#/type: must not have duplicate items" },
+    { { properties = { qty = { minimum = "1" } } }, "invalid schema at #/properties/qty/minimum: must be a number" },
+    { { maxLength = -1 }, "#/maxLength: must be a non%-negative integer" },
+    { { minItems = 1.5 }, "#/minItems: must be a non%-negative integer" },
+    { { multipleOf = 0 }, "#/multipleOf: must be greater than 0" },
+    { { pattern = "^(abc]" }, "#/pattern: invalid regular expression" },
+    { { pattern = "(?<=a+)b" }, "#/pattern: unsupported regular expression" },
+    { { patternProperties = { ["("] = true } }, "#/patternProperties/%(: invalid regular expression" },
+    { { required = "a" }, "#/required: must be an array" },
+    { { required = A { "a", "a" } }, "#/required: must not have duplicate items" },
+    { { required = A { 1 } }, "#/required/0: must be a string" },
+    { { enum = "a" }, "#/enum: must be an array" },
+    { { allOf = A {} }, "#/allOf: must not be empty" },
+    { { anyOf = A { 1 } }, "#/anyOf/0: a schema must be an object or a boolean" },
+    { { items = A { true, "x" } }, "#/items/1: a schema must be an object or a boolean" },
+    { { ["not"] = 1 }, "#/not: must be a schema" },
+    { { properties = A { true } }, "#/properties: must be an object" },
+    { { definitions = { a = { type = 1 } } }, "#/definitions/a/type: must be an array" },
+    { { dependencies = { a = A { 1 } } }, "#/dependencies/a/0: must be a string" },
+    { { uniqueItems = "yes" }, "#/uniqueItems: must be a boolean" },
+    { { format = 1 }, "#/format: must be a string" },
+    { { ["$id"] = 1 }, "#/%$id: must be a string" },
+    { { description = false }, "#/description: must be a string" },
+    { A { 1 }, "invalid schema at #: a schema must be an object or a boolean" },
+  }
+  for _, c in ipairs(cases) do
+    it(c[2], function() bad_schema(c[1], c[2]) end)
+  end
+
+  it("rejects bad options", function()
+    bad_schema({}, "opts must be a table", 5)
+  end)
+end)
+
+describe("API", function()
+  it("compile returns a validator to reuse", function()
+    local v = schema.compile({ type = "integer" })
+    assert.is_true(v(1))
+    local ok, errs = v("x")
+    assert.is_false(ok)
+    assert.are.equal("must be integer", errs[1].message)
+    assert.is_true(v(2))
+  end)
+
+  it("validate compiles once per schema table", function()
+    local s = { type = "string" }
+    assert.is_true(schema.validate(s, "x"))
+    assert.is_false((schema.validate(s, 1)))
+    assert.is_true(schema.validate(true, 1))
+  end)
+
+  it("format_errors gives one line per error", function()
+    local _, errs = schema.validate({ properties = { a = { type = "string" } }, required = A { "b" },
+                                      additionalProperties = false }, { a = 1, c = 2 })
+    local text = schema.format_errors(errs)
+    local lines = {}
+    for line in text:gmatch("[^\n]+") do lines[#lines + 1] = line end
+    table.sort(lines)
+    assert.are.same({
+      "(root): must NOT have additional properties ('c')",
+      "(root): must have required property 'b'",
+      "/a: must be string",
+    }, lines)
+    assert.matches("; ", schema.format_errors(errs, "; "))
+  end)
+
+  it("never changes the schema or the value", function()
+    local s = { properties = { a = { type = "string" } } }
+    local v = { a = "x", b = A { 1 } }
+    schema.validate(s, v)
+    assert.are.same({ properties = { a = { type = "string" } } }, s)
+    assert.are.same({ a = "x", b = A { 1 } }, v)
+  end)
+
+  it("allocates nothing when the value is valid", function()
+    local v = schema.compile({ type = "object", properties = { a = { type = "string", maxLength = 10 },
+      b = { type = "integer", minimum = 0 }, c = { type = "array", items = { type = "boolean" } } },
+      required = A { "a" }, additionalProperties = false })
+    local value = { a = "x", b = 1, c = A { true, false } }
+    assert.is_true(v(value))
+    for _ = 1, 5000 do v(value) end   -- LuaJIT: let the traces settle first
+    collectgarbage()
+    collectgarbage("stop")
+    local before = collectgarbage("count")
+    for _ = 1, 1000 do v(value) end
+    local grown = collectgarbage("count") - before
+    collectgarbage("restart")
+    assert.is_true(grown < 1, "grew by " .. grown .. " KiB")
+  end)
+
+  it("copes with big schemas", function()
+    local props, value = {}, {}
+    for i = 1, 300 do
+      props["p" .. i] = { type = "string", pattern = "^a" }
+      value["p" .. i] = "abc"
+    end
+    for _, addl in ipairs { true, false } do
+      local s = { type = "object", properties = props, additionalProperties = addl }
+      valid(s, value)
+      value.p150 = "b"
+      invalid(s, value, { "/p150", "pattern", 'must match pattern "^a"' })
+      value.p150 = "a"
+    end
+    -- each definition uses the next one twice: inlining must not double up
+    local defs = {}
+    for i = 1, 16 do
+      defs["d" .. i] = { type = "object", properties = {
+        l = { ["$ref"] = "#/definitions/d" .. (i + 1) }, r = { ["$ref"] = "#/definitions/d" .. (i + 1) } } }
+    end
+    defs.d17 = { type = "integer" }
+    local s = { definitions = defs, ["$ref"] = "#/definitions/d1" }
+    local v = { l = { r = { l = {} } } }
+    valid(s, v)
+    v.l.r.l = "x"
+    invalid(s, v, { "/l/r/l", "type", "must be object" })
+  end)
+
+  it("uses the core's null and array marker", function()
+    assert.are.equal(core.null, null)
+    valid({ type = "array" }, setmetatable({}, core.array_mt))
+  end)
+end)
+
+describe("tables as the codec sends them", function()
+  it("a plain table is an array only when its keys are exactly 1..n", function()
+    valid({ type = "array" }, { 1, 2 })
+    invalid({ type = "array" }, { 1, 2, x = 3 }, { "", "type", "must be array" })
+    valid({ type = "object" }, { 1, 2, x = 3 })
+    invalid({ type = "array" }, { [1] = 1, [3] = 3 })
+    invalid({ uniqueItems = true }, { 1, 1 })
+    valid({ uniqueItems = true }, { 1, 1, x = 1 })   -- an object: uniqueItems does not apply
+  end)
+
+  it("integer keys of an object are matched as the decimal strings sent", function()
+    local s = { properties = { ["2"] = { type = "string" } }, additionalProperties = false }
+    valid(s, { [2] = "x" })
+    invalid(s, { [2] = 5 }, { "/2", "type", "must be string" })
+    invalid(s, { [3] = "x" }, { "", "additionalProperties", "must NOT have additional properties" })
+    local many = { additionalProperties = false, properties = {} }
+    for i = 1, 20 do many.properties[tostring(i * 10)] = { type = "integer" } end
+    valid(many, { [20] = 1, [30] = 2 })
+    invalid(many, { [20] = "x" })
+    invalid(many, { [21] = 1 })
+  end)
+end)

@@ -1,0 +1,461 @@
+-- The WebSocket transport and http_get against spec/support/ws_server (a
+-- libwebsockets server on 127.0.0.1), plus connection failures against a
+-- refused port and a listener that never answers.
+local core = require("devtools_tools.core")
+local helper = require("support.ws_helper")
+
+local MiB = 1024 * 1024
+
+describe("websocket transport", function()
+  local proc, port, t
+
+  before_each(function()
+    proc, port = helper.start()
+  end)
+
+  after_each(function()
+    if t then
+      t:close()
+      t = nil
+    end
+    local pid = helper.stop(proc)
+    assert.is_false(helper.alive(pid), "ws_server is still running")
+    assert.is_nil(proc:pid())
+  end)
+
+  local function connect(opts)
+    opts = opts or {}
+    opts.deadline = opts.deadline or core.now() + 10
+    local tr, msg, code = core.ws_connect("127.0.0.1", port, "/devtools/browser/test", opts)
+    assert(tr, tostring(msg) .. " " .. tostring(code))
+    return tr
+  end
+
+  local function roundtrip(tr, msg, timeout)
+    local deadline = core.now() + (timeout or 10)
+    assert.is_true(tr:send(msg, deadline))
+    local reply, err, code = tr:recv(deadline)
+    assert(reply, tostring(err) .. " " .. tostring(code))
+    return reply
+  end
+
+  it("echoes a message", function()
+    t = connect()
+    assert.are.equal("hello", roundtrip(t, "hello"))
+    assert.are.equal('{"id":1,"method":"Browser.getVersion"}',
+      roundtrip(t, '{"id":1,"method":"Browser.getVersion"}'))
+  end)
+
+  it("sends and receives 0-byte and 1-byte messages", function()
+    t = connect()
+    assert.are.equal("", roundtrip(t, ""))
+    assert.are.equal("x", roundtrip(t, "x"))
+    assert.are.equal("", roundtrip(t, ""))
+  end)
+
+  it("names itself", function()
+    t = connect()
+    assert.are.equal("websocket", t:kind())
+    assert.are.equal("Transport(websocket, open, 127.0.0.1:" .. port .. ")", tostring(t))
+  end)
+
+  it("gives the socket's descriptor, and nil once closed", function()
+    t = connect()
+    local fd = t:fd()
+    assert.is_number(fd)
+    -- the socket is close-on-exec, so look at it through our own pid
+    local stat = assert(io.open("/proc/self/stat")):read("*l")
+    local f = io.popen("readlink /proc/" .. stat:match("^%d+") .. "/fd/" .. fd)
+    local target = f:read("*l")
+    f:close()
+    assert.matches("^socket:", target)
+    t:close()
+    assert.is_nil(t:fd())
+  end)
+
+  it("sends a close frame on close", function()
+    t = connect()
+    assert.are.equal('{"count":0,"code":0}', roundtrip(t, '{"cmd":"closes"}'))
+    t:close()
+    t = connect()
+    assert.are.equal('{"count":1,"code":1000}', roundtrip(t, '{"cmd":"closes"}'))
+  end)
+
+  it("closes idempotently", function()
+    t = connect()
+    t:close()
+    t:close()
+    assert.are.equal("Transport(closed)", tostring(t))
+    assert.are.equal("closed", t:kind())
+    local ok, _, code = t:send("x", core.now() + 1)
+    assert.is_nil(ok)
+    assert.are.equal("closed", code)
+    ok, _, code = t:recv(core.now() + 1)
+    assert.is_nil(ok)
+    assert.are.equal("closed", code)
+    assert.is_false(t:pending())
+  end)
+
+  describe("reassembles fragmented replies", function()
+    local cases = {
+      { size = 5000, frag = 1 },
+      { size = 5000, frag = 7 },
+      { size = 100000, frag = 125 },
+      { size = 100000, frag = 126 },
+      { size = 300000, frag = 4096 },
+      { size = 300000, frag = 65535 },
+      { size = 300000, frag = 65536 },
+      { size = 300000, frag = 65537 },
+      { size = 3 * MiB, frag = MiB + 1 },
+    }
+    for _, c in ipairs(cases) do
+      it(("of %d bytes in %d-byte fragments"):format(c.size, c.frag), function()
+        t = connect()
+        local reply = roundtrip(t, ('{"cmd":"fragmented","size":%d,"frag":%d}'):format(c.size, c.frag))
+        assert.are.equal(c.size, #reply)
+        assert.is_true(reply == helper.pattern(c.size))
+        assert.are.equal("after", roundtrip(t, "after"))
+      end)
+    end
+  end)
+
+  it("queues several messages that arrive at once, in order", function()
+    t = connect()
+    assert.are.equal("1", roundtrip(t, '{"cmd":"burst","count":50}'))
+    -- the rest came in the same read or soon after: drain them
+    local got = { "1" }
+    local deadline = core.now() + 10
+    while #got < 50 do
+      got[#got + 1] = assert(t:recv(deadline))
+    end
+    for i = 1, 50 do
+      assert.are.equal(tostring(i), got[i])
+    end
+    assert.is_false(t:pending())
+  end)
+
+  it("reports pending() when a complete message is buffered", function()
+    t = connect()
+    assert.is_false(t:pending())
+    assert.is_true(t:send('{"cmd":"burst","count":3}', core.now() + 5))
+    core.sleep(0.3)   -- all three wait in the socket: one read takes them
+    assert.are.equal("1", t:recv(core.now() + 5))
+    assert.is_true(t:pending())
+    assert.are.equal("2", t:recv(core.now() + 5))
+    assert.is_true(t:pending())
+    assert.are.equal("3", t:recv(core.now() + 5))
+    assert.is_false(t:pending())
+  end)
+
+  it("receives a 64 MiB reply whole", function()
+    t = connect()
+    local n = 64 * MiB
+    local reply = roundtrip(t, ('{"cmd":"big","size":%d}'):format(n), 120)
+    assert.are.equal(n, #reply)
+    assert.is_true(reply == helper.pattern(n))
+    assert.are.equal("next", roundtrip(t, "next"))
+  end)
+
+  it("sends a 64 MiB request in fragments, and it arrives whole", function()
+    t = connect()
+    local n = 64 * MiB
+    local big = string.rep("0123456789abcdef", n / 16)
+    local echo = roundtrip(t, big, 120)
+    assert.are.equal(n, #echo)
+    assert.is_true(echo == big)
+    local stats = roundtrip(t, '{"cmd":"last"}')
+    local len, frames, sum = stats:match('"len":(%d+),"frames":(%d+),"sum":(%d+)')
+    assert.are.equal(n, tonumber(len))
+    assert.is_true(tonumber(frames) > 1, "sent as " .. frames .. " frame(s)")
+    -- the byte sum of "0123456789abcdef" is 1122 (48..57 and 97..102)
+    assert.are.equal((1122 * (n / 16)) % 4294967296, tonumber(sum))
+  end)
+
+  describe("the size limit", function()
+    it("drops an over-limit message, then the next one works", function()
+      t = connect()
+      t:limit(1000)
+      assert.are.equal(1000, t:limit())
+      assert.is_true(t:send('{"cmd":"big","size":5000}', core.now() + 5))
+      local ok, msg, code, head = t:recv(core.now() + 5)
+      assert.is_nil(ok)
+      assert.are.equal("too_large", code)
+      assert.matches("5000 bytes", msg)
+      assert.are.equal(helper.pattern(64), head)
+      assert.are.equal("still here", roundtrip(t, "still here"))
+    end)
+
+    it("drops an over-limit fragmented message, then the next one works", function()
+      t = connect()
+      t:limit(1000)
+      assert.is_true(t:send('{"cmd":"fragmented","size":100000,"frag":33}', core.now() + 5))
+      local ok, _, code, head = t:recv(core.now() + 5)
+      assert.is_nil(ok)
+      assert.are.equal("too_large", code)
+      assert.are.equal(helper.pattern(64), head)
+      assert.are.equal("x", roundtrip(t, "x"))
+    end)
+
+    it("drops a 64 MiB message under a 1 MiB limit and stays usable", function()
+      t = connect({ limit = MiB })
+      assert.are.equal(MiB, t:limit())
+      assert.is_true(t:send(('{"cmd":"big","size":%d}'):format(64 * MiB), core.now() + 60))
+      local ok, _, code = t:recv(core.now() + 60)
+      assert.is_nil(ok)
+      assert.are.equal("too_large", code)
+      assert.are.equal("small", roundtrip(t, "small"))
+    end)
+
+    it("accepts a message of exactly the limit", function()
+      t = connect()
+      t:limit(1000)
+      local reply = roundtrip(t, '{"cmd":"big","size":1000}')
+      assert.are.equal(1000, #reply)
+    end)
+
+    it("refuses to send a message over the limit", function()
+      t = connect()
+      t:limit(10)
+      local ok, _, code = t:send(string.rep("y", 11), core.now() + 5)
+      assert.is_nil(ok)
+      assert.are.equal("too_large", code)
+      assert.are.equal("0123456789", roundtrip(t, "0123456789"))
+    end)
+  end)
+
+  it("times out waiting for a message, and stays usable", function()
+    t = connect()
+    assert.is_true(t:send('{"cmd":"silent"}', core.now() + 5))
+    local t0 = core.now()
+    local ok, msg, code = t:recv(t0 + 0.2)
+    assert.is_nil(ok)
+    assert.are.equal("timeout", code)
+    assert.matches("timed out", msg)
+    assert.is_true(core.now() >= t0 + 0.2)
+    assert.are.equal("again", roundtrip(t, "again"))
+  end)
+
+  it("returns what has arrived when the deadline is already past", function()
+    t = connect()
+    assert.is_true(t:send("late", core.now() + 5))
+    local got, code
+    local give_up = core.now() + 5
+    repeat
+      core.sleep(0.01)
+      local _
+      got, _, code = t:recv(core.now() - 1)
+      if not got then
+        assert.are.equal("timeout", code)
+      end
+    until got or core.now() > give_up
+    assert.are.equal("late", got)
+  end)
+
+  it("keeps a message queued after a send timeout and sends it later", function()
+    t = connect()
+    -- the server stops reading for a while, so 64 MiB cannot all go out
+    assert.is_true(t:send('{"cmd":"stall","ms":700}', core.now() + 5))
+    local big = string.rep("z", 64 * MiB)
+    local ok, msg, code = t:send(big, core.now() + 0.2)
+    assert.is_nil(ok)
+    assert.are.equal("timeout", code)
+    assert.matches("still queued", msg)
+    -- the next send waits behind it; both arrive, in order
+    assert.is_true(t:send('{"cmd":"last"}', core.now() + 60))
+    local echo = assert(t:recv(core.now() + 60))
+    assert.is_true(echo == big)
+    local stats = assert(t:recv(core.now() + 10))
+    assert.matches('"len":' .. 64 * MiB, stats)
+  end)
+
+  it("reports closed when the server closes", function()
+    t = connect()
+    assert.is_true(t:send('{"cmd":"close"}', core.now() + 5))
+    local ok, msg, code = t:recv(core.now() + 5)
+    assert.is_nil(ok)
+    assert.are.equal("closed", code)
+    assert.matches("1000", msg)
+    assert.matches("peer gone", tostring(t))
+    ok, _, code = t:send("x", core.now() + 1)
+    assert.is_nil(ok)
+    assert.are.equal("closed", code)
+    ok, _, code = t:recv(core.now() + 1)
+    assert.is_nil(ok)
+    assert.are.equal("closed", code)
+  end)
+
+  it("reports closed when the server drops the connection", function()
+    t = connect()
+    assert.is_true(t:send('{"cmd":"drop"}', core.now() + 5))
+    local ok, _, code = t:recv(core.now() + 5)
+    assert.is_nil(ok)
+    assert.are.equal("closed", code)
+  end)
+
+  it("reports closed when the server process dies", function()
+    t = connect()
+    proc:kill(0)
+    local ok, _, code = t:recv(core.now() + 5)
+    assert.is_nil(ok)
+    assert.are.equal("closed", code)
+  end)
+
+  it("still delivers messages that arrived before the close", function()
+    t = connect()
+    assert.is_true(t:send("first", core.now() + 5))
+    assert.is_true(t:send('{"cmd":"close"}', core.now() + 5))
+    -- let both the echo and the close arrive before reading
+    core.sleep(0.2)
+    assert.are.equal("first", t:recv(core.now() + 5))
+    local ok, _, code = t:recv(core.now() + 5)
+    assert.is_nil(ok)
+    assert.are.equal("closed", code)
+  end)
+
+  it("sends Host as host:port by default, or opts.host_header, and no Origin", function()
+    t = connect()
+    assert.are.equal('{"host":"127.0.0.1:' .. port .. '","origin":0}', roundtrip(t, '{"cmd":"hello"}'))
+    t:close()
+    t = connect({ host_header = "localhost:" .. port })
+    assert.are.equal('{"host":"localhost:' .. port .. '","origin":0}', roundtrip(t, '{"cmd":"hello"}'))
+  end)
+
+  it("is talking to a server that does reject an Origin header with 403", function()
+    local key = "dGhlIHNhbXBsZSBub25jZQ=="
+    local base = "GET /x HTTP/1.1\r\nHost: 127.0.0.1:" .. port .. "\r\nUpgrade: websocket\r\n"
+      .. "Connection: Upgrade\r\nSec-WebSocket-Key: " .. key .. "\r\nSec-WebSocket-Version: 13\r\n"
+    assert.matches("^HTTP/1%.1 101", helper.raw_status(port, base .. "\r\n"))
+    assert.matches("^HTTP/1%.%d 403",
+      helper.raw_status(port, base .. "Origin: http://127.0.0.1:" .. port .. "\r\n\r\n"))
+  end)
+
+  it("connects by localhost", function()
+    local tr = assert(core.ws_connect("localhost", port, "/x", { deadline = core.now() + 10 }))
+    assert.are.equal("hi", roundtrip(tr, "hi"))
+    tr:close()
+  end)
+
+  it("fails with connect_failed and the status when the handshake is refused", function()
+    for _, status in ipairs({ 403, 500 }) do
+      local tr, msg, code = core.ws_connect("127.0.0.1", port, "/reject/" .. status,
+        { deadline = core.now() + 10 })
+      assert.is_nil(tr)
+      assert.are.equal("connect_failed", code)
+      assert.matches("127.0.0.1:" .. port, msg, 1, true)
+      assert.matches(tostring(status), msg, 1, true)
+    end
+  end)
+
+  it("lets an unreferenced transport be collected", function()
+    local tr = connect()
+    assert.are.equal("gc", roundtrip(tr, "gc"))
+    tr = nil -- luacheck: ignore
+    collectgarbage()
+    collectgarbage()
+    t = connect()
+    assert.are.equal("ok", roundtrip(t, "ok"))
+  end)
+
+  describe("core.http_get", function()
+    it("gets /json/version", function()
+      local status, body = core.http_get("127.0.0.1", port, "/json/version", core.now() + 10)
+      assert.are.equal(200, status)
+      assert.matches('"webSocketDebuggerUrl":"ws://127.0.0.1:' .. port .. '/devtools/browser/test"', body, 1, true)
+    end)
+
+    it("returns other statuses as they are", function()
+      local status = core.http_get("127.0.0.1", port, "/nothing-here", core.now() + 10)
+      assert.are.equal(404, status)
+    end)
+
+    it("sends no Origin header (the server answers 403 to one)", function()
+      assert.matches("^HTTP/1%.%d 403", helper.raw_status(port,
+        "GET /json/version HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://x\r\n\r\n"))
+      assert.are.equal(200, (core.http_get("127.0.0.1", port, "/json/version", core.now() + 10)))
+    end)
+
+    it("takes a body of 1 MiB and refuses a bigger one", function()
+      local status, body = core.http_get("127.0.0.1", port, "/size/" .. MiB, core.now() + 10)
+      assert.are.equal(200, status)
+      assert.are.equal(MiB, #body)
+      local ok, msg, code = core.http_get("127.0.0.1", port, "/size/" .. (MiB + 1), core.now() + 10)
+      assert.is_nil(ok)
+      assert.are.equal("too_large", code)
+      assert.is_string(msg)
+    end)
+
+    it("reads a chunked body", function()
+      for _, n in ipairs({ 0, 1, 999, 1000, 1001, 250000, MiB }) do
+        local status, body = core.http_get("127.0.0.1", port, "/chunked/" .. n, core.now() + 10)
+        assert.are.equal(200, status)
+        assert.are.equal(n, #body)
+        assert.is_true(body == string.rep("x", n))
+      end
+      local ok, _, code = core.http_get("127.0.0.1", port, "/chunked/" .. (MiB + 1), core.now() + 10)
+      assert.is_nil(ok)
+      assert.are.equal("too_large", code)
+    end)
+
+    it("connects by localhost", function()
+      assert.are.equal(200, (core.http_get("localhost", port, "/json/version", core.now() + 10)))
+    end)
+
+    it("rejects a bad path", function()
+      assert.has_error(function() core.http_get("127.0.0.1", port, "json/version") end)
+      assert.has_error(function() core.http_get("127.0.0.1", port, "/a b") end)
+      assert.has_error(function() core.http_get("127.0.0.1", 0, "/") end)
+    end)
+  end)
+end)
+
+describe("connection failures", function()
+  it("ws_connect to a refused port fails with connect_failed at once", function()
+    local port = helper.refused_port()
+    local t0 = core.now()
+    local tr, msg, code = core.ws_connect("127.0.0.1", port, "/x", { deadline = t0 + 30 })
+    assert.is_nil(tr)
+    assert.are.equal("connect_failed", code)
+    assert.matches("127.0.0.1:" .. port, msg, 1, true)
+    -- not at the deadline
+    assert.is_true(core.now() - t0 < 15)
+  end)
+
+  it("http_get to a refused port fails with connect_failed at once", function()
+    local port = helper.refused_port()
+    local t0 = core.now()
+    local ok, msg, code = core.http_get("127.0.0.1", port, "/json/version", t0 + 30)
+    assert.is_nil(ok)
+    assert.are.equal("connect_failed", code)
+    assert.matches("127.0.0.1:" .. port, msg, 1, true)
+    assert.is_true(core.now() - t0 < 15)
+  end)
+
+  it("ws_connect to a listener that never answers times out at the deadline", function()
+    local server, port = helper.silent_listener()
+    local t0 = core.now()
+    local tr, msg, code = core.ws_connect("127.0.0.1", port, "/x", { deadline = t0 + 0.5 })
+    server:close()
+    assert.is_nil(tr)
+    assert.are.equal("timeout", code)
+    assert.matches("127.0.0.1:" .. port, msg, 1, true)
+    assert.is_true(core.now() >= t0 + 0.5)
+  end)
+
+  it("http_get from a listener that never answers times out at the deadline", function()
+    local server, port = helper.silent_listener()
+    local t0 = core.now()
+    local ok, _, code = core.http_get("127.0.0.1", port, "/json/version", t0 + 0.5)
+    server:close()
+    assert.is_nil(ok)
+    assert.are.equal("timeout", code)
+    assert.is_true(core.now() >= t0 + 0.5)
+  end)
+
+  it("ws_connect rejects bad arguments", function()
+    assert.has_error(function() core.ws_connect("127.0.0.1", 0, "/x") end)
+    assert.has_error(function() core.ws_connect("127.0.0.1", 70000, "/x") end)
+    assert.has_error(function() core.ws_connect("127.0.0.1", 80, "x") end)
+    assert.has_error(function() core.ws_connect("", 80, "/x") end)
+    assert.has_error(function() core.ws_connect("127.0.0.1", 80, "/x", { limit = 0 }) end)
+  end)
+end)
