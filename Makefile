@@ -62,6 +62,11 @@ $(BUILD)/support/%: spec/support/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c99 $(WARN) $(CFLAGS) -o $@ $< $(LWS_LIBS)
 
+# Speed and memory against floors measured in the same run; prints a table
+# and writes bench/results.json (needs chromium; about 2 minutes).
+bench: all $(SUPPORT)
+	DEVTOOLS_TOOLS_BUILD=$(BUILD) $(LUA) bench/bench.lua
+
 # Why json.c is not built on libjansson: checks and timings (needs libjansson-dev).
 bench-jansson: all
 	@mkdir -p $(BUILD)/bench
