@@ -312,15 +312,18 @@ describe("calling tools", function()
   it("pipelines call_many: every request is written before the first reply is read", function()
     local conn = page.conn
     local real = conn.transport
-    local log = {}
+    local log, ids = {}, {}
     conn.transport = setmetatable({
       send = function(_, msg, deadline)
-        if msg:find("Runtime.callFunctionOn", 1, true) then log[#log + 1] = "send" end
+        if msg:find("return rt.batch(specs", 1, true) or msg:find("return rt.call(spec[0]", 1, true) then
+          ids[tonumber(msg:match('"id":(%d+)'))] = true
+          log[#log + 1] = "send"
+        end
         return real:send(msg, deadline)
       end,
       recv = function(_, deadline, decode)
         local m, err, code, head = real:recv(deadline, decode)
-        if m and m.id and m.result and m.result.result then log[#log + 1] = "reply" end
+        if m and ids[m.id] then log[#log + 1] = "reply" end
         return m, err, code, head
       end,
     }, { __index = function(_, k) return function(_, ...) return real[k](real, ...) end end })
@@ -336,7 +339,42 @@ describe("calling tools", function()
     assert.same({ i = 4 }, res[4])
     assert.equal(6, res[5])
     assert.equal(5, res.n)
-    assert.same({ "send", "send", "send", "send", "send", "reply", "reply", "reply", "reply", "reply" }, log)
+    -- calls to one document travel as one request
+    assert.same({ "send", "reply" }, log)
+  end)
+
+  it("call_many sends one request per document, all before reading any reply", function()
+    local p2 = open("/frames.html")
+    local groups = p2:discover()
+    local conn = p2.conn
+    local real = conn.transport
+    local log, ids = {}, {}
+    conn.transport = setmetatable({
+      send = function(_, msg, deadline)
+        if msg:find("return rt.batch(specs", 1, true) or msg:find("return rt.call(spec[0]", 1, true) then
+          ids[tonumber(msg:match('"id":(%d+)'))] = true
+          log[#log + 1] = "send"
+        end
+        return real:send(msg, deadline)
+      end,
+      recv = function(_, deadline, decode)
+        local m, err, code, head = real:recv(deadline, decode)
+        if m and ids[m.id] then log[#log + 1] = "reply" end
+        return m, err, code, head
+      end,
+    }, { __index = function(_, k) return function(_, ...) return real[k](real, ...) end end })
+    local ok, res = pcall(p2.call_many, p2, {
+      { groups[3]:tool("whoami") }, { "whoami" }, { groups[2]:tool("whoami") },
+      { "where-cross" }, { groups[1]:tool("mainOnly") }, { "nope" },
+    }, { errors = "return" })
+    conn.transport = real
+    assert(ok, tostring(res))
+    assert.same({ "cross", "main", "same" }, { res[1], res[2], res[3] }, require("devtools_tools").json.encode(res))
+    assert.equal("http://localhost:" .. server.port, res[4])
+    assert.equal(server.url("/frames.html"), res[5])
+    assert.equal("tool_not_found", res[6].code)
+    assert.same({ "send", "send", "send", "reply", "reply", "reply" }, log)
+    p2:close()
   end)
 
   it("call_many can return errors in place", function()

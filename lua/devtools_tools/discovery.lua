@@ -166,6 +166,20 @@ if (!window[KEY]) {
       }
       return finish(value, callId);
     },
+    // Several calls in one round trip (call_many): an array of envelopes.
+    batch(specs, els) {
+      const out = new Array(specs.length);
+      let pending = null;
+      specs.forEach((s, i) => {
+        let r;
+        try { r = rt.call(s[0], s[1], s[2], s[3], s[4], els.slice(s[5], s[5] + s[6])); }
+        catch (e) { r = failed('tool', e); }
+        if (typeof r === 'string') out[i] = r;
+        else (pending || (pending = [])).push(r.then((v) => { out[i] = v; }));
+      });
+      const join = () => '[' + out.join(',') + ']';
+      return pending ? Promise.all(pending).then(join) : join();
+    },
     take(callId) { const s = stash.get(callId) || []; stash.delete(callId); return s; },
   };
   Object.defineProperty(window, KEY, { value: rt, enumerable: false, configurable: true });
@@ -247,11 +261,22 @@ function () {
 ]==]
 DISCOVER_JS = DISCOVER_JS:gsub("%%d", tostring(M.MAX_DEPTH))
 
+-- One call: spec is [groupIndex, toolIndex, name, args, callId]; element
+-- arguments follow as remote objects.
 local CALL_JS = [==[
-function (gi, ti, name, args, callId, ...els) {
+function (spec, ...els) {
   const rt = window.__devtools_tools;
   if (!rt) return '{"error":{"kind":"stale","message":"the tools of this document are gone"}}';
-  return rt.call(gi, ti, name, args, callId, els);
+  return rt.call(spec[0], spec[1], spec[2], spec[3], spec[4], els);
+}
+]==]
+
+-- Many calls: each spec also holds [.., firstElement, elementCount].
+local BATCH_JS = [==[
+function (specs, ...els) {
+  const rt = window.__devtools_tools;
+  if (!rt) return '{"error":{"kind":"stale","message":"the tools of this document are gone"}}';
+  return rt.batch(specs, els);
 }
 ]==]
 
@@ -407,6 +432,8 @@ function M.discover(page, opts)
   local conn = page.conn
   local deadline = conn:deadline(opts)
   conn:poll()
+  -- Any document change from here on makes this discovery out of date.
+  local epoch = page.epoch
   -- 1. The frame trees of every session, and a barrier on each child
   --    session's Runtime.enable so that its contexts are known.
   local sessions = sessions_of(page)
@@ -431,14 +458,11 @@ function M.discover(page, opts)
   local frames = ordered_frames(page, trees)
 
   -- Record what the trees say; events keep it current from here on.
-  local sig = {}
   for _, f in ipairs(frames) do
     local fr = page.frames[f.id] or {}
     page.frames[f.id] = fr
     fr.id, fr.url, fr.origin, fr.parent, fr.session = f.id, f.url, f.origin, f.parent, f.session
     fr.loader_id = f.loader_id
-    local ctx = page.contexts[f.id]
-    sig[#sig + 1] = { id = f.id, loader = f.loader_id, context = ctx and ctx.id }
   end
 
   -- 2. The window object of each frame's main world, then its listeners.
@@ -504,7 +528,7 @@ function M.discover(page, opts)
       end
     end
   end
-  page._tool_cache = { sig = sig, groups = groups, warnings = warnings }
+  page._tool_cache = { epoch = epoch, groups = groups, warnings = warnings }
   return groups, warnings
 end
 
@@ -513,16 +537,7 @@ local function cache_valid(page)
   local c = page._tool_cache
   if not c then return false end
   page.conn:poll()
-  local n = 0
-  for _, s in ipairs(c.sig) do
-    local fr = page.frames[s.id]
-    if not fr or fr.loader_id ~= s.loader then return false end
-    local ctx = page.contexts[s.id]
-    if s.context and (not ctx or ctx.id ~= s.context) then return false end
-    n = n + 1
-  end
-  for _ in pairs(page.frames) do n = n - 1 end
-  return n == 0
+  return c.epoch == page.epoch
 end
 
 function M.tool_groups(page, opts)
@@ -637,35 +652,63 @@ local function prepare(tool, args, who)
   return { tool = tool, args = wire, els = els, call_id = next_call_id }
 end
 
--- Sends the request(s) of a prepared call; returns after writing.
-local function send_call(c, deadline)
-  local tool = c.tool
-  local conn = tool._page.conn
-  local session = tool._session
-  local arguments = { { value = tool._gi }, { value = tool._ti }, { value = tool.name },
-    { value = c.args }, { value = c.call_id } }
-  if c.els then
-    -- Element arguments: resolve each to a remote object in the tool's context.
-    local rids = {}
-    for i, el in ipairs(c.els) do
-      rids[i] = conn:send("DOM.resolveNode", { backendNodeId = el.backend_node_id,
-        executionContextId = tool._context, objectGroup = "devtools_tools" }, session, deadline)
-    end
-    for i, el in ipairs(c.els) do
-      local ok, r = errors.catch(conn.await, conn, rids[i], deadline, "DOM.resolveNode")
-      if not ok then
-        if r.code == "protocol_error" then
-          raise("stale", "an Element passed to " .. tool.name .. " is no longer in the document ("
-            .. tostring(el.description) .. ")", { tool = tool.name })
-        end
-        error(r, 0)
-      end
-      arguments[#arguments + 1] = { objectId = r.object.objectId }
+-- Resolves the Element arguments of prepared calls (all of one session and
+-- context) to remote objects, pipelined. Returns the list of objectIds, in
+-- call order, and sets c.el_first on each call.
+local function resolve_elements(calls, deadline)
+  local ids, els = {}, {}
+  for _, c in ipairs(calls) do
+    c.el_first = #els
+    for _, el in ipairs(c.els or {}) do
+      local tool = c.tool
+      els[#els + 1] = { el = el, tool = tool }
+      ids[#els] = tool._page.conn:send("DOM.resolveNode", { backendNodeId = el.backend_node_id,
+        executionContextId = tool._context, objectGroup = "devtools_tools" }, tool._session, deadline)
     end
   end
-  c.id = conn:send("Runtime.callFunctionOn", { functionDeclaration = CALL_JS,
+  local out = {}
+  for i, e in ipairs(els) do
+    local ok, r = pcall(e.tool._page.conn.await, e.tool._page.conn, ids[i], deadline, "DOM.resolveNode")
+    if not ok then
+      if errors.is_error(r) and r.code == "protocol_error" then
+        raise("stale", "an Element passed to " .. e.tool.name .. " is no longer in the document ("
+          .. tostring(e.el.description) .. ")", { tool = e.tool.name })
+      end
+      error(r, 0)
+    end
+    out[i] = { objectId = r.object.objectId }
+  end
+  return out
+end
+
+-- Sends one prepared call; returns after writing.
+local function send_call(c, deadline)
+  local tool = c.tool
+  local arguments = { { value = setmetatable({ tool._gi, tool._ti, tool.name, c.args, c.call_id }, array_mt) } }
+  if c.els then
+    for _, o in ipairs(resolve_elements({ c }, deadline)) do arguments[#arguments + 1] = o end
+  end
+  c.id = tool._page.conn:send("Runtime.callFunctionOn", { functionDeclaration = CALL_JS,
     executionContextId = tool._context, arguments = arguments, awaitPromise = true,
-    returnByValue = true }, session, deadline)
+    returnByValue = true }, tool._session, deadline)
+end
+
+-- Sends the calls of one batch (one session and context) as one request.
+local function send_batch(b, deadline)
+  local specs, arguments = setmetatable({}, array_mt), { false }
+  local objs = resolve_elements(b.calls, deadline)
+  for i, c in ipairs(b.calls) do
+    local tool = c.tool
+    specs[i] = setmetatable({ tool._gi, tool._ti, tool.name, c.args, c.call_id, c.el_first,
+      c.els and #c.els or 0 }, array_mt)
+  end
+  arguments[1] = { value = specs }
+  for _, o in ipairs(objs) do arguments[#arguments + 1] = o end
+  local tool = b.calls[1].tool
+  b.id = tool._page.conn:send("Runtime.callFunctionOn", { functionDeclaration = BATCH_JS,
+    executionContextId = tool._context, arguments = arguments, awaitPromise = true,
+    returnByValue = true }, tool._session, deadline)
+  b.has_els = #objs > 0
 end
 
 -- Element placeholders in a decoded result -> Element objects.
@@ -715,13 +758,13 @@ local function replace_elements(v, c, backend, depth)
   return v
 end
 
--- Awaits the reply of a sent call and turns it into a value or an Error.
-local function finish_call(c, deadline)
-  local tool = c.tool
+-- Awaits the reply to request id on behalf of `who` (a call or a batch)
+-- and returns the page's envelope text; CDP-level failures become Errors.
+local function await_reply(tool, id, deadline, has_els)
   local conn = tool._page.conn
-  local ok, r = pcall(conn.await, conn, c.id, deadline, "tool " .. tool.name)
+  local ok, r = pcall(conn.await, conn, id, deadline, "tool " .. tool.name)
   if not ok and not errors.is_error(r) then error(r, 0) end
-  if c.els then
+  if has_els then
     conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = "devtools_tools" }, tool._session)
   end
   if not ok then
@@ -744,7 +787,15 @@ local function finish_call(c, deadline)
   if type(text) ~= "string" then
     raise("protocol_error", "tool " .. tool.name .. ": unexpected reply from the page", { tool = tool.name })
   end
-  local env = decode_page_json(text, "tool " .. tool.name)
+  return decode_page_json(text, "tool " .. tool.name)
+end
+
+-- A decoded envelope {"n":..,"v":..} or {"error":..} -> the value, or raises.
+local function open_envelope(c, env, deadline)
+  local tool = c.tool
+  if type(env) ~= "table" then
+    raise("protocol_error", "tool " .. tool.name .. ": unexpected reply from the page", { tool = tool.name })
+  end
   local e = env.error
   if e then
     if e.kind == "not_found" then
@@ -771,7 +822,7 @@ function M.call_tool(tool, args, opts)
   local deadline = conn:deadline(opts)
   local c = prepare(tool, args, "tool " .. tostring(tool.name))
   send_call(c, deadline)
-  return finish_call(c, deadline)
+  return open_envelope(c, await_reply(tool, c.id, deadline, c.els ~= nil), deadline)
 end
 
 function Tool:call(args, opts)
@@ -788,15 +839,20 @@ local function lookup(page, name, opts)
 end
 M.lookup = lookup
 
--- call_many(page, list, opts) -> results (in order). Every request is
--- written before the first reply is awaited.
+-- call_many(page, list, opts) -> results (in order). The calls are grouped
+-- by the document they run in, and each group goes to the page as one
+-- request: every request is written before the first reply is awaited.
 function M.call_many(page, list, opts)
   if type(list) ~= "table" then raise("bad_argument", "call_many: expected a list of {name, args}") end
   local keep = opts and opts.errors == "return"
   local conn = page.conn
   local deadline = conn:deadline(opts)
-  local calls, results = {}, {}
-  local n = #list
+  local results, n = {}, #list
+  local batches, by_doc = {}, {}
+  local function fail(i, err)
+    if not keep then error(err, 0) end
+    results[i] = err
+  end
   for i = 1, n do
     local entry = list[i]
     local ok, c = errors.catch(function()
@@ -806,40 +862,54 @@ function M.call_many(page, list, opts)
       return prepare(t, entry[2], "call_many entry " .. i)
     end)
     if not ok then
-      if not keep then error(c, 0) end
-      results[i] = c
+      fail(i, c)
     else
-      calls[i] = c
+      c.index = i
+      local key = c.tool._session .. "\0" .. c.tool._context
+      local b = by_doc[key]
+      if not b then
+        b = { calls = {} }
+        by_doc[key] = b
+        batches[#batches + 1] = b
+      end
+      b.calls[#b.calls + 1] = c
     end
   end
-  for i = 1, n do
-    local c = calls[i]
-    if c then
-      local ok, err = errors.catch(send_call, c, deadline)
-      if not ok then
-        if not keep then error(err, 0) end
-        calls[i] = nil
-        results[i] = err
-      end
+  for _, b in ipairs(batches) do
+    local ok, err = errors.catch(send_batch, b, deadline)
+    if not ok then
+      b.failed = err
+      for _, c in ipairs(b.calls) do fail(c.index, err) end
     end
   end
   local first_err
-  for i = 1, n do
-    local c = calls[i]
-    if c then
-      local ok, v = errors.catch(finish_call, c, deadline)
-      if ok then
-        results[i] = v
-      else
-        results[i] = v
-        if not keep and not first_err then first_err = v end
-        if v.code == "disconnected" then
-          for j = i + 1, n do if calls[j] then results[j] = v; calls[j] = nil end end
+  for _, b in ipairs(batches) do
+    if not b.failed then
+      local tool = b.calls[1].tool
+      local ok, envs = errors.catch(await_reply, tool, b.id, deadline, b.has_els)
+      if ok and (getmetatable(envs) ~= array_mt or #envs ~= #b.calls) then
+        if type(envs) == "table" and envs.error then
+          ok, envs = errors.catch(open_envelope, b.calls[1], envs, deadline)
+          ok = false
+        else
+          ok, envs = false, errors.new("protocol_error", "call_many: unexpected reply from the page")
         end
+      end
+      for k, c in ipairs(b.calls) do
+        local v
+        if ok then
+          local ok2, r = errors.catch(open_envelope, c, envs[k], deadline)
+          v = r
+          if not ok2 then first_err = first_err or r end
+        else
+          v = envs
+          first_err = first_err or envs
+        end
+        results[c.index] = v
       end
     end
   end
-  if first_err then error(first_err, 0) end
+  if first_err and not keep then error(first_err, 0) end
   results.n = n
   return results
 end

@@ -144,9 +144,21 @@ handlers["Target.detachedFromTarget"] = function(self, p)
   end
 end
 
+-- Events that change which documents (and so which tools) the page has:
+-- each bumps page.epoch, so a cached discovery knows it is out of date.
+local epoch_events = {
+  ["Page.frameNavigated"] = true, ["Page.frameDetached"] = true,
+  ["Runtime.executionContextCreated"] = true, ["Runtime.executionContextDestroyed"] = true,
+  ["Runtime.executionContextsCleared"] = true, ["Target.attachedToTarget"] = true,
+  ["Target.detachedFromTarget"] = true,
+}
+
 local function on_event(self, method, params, session)
   local h = handlers[method]
-  if h then h(self, params, session) end
+  if h then
+    h(self, params, session)
+    if epoch_events[method] then self.epoch = self.epoch + 1 end
+  end
 end
 
 -- ---- attach ---------------------------------------------------------------------
@@ -168,7 +180,7 @@ function M.attach(browser, target_id, deadline)
   local self = setmetatable({
     browser = browser, conn = conn, target_id = target_id, session = r.sessionId,
     url = "about:blank", frames = {}, contexts = {}, loaded = {}, nav_count = 0,
-    child_sessions = {}, _attach_seq = 1,
+    child_sessions = {}, _attach_seq = 1, epoch = 0,
   }, Page)
   browser.pages_by_session[self.session] = self
   self._listener = function(method, params, session)
