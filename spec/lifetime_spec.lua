@@ -42,6 +42,30 @@ describe("lifetime", function()
     assert.is_true(H.wait_for(function() return not H.exists(profile) end, 5))
   end)
 
+  it("ends Chromium and removes its profile when the program calls os.exit", function()
+    local script = [[
+      package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+      package.cpath = "]] .. H.build .. [[/?.so;" .. package.cpath
+      local b = require("devtools_tools").launch()
+      io.stdout:write(b.user_data_dir, " ", b.process:pid(), "\n")
+      io.stdout:flush()
+      os.exit(3)
+    ]]
+    local file = os.tmpname()
+    local f = assert(io.open(file, "w"))
+    f:write(script)
+    f:close()
+    local p = assert(io.popen("lua5.4 " .. file .. "; echo rc=$?"))
+    local out = p:read("*a")
+    p:close()
+    os.remove(file)
+    local profile, pid, rc = out:match("^(%S+) (%d+)\nrc=(%d+)")
+    assert(profile, out)
+    assert.equal("3", rc)
+    assert.is_false(H.exists(profile))
+    assert.is_true(H.wait_for(function() return H.live_in_group(tonumber(pid)) == 0 end, 5))
+  end)
+
   it("closes with <close>", function()
     local pid
     local f = assert(load([[

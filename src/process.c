@@ -29,7 +29,7 @@
 
 extern char **environ;
 
-typedef struct {
+typedef struct proc_s {
 	pid_t pid;              /* 0 once reaped */
 	int pidfd;              /* pollable exit notification, or -1 */
 	int exited;             /* the child has exited (maybe not reaped) */
@@ -39,7 +39,32 @@ typedef struct {
 	dt_ring *ring;          /* shared with the pipe transport; one ref */
 	char *cleanup_dir;      /* owned; removed by close, or NULL */
 	unsigned long err_ino;  /* inode of the child's stdout/stderr pipe */
+	struct proc_s *next_live;   /* in the list of children not closed yet */
 } proc_t;
+
+/* Children not closed yet. A program that ends with os.exit() (which
+ * skips the collector) or exit() still ends them and removes their
+ * directories: the list is walked by an atexit handler. */
+static proc_t *live_list = NULL;
+static pid_t live_owner = 0;    /* a forked child's exit must not end them */
+
+static void live_add(proc_t *p)
+{
+	live_owner = getpid();
+	p->next_live = live_list;
+	live_list = p;
+}
+
+static void live_remove(proc_t *p)
+{
+	proc_t **pp;
+	for (pp = &live_list; *pp != NULL; pp = &(*pp)->next_live) {
+		if (*pp == p) {
+			*pp = p->next_live;
+			return;
+		}
+	}
+}
 
 static proc_t *check_proc(lua_State *L)
 {
@@ -402,6 +427,7 @@ static int l_spawn(lua_State *L)
 		p->cleanup_dir = strdup(cleanup);                 /* owns: cleanup_dir */
 	luaL_getmetatable(L, DT_PROCESS_MT);
 	lua_setmetatable(L, -2);
+	live_add(p);
 
 	if (want_pipe) {
 		/* The transport gets the stderr read end and its own ring ref. */
@@ -497,6 +523,7 @@ static int close_with(lua_State *L, double grace)
 	proc_t *p = check_proc(L);
 	end_child(p, grace);
 	remove_dir(p);
+	live_remove(p);
 	if (p->ring != NULL) {
 		dt_ring_unref(p->ring);
 		p->ring = NULL;
@@ -525,8 +552,25 @@ static int l_tostring(lua_State *L)
 	return 1;
 }
 
+static void end_all_at_exit(void)
+{
+	proc_t *p;
+	if (getpid() != live_owner)
+		return;
+	while ((p = live_list) != NULL) {
+		live_list = p->next_live;
+		end_child(p, 0);
+		remove_dir(p);
+	}
+}
+
 void dt_process_open(lua_State *L)
 {
+	static int registered = 0;
+	if (!registered) {
+		registered = 1;
+		atexit(end_all_at_exit);
+	}
 	static const luaL_Reg methods[] = {
 		{"pid", l_pid},
 		{"running", l_running},
