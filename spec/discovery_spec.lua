@@ -310,28 +310,12 @@ describe("calling tools", function()
   end)
 
   it("pipelines call_many: every request is written before the first reply is read", function()
-    local conn = page.conn
-    local real = conn.transport
-    local log, ids = {}, {}
-    conn.transport = setmetatable({
-      send = function(_, msg, deadline)
-        if msg:find("return rt.batch(specs", 1, true) or msg:find("return rt.call(spec[0]", 1, true) then
-          ids[tonumber(msg:match('"id":(%d+)'))] = true
-          log[#log + 1] = "send"
-        end
-        return real:send(msg, deadline)
-      end,
-      recv = function(_, deadline, decode)
-        local m, err, code, head = real:recv(deadline, decode)
-        if m and ids[m.id] then log[#log + 1] = "reply" end
-        return m, err, code, head
-      end,
-    }, { __index = function(_, k) return function(_, ...) return real[k](real, ...) end end })
+    local log, restore = H.spy_transport(page.conn, "Runtime.callFunctionOn")
     local ok, res = pcall(page.call_many, page, {
       { "add", { a = 1, b = 1 } }, { "slowEcho", { ms = 30 } }, { "add", { a = 2, b = 2 } },
       { "echo", { i = 4 } }, { "add", { a = 3, b = 3 } },
     })
-    conn.transport = real
+    restore()
     assert(ok, tostring(res))
     assert.equal(2, res[1])
     assert.same({ ms = 30 }, res[2])
@@ -346,28 +330,12 @@ describe("calling tools", function()
   it("call_many sends one request per document, all before reading any reply", function()
     local p2 = open("/frames.html")
     local groups = p2:discover()
-    local conn = p2.conn
-    local real = conn.transport
-    local log, ids = {}, {}
-    conn.transport = setmetatable({
-      send = function(_, msg, deadline)
-        if msg:find("return rt.batch(specs", 1, true) or msg:find("return rt.call(spec[0]", 1, true) then
-          ids[tonumber(msg:match('"id":(%d+)'))] = true
-          log[#log + 1] = "send"
-        end
-        return real:send(msg, deadline)
-      end,
-      recv = function(_, deadline, decode)
-        local m, err, code, head = real:recv(deadline, decode)
-        if m and ids[m.id] then log[#log + 1] = "reply" end
-        return m, err, code, head
-      end,
-    }, { __index = function(_, k) return function(_, ...) return real[k](real, ...) end end })
+    local log, restore = H.spy_transport(p2.conn, "Runtime.callFunctionOn")
     local ok, res = pcall(p2.call_many, p2, {
       { groups[3]:tool("whoami") }, { "whoami" }, { groups[2]:tool("whoami") },
       { "where-cross" }, { groups[1]:tool("mainOnly") }, { "nope" },
     }, { errors = "return" })
-    conn.transport = real
+    restore()
     assert(ok, tostring(res))
     assert.same({ "cross", "main", "same" }, { res[1], res[2], res[3] }, require("devtools_tools").json.encode(res))
     assert.equal("http://localhost:" .. server.port, res[4])

@@ -87,6 +87,38 @@ function H.exists(path)
   return lfs.attributes(path) ~= nil
 end
 
+-- sh(cmd) -> output (stdout and stderr), exit status
+function H.sh(cmd)
+  local p = assert(io.popen(cmd .. " 2>&1; echo \"rc=$?\"", "r"))
+  local out = p:read("*a")
+  p:close()
+  local body, rc = out:match("^(.-)rc=(%d+)\n?$")
+  return body, tonumber(rc)
+end
+
+-- Wraps a connection's transport to record, in order, "send" for each
+-- request matching pattern and "reply" for each reply to one of them.
+-- Returns the log and a function that puts the real transport back.
+function H.spy_transport(conn, pattern)
+  local real = conn.transport
+  local log, ids = {}, {}
+  conn.transport = setmetatable({
+    send = function(_, msg, deadline)
+      if msg:find(pattern, 1, true) then
+        ids[tonumber(msg:match('"id":(%d+)'))] = true
+        log[#log + 1] = "send"
+      end
+      return real:send(msg, deadline)
+    end,
+    recv = function(_, deadline, decode)
+      local m, err, code, head = real:recv(deadline, decode)
+      if m and ids[m.id] then log[#log + 1] = "reply" end
+      return m, err, code, head
+    end,
+  }, { __index = function(_, k) return function(_, ...) return real[k](real, ...) end end })
+  return log, function() conn.transport = real end
+end
+
 -- Runs fn and returns the dt.Error it raised (fails if it raised none or
 -- raised something else).
 function H.error_of(fn, ...)

@@ -3,13 +3,7 @@
 
 local core = require "devtools_tools.core"
 
-local function sh(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1; echo \"rc=$?\"", "r"))
-  local out = p:read("*a")
-  p:close()
-  local body, rc = out:match("^(.-)rc=(%d+)\n?$")
-  return body, tonumber(rc)
-end
+local sh = require("helper").sh
 
 local SMOKE = [[lua5.4 -e 'local dt = require "devtools_tools"
 local b = dt.launch()

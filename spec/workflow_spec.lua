@@ -5,13 +5,7 @@
 local dt = require "devtools_tools"
 local app_server = require "support.app_server"
 
-local function sh(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1; echo \"rc=$?\"", "r"))
-  local out = p:read("*a")
-  p:close()
-  local body, rc = out:match("^(.-)rc=(%d+)\n?$")
-  return body, tonumber(rc)
-end
+local sh = require("helper").sh
 
 local build = os.getenv("DEVTOOLS_TOOLS_BUILD") or "build/lua5.4"
 local lua = "lua5.4"
