@@ -310,7 +310,7 @@ describe("calling tools", function()
   end)
 
   it("pipelines call_many: every request is written before the first reply is read", function()
-    local log, restore = H.spy_transport(page.conn, "Runtime.callFunctionOn")
+    local log, restore = H.spy_transport(page.conn, "return rt.batch(specs")
     local ok, res = pcall(page.call_many, page, {
       { "add", { a = 1, b = 1 } }, { "slowEcho", { ms = 30 } }, { "add", { a = 2, b = 2 } },
       { "echo", { i = 4 } }, { "add", { a = 3, b = 3 } },
@@ -330,7 +330,7 @@ describe("calling tools", function()
   it("call_many sends one request per document, all before reading any reply", function()
     local p2 = open("/frames.html")
     local groups = p2:discover()
-    local log, restore = H.spy_transport(p2.conn, "Runtime.callFunctionOn")
+    local log, restore = H.spy_transport(p2.conn, "return rt.batch(specs")
     local ok, res = pcall(p2.call_many, p2, {
       { groups[3]:tool("whoami") }, { "whoami" }, { groups[2]:tool("whoami") },
       { "where-cross" }, { groups[1]:tool("mainOnly") }, { "nope" },
