@@ -204,7 +204,7 @@ function M.connect(url, opts)
       .. " (the DevTools protocol gives full control of the browser;"
       .. " pass allow_remote = true to allow it)")
   end
-  port = port or (scheme == "http" and 80 or 80)
+  port = port or 80
   local timeout = opts.timeout or 30
   local deadline = now() + timeout
   -- Connect by address: "localhost" is resolved here, and the Host header

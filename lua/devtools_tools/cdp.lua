@@ -158,7 +158,9 @@ function Conn:send_nowait(method, params, session)
   local id = self.next_id
   self.next_id = id + 1
   local msg = { id = id, method = method, params = params, sessionId = session }
-  local ok, _, code = self.transport:send(encode(msg), now() + self.timeout)
+  -- A deadline of now: what does not fit in the pipe stays queued and goes
+  -- out with the next write, so this never waits.
+  local ok, _, code = self.transport:send(encode(msg), now())
   if not ok and code == "closed" then lost(self, "the browser closed the connection") end
 end
 
