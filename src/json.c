@@ -422,18 +422,33 @@ static const unsigned char *dec_number(jdec *d, const unsigned char *p)
 	return p;
 }
 
+/* Per open container of the decoder. The two hints outlive the container:
+ * they are the sizes of the last array and object closed at this depth, so
+ * that the next one (arrays of similar records) is created at its final
+ * size instead of growing through 1, 2, 4, ... with a rehash each time. A
+ * hint is taken by at most one container before that container's own close
+ * replaces it, so a misleading hint wastes at most about as many slots as
+ * the input had values: bounded by a small multiple of the input size. */
+typedef struct dlevel {
+	lua_Integer n;          /* elements (array) or members (object) so far */
+	int obj;                /* 1 for an object, 0 for an array */
+	int hint_arr;           /* length of the last non-empty array closed here */
+	int hint_obj;           /* members of the last non-empty object closed here */
+} dlevel;
+
+#define HINT_MAX (1 << 24)  /* keeps a hint an int and a table sane */
+
 /* The whole decoder: one pass, one loop, no recursion. Each open container
  * sits on the Lua stack (objects also hold their pending key there);
- * levels[k] is the element count of an array at depth k, or -1 for an
- * object. On success the value is on top. */
+ * lv[k] describes the container at depth k. On success the value is on top. */
 static int dec_run(jdec *d, int max_depth)
 {
 	lua_State *L = d->L;
 	const unsigned char *p = d->start, *end = d->end;
-	lua_Integer small[SMALL_LEVELS];
-	lua_Integer *lv = small;        /* lv[1..depth] */
+	dlevel small[SMALL_LEVELS];
+	dlevel *lv = small;             /* lv[1..depth]; hints valid in lv[1..hi] */
 	size_t lv_cap = SMALL_LEVELS;
-	int depth = 0;
+	int depth = 0, hi = 0;
 
 value:
 	p = skip_ws(p, end);
@@ -443,7 +458,9 @@ value:
 	}
 	switch (*p) {
 	case '{':
-	case '[':
+	case '[': {
+		dlevel *l;
+		int obj = *p == '{';
 		if (depth >= max_depth || !lua_checkstack(L, 4)) {
 			d->code = "too_deep";
 			if (d->errsz > 0)
@@ -454,32 +471,39 @@ value:
 			return 0;
 		}
 		if ((size_t)depth + 1 >= lv_cap) {
-			lv = grow_slot(L, d->levels_slot, lv, lv_cap * sizeof *lv,
+			lv = grow_slot(L, d->levels_slot, lv, ((size_t)hi + 1) * sizeof *lv,
 			               2 * lv_cap * sizeof *lv);
 			lv_cap *= 2;
 		}
-		if (*p == '{') {
-			lua_createtable(L, 0, 0);               /* ... obj */
-			lv[++depth] = -1;
-			p = skip_ws(p + 1, end);
-			if (p < end && *p == '}') {
-				p++;
-				depth--;
-				goto value_done;
-			}
-			goto key;
+		l = &lv[depth + 1];
+		if (depth + 1 > hi) {
+			l->hint_arr = l->hint_obj = 0;
+			hi = depth + 1;
 		}
-		lua_createtable(L, 0, 0);                       /* ... arr */
-		lua_pushvalue(L, d->mt_slot);                   /* ... arr mt */
-		lua_setmetatable(L, -2);                        /* ... arr */
-		lv[++depth] = 0;
 		p = skip_ws(p + 1, end);
-		if (p < end && *p == ']') {
+		if (p < end && *p == (obj ? '}' : ']')) {       /* empty: no hint taken */
 			p++;
-			depth--;
+			lua_createtable(L, 0, 0);                   /* ... t */
+			if (!obj) {
+				lua_pushvalue(L, d->mt_slot);           /* ... arr mt */
+				lua_setmetatable(L, -2);                /* ... arr */
+			}
 			goto value_done;
 		}
+		if (obj)
+			lua_createtable(L, 0, l->hint_obj);         /* ... obj */
+		else {
+			lua_createtable(L, l->hint_arr, 0);         /* ... arr */
+			lua_pushvalue(L, d->mt_slot);               /* ... arr mt */
+			lua_setmetatable(L, -2);                    /* ... arr */
+		}
+		l->n = 0;
+		l->obj = obj;
+		depth++;
+		if (obj)
+			goto key;
 		goto value;
+	}
 	case '"':
 		p = dec_string(d, p + 1);                       /* ... str */
 		if (p == NULL)
@@ -524,26 +548,33 @@ value_done:                     /* a complete value is on top */
 		}
 		return 1;
 	}
-	if (lv[depth] >= 0) {
-		lv[depth]++;
-		lua_rawseti(L, -2, lv[depth]);                  /* ... arr */
-	} else {
-		lua_rawset(L, -3);                              /* ... obj */
+	{
+		dlevel *l = &lv[depth];
+		l->n++;
+		if (l->obj)
+			lua_rawset(L, -3);                          /* ... obj */
+		else
+			lua_rawseti(L, -2, l->n);                   /* ... arr */
+		p = skip_ws(p, end);
+		if (p < end && *p == ',') {
+			p++;
+			if (l->obj)
+				goto key;
+			goto value;
+		}
+		if (p < end && *p == (l->obj ? '}' : ']')) {
+			int h = l->n < HINT_MAX ? (int)l->n : HINT_MAX;
+			if (l->obj)
+				l->hint_obj = h;
+			else
+				l->hint_arr = h;
+			p++;
+			depth--;
+			goto value_done;
+		}
+		dec_fail(d, p, l->obj ? "',' or '}' expected" : "',' or ']' expected");
+		return 0;
 	}
-	p = skip_ws(p, end);
-	if (p < end && *p == ',') {
-		p++;
-		if (lv[depth] < 0)
-			goto key;
-		goto value;
-	}
-	if (p < end && *p == (lv[depth] < 0 ? '}' : ']')) {
-		p++;
-		depth--;
-		goto value_done;
-	}
-	dec_fail(d, p, lv[depth] < 0 ? "',' or '}' expected" : "',' or ']' expected");
-	return 0;
 
 key:
 	p = skip_ws(p, end);
