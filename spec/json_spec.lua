@@ -253,6 +253,25 @@ end)
     assert.are.equal('[[1],{"z":1}]', core.json_encode(A { t[2], t[4] }))
   end)
 
+  it("unescapes a long string without leaving garbage behind", function()
+    -- the scratch bytes are malloc'd and freed at once: the Lua heap grows
+    -- by the decoded string only (a scratch that grew by doubling through
+    -- Lua userdata left about twice its size as garbage)
+    local piece = string.rep("x", 40) .. '\\"\\n'
+    local text = '{"id":1,"s":"' .. string.rep(piece, 100000) .. '"}'
+    collectgarbage(); collectgarbage(); collectgarbage("stop")
+    local before = collectgarbage("count")
+    local v = core.json_decode(text)
+    local grown = collectgarbage("count") - before
+    collectgarbage("restart")
+    assert.are.equal(42 * 100000, #v.s)
+    assert.is_true(grown < 1.25 * #v.s / 1024, ("heap grew by %.0f KiB"):format(grown))
+    -- and a syntax error after such a string frees it too (valgrind checks)
+    local m, msg, code = core.json_decode(text:sub(1, -2) .. ",")
+    assert.is_nil(m)
+    assert.are.equal("syntax", code)
+  end)
+
   it("lets one big container mislead the size of only the next one", function()
     -- a hint that stuck would give each of the 20000 small arrays room for
     -- 100000 values (gigabytes); taken once, it costs one such array

@@ -139,10 +139,13 @@ typedef struct jdec {
 	lua_State *L;
 	const unsigned char *start, *end;
 	int mt_slot;            /* stack slot: the array metatable */
-	int scratch_slot;       /* stack slot: userdata behind scratch */
+	int scratch_slot;       /* stack slot: the box holding scratch, or nil */
 	int levels_slot;        /* stack slot: userdata behind levels (when spilled) */
-	unsigned char *scratch; /* unescaped string bytes; Lua-owned */
-	size_t scratch_cap;
+	dt_buf *box;            /* scratch: unescaped string bytes, malloc'd and
+	                         * owned by a JSONBUF_MT userdata (its __gc frees
+	                         * them if a Lua error cuts the decode short) */
+	unsigned char *scratch; /* box->data, or NULL before the first need */
+	size_t scratch_cap;     /* box->cap */
 	const char *code;       /* "syntax" or "too_deep" once failed */
 	char *err;
 	size_t errsz;
@@ -172,17 +175,34 @@ static const unsigned char *skip_ws(const unsigned char *p, const unsigned char 
 	return p;
 }
 
-/* Makes room for need bytes of scratch, keeping the first used. */
-static void scratch_reserve(jdec *d, size_t used, size_t need)
+/* Pushes a new empty box: a userdata holding a dt_buf whose __gc frees
+ * the bytes. Needs 2 free stack slots. */
+static dt_buf *push_box(lua_State *L)
 {
-	size_t cap;
+	dt_buf *b = lua_newuserdata(L, sizeof *b);      /* ... box */
+	memset(b, 0, sizeof *b);
+	luaL_getmetatable(L, JSONBUF_MT);               /* ... box bmt */
+	lua_setmetatable(L, -2);                        /* ... box */
+	return b;
+}
+
+/* Makes room for need bytes of scratch, keeping its contents. The bytes
+ * are malloc'd, not a Lua userdata, so that growing leaves no garbage
+ * behind (realloc, mremap for big blocks) and json_decode can free them the
+ * moment it is done. Raises on out of memory, which leaks nothing. */
+static void scratch_reserve(jdec *d, size_t need)
+{
 	if (need <= d->scratch_cap)
 		return;
-	cap = d->scratch_cap ? d->scratch_cap * 2 : 256;
-	while (cap < need)
-		cap *= 2;
-	d->scratch = grow_slot(d->L, d->scratch_slot, d->scratch, used, cap);
-	d->scratch_cap = cap;
+	if (d->box == NULL) {
+		d->box = push_box(d->L);                    /* ... box */
+		lua_replace(d->L, d->scratch_slot);         /* ... (slot = box) */
+	}
+	d->box->len = 0;
+	if (dt_buf_reserve(d->box, need) != 0)      /* owns: box->data, freed by json_decode or __gc */
+		luaL_error(d->L, "not enough memory for a JSON string of %zu bytes", need);
+	d->scratch = (unsigned char *)d->box->data;
+	d->scratch_cap = d->box->cap;
 }
 
 /* Appends code point cp as (generalized) UTF-8: surrogates get their
@@ -242,7 +262,7 @@ static const unsigned char *dec_string(jdec *d, const unsigned char *p)
 		unsigned long cp;
 		long h;
 		if (len > 0) {
-			scratch_reserve(d, n, n + len + 8);
+			scratch_reserve(d, n + len + 8);
 			memcpy(d->scratch + n, run, len);
 			n += len;
 		}
@@ -257,7 +277,7 @@ static const unsigned char *dec_string(jdec *d, const unsigned char *p)
 			return NULL;
 		}
 		/* *p == '\\' */
-		scratch_reserve(d, n, n + 8);
+		scratch_reserve(d, n + 8);
 		if (end - p < 2) {
 			dec_fail(d, p + 1, "unterminated escape");
 			return NULL;
@@ -412,7 +432,7 @@ static const unsigned char *dec_number(jdec *d, const unsigned char *p)
 		size_t len = (size_t)(p - start);
 		char *tok = small;
 		if (len >= sizeof small) {
-			scratch_reserve(d, 0, len + 1);
+			scratch_reserve(d, len + 1);
 			tok = (char *)d->scratch;
 		}
 		memcpy(tok, start, len);
@@ -617,6 +637,8 @@ static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 	d.err = err;
 	d.errsz = errsz;
 	ok = dec_run(&d, max_depth);            /* ... mt scratch levels [...] value */
+	if (d.box != NULL)
+		dt_buf_free(d.box);                 /* frees: the scratch bytes, now, not at the next GC */
 	if (ok) {
 		lua_replace(L, base + 1);           /* ... value scratch levels [...] */
 		lua_settop(L, base + 1);            /* ... value */
