@@ -11,6 +11,14 @@ end
 
 local function soon(s) return core.now() + (s or 5) end
 
+-- Resident memory of this process in MiB (Linux).
+local function rss_mib()
+  local f = assert(io.open("/proc/self/status"))
+  local kib = tonumber(f:read("a"):match("VmRSS:%s*(%d+)"))
+  f:close()
+  return kib / 1024
+end
+
 describe("pipe transport", function()
   it("frames NUL-terminated messages both ways", function()
     local proc, t = echo_child()
@@ -50,6 +58,41 @@ describe("pipe transport", function()
     assert.is_true(back == big)
     t:send("!big " .. 64 * 1024 * 1024, soon())
     assert.equal(64 * 1024 * 1024, #t:recv(soon(30)))
+    t:close(); proc:close()
+  end)
+
+  it("gives back the buffer of a large message as soon as it is handed out", function()
+    local proc, t = echo_child()
+    local n = 48 * 1024 * 1024
+    collectgarbage(); collectgarbage()
+    local before = rss_mib()
+    t:send("!big " .. n, soon())
+    local m = t:recv(soon(30))
+    assert.equal(n, #m)
+    m = nil                                               -- luacheck: ignore
+    collectgarbage(); collectgarbage()
+    -- kept until the next recv, the buffer would hold 48 MiB more
+    local grown = rss_mib() - before
+    assert.is_true(grown < 24, ("RSS grew by %.1f MiB"):format(grown))
+    -- decoded: the same once the value is built
+    local big = '{"id":3,"s":"' .. string.rep("y", n) .. '"}'
+    t:send(big, soon(30))
+    big = nil                                             -- luacheck: ignore
+    collectgarbage(); collectgarbage()
+    before = rss_mib()
+    local v = t:recv(soon(30), true)
+    assert.equal(3, v.id)
+    assert.equal(n, #v.s)
+    v = nil                                               -- luacheck: ignore
+    collectgarbage(); collectgarbage()
+    grown = rss_mib() - before
+    assert.is_true(grown < 24, ("RSS grew by %.1f MiB"):format(grown))
+    -- a small message right behind a big one survives the trimming
+    t:send("!big " .. 20 * 1024 * 1024, soon())
+    t:send("behind", soon())
+    assert.equal(20 * 1024 * 1024, #t:recv(soon(30)))
+    assert.equal("behind", t:recv(soon()))
+    assert.is_false(t:pending())
     t:close(); proc:close()
   end)
 

@@ -34,6 +34,8 @@ typedef struct dt_buf {
 } dt_buf;
 int dt_buf_reserve(dt_buf *b, size_t extra);     /* 0 ok, -1 out of memory */
 void dt_buf_free(dt_buf *b);
+/* Gives back a buffer that one large message left big (transport.c). */
+void dt_buf_trim(dt_buf *b);
 
 /* ---- runtime failure codes (the fixed vocabulary seen from Lua) -------- */
 enum {
@@ -64,6 +66,10 @@ typedef struct dt_transport_ops {
 	void (*destroy)(dt_transport *t);       /* frees the struct; close was called */
 	/* Extra state for __tostring, e.g. "pid 4242" or "127.0.0.1:9222". */
 	void (*describe)(dt_transport *t, char *buf, size_t n);
+	/* The caller is done with the message the last recv handed out: drop
+	 * it now rather than at the next recv, so that the buffer one large
+	 * message grew is given back before the caller goes on. */
+	void (*release)(dt_transport *t);
 } dt_transport_ops;
 
 struct dt_transport {

@@ -76,11 +76,18 @@ static int l_send(lua_State *L)
 	return 1;
 }
 
+static void release(dt_transport *t)
+{
+	if (t->ops->release != NULL)
+		t->ops->release(t);
+}
+
 /* transport:recv([deadline [, decode]]) -> message | nil, message, code [, head]
  * On too_large, head holds the first bytes of the dropped message.
  * With decode true the JSON text is decoded straight from the receive
  * buffer (no intermediate Lua string); a message that is not JSON gives
- * code "bad_message". */
+ * code "bad_message". Either way the message is a copy by the time we
+ * return, so the transport's buffer is released at once. */
 static int l_recv(lua_State *L)
 {
 	tr_ud *u = check_ud(L);
@@ -101,12 +108,15 @@ static int l_recv(lua_State *L)
 	if (rc != DT_OK)
 		return push_fail(L, u->t->err, rc);
 	if (!decode) {
-		lua_pushlstring(L, msg, len);
+		lua_pushlstring(L, msg, len);               /* ... message */
+		release(u->t);
 		return 1;
 	} else {
 		char err[200];
-		if (dt_json_decode(L, msg, len, DT_JSON_MAX_DEPTH, err, sizeof err))
-			return 1;
+		int ok = dt_json_decode(L, msg, len, DT_JSON_MAX_DEPTH, err, sizeof err);
+		release(u->t);                              /* msg is dangling from here */
+		if (ok)
+			return 1;                               /* ... value */
 		lua_pushnil(L);
 		lua_pushfstring(L, "message is not valid JSON: %s", err);
 		lua_pushliteral(L, "bad_message");
@@ -233,6 +243,28 @@ void dt_ring_push(dt_ring *r, const char *p, size_t n)
 			r->len++;
 		else
 			r->start = (r->start + 1) % r->cap;
+	}
+}
+
+#define TRIM_ABOVE ((size_t)4 << 20)
+
+void dt_buf_trim(dt_buf *b)
+{
+	size_t cap;
+	char *p;
+	if (b->cap <= TRIM_ABOVE)
+		return;
+	if (b->len == 0) {
+		dt_buf_free(b);                 /* frees: b->data */
+		return;
+	}
+	if (b->len > b->cap / 4)
+		return;
+	cap = b->len < 32768 ? 65536 : 2 * b->len;
+	p = realloc(b->data, cap);          /* owns: b->data (shrunk; NULL keeps the old block) */
+	if (p != NULL) {
+		b->data = p;
+		b->cap = cap;
 	}
 }
 
