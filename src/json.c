@@ -26,6 +26,7 @@
  * nesting is max_depth and the Lua stack (lua_checkstack failing reads as
  * too_deep); the per-level state beyond a small C array lives in a userdata,
  * so a Lua error (out of memory) in the middle leaks nothing. */
+#define _DEFAULT_SOURCE         /* MAP_ANONYMOUS, madvise */
 #define _POSIX_C_SOURCE 200809L
 #include <float.h>
 #include <limits.h>
@@ -36,10 +37,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "dt.h"
 
 #define JSONBUF_MT "devtools_tools.jsonbuf"
+#define JSONTEXT_MT "devtools_tools.jsontext"
 #define SMALL_LEVELS 64         /* levels kept in a C array before spilling */
 
 /* ---- the "C" locale, created once and never freed ---------------------- */
@@ -146,6 +150,18 @@ typedef struct jdec {
 	                         * them if a Lua error cuts the decode short) */
 	unsigned char *scratch; /* box->data, or NULL before the first need */
 	size_t scratch_cap;     /* box->cap */
+	int fixed;              /* scratch is a set-aside text sized to fit: never grown */
+	/* A CDP reply's tool result set aside (dt_json_decode_cdp) */
+	int ids;                /* stack index of the table of wanted reply ids, or 0 */
+	int match;              /* levels of result.result.value matched by the keys
+	                         * of the open containers, 0..3 */
+	int key_id;             /* the pending top-level key is "id" */
+	int id_ok;              /* the top-level "id" was a key of ids */
+	int aside;              /* the text was set aside */
+	int tbl_slot;           /* stack slot: the table that lacks "value" */
+	int text_slot;          /* stack slot: the jtext holding the text */
+	/* Decoding a set-aside text: pages before rel are given back */
+	unsigned char *rel;     /* page-aligned; NULL when not releasing */
 	const char *code;       /* "syntax" or "too_deep" once failed */
 	char *err;
 	size_t errsz;
@@ -194,6 +210,8 @@ static void scratch_reserve(jdec *d, size_t need)
 {
 	if (need <= d->scratch_cap)
 		return;
+	if (d->fixed)               /* cannot happen: the text was sized to its input */
+		luaL_error(d->L, "JSON decoder: set-aside text overflow");
 	if (d->box == NULL) {
 		d->box = push_box(d->L);                    /* ... box */
 		lua_replace(d->L, d->scratch_slot);         /* ... (slot = box) */
@@ -204,6 +222,91 @@ static void scratch_reserve(jdec *d, size_t need)
 	d->scratch = (unsigned char *)d->box->data;
 	d->scratch_cap = d->box->cap;
 }
+
+/* ---- set-aside text: a tool result's JSON, unescaped, waiting to be decoded */
+
+typedef struct jtext {
+	unsigned char *data;    /* owned: mmap'd when mapped, else malloc'd; NULL once freed */
+	size_t len;             /* bytes of text */
+	size_t cap;             /* bytes allocated */
+	int mapped;             /* data is an anonymous mapping of our own */
+} jtext;
+
+#define MAP_FROM ((size_t)1 << 20)      /* texts at least this big get their own mapping */
+
+static void jtext_free(jtext *t)
+{
+	if (t->data == NULL)
+		return;
+#ifdef MAP_ANONYMOUS
+	if (t->mapped)
+		munmap(t->data, t->cap);        /* frees: the mapping */
+	else
+#endif
+		free(t->data);                  /* frees: the malloc'd bytes */
+	t->data = NULL;
+	t->len = t->cap = 0;
+}
+
+static int jtext_gc(lua_State *L)
+{
+	jtext_free(lua_touserdata(L, 1));
+	return 0;
+}
+
+static size_t page_size(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	return pg > 0 ? (size_t)pg : 4096;
+}
+
+/* Pushes a new jtext with room for cap bytes. A big one is a mapping of its
+ * own, so that its pages can be given back one by one while it is decoded
+ * (what a malloc'd block does not promise). Raises on out of memory. */
+static jtext *push_text(lua_State *L, size_t cap)
+{
+	jtext *t = lua_newuserdata(L, sizeof *t);       /* ... text */
+	memset(t, 0, sizeof *t);
+	luaL_getmetatable(L, JSONTEXT_MT);              /* ... text tmt */
+	lua_setmetatable(L, -2);                        /* ... text */
+#ifdef MAP_ANONYMOUS
+	if (cap >= MAP_FROM) {
+		size_t pg = page_size();
+		size_t mcap = (cap + pg - 1) / pg * pg;
+		void *m = mmap(NULL, mcap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED) {
+			t->data = m;                        /* owns: the mapping, freed by jtext_free */
+			t->cap = mcap;
+			t->mapped = 1;
+			return t;
+		}
+	}
+#endif
+	t->data = malloc(cap > 0 ? cap : 1);            /* owns: freed by jtext_free */
+	if (t->data == NULL)
+		luaL_error(L, "not enough memory for a JSON text of %zu bytes", cap);
+	t->cap = cap > 0 ? cap : 1;
+	return t;
+}
+
+/* Decoding a set-aside text: gives back the pages wholly before p, which
+ * the decoder never reads again (values are copied out as they are read). */
+static void release_before(jdec *d, const unsigned char *p)
+{
+#if defined(MAP_ANONYMOUS) && defined(MADV_DONTNEED)
+	size_t pg = page_size();
+	unsigned char *upto = d->rel + (size_t)(p - d->rel) / pg * pg;
+	if (upto > d->rel) {
+		madvise(d->rel, (size_t)(upto - d->rel), MADV_DONTNEED);
+		d->rel = upto;
+	}
+#else
+	(void)d;
+	(void)p;
+#endif
+}
+
+#define REL_STEP ((size_t)1 << 20)      /* give back pages a MiB at a time */
 
 /* Appends code point cp as (generalized) UTF-8: surrogates get their
  * 3-byte form, like CESU-8, so a lone "\ud800" survives as ED A0 80. */
@@ -239,9 +342,11 @@ static long hex4(const unsigned char *p)
 	return ((long)a << 12) | (b << 8) | (c << 4) | e;
 }
 
-/* p is just past the opening quote. Pushes the string and returns the
- * position after the closing quote, or NULL after dec_fail. */
-static const unsigned char *dec_string(jdec *d, const unsigned char *p)
+/* p is just past the opening quote. Sets *out and *outlen to the string's
+ * bytes (in the input when it has no escapes, else in scratch) and returns
+ * the position after the closing quote, or NULL after dec_fail. */
+static const unsigned char *dec_string_bytes(jdec *d, const unsigned char *p,
+                                             const unsigned char **out, size_t *outlen)
 {
 	const unsigned char *run = p, *end = d->end;
 	size_t n;
@@ -251,7 +356,8 @@ static const unsigned char *dec_string(jdec *d, const unsigned char *p)
 	while (p < end && !DEC_SPECIAL(*p))
 		p++;
 	if (p < end && *p == '"') {             /* the common case: no escapes */
-		lua_pushlstring(d->L, (const char *)run, (size_t)(p - run));
+		*out = run;
+		*outlen = (size_t)(p - run);
 		return p + 1;
 	}
 
@@ -317,8 +423,74 @@ static const unsigned char *dec_string(jdec *d, const unsigned char *p)
 		while (p < end && !DEC_SPECIAL(*p))
 			p++;
 	}
-	lua_pushlstring(d->L, (const char *)d->scratch, n);
+	*out = d->scratch;
+	*outlen = n;
 	return p + 1;
+}
+
+/* p is just past the opening quote. Pushes the string and returns the
+ * position after the closing quote, or NULL after dec_fail. */
+static const unsigned char *dec_string(jdec *d, const unsigned char *p)
+{
+	const unsigned char *s;
+	size_t n;
+	p = dec_string_bytes(d, p, &s, &n);
+	if (p != NULL)
+		lua_pushlstring(d->L, (const char *)s, n);  /* ... str */
+	return p;
+}
+
+/* The value of result.result.value in a wanted reply, a string: p is just
+ * past its opening quote, the table holding it and the key "value" are on
+ * top. Unescapes the text into a jtext of its own (sized by the rest of the
+ * input, which bounds it) instead of pushing a string, and keeps the table
+ * and the text in their slots. Returns as dec_string. */
+static const unsigned char *dec_aside(jdec *d, const unsigned char *p)
+{
+	lua_State *L = d->L;
+	const unsigned char *s;
+	unsigned char *save = d->scratch;
+	size_t n, save_cap = d->scratch_cap;
+	jtext *t;
+	lua_pop(L, 1);                                  /* ... obj (the key goes) */
+	lua_pushvalue(L, -1);                           /* ... obj obj */
+	lua_replace(L, d->tbl_slot);                    /* ... obj */
+	t = push_text(L, (size_t)(d->end - p) + 8);     /* ... obj text */
+	lua_replace(L, d->text_slot);                   /* ... obj */
+	d->scratch = t->data;                           /* unescape straight into it */
+	d->scratch_cap = t->cap;
+	d->fixed = 1;
+	p = dec_string_bytes(d, p, &s, &n);
+	d->scratch = save;
+	d->scratch_cap = save_cap;
+	d->fixed = 0;
+	if (p == NULL)
+		return NULL;
+	if (s != t->data)                               /* no escapes: still in the input */
+		memcpy(t->data, s, n);
+	t->len = n;
+	d->aside = 1;
+	return p;
+}
+
+/* Is the key on top lit? */
+static int key_is(lua_State *L, const char *lit, size_t litlen)
+{
+	size_t n;
+	const char *k = lua_tolstring(L, -1, &n);
+	return n == litlen && memcmp(k, lit, n) == 0;
+}
+
+/* Tracks the keys that lead to result.result.value (and the top-level
+ * "id") while a reply is decoded with ids. The key is on top. */
+static void track_key(jdec *d, int depth)
+{
+	static const char *const path[] = { NULL, "result", "result", "value" };
+	if (depth > 3 || d->match < depth - 1)
+		return;
+	d->match = key_is(d->L, path[depth], strlen(path[depth])) ? depth : depth - 1;
+	if (depth == 1)
+		d->key_id = key_is(d->L, "id", 2);
 }
 
 static const double pow10_exact[] = {
@@ -525,6 +697,13 @@ value:
 		goto value;
 	}
 	case '"':
+		if (d->match == 3 && depth == 3 && d->id_ok && !d->aside) {
+			p = dec_aside(d, p + 1);                    /* ... obj */
+			if (p == NULL)
+				return 0;
+			lv[depth].n++;
+			goto member_done;
+		}
 		p = dec_string(d, p + 1);                       /* ... str */
 		if (p == NULL)
 			return 0;
@@ -568,13 +747,23 @@ value_done:                     /* a complete value is on top */
 		}
 		return 1;
 	}
+	if (d->key_id && depth == 1) {                      /* ... obj "id" v */
+		d->key_id = 0;
+		if (lua_type(L, -1) == LUA_TNUMBER) {
+			lua_pushvalue(L, -1);                       /* ... obj "id" v v */
+			lua_rawget(L, d->ids);                      /* ... obj "id" v ids[v] */
+			d->id_ok = lua_toboolean(L, -1);
+			lua_pop(L, 1);                              /* ... obj "id" v */
+		}
+	}
+	lv[depth].n++;
+	if (lv[depth].obj)
+		lua_rawset(L, -3);                              /* ... obj */
+	else
+		lua_rawseti(L, -2, lv[depth].n);                /* ... arr */
+member_done:
 	{
 		dlevel *l = &lv[depth];
-		l->n++;
-		if (l->obj)
-			lua_rawset(L, -3);                          /* ... obj */
-		else
-			lua_rawseti(L, -2, l->n);                   /* ... arr */
 		p = skip_ws(p, end);
 		if (p < end && *p == ',') {
 			p++;
@@ -590,6 +779,8 @@ value_done:                     /* a complete value is on top */
 				l->hint_arr = h;
 			p++;
 			depth--;
+			if (d->rel != NULL && (size_t)(p - d->rel) >= REL_STEP)
+				release_before(d, p);
 			goto value_done;
 		}
 		dec_fail(d, p, l->obj ? "',' or '}' expected" : "',' or ']' expected");
@@ -605,6 +796,8 @@ key:
 	p = dec_string(d, p + 1);                               /* ... obj key */
 	if (p == NULL)
 		return 0;
+	if (d->ids != 0)
+		track_key(d, depth);
 	p = skip_ws(p, end);
 	if (p >= end || *p != ':') {
 		dec_fail(d, p, "':' expected");
@@ -615,18 +808,25 @@ key:
 }
 
 /* Decodes s[0..len): pushes the value and returns 1, or pushes nothing,
- * writes err and sets *code ("syntax" or "too_deep") and returns 0. */
-static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
-                       char *err, size_t errsz, const char **code)
+ * writes err and sets *code ("syntax" or "too_deep") and returns 0.
+ * ids: see dt_json_decode_cdp (0: none); with a text set aside, pushes the
+ * value, the table lacking "value" and the text, and returns 3.
+ * rel: s is a mapping of ours whose pages may be given back as decoding
+ * moves past them (NULL: s is left alone). */
+static int json_decode_now(lua_State *L, const char *s, size_t len, int max_depth,
+                           char *err, size_t errsz, const char **code, int ids,
+                           unsigned char *rel)
 {
 	jdec d;
 	int base = lua_gettop(L), ok;
 	if (max_depth < 0)
 		max_depth = DT_JSON_MAX_DEPTH;
-	luaL_checkstack(L, 8, "json decode");
+	luaL_checkstack(L, 10, "json decode");
 	luaL_getmetatable(L, DT_ARRAY_MT);      /* ... mt */
 	lua_pushnil(L);                         /* ... mt scratch */
 	lua_pushnil(L);                         /* ... mt scratch levels */
+	lua_pushnil(L);                         /* ... mt scratch levels tbl */
+	lua_pushnil(L);                         /* ... mt scratch levels tbl text */
 	memset(&d, 0, sizeof d);
 	d.L = L;
 	d.start = (const unsigned char *)s;
@@ -634,13 +834,26 @@ static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 	d.mt_slot = base + 1;
 	d.scratch_slot = base + 2;
 	d.levels_slot = base + 3;
+	d.tbl_slot = base + 4;
+	d.text_slot = base + 5;
+	d.ids = ids;
+	d.rel = rel;
 	d.err = err;
 	d.errsz = errsz;
-	ok = dec_run(&d, max_depth);            /* ... mt scratch levels [...] value */
+	ok = dec_run(&d, max_depth);            /* ... mt scratch levels tbl text [...] value */
 	if (d.box != NULL)
 		dt_buf_free(d.box);                 /* frees: the scratch bytes, now, not at the next GC */
+	if (ok && d.aside) {
+		lua_replace(L, base + 1);           /* ... value scratch levels tbl text [...] */
+		lua_settop(L, base + 5);            /* ... value scratch levels tbl text */
+		lua_replace(L, base + 3);           /* ... value scratch text tbl */
+		lua_replace(L, base + 2);           /* ... value tbl text */
+		return 3;
+	}
+	if (d.aside)                            /* failed after setting a text aside */
+		jtext_free(lua_touserdata(L, d.text_slot));   /* frees: the text, now */
 	if (ok) {
-		lua_replace(L, base + 1);           /* ... value scratch levels [...] */
+		lua_replace(L, base + 1);           /* ... value scratch levels tbl text [...] */
 		lua_settop(L, base + 1);            /* ... value */
 	} else {
 		lua_settop(L, base);                /* ... */
@@ -650,10 +863,104 @@ static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 	return ok;
 }
 
+#if LUA_VERSION_NUM >= 502
+/* The collector is paused while a big text is decoded. Everything a decode
+ * allocates stays reachable until it returns, so a collection in between
+ * frees nothing; yet with a small live heap the collector starts a cycle
+ * each time the heap doubles, marking the growing value again and again:
+ * for 8 MB of records that was about 40% of the decode. Paused, the
+ * collector marks it once, later. The decode then runs in protected mode,
+ * so that the collector is restarted before any error (out of memory) goes
+ * on. A collector the program stopped itself, or one that is running a
+ * finalizer, is left as it is. (5.1/LuaJIT cannot tell whether the program
+ * stopped it, so there the decode never pauses it.) */
+#define PAUSE_FROM ((size_t)1 << 20)
+
+typedef struct jcall {
+	const char *s;
+	size_t len;
+	int max_depth;
+	char *err;
+	size_t errsz;
+	const char **code;
+	unsigned char *rel;
+	int nret;
+} jcall;
+
+/* Stack: jcall ids-or-nil. Returns what json_decode_now pushed. */
+static int decode_protected(lua_State *L)
+{
+	jcall *c = lua_touserdata(L, 1);
+	c->nret = json_decode_now(L, c->s, c->len, c->max_depth, c->err, c->errsz,
+	                          c->code, lua_istable(L, 2) ? 2 : 0, c->rel);
+	return c->nret;
+}
+#endif
+
+/* json_decode_now, with the collector paused for a big text. */
+static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
+                       char *err, size_t errsz, const char **code, int ids,
+                       unsigned char *rel)
+{
+#if LUA_VERSION_NUM >= 502
+	if (len >= PAUSE_FROM && lua_gc(L, LUA_GCISRUNNING, 0) == 1) {
+		jcall c;
+		int rc;
+		c.s = s;
+		c.len = len;
+		c.max_depth = max_depth;
+		c.err = err;
+		c.errsz = errsz;
+		c.code = code;
+		c.rel = rel;
+		c.nret = 0;
+		luaL_checkstack(L, 3, "json decode");
+		lua_pushcfunction(L, decode_protected);    /* ... f */
+		lua_pushlightuserdata(L, &c);              /* ... f c */
+		if (ids != 0)
+			lua_pushvalue(L, ids);                 /* ... f c ids */
+		else
+			lua_pushnil(L);                        /* ... f c nil */
+		lua_gc(L, LUA_GCSTOP, 0);
+		rc = lua_pcall(L, 2, LUA_MULTRET, 0);      /* ... results | ... error */
+		lua_gc(L, LUA_GCRESTART, 0);
+		if (rc != 0)
+			lua_error(L);                          /* on it goes, collector running */
+		return c.nret;
+	}
+#endif
+	return json_decode_now(L, s, len, max_depth, err, errsz, code, ids, rel);
+}
+
 int dt_json_decode(lua_State *L, const char *s, size_t len, int max_depth,
                    char *err, size_t errsz)
 {
-	return json_decode(L, s, len, max_depth, err, errsz, NULL);
+	return json_decode(L, s, len, max_depth, err, errsz, NULL, 0, NULL);
+}
+
+int dt_json_decode_cdp(lua_State *L, const char *s, size_t len, int ids,
+                       char *err, size_t errsz)
+{
+	if (ids < 0)
+		ids = lua_gettop(L) + ids + 1;          /* absolute: the decoder pushes */
+	return json_decode(L, s, len, DT_JSON_MAX_DEPTH, err, errsz, NULL, ids, NULL);
+}
+
+void dt_json_decode_aside(lua_State *L)
+{
+	jtext *t = luaL_checkudata(L, -1, JSONTEXT_MT); /* ... tbl text */
+	char err[256];
+	int ok = json_decode(L, (const char *)t->data, t->len, DT_JSON_MAX_DEPTH,
+	                     err, sizeof err, NULL, 0,
+	                     t->mapped ? t->data : NULL); /* ... tbl text [value] */
+	jtext_free(t);                                  /* frees: the text, now */
+	if (ok) {
+		lua_setfield(L, -3, "json");                /* ... tbl text */
+	} else {
+		lua_pushstring(L, err);                     /* ... tbl text err */
+		lua_setfield(L, -3, "json_error");          /* ... tbl text */
+	}
+	lua_pop(L, 2);                                  /* ... */
 }
 
 /* ======================================================================== */
@@ -1169,7 +1476,7 @@ static int l_json_decode(lua_State *L)
 	int max_depth = opt_max_depth(L, 2);
 	char err[256];
 	const char *code = NULL;
-	if (json_decode(L, s, len, max_depth, err, sizeof err, &code))
+	if (json_decode(L, s, len, max_depth, err, sizeof err, &code, 0, NULL))
 		return 1;                                   /* ... value */
 	lua_pushnil(L);
 	lua_pushstring(L, err);
@@ -1186,6 +1493,11 @@ void dt_json_open(lua_State *L)
 	};
 	if (luaL_newmetatable(L, JSONBUF_MT)) {         /* M bmt */
 		lua_pushcfunction(L, jsonbuf_gc);
+		lua_setfield(L, -2, "__gc");
+	}
+	lua_pop(L, 1);                                  /* M */
+	if (luaL_newmetatable(L, JSONTEXT_MT)) {        /* M tmt */
+		lua_pushcfunction(L, jtext_gc);
 		lua_setfield(L, -2, "__gc");
 	}
 	lua_pop(L, 1);                                  /* M */
