@@ -272,30 +272,6 @@ end)
     assert.are.equal("syntax", code)
   end)
 
-  it("leaves the collector as it found it around a big decode", function()
-    -- 5.2+: the collector is paused while a text over a MiB is decoded
-    if not pcall(collectgarbage, "isrunning") then return end   -- 5.1/LuaJIT: never paused
-    local parts = {}
-    for i = 1, 60000 do parts[i] = '{"i":' .. i .. ',"s":"v' .. i .. '"}' end
-    local text = "[" .. table.concat(parts, ",") .. "]"
-    assert.is_true(#text > 1024 * 1024)
-    assert.is_true(collectgarbage("isrunning"))
-    assert.are.equal(60000, #core.json_decode(text))
-    assert.is_true(collectgarbage("isrunning"))
-    local v, _, code = core.json_decode(text .. "]")
-    assert.is_nil(v)
-    assert.are.equal("syntax", code)
-    assert.is_true(collectgarbage("isrunning"))
-    v, _, code = core.json_decode(string.rep("[", 1024 * 1024 + 1))
-    assert.are.equal("too_deep", code)
-    assert.is_true(collectgarbage("isrunning"))
-    collectgarbage("stop")
-    assert.are.equal(60000, #core.json_decode(text))
-    local still_stopped = not collectgarbage("isrunning")
-    collectgarbage("restart")
-    assert.is_true(still_stopped)
-  end)
-
   it("lets one big container mislead the size of only the next one", function()
     -- a hint that stuck would give each of the 20000 small arrays room for
     -- 100000 values (gigabytes); taken once, it costs one such array

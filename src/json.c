@@ -25,7 +25,21 @@
  * Both directions are iterative (no C recursion), so the only limit on
  * nesting is max_depth and the Lua stack (lua_checkstack failing reads as
  * too_deep); the per-level state beyond a small C array lives in a userdata,
- * so a Lua error (out of memory) in the middle leaks nothing. */
+ * and malloc'd or mapped memory is owned by userdata with __gc, so a Lua
+ * error (out of memory) in the middle leaks nothing.
+ *
+ * Large results (a tool's 8-50 MB of JSON) shaped what the decoder does:
+ * each table is created at the size of the last one closed at its depth
+ * (arrays of similar records), strings are unescaped into malloc'd scratch
+ * freed when the decode ends, and dt_json_decode_cdp can set a reply's JSON
+ * text aside so that it is decoded without ever being a Lua string.
+ *
+ * The collector is left alone. With a small live heap it marks the value
+ * being built at each doubling (about 40% of decoding 8 MB of records);
+ * pausing it during the decode was tried: it cut the decode itself but
+ * left one full mark of the new value for later, often as a single atomic
+ * step of 40-60 ms at the caller's next allocation, for a net CPU saving of
+ * only about 10%. */
 #define _DEFAULT_SOURCE         /* MAP_ANONYMOUS, madvise */
 #define _POSIX_C_SOURCE 200809L
 #include <float.h>
@@ -813,9 +827,9 @@ key:
  * value, the table lacking "value" and the text, and returns 3.
  * rel: s is a mapping of ours whose pages may be given back as decoding
  * moves past them (NULL: s is left alone). */
-static int json_decode_now(lua_State *L, const char *s, size_t len, int max_depth,
-                           char *err, size_t errsz, const char **code, int ids,
-                           unsigned char *rel)
+static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
+                       char *err, size_t errsz, const char **code, int ids,
+                       unsigned char *rel)
 {
 	jdec d;
 	int base = lua_gettop(L), ok;
@@ -850,7 +864,7 @@ static int json_decode_now(lua_State *L, const char *s, size_t len, int max_dept
 		lua_replace(L, base + 2);           /* ... value tbl text */
 		return 3;
 	}
-	if (d.aside)                            /* failed after setting a text aside */
+	if (!lua_isnil(L, d.text_slot))         /* failed with a text (being) set aside */
 		jtext_free(lua_touserdata(L, d.text_slot));   /* frees: the text, now */
 	if (ok) {
 		lua_replace(L, base + 1);           /* ... value scratch levels tbl text [...] */
@@ -861,75 +875,6 @@ static int json_decode_now(lua_State *L, const char *s, size_t len, int max_dept
 			*code = d.code ? d.code : "syntax";
 	}
 	return ok;
-}
-
-#if LUA_VERSION_NUM >= 502
-/* The collector is paused while a big text is decoded. Everything a decode
- * allocates stays reachable until it returns, so a collection in between
- * frees nothing; yet with a small live heap the collector starts a cycle
- * each time the heap doubles, marking the growing value again and again:
- * for 8 MB of records that was about 40% of the decode. Paused, the
- * collector marks it once, later. The decode then runs in protected mode,
- * so that the collector is restarted before any error (out of memory) goes
- * on. A collector the program stopped itself, or one that is running a
- * finalizer, is left as it is. (5.1/LuaJIT cannot tell whether the program
- * stopped it, so there the decode never pauses it.) */
-#define PAUSE_FROM ((size_t)1 << 20)
-
-typedef struct jcall {
-	const char *s;
-	size_t len;
-	int max_depth;
-	char *err;
-	size_t errsz;
-	const char **code;
-	unsigned char *rel;
-	int nret;
-} jcall;
-
-/* Stack: jcall ids-or-nil. Returns what json_decode_now pushed. */
-static int decode_protected(lua_State *L)
-{
-	jcall *c = lua_touserdata(L, 1);
-	c->nret = json_decode_now(L, c->s, c->len, c->max_depth, c->err, c->errsz,
-	                          c->code, lua_istable(L, 2) ? 2 : 0, c->rel);
-	return c->nret;
-}
-#endif
-
-/* json_decode_now, with the collector paused for a big text. */
-static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
-                       char *err, size_t errsz, const char **code, int ids,
-                       unsigned char *rel)
-{
-#if LUA_VERSION_NUM >= 502
-	if (len >= PAUSE_FROM && lua_gc(L, LUA_GCISRUNNING, 0) == 1) {
-		jcall c;
-		int rc;
-		c.s = s;
-		c.len = len;
-		c.max_depth = max_depth;
-		c.err = err;
-		c.errsz = errsz;
-		c.code = code;
-		c.rel = rel;
-		c.nret = 0;
-		luaL_checkstack(L, 3, "json decode");
-		lua_pushcfunction(L, decode_protected);    /* ... f */
-		lua_pushlightuserdata(L, &c);              /* ... f c */
-		if (ids != 0)
-			lua_pushvalue(L, ids);                 /* ... f c ids */
-		else
-			lua_pushnil(L);                        /* ... f c nil */
-		lua_gc(L, LUA_GCSTOP, 0);
-		rc = lua_pcall(L, 2, LUA_MULTRET, 0);      /* ... results | ... error */
-		lua_gc(L, LUA_GCRESTART, 0);
-		if (rc != 0)
-			lua_error(L);                          /* on it goes, collector running */
-		return c.nret;
-	}
-#endif
-	return json_decode_now(L, s, len, max_depth, err, errsz, code, ids, rel);
 }
 
 int dt_json_decode(lua_State *L, const char *s, size_t len, int max_depth,
