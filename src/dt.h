@@ -118,14 +118,15 @@ int dt_json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 /* The same for a CDP message, with ids the stack index of a table (or 0).
  * When the message's "id" comes before its "result", is a key of ids with
  * a true value, and result.result.value is a string, that string does not
- * become a Lua string: its text is set aside, unescaped, in memory of its
- * own. Then pushes the message, the table that lacks "value" and the text
- * (a userdata), and returns 3; else as dt_json_decode (1 or 0). The text
- * does not point into s, so s may go before dt_json_decode_aside. */
+ * become a Lua string: its text is set aside, unescaped, in a userdata.
+ * Then pushes the message, the table that lacks "value" and the text, and
+ * returns 3; else as dt_json_decode (1 or 0). The text does not point into
+ * s, so s may go before dt_json_decode_aside. */
 int dt_json_decode_cdp(lua_State *L, const char *s, size_t len, int ids,
                        char *err, size_t errsz);
 /* Stack: table text. Decodes the text into table.json, or on failure sets
- * table.json_error to why it is not JSON; frees the text and pops both. */
+ * table.json_error to why it is not JSON; gives back the text's pages as
+ * it goes and pops both. */
 void dt_json_decode_aside(lua_State *L);
 
 /* ---- the parts of the module, each adds its functions to the table on top */

@@ -25,8 +25,8 @@
  * Both directions are iterative (no C recursion), so the only limit on
  * nesting is max_depth and the Lua stack (lua_checkstack failing reads as
  * too_deep); the per-level state beyond a small C array lives in a userdata,
- * and malloc'd or mapped memory is owned by userdata with __gc, so a Lua
- * error (out of memory) in the middle leaks nothing.
+ * and malloc'd memory is owned by a userdata with __gc, so a Lua error (out
+ * of memory) in the middle leaks nothing.
  *
  * Large results (a tool's 8-50 MB of JSON) shaped what the decoder does:
  * each table is created at the size of the last one closed at its depth
@@ -40,7 +40,7 @@
  * left one full mark of the new value for later, often as a single atomic
  * step of 40-60 ms at the caller's next allocation, for a net CPU saving of
  * only about 10%. */
-#define _DEFAULT_SOURCE         /* MAP_ANONYMOUS, madvise */
+#define _DEFAULT_SOURCE         /* madvise */
 #define _POSIX_C_SOURCE 200809L
 #include <float.h>
 #include <limits.h>
@@ -57,7 +57,6 @@
 #include "dt.h"
 
 #define JSONBUF_MT "devtools_tools.jsonbuf"
-#define JSONTEXT_MT "devtools_tools.jsontext"
 #define SMALL_LEVELS 64         /* levels kept in a C array before spilling */
 
 /* ---- the "C" locale, created once and never freed ---------------------- */
@@ -173,8 +172,8 @@ typedef struct jdec {
 	int id_ok;              /* the top-level "id" was a key of ids */
 	int aside;              /* the text was set aside */
 	int tbl_slot;           /* stack slot: the table that lacks "value" */
-	int text_slot;          /* stack slot: the jtext holding the text */
-	/* Decoding a set-aside text: pages before rel are given back */
+	int text_slot;          /* stack slot: the jtext (userdata) holding the text */
+	/* Decoding a set-aside text: pages before rel were given back */
 	unsigned char *rel;     /* page-aligned; NULL when not releasing */
 	const char *code;       /* "syntax" or "too_deep" once failed */
 	char *err;
@@ -239,34 +238,14 @@ static void scratch_reserve(jdec *d, size_t need)
 
 /* ---- set-aside text: a tool result's JSON, unescaped, waiting to be decoded */
 
+/* A plain full userdata: Lua owns it and frees it, and the collector counts
+ * it as live while the text is decoded (as it counted the string it
+ * replaces), which keeps the collector's pace during the decode as it was.
+ * Its resident pages are given back as the decoder moves past them. */
 typedef struct jtext {
-	unsigned char *data;    /* owned: mmap'd when mapped, else malloc'd; NULL once freed */
 	size_t len;             /* bytes of text */
-	size_t cap;             /* bytes allocated */
-	int mapped;             /* data is an anonymous mapping of our own */
+	unsigned char data[];   /* room for the rest of the input: it bounds the text */
 } jtext;
-
-#define MAP_FROM ((size_t)1 << 20)      /* texts at least this big get their own mapping */
-
-static void jtext_free(jtext *t)
-{
-	if (t->data == NULL)
-		return;
-#ifdef MAP_ANONYMOUS
-	if (t->mapped)
-		munmap(t->data, t->cap);        /* frees: the mapping */
-	else
-#endif
-		free(t->data);                  /* frees: the malloc'd bytes */
-	t->data = NULL;
-	t->len = t->cap = 0;
-}
-
-static int jtext_gc(lua_State *L)
-{
-	jtext_free(lua_touserdata(L, 1));
-	return 0;
-}
 
 static size_t page_size(void)
 {
@@ -274,50 +253,39 @@ static size_t page_size(void)
 	return pg > 0 ? (size_t)pg : 4096;
 }
 
-/* Pushes a new jtext with room for cap bytes. A big one is a mapping of its
- * own, so that its pages can be given back one by one while it is decoded
- * (what a malloc'd block does not promise). Raises on out of memory. */
-static jtext *push_text(lua_State *L, size_t cap)
+/* First page boundary at or after p. */
+static unsigned char *page_up(unsigned char *p)
 {
-	jtext *t = lua_newuserdata(L, sizeof *t);       /* ... text */
-	memset(t, 0, sizeof *t);
-	luaL_getmetatable(L, JSONTEXT_MT);              /* ... text tmt */
-	lua_setmetatable(L, -2);                        /* ... text */
-#ifdef MAP_ANONYMOUS
-	if (cap >= MAP_FROM) {
-		size_t pg = page_size();
-		size_t mcap = (cap + pg - 1) / pg * pg;
-		void *m = mmap(NULL, mcap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m != MAP_FAILED) {
-			t->data = m;                        /* owns: the mapping, freed by jtext_free */
-			t->cap = mcap;
-			t->mapped = 1;
-			return t;
+	size_t pg = page_size();
+	return (unsigned char *)(((uintptr_t)p + pg - 1) / pg * pg);
+}
+
+/* Gives back the resident pages wholly inside [*from, to) and moves *from
+ * to the end of the last one. The bytes there are ours and never read
+ * again: MADV_DONTNEED is as if we zeroed them, whatever allocator Lua
+ * uses, and pages touched again would just come back as zeros. */
+static void release_pages(unsigned char **from, const unsigned char *to)
+{
+#ifdef MADV_DONTNEED
+	size_t pg = page_size();
+	if (to > *from) {
+		size_t n = (size_t)(to - *from) / pg * pg;
+		if (n > 0) {
+			madvise(*from, n, MADV_DONTNEED);
+			*from += n;
 		}
 	}
+#else
+	(void)from;
+	(void)to;
 #endif
-	t->data = malloc(cap > 0 ? cap : 1);            /* owns: freed by jtext_free */
-	if (t->data == NULL)
-		luaL_error(L, "not enough memory for a JSON text of %zu bytes", cap);
-	t->cap = cap > 0 ? cap : 1;
-	return t;
 }
 
 /* Decoding a set-aside text: gives back the pages wholly before p, which
  * the decoder never reads again (values are copied out as they are read). */
 static void release_before(jdec *d, const unsigned char *p)
 {
-#if defined(MAP_ANONYMOUS) && defined(MADV_DONTNEED)
-	size_t pg = page_size();
-	unsigned char *upto = d->rel + (size_t)(p - d->rel) / pg * pg;
-	if (upto > d->rel) {
-		madvise(d->rel, (size_t)(upto - d->rel), MADV_DONTNEED);
-		d->rel = upto;
-	}
-#else
-	(void)d;
-	(void)p;
-#endif
+	release_pages(&d->rel, p);
 }
 
 #define REL_STEP ((size_t)1 << 20)      /* give back pages a MiB at a time */
@@ -465,14 +433,16 @@ static const unsigned char *dec_aside(jdec *d, const unsigned char *p)
 	const unsigned char *s;
 	unsigned char *save = d->scratch;
 	size_t n, save_cap = d->scratch_cap;
+	size_t cap = (size_t)(d->end - p) + 8;
 	jtext *t;
 	lua_pop(L, 1);                                  /* ... obj (the key goes) */
 	lua_pushvalue(L, -1);                           /* ... obj obj */
 	lua_replace(L, d->tbl_slot);                    /* ... obj */
-	t = push_text(L, (size_t)(d->end - p) + 8);     /* ... obj text */
+	t = lua_newuserdata(L, sizeof *t + cap);        /* ... obj text */
 	lua_replace(L, d->text_slot);                   /* ... obj */
+	t->len = 0;
 	d->scratch = t->data;                           /* unescape straight into it */
-	d->scratch_cap = t->cap;
+	d->scratch_cap = cap;
 	d->fixed = 1;
 	p = dec_string_bytes(d, p, &s, &n);
 	d->scratch = save;
@@ -793,7 +763,7 @@ member_done:
 				l->hint_arr = h;
 			p++;
 			depth--;
-			if (d->rel != NULL && (size_t)(p - d->rel) >= REL_STEP)
+			if (d->rel != NULL && p > d->rel && (size_t)(p - d->rel) >= REL_STEP)
 				release_before(d, p);
 			goto value_done;
 		}
@@ -825,8 +795,8 @@ key:
  * writes err and sets *code ("syntax" or "too_deep") and returns 0.
  * ids: see dt_json_decode_cdp (0: none); with a text set aside, pushes the
  * value, the table lacking "value" and the text, and returns 3.
- * rel: s is a mapping of ours whose pages may be given back as decoding
- * moves past them (NULL: s is left alone). */
+ * rel: page-aligned, inside s: s is ours and its pages from rel on may be
+ * given back as decoding moves past them (NULL: s is left alone). */
 static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
                        char *err, size_t errsz, const char **code, int ids,
                        unsigned char *rel)
@@ -864,8 +834,6 @@ static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 		lua_replace(L, base + 2);           /* ... value tbl text */
 		return 3;
 	}
-	if (!lua_isnil(L, d.text_slot))         /* failed with a text (being) set aside */
-		jtext_free(lua_touserdata(L, d.text_slot));   /* frees: the text, now */
 	if (ok) {
 		lua_replace(L, base + 1);           /* ... value scratch levels tbl text [...] */
 		lua_settop(L, base + 1);            /* ... value */
@@ -893,12 +861,15 @@ int dt_json_decode_cdp(lua_State *L, const char *s, size_t len, int ids,
 
 void dt_json_decode_aside(lua_State *L)
 {
-	jtext *t = luaL_checkudata(L, -1, JSONTEXT_MT); /* ... tbl text */
+	jtext *t = lua_touserdata(L, -1);               /* ... tbl text */
+	unsigned char *rel = page_up(t->data);
 	char err[256];
 	int ok = json_decode(L, (const char *)t->data, t->len, DT_JSON_MAX_DEPTH,
-	                     err, sizeof err, NULL, 0,
-	                     t->mapped ? t->data : NULL); /* ... tbl text [value] */
-	jtext_free(t);                                  /* frees: the text, now */
+	                     err, sizeof err, NULL, 0, rel); /* ... tbl text [value] */
+	/* The text is garbage now; give back what is still resident of a big
+	 * one at once rather than at the next collection. */
+	if (t->len >= REL_STEP)
+		release_pages(&rel, t->data + t->len);
 	if (ok) {
 		lua_setfield(L, -3, "json");                /* ... tbl text */
 	} else {
@@ -1438,11 +1409,6 @@ void dt_json_open(lua_State *L)
 	};
 	if (luaL_newmetatable(L, JSONBUF_MT)) {         /* M bmt */
 		lua_pushcfunction(L, jsonbuf_gc);
-		lua_setfield(L, -2, "__gc");
-	}
-	lua_pop(L, 1);                                  /* M */
-	if (luaL_newmetatable(L, JSONTEXT_MT)) {        /* M tmt */
-		lua_pushcfunction(L, jtext_gc);
 		lua_setfield(L, -2, "__gc");
 	}
 	lua_pop(L, 1);                                  /* M */
