@@ -234,6 +234,61 @@ describe("core.json_decode", function()
   end)
 end)
 
+  it("sizes containers after their neighbours without changing values", function()
+    -- each container's size hint is the last one closed at its depth:
+    -- shapes that change from one to the next must still decode exactly
+    local text = '[[1,2,3],[4],[],[5,6,7,8,9],[10],{"a":1,"b":2,"c":3},{"d":4},{},' ..
+      '{"e":[1,2],"f":{"g":[],"h":{}}},{"e":[3],"f":{"g":[4,5,6],"h":{"i":null}}},[[[]]],7]'
+    assert_same(core.json_decode(text), A {
+      A { 1, 2, 3 }, A { 4 }, A {}, A { 5, 6, 7, 8, 9 }, A { 10 },
+      { a = 1, b = 2, c = 3 }, { d = 4 }, {},
+      { e = A { 1, 2 }, f = { g = A {}, h = {} } },
+      { e = A { 3 }, f = { g = A { 4, 5, 6 }, h = { i = null } } },
+      A { A { A {} } }, 7 })
+    local t = core.json_decode('[[1,2,3,4,5,6,7,8],[1],{"a":1,"b":2,"c":3,"d":4,"e":5},{"z":1}]')
+    assert.are.equal(1, #t[2])
+    local n = 0
+    for _ in pairs(t[4]) do n = n + 1 end
+    assert.are.equal(1, n)
+    assert.are.equal('[[1],{"z":1}]', core.json_encode(A { t[2], t[4] }))
+  end)
+
+  it("unescapes a long string without leaving garbage behind", function()
+    -- the scratch bytes are malloc'd and freed at once: the Lua heap grows
+    -- by the decoded string only (a scratch that grew by doubling through
+    -- Lua userdata left about twice its size as garbage)
+    local piece = string.rep("x", 40) .. '\\"\\n'
+    local text = '{"id":1,"s":"' .. string.rep(piece, 100000) .. '"}'
+    collectgarbage(); collectgarbage(); collectgarbage("stop")
+    local before = collectgarbage("count")
+    local v = core.json_decode(text)
+    local grown = collectgarbage("count") - before
+    collectgarbage("restart")
+    assert.are.equal(42 * 100000, #v.s)
+    assert.is_true(grown < 1.25 * #v.s / 1024, ("heap grew by %.0f KiB"):format(grown))
+    -- and a syntax error after such a string frees it too (valgrind checks)
+    local m, msg, code = core.json_decode(text:sub(1, -2) .. ",")
+    assert.is_nil(m)
+    assert.are.equal("syntax", code)
+  end)
+
+  it("lets one big container mislead the size of only the next one", function()
+    -- a hint that stuck would give each of the 20000 small arrays room for
+    -- 100000 values (gigabytes); taken once, it costs one such array
+    local big = "[" .. string.rep("1,", 99999) .. "1]"
+    local doc = "[" .. big .. string.rep(",[1]", 20000) .. "," ..
+      "{" .. string.rep('"k":1,', 20000):gsub(",$", "") .. "}" .. string.rep(',{"k":2}', 20000) .. "]"
+    collectgarbage(); collectgarbage()
+    local before = collectgarbage("count")
+    local t = core.json_decode(doc)
+    local grown = (collectgarbage("count") - before) / 1024
+    assert.are.equal(1 + 20000 + 1 + 20000, #t)
+    assert.are.equal(100000, #t[1])
+    assert.are.equal(1, #t[20001])
+    assert.are.equal(2, t[40002].k)
+    assert.is_true(grown < 24, ("the decoded document took %.1f MiB"):format(grown))
+  end)
+
 describe("core.json_encode", function()
   local ok_cases = {
     -- integers

@@ -34,6 +34,8 @@ typedef struct dt_buf {
 } dt_buf;
 int dt_buf_reserve(dt_buf *b, size_t extra);     /* 0 ok, -1 out of memory */
 void dt_buf_free(dt_buf *b);
+/* Gives back a buffer that one large message left big (transport.c). */
+void dt_buf_trim(dt_buf *b);
 
 /* ---- runtime failure codes (the fixed vocabulary seen from Lua) -------- */
 enum {
@@ -64,6 +66,10 @@ typedef struct dt_transport_ops {
 	void (*destroy)(dt_transport *t);       /* frees the struct; close was called */
 	/* Extra state for __tostring, e.g. "pid 4242" or "127.0.0.1:9222". */
 	void (*describe)(dt_transport *t, char *buf, size_t n);
+	/* The caller is done with the message the last recv handed out: drop
+	 * it now rather than at the next recv, so that the buffer one large
+	 * message grew is given back before the caller goes on. */
+	void (*release)(dt_transport *t);
 } dt_transport_ops;
 
 struct dt_transport {
@@ -109,6 +115,19 @@ void dt_ring_pushlua(lua_State *L, const dt_ring *r);
  * nothing, writes a message to err and returns 0. */
 int dt_json_decode(lua_State *L, const char *s, size_t len, int max_depth,
                    char *err, size_t errsz);
+/* The same for a CDP message, with ids the stack index of a table (or 0).
+ * When the message's "id" comes before its "result", is a key of ids with
+ * a true value, and result.result.value is a string, that string does not
+ * become a Lua string: its text is set aside, unescaped, in a userdata.
+ * Then pushes the message, the table that lacks "value" and the text, and
+ * returns 3; else as dt_json_decode (1 or 0). The text does not point into
+ * s, so s may go before dt_json_decode_aside. */
+int dt_json_decode_cdp(lua_State *L, const char *s, size_t len, int ids,
+                       char *err, size_t errsz);
+/* Stack: table text. Decodes the text into table.json, or on failure sets
+ * table.json_error to why it is not JSON; gives back the text's pages as
+ * it goes and pops both. */
+void dt_json_decode_aside(lua_State *L);
 
 /* ---- the parts of the module, each adds its functions to the table on top */
 void dt_json_open(lua_State *L);

@@ -25,7 +25,22 @@
  * Both directions are iterative (no C recursion), so the only limit on
  * nesting is max_depth and the Lua stack (lua_checkstack failing reads as
  * too_deep); the per-level state beyond a small C array lives in a userdata,
- * so a Lua error (out of memory) in the middle leaks nothing. */
+ * and malloc'd memory is owned by a userdata with __gc, so a Lua error (out
+ * of memory) in the middle leaks nothing.
+ *
+ * Large results (a tool's 8-50 MB of JSON) shaped what the decoder does:
+ * each table is created at the size of the last one closed at its depth
+ * (arrays of similar records), strings are unescaped into malloc'd scratch
+ * freed when the decode ends, and dt_json_decode_cdp can set a reply's JSON
+ * text aside so that it is decoded without ever being a Lua string.
+ *
+ * The collector is left alone. With a small live heap it marks the value
+ * being built at each doubling (about 40% of decoding 8 MB of records);
+ * pausing it during the decode was tried: it cut the decode itself but
+ * left one full mark of the new value for later, often as a single atomic
+ * step of 40-60 ms at the caller's next allocation, for a net CPU saving of
+ * only about 10%. */
+#define _DEFAULT_SOURCE         /* madvise */
 #define _POSIX_C_SOURCE 200809L
 #include <float.h>
 #include <limits.h>
@@ -36,6 +51,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "dt.h"
 
@@ -139,10 +156,25 @@ typedef struct jdec {
 	lua_State *L;
 	const unsigned char *start, *end;
 	int mt_slot;            /* stack slot: the array metatable */
-	int scratch_slot;       /* stack slot: userdata behind scratch */
+	int scratch_slot;       /* stack slot: the box holding scratch, or nil */
 	int levels_slot;        /* stack slot: userdata behind levels (when spilled) */
-	unsigned char *scratch; /* unescaped string bytes; Lua-owned */
-	size_t scratch_cap;
+	dt_buf *box;            /* scratch: unescaped string bytes, malloc'd and
+	                         * owned by a JSONBUF_MT userdata (its __gc frees
+	                         * them if a Lua error cuts the decode short) */
+	unsigned char *scratch; /* box->data, or NULL before the first need */
+	size_t scratch_cap;     /* box->cap */
+	int fixed;              /* scratch is a set-aside text sized to fit: never grown */
+	/* A CDP reply's tool result set aside (dt_json_decode_cdp) */
+	int ids;                /* stack index of the table of wanted reply ids, or 0 */
+	int match;              /* levels of result.result.value matched by the keys
+	                         * of the open containers, 0..3 */
+	int key_id;             /* the pending top-level key is "id" */
+	int id_ok;              /* the top-level "id" was a key of ids */
+	int aside;              /* the text was set aside */
+	int tbl_slot;           /* stack slot: the table that lacks "value" */
+	int text_slot;          /* stack slot: the jtext (userdata) holding the text */
+	/* Decoding a set-aside text: pages before rel were given back */
+	unsigned char *rel;     /* page-aligned; NULL when not releasing */
 	const char *code;       /* "syntax" or "too_deep" once failed */
 	char *err;
 	size_t errsz;
@@ -172,18 +204,91 @@ static const unsigned char *skip_ws(const unsigned char *p, const unsigned char 
 	return p;
 }
 
-/* Makes room for need bytes of scratch, keeping the first used. */
-static void scratch_reserve(jdec *d, size_t used, size_t need)
+/* Pushes a new empty box: a userdata holding a dt_buf whose __gc frees
+ * the bytes. Needs 2 free stack slots. */
+static dt_buf *push_box(lua_State *L)
 {
-	size_t cap;
+	dt_buf *b = lua_newuserdata(L, sizeof *b);      /* ... box */
+	memset(b, 0, sizeof *b);
+	luaL_getmetatable(L, JSONBUF_MT);               /* ... box bmt */
+	lua_setmetatable(L, -2);                        /* ... box */
+	return b;
+}
+
+/* Makes room for need bytes of scratch, keeping its contents. The bytes
+ * are malloc'd, not a Lua userdata, so that growing leaves no garbage
+ * behind (realloc, mremap for big blocks) and json_decode can free them the
+ * moment it is done. Raises on out of memory, which leaks nothing. */
+static void scratch_reserve(jdec *d, size_t need)
+{
 	if (need <= d->scratch_cap)
 		return;
-	cap = d->scratch_cap ? d->scratch_cap * 2 : 256;
-	while (cap < need)
-		cap *= 2;
-	d->scratch = grow_slot(d->L, d->scratch_slot, d->scratch, used, cap);
-	d->scratch_cap = cap;
+	if (d->fixed)               /* cannot happen: the text was sized to its input */
+		luaL_error(d->L, "JSON decoder: set-aside text overflow");
+	if (d->box == NULL) {
+		d->box = push_box(d->L);                    /* ... box */
+		lua_replace(d->L, d->scratch_slot);         /* ... (slot = box) */
+	}
+	d->box->len = 0;
+	if (dt_buf_reserve(d->box, need) != 0)      /* owns: box->data, freed by json_decode or __gc */
+		luaL_error(d->L, "not enough memory for a JSON string of %zu bytes", need);
+	d->scratch = (unsigned char *)d->box->data;
+	d->scratch_cap = d->box->cap;
 }
+
+/* ---- set-aside text: a tool result's JSON, unescaped, waiting to be decoded */
+
+/* A plain full userdata: Lua owns it and frees it, and the collector counts
+ * it as live while the text is decoded (as it counted the string it
+ * replaces), which keeps the collector's pace during the decode as it was.
+ * Its resident pages are given back as the decoder moves past them. */
+typedef struct jtext {
+	size_t len;             /* bytes of text */
+	unsigned char data[];   /* room for the rest of the input: it bounds the text */
+} jtext;
+
+static size_t page_size(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	return pg > 0 ? (size_t)pg : 4096;
+}
+
+/* First page boundary at or after p. */
+static unsigned char *page_up(unsigned char *p)
+{
+	size_t pg = page_size();
+	return (unsigned char *)(((uintptr_t)p + pg - 1) / pg * pg);
+}
+
+/* Gives back the resident pages wholly inside [*from, to) and moves *from
+ * to the end of the last one. The bytes there are ours and never read
+ * again: MADV_DONTNEED is as if we zeroed them, whatever allocator Lua
+ * uses, and pages touched again would just come back as zeros. */
+static void release_pages(unsigned char **from, const unsigned char *to)
+{
+#ifdef MADV_DONTNEED
+	size_t pg = page_size();
+	if (to > *from) {
+		size_t n = (size_t)(to - *from) / pg * pg;
+		if (n > 0) {
+			madvise(*from, n, MADV_DONTNEED);
+			*from += n;
+		}
+	}
+#else
+	(void)from;
+	(void)to;
+#endif
+}
+
+/* Decoding a set-aside text: gives back the pages wholly before p, which
+ * the decoder never reads again (values are copied out as they are read). */
+static void release_before(jdec *d, const unsigned char *p)
+{
+	release_pages(&d->rel, p);
+}
+
+#define REL_STEP ((size_t)1 << 20)      /* give back pages a MiB at a time */
 
 /* Appends code point cp as (generalized) UTF-8: surrogates get their
  * 3-byte form, like CESU-8, so a lone "\ud800" survives as ED A0 80. */
@@ -219,9 +324,11 @@ static long hex4(const unsigned char *p)
 	return ((long)a << 12) | (b << 8) | (c << 4) | e;
 }
 
-/* p is just past the opening quote. Pushes the string and returns the
- * position after the closing quote, or NULL after dec_fail. */
-static const unsigned char *dec_string(jdec *d, const unsigned char *p)
+/* p is just past the opening quote. Sets *out and *outlen to the string's
+ * bytes (in the input when it has no escapes, else in scratch) and returns
+ * the position after the closing quote, or NULL after dec_fail. */
+static const unsigned char *dec_string_bytes(jdec *d, const unsigned char *p,
+                                             const unsigned char **out, size_t *outlen)
 {
 	const unsigned char *run = p, *end = d->end;
 	size_t n;
@@ -231,7 +338,8 @@ static const unsigned char *dec_string(jdec *d, const unsigned char *p)
 	while (p < end && !DEC_SPECIAL(*p))
 		p++;
 	if (p < end && *p == '"') {             /* the common case: no escapes */
-		lua_pushlstring(d->L, (const char *)run, (size_t)(p - run));
+		*out = run;
+		*outlen = (size_t)(p - run);
 		return p + 1;
 	}
 
@@ -242,7 +350,7 @@ static const unsigned char *dec_string(jdec *d, const unsigned char *p)
 		unsigned long cp;
 		long h;
 		if (len > 0) {
-			scratch_reserve(d, n, n + len + 8);
+			scratch_reserve(d, n + len + 8);
 			memcpy(d->scratch + n, run, len);
 			n += len;
 		}
@@ -257,7 +365,7 @@ static const unsigned char *dec_string(jdec *d, const unsigned char *p)
 			return NULL;
 		}
 		/* *p == '\\' */
-		scratch_reserve(d, n, n + 8);
+		scratch_reserve(d, n + 8);
 		if (end - p < 2) {
 			dec_fail(d, p + 1, "unterminated escape");
 			return NULL;
@@ -297,8 +405,76 @@ static const unsigned char *dec_string(jdec *d, const unsigned char *p)
 		while (p < end && !DEC_SPECIAL(*p))
 			p++;
 	}
-	lua_pushlstring(d->L, (const char *)d->scratch, n);
+	*out = d->scratch;
+	*outlen = n;
 	return p + 1;
+}
+
+/* p is just past the opening quote. Pushes the string and returns the
+ * position after the closing quote, or NULL after dec_fail. */
+static const unsigned char *dec_string(jdec *d, const unsigned char *p)
+{
+	const unsigned char *s;
+	size_t n;
+	p = dec_string_bytes(d, p, &s, &n);
+	if (p != NULL)
+		lua_pushlstring(d->L, (const char *)s, n);  /* ... str */
+	return p;
+}
+
+/* The value of result.result.value in a wanted reply, a string: p is just
+ * past its opening quote, the table holding it and the key "value" are on
+ * top. Unescapes the text into a jtext of its own (sized by the rest of the
+ * input, which bounds it) instead of pushing a string, and keeps the table
+ * and the text in their slots. Returns as dec_string. */
+static const unsigned char *dec_aside(jdec *d, const unsigned char *p)
+{
+	lua_State *L = d->L;
+	const unsigned char *s;
+	unsigned char *save = d->scratch;
+	size_t n, save_cap = d->scratch_cap;
+	size_t cap = (size_t)(d->end - p) + 8;
+	jtext *t;
+	lua_pop(L, 1);                                  /* ... obj (the key goes) */
+	lua_pushvalue(L, -1);                           /* ... obj obj */
+	lua_replace(L, d->tbl_slot);                    /* ... obj */
+	t = lua_newuserdata(L, sizeof *t + cap);        /* ... obj text */
+	lua_replace(L, d->text_slot);                   /* ... obj */
+	t->len = 0;
+	d->scratch = t->data;                           /* unescape straight into it */
+	d->scratch_cap = cap;
+	d->fixed = 1;
+	p = dec_string_bytes(d, p, &s, &n);
+	d->scratch = save;
+	d->scratch_cap = save_cap;
+	d->fixed = 0;
+	if (p == NULL)
+		return NULL;
+	if (s != t->data)                               /* no escapes: still in the input */
+		memcpy(t->data, s, n);
+	t->len = n;
+	d->aside = 1;
+	return p;
+}
+
+/* Is the key on top lit? */
+static int key_is(lua_State *L, const char *lit, size_t litlen)
+{
+	size_t n;
+	const char *k = lua_tolstring(L, -1, &n);
+	return n == litlen && memcmp(k, lit, n) == 0;
+}
+
+/* Tracks the keys that lead to result.result.value (and the top-level
+ * "id") while a reply is decoded with ids. The key is on top. */
+static void track_key(jdec *d, int depth)
+{
+	static const char *const path[] = { NULL, "result", "result", "value" };
+	if (depth > 3 || d->match < depth - 1)
+		return;
+	d->match = key_is(d->L, path[depth], strlen(path[depth])) ? depth : depth - 1;
+	if (depth == 1)
+		d->key_id = key_is(d->L, "id", 2);
 }
 
 static const double pow10_exact[] = {
@@ -412,7 +588,7 @@ static const unsigned char *dec_number(jdec *d, const unsigned char *p)
 		size_t len = (size_t)(p - start);
 		char *tok = small;
 		if (len >= sizeof small) {
-			scratch_reserve(d, 0, len + 1);
+			scratch_reserve(d, len + 1);
 			tok = (char *)d->scratch;
 		}
 		memcpy(tok, start, len);
@@ -422,18 +598,33 @@ static const unsigned char *dec_number(jdec *d, const unsigned char *p)
 	return p;
 }
 
+/* Per open container of the decoder. The two hints outlive the container:
+ * they are the sizes of the last array and object closed at this depth, so
+ * that the next one (arrays of similar records) is created at its final
+ * size instead of growing through 1, 2, 4, ... with a rehash each time. A
+ * hint is taken by at most one container before that container's own close
+ * replaces it, so a misleading hint wastes at most about as many slots as
+ * the input had values: bounded by a small multiple of the input size. */
+typedef struct dlevel {
+	lua_Integer n;          /* elements (array) or members (object) so far */
+	int obj;                /* 1 for an object, 0 for an array */
+	int hint_arr;           /* length of the last non-empty array closed here */
+	int hint_obj;           /* members of the last non-empty object closed here */
+} dlevel;
+
+#define HINT_MAX (1 << 24)  /* keeps a hint an int and a table sane */
+
 /* The whole decoder: one pass, one loop, no recursion. Each open container
  * sits on the Lua stack (objects also hold their pending key there);
- * levels[k] is the element count of an array at depth k, or -1 for an
- * object. On success the value is on top. */
+ * lv[k] describes the container at depth k. On success the value is on top. */
 static int dec_run(jdec *d, int max_depth)
 {
 	lua_State *L = d->L;
 	const unsigned char *p = d->start, *end = d->end;
-	lua_Integer small[SMALL_LEVELS];
-	lua_Integer *lv = small;        /* lv[1..depth] */
+	dlevel small[SMALL_LEVELS];
+	dlevel *lv = small;             /* lv[1..depth]; hints valid in lv[1..hi] */
 	size_t lv_cap = SMALL_LEVELS;
-	int depth = 0;
+	int depth = 0, hi = 0;
 
 value:
 	p = skip_ws(p, end);
@@ -443,7 +634,9 @@ value:
 	}
 	switch (*p) {
 	case '{':
-	case '[':
+	case '[': {
+		dlevel *l;
+		int obj = *p == '{';
 		if (depth >= max_depth || !lua_checkstack(L, 4)) {
 			d->code = "too_deep";
 			if (d->errsz > 0)
@@ -454,33 +647,47 @@ value:
 			return 0;
 		}
 		if ((size_t)depth + 1 >= lv_cap) {
-			lv = grow_slot(L, d->levels_slot, lv, lv_cap * sizeof *lv,
+			lv = grow_slot(L, d->levels_slot, lv, ((size_t)hi + 1) * sizeof *lv,
 			               2 * lv_cap * sizeof *lv);
 			lv_cap *= 2;
 		}
-		if (*p == '{') {
-			lua_createtable(L, 0, 0);               /* ... obj */
-			lv[++depth] = -1;
-			p = skip_ws(p + 1, end);
-			if (p < end && *p == '}') {
-				p++;
-				depth--;
-				goto value_done;
-			}
-			goto key;
+		l = &lv[depth + 1];
+		if (depth + 1 > hi) {
+			l->hint_arr = l->hint_obj = 0;
+			hi = depth + 1;
 		}
-		lua_createtable(L, 0, 0);                       /* ... arr */
-		lua_pushvalue(L, d->mt_slot);                   /* ... arr mt */
-		lua_setmetatable(L, -2);                        /* ... arr */
-		lv[++depth] = 0;
 		p = skip_ws(p + 1, end);
-		if (p < end && *p == ']') {
+		if (p < end && *p == (obj ? '}' : ']')) {       /* empty: no hint taken */
 			p++;
-			depth--;
+			lua_createtable(L, 0, 0);                   /* ... t */
+			if (!obj) {
+				lua_pushvalue(L, d->mt_slot);           /* ... arr mt */
+				lua_setmetatable(L, -2);                /* ... arr */
+			}
 			goto value_done;
 		}
+		if (obj)
+			lua_createtable(L, 0, l->hint_obj);         /* ... obj */
+		else {
+			lua_createtable(L, l->hint_arr, 0);         /* ... arr */
+			lua_pushvalue(L, d->mt_slot);               /* ... arr mt */
+			lua_setmetatable(L, -2);                    /* ... arr */
+		}
+		l->n = 0;
+		l->obj = obj;
+		depth++;
+		if (obj)
+			goto key;
 		goto value;
+	}
 	case '"':
+		if (d->match == 3 && depth == 3 && d->id_ok && !d->aside) {
+			p = dec_aside(d, p + 1);                    /* ... obj */
+			if (p == NULL)
+				return 0;
+			lv[depth].n++;
+			goto member_done;
+		}
 		p = dec_string(d, p + 1);                       /* ... str */
 		if (p == NULL)
 			return 0;
@@ -524,26 +731,45 @@ value_done:                     /* a complete value is on top */
 		}
 		return 1;
 	}
-	if (lv[depth] >= 0) {
-		lv[depth]++;
-		lua_rawseti(L, -2, lv[depth]);                  /* ... arr */
-	} else {
+	if (d->key_id && depth == 1) {                      /* ... obj "id" v */
+		d->key_id = 0;
+		if (lua_type(L, -1) == LUA_TNUMBER) {
+			lua_pushvalue(L, -1);                       /* ... obj "id" v v */
+			lua_rawget(L, d->ids);                      /* ... obj "id" v ids[v] */
+			d->id_ok = lua_toboolean(L, -1);
+			lua_pop(L, 1);                              /* ... obj "id" v */
+		}
+	}
+	lv[depth].n++;
+	if (lv[depth].obj)
 		lua_rawset(L, -3);                              /* ... obj */
+	else
+		lua_rawseti(L, -2, lv[depth].n);                /* ... arr */
+member_done:
+	{
+		dlevel *l = &lv[depth];
+		p = skip_ws(p, end);
+		if (p < end && *p == ',') {
+			p++;
+			if (l->obj)
+				goto key;
+			goto value;
+		}
+		if (p < end && *p == (l->obj ? '}' : ']')) {
+			int h = l->n < HINT_MAX ? (int)l->n : HINT_MAX;
+			if (l->obj)
+				l->hint_obj = h;
+			else
+				l->hint_arr = h;
+			p++;
+			depth--;
+			if (d->rel != NULL && p > d->rel && (size_t)(p - d->rel) >= REL_STEP)
+				release_before(d, p);
+			goto value_done;
+		}
+		dec_fail(d, p, l->obj ? "',' or '}' expected" : "',' or ']' expected");
+		return 0;
 	}
-	p = skip_ws(p, end);
-	if (p < end && *p == ',') {
-		p++;
-		if (lv[depth] < 0)
-			goto key;
-		goto value;
-	}
-	if (p < end && *p == (lv[depth] < 0 ? '}' : ']')) {
-		p++;
-		depth--;
-		goto value_done;
-	}
-	dec_fail(d, p, lv[depth] < 0 ? "',' or '}' expected" : "',' or ']' expected");
-	return 0;
 
 key:
 	p = skip_ws(p, end);
@@ -554,6 +780,8 @@ key:
 	p = dec_string(d, p + 1);                               /* ... obj key */
 	if (p == NULL)
 		return 0;
+	if (d->ids != 0)
+		track_key(d, depth);
 	p = skip_ws(p, end);
 	if (p >= end || *p != ':') {
 		dec_fail(d, p, "':' expected");
@@ -564,18 +792,25 @@ key:
 }
 
 /* Decodes s[0..len): pushes the value and returns 1, or pushes nothing,
- * writes err and sets *code ("syntax" or "too_deep") and returns 0. */
+ * writes err and sets *code ("syntax" or "too_deep") and returns 0.
+ * ids: see dt_json_decode_cdp (0: none); with a text set aside, pushes the
+ * value, the table lacking "value" and the text, and returns 3.
+ * rel: page-aligned, inside s: s is ours and its pages from rel on may be
+ * given back as decoding moves past them (NULL: s is left alone). */
 static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
-                       char *err, size_t errsz, const char **code)
+                       char *err, size_t errsz, const char **code, int ids,
+                       unsigned char *rel)
 {
 	jdec d;
 	int base = lua_gettop(L), ok;
 	if (max_depth < 0)
 		max_depth = DT_JSON_MAX_DEPTH;
-	luaL_checkstack(L, 8, "json decode");
+	luaL_checkstack(L, 10, "json decode");
 	luaL_getmetatable(L, DT_ARRAY_MT);      /* ... mt */
 	lua_pushnil(L);                         /* ... mt scratch */
 	lua_pushnil(L);                         /* ... mt scratch levels */
+	lua_pushnil(L);                         /* ... mt scratch levels tbl */
+	lua_pushnil(L);                         /* ... mt scratch levels tbl text */
 	memset(&d, 0, sizeof d);
 	d.L = L;
 	d.start = (const unsigned char *)s;
@@ -583,11 +818,24 @@ static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 	d.mt_slot = base + 1;
 	d.scratch_slot = base + 2;
 	d.levels_slot = base + 3;
+	d.tbl_slot = base + 4;
+	d.text_slot = base + 5;
+	d.ids = ids;
+	d.rel = rel;
 	d.err = err;
 	d.errsz = errsz;
-	ok = dec_run(&d, max_depth);            /* ... mt scratch levels [...] value */
+	ok = dec_run(&d, max_depth);            /* ... mt scratch levels tbl text [...] value */
+	if (d.box != NULL)
+		dt_buf_free(d.box);                 /* frees: the scratch bytes, now, not at the next GC */
+	if (ok && d.aside) {
+		lua_replace(L, base + 1);           /* ... value scratch levels tbl text [...] */
+		lua_settop(L, base + 5);            /* ... value scratch levels tbl text */
+		lua_replace(L, base + 3);           /* ... value scratch text tbl */
+		lua_replace(L, base + 2);           /* ... value tbl text */
+		return 3;
+	}
 	if (ok) {
-		lua_replace(L, base + 1);           /* ... value scratch levels [...] */
+		lua_replace(L, base + 1);           /* ... value scratch levels tbl text [...] */
 		lua_settop(L, base + 1);            /* ... value */
 	} else {
 		lua_settop(L, base);                /* ... */
@@ -600,7 +848,35 @@ static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 int dt_json_decode(lua_State *L, const char *s, size_t len, int max_depth,
                    char *err, size_t errsz)
 {
-	return json_decode(L, s, len, max_depth, err, errsz, NULL);
+	return json_decode(L, s, len, max_depth, err, errsz, NULL, 0, NULL);
+}
+
+int dt_json_decode_cdp(lua_State *L, const char *s, size_t len, int ids,
+                       char *err, size_t errsz)
+{
+	if (ids < 0)
+		ids = lua_gettop(L) + ids + 1;          /* absolute: the decoder pushes */
+	return json_decode(L, s, len, DT_JSON_MAX_DEPTH, err, errsz, NULL, ids, NULL);
+}
+
+void dt_json_decode_aside(lua_State *L)
+{
+	jtext *t = lua_touserdata(L, -1);               /* ... tbl text */
+	unsigned char *rel = page_up(t->data);
+	char err[256];
+	int ok = json_decode(L, (const char *)t->data, t->len, DT_JSON_MAX_DEPTH,
+	                     err, sizeof err, NULL, 0, rel); /* ... tbl text [value] */
+	/* The text is garbage now; give back what is still resident of a big
+	 * one at once rather than at the next collection. */
+	if (t->len >= REL_STEP)
+		release_pages(&rel, t->data + t->len);
+	if (ok) {
+		lua_setfield(L, -3, "json");                /* ... tbl text */
+	} else {
+		lua_pushstring(L, err);                     /* ... tbl text err */
+		lua_setfield(L, -3, "json_error");          /* ... tbl text */
+	}
+	lua_pop(L, 2);                                  /* ... */
 }
 
 /* ======================================================================== */
@@ -1116,7 +1392,7 @@ static int l_json_decode(lua_State *L)
 	int max_depth = opt_max_depth(L, 2);
 	char err[256];
 	const char *code = NULL;
-	if (json_decode(L, s, len, max_depth, err, sizeof err, &code))
+	if (json_decode(L, s, len, max_depth, err, sizeof err, &code, 0, NULL))
 		return 1;                                   /* ... value */
 	lua_pushnil(L);
 	lua_pushstring(L, err);

@@ -74,9 +74,7 @@ static void settle(pipe_t *p)
 		p->in_start = 0;
 	}
 	/* A large buffer left behind by one huge message is given back. */
-	if (p->in.len == 0 && p->in.cap > ((size_t)4 << 20)) {
-		dt_buf_free(&p->in);
-	}
+	dt_buf_trim(&p->in);
 }
 
 /* One read of what is there now (one, so that recv scans and applies the
@@ -264,6 +262,11 @@ static int pipe_recv(dt_transport *t, double deadline, const char **msg, size_t 
 	}
 }
 
+static void pipe_release(dt_transport *t)
+{
+	settle((pipe_t *)t);
+}
+
 static int pipe_pending(dt_transport *t)
 {
 	pipe_t *p = (pipe_t *)t;
@@ -309,7 +312,7 @@ static void pipe_describe(dt_transport *t, char *buf, size_t n)
 
 static const dt_transport_ops pipe_ops = {
 	"pipe", pipe_send, pipe_recv, pipe_fd, pipe_pending,
-	pipe_close, pipe_destroy, pipe_describe
+	pipe_close, pipe_destroy, pipe_describe, pipe_release
 };
 
 dt_transport *dt_pipe_new(int wfd, int rfd, int errfd, dt_ring *ring, long pid)

@@ -76,19 +76,40 @@ static int l_send(lua_State *L)
 	return 1;
 }
 
-/* transport:recv([deadline [, decode]]) -> message | nil, message, code [, head]
+static void release(dt_transport *t)
+{
+	if (t->ops->release != NULL)
+		t->ops->release(t);
+}
+
+/* transport:recv([deadline [, decode [, ids]]]) -> message | nil, message, code [, head]
  * On too_large, head holds the first bytes of the dropped message.
  * With decode true the JSON text is decoded straight from the receive
  * buffer (no intermediate Lua string); a message that is not JSON gives
- * code "bad_message". */
+ * code "bad_message". Either way the message is a copy by the time we
+ * return, so the transport's buffer is released at once.
+ * ids (with decode): a table whose keys are ids of replies that carry a
+ * JSON text as a string result (Runtime.callFunctionOn / evaluate with
+ * returnByValue). For such a reply, written {"id":N,"result":{"result":
+ * {"type":"string","value":"<text>"}}}, the text is decoded in place of
+ * the string: result.result.json holds its value and there is no
+ * result.result.value (no Lua string of the text is ever made, and the
+ * receive buffer is gone before the text is decoded); a text that is not
+ * JSON gives result.result.json_error, the decoder's message, instead.
+ * Any other message decodes as without ids. */
 static int l_recv(lua_State *L)
 {
 	tr_ud *u = check_ud(L);
 	double deadline = dt_optdeadline(L, 2);
 	int decode = lua_toboolean(L, 3);
+	int ids = 0;
 	const char *msg;
 	size_t len;
 	int rc;
+	if (!lua_isnoneornil(L, 4)) {
+		luaL_checktype(L, 4, LUA_TTABLE);
+		ids = 4;
+	}
 	if (u->t == NULL)
 		return push_closed(L);
 	u->t->head_len = 0;
@@ -101,12 +122,17 @@ static int l_recv(lua_State *L)
 	if (rc != DT_OK)
 		return push_fail(L, u->t->err, rc);
 	if (!decode) {
-		lua_pushlstring(L, msg, len);
+		lua_pushlstring(L, msg, len);               /* ... message */
+		release(u->t);
 		return 1;
 	} else {
 		char err[200];
-		if (dt_json_decode(L, msg, len, DT_JSON_MAX_DEPTH, err, sizeof err))
-			return 1;
+		int n = dt_json_decode_cdp(L, msg, len, ids, err, sizeof err);
+		release(u->t);                              /* msg is dangling from here */
+		if (n == 3)                                 /* ... value tbl text */
+			dt_json_decode_aside(L);                /* ... value */
+		if (n > 0)
+			return 1;                               /* ... value */
 		lua_pushnil(L);
 		lua_pushfstring(L, "message is not valid JSON: %s", err);
 		lua_pushliteral(L, "bad_message");
@@ -233,6 +259,28 @@ void dt_ring_push(dt_ring *r, const char *p, size_t n)
 			r->len++;
 		else
 			r->start = (r->start + 1) % r->cap;
+	}
+}
+
+#define TRIM_ABOVE ((size_t)4 << 20)
+
+void dt_buf_trim(dt_buf *b)
+{
+	size_t cap;
+	char *p;
+	if (b->cap <= TRIM_ABOVE)
+		return;
+	if (b->len == 0) {
+		dt_buf_free(b);                 /* frees: b->data */
+		return;
+	}
+	if (b->len > b->cap / 4)
+		return;
+	cap = b->len < 32768 ? 65536 : 2 * b->len;
+	p = realloc(b->data, cap);          /* owns: b->data (shrunk; NULL keeps the old block) */
+	if (p != NULL) {
+		b->data = p;
+		b->cap = cap;
 	}
 }
 

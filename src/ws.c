@@ -359,8 +359,7 @@ static void settle(ws_t *w)
 		w->in_start = 0;
 	}
 	/* A large buffer left behind by one huge message is given back. */
-	if (w->in.len == 0 && w->in.cap > ((size_t)4 << 20))
-		dt_buf_free(&w->in);
+	dt_buf_trim(&w->in);
 }
 
 static int recv_done(ws_t *w)
@@ -394,6 +393,11 @@ static int ws_recv(dt_transport *t, double deadline, const char **msg, size_t *l
 		return fail_gone(w);
 	(void)rc;
 	return dt_transport_fail(t, DT_ETIMEOUT, "timed out waiting for a message from %s", w->peer);
+}
+
+static void ws_release(dt_transport *t)
+{
+	settle((ws_t *)t);
 }
 
 static int ws_pending(dt_transport *t)
@@ -449,7 +453,7 @@ static void ws_describe(dt_transport *t, char *buf, size_t n)
 
 static const dt_transport_ops ws_ops = {
 	"websocket", ws_send, ws_recv, ws_fd, ws_pending,
-	ws_close, ws_destroy, ws_describe
+	ws_close, ws_destroy, ws_describe, ws_release
 };
 
 /* ---- core.ws_connect ----------------------------------------------------------- */
