@@ -40,6 +40,9 @@ function M.new(transport, opts)
     -- session id ("" for the browser) -> function(method, params, session)
     listeners = {},
     closed = nil,           -- a message once the connection is gone
+    -- ids of replies whose result is a JSON text to decode in place: the
+    -- transport decodes it straight into result.result.json
+    json_ids = {},
   }, Conn)
 end
 
@@ -102,7 +105,7 @@ end
 
 -- Reads and routes one message. Returns false on timeout.
 local function pump(self, deadline)
-  local msg, err, code, head = self.transport:recv(deadline, true)
+  local msg, err, code, head = self.transport:recv(deadline, true, self.json_ids)
   if msg == nil then
     if code == "timeout" then return false end
     if code == "too_large" then

@@ -688,9 +688,11 @@ local function send_call(c, deadline)
   if c.els then
     for _, o in ipairs(resolve_elements({ c }, deadline)) do arguments[#arguments + 1] = o end
   end
-  c.id = tool._page.conn:send("Runtime.callFunctionOn", { functionDeclaration = CALL_JS,
+  local conn = tool._page.conn
+  c.id = conn:send("Runtime.callFunctionOn", { functionDeclaration = CALL_JS,
     executionContextId = tool._context, arguments = arguments, awaitPromise = true,
     returnByValue = true }, tool._session, deadline)
+  conn.json_ids[c.id] = true
 end
 
 -- Sends the calls of one batch (one session and context) as one request.
@@ -705,9 +707,11 @@ local function send_batch(b, deadline)
   arguments[1] = { value = specs }
   for _, o in ipairs(objs) do arguments[#arguments + 1] = o end
   local tool = b.calls[1].tool
-  b.id = tool._page.conn:send("Runtime.callFunctionOn", { functionDeclaration = BATCH_JS,
+  local conn = tool._page.conn
+  b.id = conn:send("Runtime.callFunctionOn", { functionDeclaration = BATCH_JS,
     executionContextId = tool._context, arguments = arguments, awaitPromise = true,
     returnByValue = true }, tool._session, deadline)
+  conn.json_ids[b.id] = true
   b.has_els = #objs > 0
 end
 
@@ -763,6 +767,7 @@ end
 local function await_reply(tool, id, deadline, has_els)
   local conn = tool._page.conn
   local ok, r = pcall(conn.await, conn, id, deadline, "tool " .. tool.name)
+  conn.json_ids[id] = nil
   if not ok and not errors.is_error(r) then error(r, 0) end
   if has_els then
     conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = "devtools_tools" }, tool._session)
@@ -783,7 +788,14 @@ local function await_reply(tool, id, deadline, has_els)
     local msg, details = pagemod.exception_info(r.exceptionDetails)
     raise("tool_error", "tool " .. tool.name .. ": " .. msg, { tool = tool.name, details = details })
   end
-  local text = pagemod.remote_value(r.result)
+  local rr = r.result
+  -- The transport decoded the page's JSON text in place (see cdp json_ids).
+  if rr and rr.json ~= nil then return rr.json end
+  if rr and rr.json_error then
+    raise("protocol_error", "tool " .. tool.name .. ": the page sent malformed JSON: " .. rr.json_error,
+      { tool = tool.name })
+  end
+  local text = pagemod.remote_value(rr)
   if type(text) ~= "string" then
     raise("protocol_error", "tool " .. tool.name .. ": unexpected reply from the page", { tool = tool.name })
   end
