@@ -23,7 +23,7 @@ echo "installing missing Debian packages:$missing"
 export DEBIAN_FRONTEND=noninteractive
 # apt may be busy (unattended upgrades): wait for the lock rather than fail.
 i=0
-until apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq --no-install-recommends $missing >/dev/null; do
+until apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq $missing >/dev/null; do
 	i=$((i + 1))
 	if [ $i -ge 20 ]; then echo "apt-get install failed:$missing" >&2; exit 1; fi
 	sleep 5
