@@ -202,11 +202,6 @@ function Conn:call(method, params, opts)
   return self:await(id, deadline, method)
 end
 
--- call_raw(...) -> true, result | false, Error (errors only of ours)
-function Conn:try_call(method, params, opts)
-  return errors.catch(self.call, self, method, params, opts)
-end
-
 function Conn:close()
   lost(self, "closed by the caller")
   local t = self.transport

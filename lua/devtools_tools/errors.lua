@@ -52,22 +52,6 @@ function M.raise(code, message, fields)
   error(M.new(code, message, fields), 0)
 end
 
--- The C core's runtime codes, mapped to ours. `closed` means the peer went
--- away, which a caller sees as `disconnected`.
-local core_codes = {
-  timeout = "timeout", closed = "disconnected", too_large = "too_large",
-  connect_failed = "connect_failed", spawn_failed = "launch_failed",
-}
-
--- check(ok, message, code, ...): passes values through, or raises the
--- Error for a `nil, message, code` triple from the core.
-function M.check(v, message, code, ...)
-  if v == nil and message ~= nil then
-    M.raise(core_codes[code] or "protocol_error", message)
-  end
-  return v, message, code, ...
-end
-
 -- catch(fn, ...) -> true, results... | false, Error
 -- Runs fn; a dt.Error is returned, anything else is re-raised untouched.
 local function pack(...) return { n = select("#", ...), ... } end
