@@ -87,7 +87,8 @@ build/app/server: examples/app/server.c
 deps:
 	@sh tools/deps.sh
 
-test: deps all $(SUPPORT) app
+# The specs, after checking that the C core builds warning-free for both ABIs.
+test: deps check-c all $(SUPPORT) app
 	@sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD)
 
 # The official JSON-Schema-Test-Suite (draft-07) against devtools_tools.schema:
