@@ -136,21 +136,28 @@ if (!window[KEY]) {
     return undefined;
   };
   const failed = (kind, e) => JSON.stringify({ error: Object.assign({ kind }, errInfo(e)) });
-  const finish = (value, callId) => {
+  // Elements a result holds wait here under a key the envelope names
+  // ("k"), until Lua takes them. Requests carry no per-call id: identical
+  // calls stay identical messages (Chromium answers those measurably faster).
+  let stashKey = 0;
+  const finish = (value) => {
     const stashed = [];
     let text;
     try { text = JSON.stringify(isPlain(value) ? value : processResult(value, stashed)); }
     catch (e) { return failed('result', e); }
+    let head = '{"n":0';
     if (stashed.length) {
-      stash.set(callId, stashed);
+      stashKey += 1;
+      stash.set(stashKey, stashed);
       if (stash.size > 64) stash.delete(stash.keys().next().value);
+      head = '{"n":' + stashed.length + ',"k":' + stashKey;
     }
-    return text === undefined ? '{"n":' + stashed.length + '}' : '{"n":' + stashed.length + ',"v":' + text + '}';
+    return text === undefined ? head + '}' : head + ',"v":' + text + '}';
   };
   const rt = {
     // Like the reference's `await tool.execute(args)`, but a tool that
     // answers synchronously is answered without a trip through promises.
-    call(gi, ti, name, args, callId, els) {
+    call(gi, ti, name, args, els) {
       const tool = findTool(gi, ti, name);
       if (!tool) return JSON.stringify({ error: { kind: 'not_found', message: 'Tool ' + name + ' not found' } });
       if (els.length) args = restore(args, els, 0);
@@ -161,10 +168,10 @@ if (!window[KEY]) {
         let then;
         try { then = value.then; } catch (e) { return failed('tool', e); }
         if (typeof then === 'function') {
-          return Promise.resolve(value).then((v) => finish(v, callId), (e) => failed('tool', e));
+          return Promise.resolve(value).then((v) => finish(v), (e) => failed('tool', e));
         }
       }
-      return finish(value, callId);
+      return finish(value);
     },
     // Several calls in one round trip (call_many): an array of envelopes.
     batch(specs, els) {
@@ -172,7 +179,7 @@ if (!window[KEY]) {
       let pending = null;
       specs.forEach((s, i) => {
         let r;
-        try { r = rt.call(s[0], s[1], s[2], s[3], s[4], els.slice(s[5], s[5] + s[6])); }
+        try { r = rt.call(s[0], s[1], s[2], s[3], els.slice(s[4], s[4] + s[5])); }
         catch (e) { r = failed('tool', e); }
         if (typeof r === 'string') out[i] = r;
         else (pending || (pending = [])).push(r.then((v) => { out[i] = v; }));
@@ -180,7 +187,7 @@ if (!window[KEY]) {
       const join = () => '[' + out.join(',') + ']';
       return pending ? Promise.all(pending).then(join) : join();
     },
-    take(callId) { const s = stash.get(callId) || []; stash.delete(callId); return s; },
+    take(key) { const s = stash.get(key) || []; stash.delete(key); return s; },
   };
   Object.defineProperty(window, KEY, { value: rt, enumerable: false, configurable: true });
 }
@@ -261,13 +268,13 @@ function () {
 ]==]
 DISCOVER_JS = DISCOVER_JS:gsub("%%d", tostring(M.MAX_DEPTH))
 
--- One call: spec is [groupIndex, toolIndex, name, args, callId]; element
+-- One call: spec is [groupIndex, toolIndex, name, args]; element
 -- arguments follow as remote objects.
 local CALL_JS = [==[
 function (spec, ...els) {
   const rt = window.__devtools_tools;
   if (!rt) return '{"error":{"kind":"stale","message":"the tools of this document are gone"}}';
-  return rt.call(spec[0], spec[1], spec[2], spec[3], spec[4], els);
+  return rt.call(spec[0], spec[1], spec[2], spec[3], els);
 }
 ]==]
 
@@ -281,7 +288,7 @@ function (specs, ...els) {
 ]==]
 
 local TAKE_JS = [==[
-function (callId) { const rt = window.__devtools_tools; return rt ? rt.take(callId) : []; }
+function (key) { const rt = window.__devtools_tools; return rt ? rt.take(key) : []; }
 ]==]
 
 -- ---- Element -------------------------------------------------------------------
@@ -618,8 +625,6 @@ local function extract_elements(args)
   return args, nil
 end
 
-local next_call_id = 0
-
 -- Prepares one call: validation and encoding happen before anything is sent.
 -- Returns a record {tool, session, params, els}.
 local function prepare(tool, args, who)
@@ -648,8 +653,7 @@ local function prepare(tool, args, who)
       end
     end
   end
-  next_call_id = next_call_id + 1
-  return { tool = tool, args = wire, els = els, call_id = next_call_id }
+  return { tool = tool, args = wire, els = els }
 end
 
 -- Resolves the Element arguments of prepared calls (all of one session and
@@ -684,7 +688,7 @@ end
 -- Sends one prepared call; returns after writing.
 local function send_call(c, deadline)
   local tool = c.tool
-  local arguments = { { value = setmetatable({ tool._gi, tool._ti, tool.name, c.args, c.call_id }, array_mt) } }
+  local arguments = { { value = setmetatable({ tool._gi, tool._ti, tool.name, c.args }, array_mt) } }
   if c.els then
     for _, o in ipairs(resolve_elements({ c }, deadline)) do arguments[#arguments + 1] = o end
   end
@@ -701,7 +705,7 @@ local function send_batch(b, deadline)
   local objs = resolve_elements(b.calls, deadline)
   for i, c in ipairs(b.calls) do
     local tool = c.tool
-    specs[i] = setmetatable({ tool._gi, tool._ti, tool.name, c.args, c.call_id, c.el_first,
+    specs[i] = setmetatable({ tool._gi, tool._ti, tool.name, c.args, c.el_first,
       c.els and #c.els or 0 }, array_mt)
   end
   arguments[1] = { value = specs }
@@ -716,11 +720,11 @@ local function send_batch(b, deadline)
 end
 
 -- Element placeholders in a decoded result -> Element objects.
-local function fetch_elements(c, n, deadline)
+local function fetch_elements(c, n, key, deadline)
   local tool = c.tool
   local page, conn, session = tool._page, tool._page.conn, tool._session
   local r = conn:await(conn:send("Runtime.callFunctionOn", { functionDeclaration = TAKE_JS,
-    executionContextId = tool._context, arguments = { { value = c.call_id } },
+    executionContextId = tool._context, arguments = { { value = key } },
     returnByValue = false, objectGroup = "devtools_tools" }, session, deadline), deadline,
     "Runtime.callFunctionOn")
   local props = conn:await(conn:send("Runtime.getProperties", { objectId = r.result.objectId,
@@ -821,7 +825,7 @@ local function open_envelope(c, env, deadline)
   local v = env.v
   local n = env.n
   if type(n) == "number" and n > 0 then
-    local backend = fetch_elements(c, n, deadline)
+    local backend = fetch_elements(c, n, env.k, deadline)
     v = replace_elements(v, c, backend, 0)
   end
   return v
