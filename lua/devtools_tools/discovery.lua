@@ -451,6 +451,16 @@ function M.discover(page, opts)
     end
     ids[#ids + 1] = { sid, conn:send("Page.getFrameTree", nil, sid, deadline), "tree" }
   end
+  -- With them, the window object of every main world we already know of
+  -- (a context of a session not yet confirmed waits for the second round).
+  local wins = {}
+  for fid, ctx in pairs(page.contexts) do
+    local child = page.child_sessions[ctx.session]
+    if ctx.session == page.session or (child and child.ready) then
+      wins[fid] = { ctx = ctx, id = conn:send("Runtime.evaluate", { expression = "window",
+        contextId = ctx.id, objectGroup = "devtools_tools" }, ctx.session, deadline) }
+    end
+  end
   local trees = {}
   for _, e in ipairs(ids) do
     local ok, r = errors.catch(conn.await, conn, e[2], deadline, e[3] == "tree" and "Page.getFrameTree" or "Runtime.enable")
@@ -478,15 +488,31 @@ function M.discover(page, opts)
     local ctx = page.contexts[f.id]
     if ctx and ctx.session == f.session then todo[#todo + 1] = { frame = f, ctx = ctx } end
   end
-  local calls = {}
+  local function window_of(w)
+    local ok, r = errors.catch(conn.await, conn, w.id, deadline, "Runtime.evaluate")
+    if ok then return r.result and r.result.objectId end
+    if r.code ~= "protocol_error" then error(r, 0) end
+  end
+  local calls, used = {}, {}
   for i, t in ipairs(todo) do
-    calls[i] = conn:send("Runtime.evaluate", { expression = "window", contextId = t.ctx.id,
-      objectGroup = "devtools_tools" }, t.frame.session, deadline)
+    local w = wins[t.frame.id]
+    if w and w.ctx == t.ctx then
+      used[t.frame.id] = true
+    else                                   -- a context we learnt of just now
+      calls[i] = conn:send("Runtime.evaluate", { expression = "window", contextId = t.ctx.id,
+        objectGroup = "devtools_tools" }, t.frame.session, deadline)
+    end
+  end
+  for fid, w in pairs(wins) do
+    local oid = window_of(w)
+    if used[fid] then
+      for _, t in ipairs(todo) do if t.frame.id == fid then t.window = oid end end
+    elseif oid then
+      conn:send_nowait("Runtime.releaseObject", { objectId = oid }, w.ctx.session)
+    end
   end
   for i, t in ipairs(todo) do
-    local ok, r = errors.catch(conn.await, conn, calls[i], deadline, "Runtime.evaluate")
-    if ok then t.window = r.result and r.result.objectId
-    elseif r.code ~= "protocol_error" then error(r, 0) end
+    if calls[i] then t.window = window_of({ id = calls[i] }) end
   end
   for i, t in ipairs(todo) do
     if t.window then
