@@ -87,9 +87,20 @@ build/app/server: examples/app/server.c
 deps:
 	@sh tools/deps.sh
 
-# The specs, after checking that the C core builds warning-free for both ABIs.
+# The specs, after checking that the C core builds warning-free for both
+# ABIs; then the library's own specs again under LuaJIT (what Neovim runs).
+# The last line adds both runs up: "N passed, N failed[, N skipped]".
+LUAJIT_SPECS = spec/json_spec.lua spec/schema_spec.lua spec/regex_spec.lua spec/cdp_spec.lua \
+	spec/pipe_transport_spec.lua spec/discovery_spec.lua
 test: deps check-c all $(SUPPORT) app
-	@sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD)
+	@rm -f build/spec-totals; \
+	SPEC_TOTALS=build/spec-totals sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD); \
+	if [ "$(LUA)" != luajit ] && command -v luajit >/dev/null; then \
+		$(MAKE) -s LUA=luajit all build/luajit/support/static_server build/luajit/support/pipe_echo && \
+		echo "== the same library under LuaJIT" && \
+		SPEC_TOTALS=build/spec-totals sh tools/run-specs.sh luajit $(BUSTED) build/luajit $(LUAJIT_SPECS); \
+	fi; \
+	sh tools/run-specs.sh --totals build/spec-totals
 
 # The official JSON-Schema-Test-Suite (draft-07) against devtools_tools.schema:
 # make conformance JSON_SCHEMA_TEST_SUITE=/path/to/JSON-Schema-Test-Suite
