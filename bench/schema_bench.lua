@@ -14,26 +14,9 @@ local schema = require "devtools_tools.schema"
 local json = require "devtools_tools.json"
 local encode = json.encode
 
-local A = json.array
-
-local tool_schema = {
-  type = "object",
-  definitions = {
-    quantity = { type = "integer", minimum = 1, maximum = 1000 },
-  },
-  properties = {
-    sku = { type = "string", pattern = "^[A-Z]{3}-\\d{4}$" },
-    qty = { ["$ref"] = "#/definitions/quantity" },
-    note = { type = "string", maxLength = 200 },
-    gift = { type = "boolean" },
-    tags = { type = "array", items = { type = "string" }, maxItems = 10 },
-  },
-  required = A { "sku", "qty" },
-  additionalProperties = false,
-}
-
-local args = { sku = "ABC-1234", qty = 3, note = "leave it at the door",
-               gift = false, tags = A { "fragile", "gift-wrap" } }
+package.path = "./bench/?.lua;" .. package.path
+local typical = require "typical_tool"
+local tool_schema, args = typical.schema, typical.args
 
 local validate = schema.compile(tool_schema)
 assert(validate(args) == true, "the bench arguments must be valid")

@@ -14,7 +14,6 @@
 
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
-local json = require "devtools_tools.json"
 local schema = require "devtools_tools.schema"
 local pagemod = require "devtools_tools.page"
 
