@@ -68,8 +68,11 @@ local function lost(self, message)
   self.closed = self.closed or message or "connection lost"
 end
 
--- send(method, params, session) -> id, without waiting for the reply
-function Conn:send(method, params, session, deadline)
+-- send(method, params, session, deadline, json_reply) -> id, without
+-- waiting for the reply. json_reply: the reply's result.result.value is a
+-- JSON text (returnByValue of a string the page built); the transport
+-- decodes it in place into result.result.json (or result.result.json_error).
+function Conn:send(method, params, session, deadline, json_reply)
   if self.closed then disconnected(self) end
   local id = self.next_id
   self.next_id = id + 1
@@ -95,6 +98,7 @@ function Conn:send(method, params, session, deadline)
     end
     raise("protocol_error", method .. ": " .. tostring(err))
   end
+  if json_reply then self.json_ids[id] = true end
   return id
 end
 
@@ -173,15 +177,18 @@ function Conn:await(id, deadline, method)
   while pending[id] == false do
     if self.closed then
       pending[id] = nil
+      self.json_ids[id] = nil
       disconnected(self)
     end
     if not pump(self, deadline) then
       pending[id] = nil            -- a late reply will be dropped
+      self.json_ids[id] = nil
       raise("timeout", (method or "call") .. " timed out")
     end
   end
   local msg = pending[id]
   pending[id] = nil
+  self.json_ids[id] = nil
   if msg == nil then
     raise("protocol_error", "no call with id " .. tostring(id) .. " is waiting")
   end

@@ -720,8 +720,7 @@ local function send_call(c, deadline)
   local conn = tool._page.conn
   c.id = conn:send("Runtime.callFunctionOn", { functionDeclaration = CALL_JS,
     executionContextId = tool._context, arguments = arguments, awaitPromise = true,
-    returnByValue = true }, tool._session, deadline)
-  conn.json_ids[c.id] = true
+    returnByValue = true }, tool._session, deadline, true)
 end
 
 -- Sends the calls of one batch (one session and context) as one request.
@@ -739,8 +738,7 @@ local function send_batch(b, deadline)
   local conn = tool._page.conn
   b.id = conn:send("Runtime.callFunctionOn", { functionDeclaration = BATCH_JS,
     executionContextId = tool._context, arguments = arguments, awaitPromise = true,
-    returnByValue = true }, tool._session, deadline)
-  conn.json_ids[b.id] = true
+    returnByValue = true }, tool._session, deadline, true)
   b.has_els = #objs > 0
 end
 
@@ -796,7 +794,6 @@ end
 local function await_reply(tool, id, deadline, has_els)
   local conn = tool._page.conn
   local ok, r = pcall(conn.await, conn, id, deadline, "tool " .. tool.name)
-  conn.json_ids[id] = nil
   if not ok and not errors.is_error(r) then error(r, 0) end
   if has_els then
     conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = "devtools_tools" }, tool._session)
