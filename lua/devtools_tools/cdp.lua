@@ -37,6 +37,8 @@ function M.new(transport, opts)
     next_id = 1,
     -- id -> false while waiting, then the reply message (or an Error)
     pending = {},
+    -- id -> the session a waiting request was sent on ("" for the browser)
+    pending_session = {},
     -- session id ("" for the browser) -> function(method, params, session)
     listeners = {},
     closed = nil,           -- a message once the connection is gone
@@ -84,9 +86,11 @@ function Conn:send(method, params, session, deadline, json_reply)
   end
   local text = encode(msg)
   self.pending[id] = false
+  self.pending_session[id] = session or ""
   local ok, err, code = self.transport:send(text, deadline or (now() + self.timeout))
   if not ok then
     self.pending[id] = nil
+    self.pending_session[id] = nil
     if code == "closed" then
       lost(self, err)
       disconnected(self)
@@ -177,17 +181,20 @@ function Conn:await(id, deadline, method)
   while pending[id] == false do
     if self.closed then
       pending[id] = nil
+      self.pending_session[id] = nil
       self.json_ids[id] = nil
       disconnected(self)
     end
     if not pump(self, deadline) then
       pending[id] = nil            -- a late reply will be dropped
+      self.pending_session[id] = nil
       self.json_ids[id] = nil
       raise("timeout", (method or "call") .. " timed out")
     end
   end
   local msg = pending[id]
   pending[id] = nil
+  self.pending_session[id] = nil
   self.json_ids[id] = nil
   if msg == nil then
     raise("protocol_error", "no call with id " .. tostring(id) .. " is waiting")
@@ -199,6 +206,16 @@ function Conn:await(id, deadline, method)
       { details = { code = e.code, message = e.message, data = e.data, method = method } })
   end
   return msg.result
+end
+
+-- fail_pending(session, err): every request still waiting for a reply on
+-- that session (nil: the browser's) fails with err (a dt.Error) at once, e.g.
+-- when its target crashed. Safe to call from an event listener.
+function Conn:fail_pending(session, err)
+  local want = session or ""
+  for id, s in pairs(self.pending_session) do
+    if s == want and self.pending[id] == false then self.pending[id] = err end
+  end
 end
 
 -- call(method, params?, opts?) -> result. opts: session, timeout.
@@ -214,6 +231,7 @@ function Conn:close()
   local t = self.transport
   if t then t:close() end
   for id in pairs(self.pending) do self.pending[id] = nil end
+  for id in pairs(self.pending_session) do self.pending_session[id] = nil end
 end
 
 M.Connection = Conn
