@@ -196,7 +196,12 @@ describe("calling tools", function()
     assert.equal("bad_argument", H.error_of(page.call, page, 42).code)
     local e = H.error_of(page.call, page, "nope")
     assert.equal("tool_not_found", e.code)
-    assert.equal("Tool nope not found", e.message)
+    assert.matches("^Tool nope not found %(nearest: ", e.message)
+    assert.equal("never", e.details.nearest)
+    assert.equal(9, #e.details.available)
+    assert.equal("add", e.details.available[1])
+    e = H.error_of(page.call, page, "ad")
+    assert.equal("add", e.details.nearest)
   end)
 
   it("validates args against inputSchema", function()
@@ -248,6 +253,13 @@ describe("calling tools", function()
     n = 0
     while type(a) == "table" do a, n = a[1], n + 1 end
     assert.equal("<Max depth>", a)
+    assert.is_true(n > 500)
+    -- a cycle through arrays is a cycle, as in the reference
+    local ca = special("arraycycle")
+    assert.equal("<Circular reference>", ca[1])
+    assert.equal("<Circular reference>", ca[2][1][1])
+    assert.equal("<Circular reference>", ca[3].inner[1])
+    assert.same({ 1 }, ca[4])
   end)
 
   it("returns DOM elements as Element objects and takes them as arguments", function()
@@ -310,7 +322,7 @@ describe("calling tools", function()
   end)
 
   it("pipelines call_many: every request is written before the first reply is read", function()
-    local log, restore = H.spy_transport(page.conn, "return rt.batch(specs")
+    local log, restore = H.spy_transport(page.conn, "return rt.batch(specs, els, limitMs")
     local ok, res = pcall(page.call_many, page, {
       { "add", { a = 1, b = 1 } }, { "slowEcho", { ms = 30 } }, { "add", { a = 2, b = 2 } },
       { "echo", { i = 4 } }, { "add", { a = 3, b = 3 } },
@@ -330,7 +342,7 @@ describe("calling tools", function()
   it("call_many sends one request per document, all before reading any reply", function()
     local p2 = open("/frames.html")
     local groups = p2:discover()
-    local log, restore = H.spy_transport(p2.conn, "return rt.batch(specs")
+    local log, restore = H.spy_transport(p2.conn, "return rt.batch(specs, els, limitMs")
     local ok, res = pcall(p2.call_many, p2, {
       { groups[3]:tool("whoami") }, { "whoami" }, { groups[2]:tool("whoami") },
       { "where-cross" }, { groups[1]:tool("mainOnly") }, { "nope" },
