@@ -85,6 +85,8 @@ local function new_browser(conn, fields)
   conn:listen(nil, function(method, params) b:_on_event(method, params) end)
   return b
 end
+-- For unit specs: a Browser over a connection made elsewhere (a fake transport).
+M._new = new_browser
 
 local function tail(s, n)
   s = s or ""
