@@ -23,6 +23,16 @@ local type, tostring, tonumber, ipairs, setmetatable, getmetatable, error, math_
 
 local M = {}
 
+local is_error, pcall = errors.is_error, pcall
+
+-- try(fn, ...) -> true, result | false, dt.Error; anything else is
+-- re-raised (errors.catch without its packing, for one result)
+local function try(fn, a, b, c, d)
+  local ok, r = pcall(fn, a, b, c, d)
+  if not ok and not is_error(r) then error(r, 0) end
+  return ok, r
+end
+
 local function decode_page_json(text, what)
   local v, err = json_decode(text)
   if v == nil and err then raise("protocol_error", what .. ": the page sent malformed JSON: " .. err) end
@@ -269,7 +279,7 @@ function M.call_many(entries, deadline, keep)
     if entry.err then
       ok, c = false, entry.err
     else
-      ok, c = errors.catch(prepare, entry.tool, entry.args, "call_many entry " .. i, deadline)
+      ok, c = try(prepare, entry.tool, entry.args, "call_many entry " .. i, deadline)
     end
     if not ok then
       fail(i, c)

@@ -19,8 +19,8 @@ local discovery = require "devtools_tools.discovery"
 
 local raise = errors.raise
 local now = core.now
-local type, tostring, pairs, ipairs, setmetatable, error =
-      type, tostring, pairs, ipairs, setmetatable, error
+local type, tostring, pairs, ipairs, setmetatable, error, pcall =
+      type, tostring, pairs, ipairs, setmetatable, error, pcall
 
 local M = {}
 
@@ -476,6 +476,17 @@ end
 
 local call_many_opts = { timeout = true, errors = true }
 
+-- The Tool an entry {name or Tool, args} of call_many names.
+local function entry_tool(self, entry, i, deadline)
+  if type(entry) ~= "table" then raise("bad_argument", "call_many: entry " .. i .. " must be {name, args}") end
+  local t = entry[1]
+  if tools.is_tool(t) then
+    if t._page ~= self then raise("bad_argument", "call_many: entry " .. i .. " is a tool of another page") end
+    return t
+  end
+  return lookup(self, t, deadline, "call_many entry " .. i)
+end
+
 -- call_many({{name or Tool, args}, ...}, opts?) -> {results..., n = count}
 -- opts.errors = "return": failed entries hold their dt.Error
 function Page:call_many(list, opts)
@@ -489,18 +500,9 @@ function Page:call_many(list, opts)
   local deadline = self.conn:deadline(opts)
   local entries = {}
   for i = 1, #list do
-    local entry = list[i]
-    local ok, t = errors.catch(function()
-      if type(entry) ~= "table" then raise("bad_argument", "call_many: entry " .. i .. " must be {name, args}") end
-      local t = entry[1]
-      if tools.is_tool(t) then
-        if t._page ~= self then raise("bad_argument", "call_many: entry " .. i .. " is a tool of another page") end
-        return t
-      end
-      return lookup(self, t, deadline, "call_many entry " .. i)
-    end)
-    if ok then entries[i] = { tool = t, args = entry[2] }
-    elseif keep then entries[i] = { err = t }
+    local ok, t = pcall(entry_tool, self, list[i], i, deadline)
+    if ok then entries[i] = { tool = t, args = list[i][2] }
+    elseif keep and errors.is_error(t) then entries[i] = { err = t }
     else error(t, 0) end
   end
   return calls.call_many(entries, deadline, keep)
