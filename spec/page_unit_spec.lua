@@ -66,7 +66,20 @@ describe("page (fake transport)", function()
         assert.equal(s.value, v, "scenario " .. i)
       end
     end
-    -- the timed-out script is stopped, so a busy page answers again
+    -- the timeout left a probe on the session; unanswered (a busy page),
+    -- the next call first stops the script that kept it
+    assert.equal(0, fake:count("Runtime.terminateExecution"))
+    fake.on["Runtime.evaluate"] = function() return { result = { type = "number", value = 1 } } end
+    assert.equal(1, page:evaluate("1"))
+    assert.equal(1, fake:count("Runtime.terminateExecution"))
+    -- an idle page (its probe answered) is left alone
+    fake.on["Runtime.evaluate"] = function(p)
+      if p.expression == "0" then return { result = { type = "number", value = 0 } } end
+      return F.NO_REPLY
+    end
+    assert.equal("timeout", H.error_of(page.evaluate, page, "x", { timeout = 0.05 }).code)
+    fake.on["Runtime.evaluate"] = function() return { result = { type = "number", value = 1 } } end
+    assert.equal(1, page:evaluate("1"))
     assert.equal(1, fake:count("Runtime.terminateExecution"))
   end)
 
@@ -217,9 +230,16 @@ describe("discovery (fake transport)", function()
     local page, fake = open()
     F.with_tools(fake, { ADD })
     fake.on["Runtime.callFunctionOn"] = function() return F.NO_REPLY end
+    local evaluate = fake.on["Runtime.evaluate"]
+    fake.on["Runtime.evaluate"] = function(p, ...)   -- the listener keeps the page busy
+      if p.expression == "0" then return F.NO_REPLY end
+      return evaluate(p, ...)
+    end
     local e = H.error_of(page.discover, page, { timeout = 0.05 })
     assert.equal("timeout", e.code)
     assert.matches("discovery did not finish", e.message, 1, true)
+    assert.equal(0, fake:count("Runtime.terminateExecution"))
+    assert.equal(1, page:evaluate("1"))                -- stops the listener first
     assert.equal(1, fake:count("Runtime.terminateExecution"))
   end)
 end)

@@ -118,7 +118,7 @@ end
 local function batch_limit_ms(deadline)
   local left = deadline - now()
   if left <= 0 then return 0 end
-  local margin = left * 0.1
+  local margin = left * 0.25
   if margin > 0.25 then margin = 0.25 end
   return math.floor((left - margin) * 1000)
 end
