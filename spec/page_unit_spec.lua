@@ -148,6 +148,34 @@ describe("page (fake transport)", function()
     assert.equal(n + 1, fake:count("Runtime.callFunctionOn"))
   end)
 
+  it("sends the arguments schema.shape gives (when the schema module has it), not changing the caller's table", function()
+    local schema = require "devtools_tools.schema"
+    local saved = schema.shape
+    local page, fake = open()
+    F.with_tools(fake, { { index = 0, name = "g", tools = { { name = "list", description = "d",
+      inputSchema = { type = "object", properties = { items = { type = "array" } } } } } } })
+    local seen
+    schema.shape = function(...)          -- a stand-in: marks `items` as an array, in a copy
+      seen = { n = select("#", ...), ... }
+      local value = select(2, ...)
+      local copy = {}
+      for k, v in pairs(value) do copy[k] = v end
+      copy.items = dt.array {}
+      return copy
+    end
+    local args = { items = {} }
+    local ok, err = pcall(page.call, page, "list", args)
+    schema.shape = saved
+    assert(ok, tostring(err))
+    assert.equal(2, seen.n)
+    assert.equal(page:tool("list")._validator, seen[1])
+    assert.equal(args, seen[2])
+    local sent = fake.sent[#fake.sent]
+    assert.equal("Runtime.callFunctionOn", sent.method)
+    assert.equal(dt.array_mt, getmetatable(sent.params.arguments[1].value[4].items))
+    assert.is_nil(getmetatable(args.items))
+  end)
+
   it("call_many: entries that settled keep their results, each failure names its tool", function()
     local page, fake = open()
     local two = { index = 0, name = "g", tools = { ADD.tools[1],
