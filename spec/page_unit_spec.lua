@@ -272,6 +272,37 @@ describe("discovery (fake transport)", function()
   end)
 end)
 
+describe("the Lua layer's modules", function()
+  it("require each other without a cycle, lazy or not", function()
+    local lfs = require "lfs"
+    local deps = {}
+    for file in lfs.dir("lua/devtools_tools") do
+      local name = file:match("^(.-)%.lua$")
+      if name then
+        local f = assert(io.open("lua/devtools_tools/" .. file))
+        local src = f:read("*a")
+        f:close()
+        deps[name] = {}
+        for dep in src:gmatch("require%s*%(?%s*[\"']devtools_tools%.([%w_]+)[\"']") do
+          deps[name][#deps[name] + 1] = dep
+        end
+      end
+    end
+    assert.is_not_nil(deps.page)
+    local state = {}
+    local function visit(m, path)
+      if state[m] == "done" then return end
+      assert(state[m] ~= "open", "require cycle: " .. table.concat(path, " -> ") .. " -> " .. m)
+      state[m] = "open"
+      path[#path + 1] = m
+      for _, d in ipairs(deps[m] or {}) do visit(d, path) end
+      path[#path] = nil
+      state[m] = "done"
+    end
+    for m in pairs(deps) do visit(m, {}) end
+  end)
+end)
+
 describe("browser (fake transport)", function()
   it("lists page targets only", function()
     local fake = F.new({ ["Target.getTargets"] = function()
