@@ -4,7 +4,6 @@
 -- holds on Lua 5.4 and LuaJIT alike). Runs under both.
 
 local dt = require "devtools_tools"
-local core = require "devtools_tools.core"
 local H = require "helper"
 
 -- The most aggressive collector settings, and back (5.4 and 5.1/LuaJIT spell them differently).

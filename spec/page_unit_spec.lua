@@ -2,7 +2,6 @@
 -- (spec/support/fake_browser.lua): no Chromium, scripted CDP replies.
 
 local dt = require "devtools_tools"
-local json = require "devtools_tools.json"
 local discovery = require "devtools_tools.discovery"
 local F = require "support.fake_browser"
 local H = require "helper"

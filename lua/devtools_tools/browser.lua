@@ -16,8 +16,8 @@ local Page = require "devtools_tools.page"
 
 local raise = errors.raise
 local now = core.now
-local type, tostring, ipairs, pairs, setmetatable, tonumber, select =
-      type, tostring, ipairs, pairs, setmetatable, tonumber, select
+local type, tostring, ipairs, setmetatable, tonumber =
+      type, tostring, ipairs, setmetatable, tonumber
 local concat = table.concat
 
 local M = {}

@@ -18,8 +18,8 @@ local raise = errors.raise
 local now = core.now
 local array_mt = core.array_mt
 local json_decode = core.json_decode
-local type, tostring, tonumber, ipairs, setmetatable, getmetatable, error, math_max =
-      type, tostring, tonumber, ipairs, setmetatable, getmetatable, error, math.max
+local type, tostring, tonumber, ipairs, setmetatable, getmetatable, error =
+      type, tostring, tonumber, ipairs, setmetatable, getmetatable, error
 
 local M = {}
 
@@ -308,7 +308,9 @@ function M.call_many(entries, deadline, keep)
       local ok, envs = errors.catch(await_reply, tool, b.id, deadline, b.has_els)
       if ok and (getmetatable(envs) ~= array_mt or #envs ~= #b.calls) then
         if type(envs) == "table" and envs.error then
-          ok, envs = errors.catch(open_envelope, b.calls[1], envs, deadline)
+          -- one envelope for the whole batch (e.g. the document is gone)
+          local _
+          _, envs = errors.catch(open_envelope, b.calls[1], envs, deadline)
           ok = false
         else
           ok, envs = false, errors.new("protocol_error", "call_many: unexpected reply from the page")

@@ -15,8 +15,8 @@ local calls = require "devtools_tools.calls"
 
 local raise = errors.raise
 local now = core.now
-local type, tostring, ipairs, setmetatable, getmetatable =
-      type, tostring, ipairs, setmetatable, getmetatable
+local tostring, ipairs, setmetatable, getmetatable =
+      tostring, ipairs, setmetatable, getmetatable
 
 local M = {}
 
