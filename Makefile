@@ -39,6 +39,8 @@ MODULE  := $(BUILD)/devtools_tools/core.so
 SRCS    := $(wildcard src/*.c)
 OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
 LUAMODS := $(wildcard lua/devtools_tools/*.lua)
+# the page-side JavaScript, read at run time from js/ next to the modules
+JSFILES := $(wildcard lua/devtools_tools/js/*.js)
 SUPPORT_SRCS := $(wildcard spec/support/*.c)
 SUPPORT := $(patsubst spec/support/%.c,$(BUILD)/support/%,$(SUPPORT_SRCS))
 ALL_CFLAGS = -std=c99 -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -I$(LUA_INCDIR)
@@ -91,7 +93,8 @@ deps:
 # ABIs; then the library's own specs again under LuaJIT (what Neovim runs).
 # The last line adds both runs up: "N passed, N failed[, N skipped]".
 LUAJIT_SPECS = spec/json_spec.lua spec/schema_spec.lua spec/regex_spec.lua spec/cdp_spec.lua \
-	spec/pipe_transport_spec.lua spec/discovery_spec.lua spec/task_spec.lua
+	spec/pipe_transport_spec.lua spec/discovery_spec.lua spec/lifetime_spec.lua \
+	spec/page_unit_spec.lua spec/hostile_spec.lua spec/task_spec.lua
 test: deps check-c all $(SUPPORT) app
 	@rm -f build/spec-totals; \
 	SPEC_TOTALS=build/spec-totals sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD); \
@@ -133,9 +136,10 @@ demo: deps all app
 	DEVTOOLS_TOOLS_BUILD=$(BUILD) $(LUA) examples/demo.lua build/app/server
 
 install: all
-	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools
+	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so
 	install -m 644 $(LUAMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/
+	install -m 644 $(JSFILES) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js/
 
 uninstall:
 	rm -f $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so

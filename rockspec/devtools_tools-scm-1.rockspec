@@ -26,7 +26,7 @@ build = {
   modules = {
     ["devtools_tools.core"] = {
       sources = {
-        "src/core.c", "src/fs.c", "src/json.c", "src/pipe.c", "src/process.c",
+        "src/core.c", "src/fs.c", "src/json.c", "src/pipe.c", "src/poll.c", "src/process.c",
         "src/regex.c", "src/transport.c", "src/ws.c",
       },
       libraries = { "websockets", "pcre2-8", "m" },
@@ -37,10 +37,30 @@ build = {
     ["devtools_tools.errors"] = "lua/devtools_tools/errors.lua",
     ["devtools_tools.json"] = "lua/devtools_tools/json.lua",
     ["devtools_tools.cdp"] = "lua/devtools_tools/cdp.lua",
+    ["devtools_tools.loop"] = "lua/devtools_tools/loop.lua",
+    ["devtools_tools.task"] = "lua/devtools_tools/task.lua",
     ["devtools_tools.browser"] = "lua/devtools_tools/browser.lua",
     ["devtools_tools.page"] = "lua/devtools_tools/page.lua",
     ["devtools_tools.discovery"] = "lua/devtools_tools/discovery.lua",
+    ["devtools_tools.options"] = "lua/devtools_tools/options.lua",
+    ["devtools_tools.remote"] = "lua/devtools_tools/remote.lua",
+    ["devtools_tools.element"] = "lua/devtools_tools/element.lua",
+    ["devtools_tools.tools"] = "lua/devtools_tools/tools.lua",
+    ["devtools_tools.marshal"] = "lua/devtools_tools/marshal.lua",
+    ["devtools_tools.calls"] = "lua/devtools_tools/calls.lua",
+    ["devtools_tools.pagejs"] = "lua/devtools_tools/pagejs.lua",
     ["devtools_tools.schema"] = "lua/devtools_tools/schema.lua",
     ["devtools_tools.formats"] = "lua/devtools_tools/formats.lua",
+  },
+  -- The page-side JavaScript goes next to the modules (devtools_tools/js/),
+  -- where devtools_tools.pagejs reads it.
+  install = {
+    lua = {
+      ["devtools_tools.js.runtime"] = "lua/devtools_tools/js/runtime.js",
+      ["devtools_tools.js.discover"] = "lua/devtools_tools/js/discover.js",
+      ["devtools_tools.js.call"] = "lua/devtools_tools/js/call.js",
+      ["devtools_tools.js.batch"] = "lua/devtools_tools/js/batch.js",
+      ["devtools_tools.js.take"] = "lua/devtools_tools/js/take.js",
+    },
   },
 }

@@ -1,13 +1,17 @@
--- Packaging: `make install` into a staging root and `luarocks make` into a
--- private tree both give a library that loads and drives Chromium.
+-- Packaging: `make install` into a staging root, `luarocks make` into a
+-- private tree and Neovim's runtimepath all give a library that loads, finds
+-- its page-side JavaScript where it was installed, and drives Chromium.
 
 local core = require "devtools_tools.core"
+local H = require "helper"
 
-local sh = require("helper").sh
+local sh = H.sh
 
+-- Prints "<document title> <a tool's answer> <encoded []> <where js/runtime.js was read>"
 local SMOKE = [[lua5.4 -e 'local dt = require "devtools_tools"
 local b = dt.launch()
-io.write(b:new_page("data:text/html,<title>packaged</title>"):evaluate("document.title"), " ", dt.json.encode(dt.array{}))
+local p = b:new_page([==[data:text/html,<title>packaged</title><script>addEventListener("devtoolstooldiscovery", (e) => e.respondWith({ name: "g", tools: [{ name: "t", description: "d", inputSchema: { type: "object" }, execute: () => "tool" }] }))</script>]==])
+io.write(p:evaluate("document.title"), " ", p:call("t"), " ", dt.json.encode(dt.array{}), " ", require("devtools_tools.pagejs").path.runtime)
 b:close()']]
 
 describe("packaging", function()
@@ -22,16 +26,30 @@ describe("packaging", function()
     out, rc = sh(("cd %s && LUA_PATH='%s/?.lua;%s/?/init.lua;;' LUA_CPATH='%s/?.so;;' %s"):format(
       dir, share, share, lib, SMOKE))
     assert.equal(0, rc, out)
-    assert.equal("packaged []", out)
+    assert.equal("packaged tool [] " .. share .. "/devtools_tools/js/runtime.js", out)
   end)
 
   it("the rockspec builds against the system libraries", function()
     local out, rc = sh(("cp -r src lua rockspec %s/ && cd %s && luarocks --lua-version=5.4 --tree=%s/tree make rockspec/devtools_tools-scm-1.rockspec"):format(dir, dir, dir))
     assert.equal(0, rc, out)
     local share, lib = dir .. "/tree/share/lua/5.4", dir .. "/tree/lib/lua/5.4"
-    out, rc = sh(("cd / && LUA_PATH='%s/?.lua;%s/?/init.lua;;' LUA_CPATH='%s/?.so;;' %s"):format(
-      share, share, lib, SMOKE))
+    -- the copy it was built from is gone: only the installed tree remains
+    out, rc = sh(("rm -rf %s/src %s/lua && cd / && LUA_PATH='%s/?.lua;%s/?/init.lua;;' LUA_CPATH='%s/?.so;;' %s"):format(
+      dir, dir, share, share, lib, SMOKE))
     assert.equal(0, rc, out)
-    assert.equal("packaged []", out)
+    assert.equal("packaged tool [] " .. share .. "/devtools_tools/js/runtime.js", out)
+  end)
+
+  it("finds its page scripts on Neovim's runtimepath", function()
+    if not H.sh("command -v nvim") or select(2, H.sh("command -v nvim")) ~= 0 then
+      pending("nvim is not installed")
+      return
+    end
+    local out, rc = sh(("mkdir -p %s/rt && cp -r lua %s/rt/ && cd / && nvim --headless -u NONE -i NONE"
+      .. " --cmd 'set rtp^=%s/rt' -c 'lua local ok, js = pcall(require, \"devtools_tools.pagejs\");"
+      .. " io.stdout:write(ok and js.path.discover or tostring(js)); vim.cmd(ok and \"qall!\" or \"cquit 1\")'"):format(
+      dir, dir, dir))
+    assert.equal(0, rc, out)
+    assert.equal(dir .. "/rt/lua/devtools_tools/js/discover.js", out)
   end)
 end)

@@ -11,13 +11,14 @@
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 local cdp = require "devtools_tools.cdp"
+local options = require "devtools_tools.options"
 local tasks = require "devtools_tools.task"
 local Page = require "devtools_tools.page"
 
 local raise = errors.raise
 local now = core.now
-local type, tostring, ipairs, pairs, setmetatable, tonumber, select =
-      type, tostring, ipairs, pairs, setmetatable, tonumber, select
+local type, tostring, ipairs, setmetatable, tonumber =
+      type, tostring, ipairs, setmetatable, tonumber
 local concat = table.concat
 
 local M = {}
@@ -76,22 +77,7 @@ local function find_executable(opts)
     .. " (install the chromium package, or set opts.executable or DEVTOOLS_TOOLS_CHROME)")
 end
 
-local function check_opts(opts, allowed, fname)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then
-    raise("bad_argument", fname .. ": opts must be a table, got " .. type(opts))
-  end
-  for k in pairs(opts) do
-    if not allowed[k] then
-      raise("bad_argument", fname .. ": unknown option '" .. tostring(k) .. "'")
-    end
-  end
-  if opts.timeout ~= nil and (type(opts.timeout) ~= "number" or opts.timeout ~= opts.timeout
-      or opts.timeout < 0) then
-    raise("bad_argument", fname .. ": timeout must be a non-negative number")
-  end
-  return opts
-end
+local check_opts = options.check
 
 local function new_browser(conn, fields)
   local b = setmetatable(fields, Browser)
@@ -100,6 +86,8 @@ local function new_browser(conn, fields)
   conn:listen(nil, function(method, params) b:_on_event(method, params) end)
   return b
 end
+-- For unit specs: a Browser over a connection made elsewhere (a fake transport).
+M._new = new_browser
 
 local function tail(s, n)
   s = s or ""
@@ -205,6 +193,9 @@ function M.connect(url, opts)
       .. " (the DevTools protocol gives full control of the browser;"
       .. " pass allow_remote = true to allow it)")
   end
+  if port ~= nil and (port < 1 or port > 65535 or port % 1 ~= 0) then
+    raise("bad_argument", "connect: port must be between 1 and 65535, got " .. tostring(port))
+  end
   port = port or 80
   local timeout = opts.timeout or 30
   local deadline = now() + timeout
@@ -226,7 +217,10 @@ function M.connect(url, opts)
     if type(ws) ~= "string" then
       raise("connect_failed", "connect: /json/version has no webSocketDebuggerUrl")
     end
-    local _, _, _, wpath = parse_url(ws)
+    local wscheme, _, _, wpath = parse_url(ws)
+    if wscheme ~= "ws" or not wpath then
+      raise("connect_failed", "connect: /json/version gave an unusable webSocketDebuggerUrl: " .. ws)
+    end
     path = wpath
   end
   local transport, err, code = core.ws_connect(addr, port, path,
@@ -264,12 +258,14 @@ end
 
 -- version() -> {product, protocolVersion, revision, userAgent, jsVersion}
 function Browser:version(opts)
+  opts = check_opts(opts, options.TIMEOUT, "version")
   check_open(self)
   return self.conn:call("Browser.getVersion", nil, opts)
 end
 
 -- pages() -> list of {id, url, title, attached} for targets of type "page"
 function Browser:pages(opts)
+  opts = check_opts(opts, options.TIMEOUT, "pages")
   check_open(self)
   local r = self.conn:call("Target.getTargets", nil, opts)
   local out = {}
@@ -283,6 +279,7 @@ end
 
 -- new_page(url?, opts?) -> Page, attached, navigated to url (load awaited)
 function Browser:new_page(url, opts)
+  opts = check_opts(opts, options.TIMEOUT, "new_page")
   check_open(self)
   if url ~= nil and type(url) ~= "string" then
     raise("bad_argument", "new_page: url must be a string, got " .. type(url))
@@ -292,6 +289,7 @@ function Browser:new_page(url, opts)
   local created = conn:await(conn:send("Target.createTarget", { url = "about:blank" }, nil,
     deadline), deadline, "Target.createTarget")
   local page = Page.attach(self, created.targetId, deadline)
+  self.pages_by_session[page.session] = page
   if url and url ~= "about:blank" then
     page:navigate(url, { timeout = math.max(0, deadline - now()) })
   end
@@ -300,8 +298,19 @@ end
 
 -- attach(target_id) -> Page for an existing page target (e.g. from pages())
 function Browser:attach(target_id, opts)
+  opts = check_opts(opts, options.TIMEOUT, "attach")
   check_open(self)
-  return Page.attach(self, target_id, self.conn:deadline(opts))
+  if type(target_id) ~= "string" then
+    raise("bad_argument", "attach: target_id must be a string, got " .. type(target_id))
+  end
+  local page = Page.attach(self, target_id, self.conn:deadline(opts))
+  self.pages_by_session[page.session] = page
+  return page
+end
+
+-- _forget(page): a page closed or detached
+function Browser:_forget(page)
+  if self.pages_by_session[page.session] == page then self.pages_by_session[page.session] = nil end
 end
 
 -- close(): a launched browser is asked to exit, then ended by signal if it
@@ -330,9 +339,10 @@ function Browser:close()
 end
 
 Browser.__close = Browser.close
--- Lua 5.4 collects tables with __gc; on LuaJIT the Process userdata's own
--- __gc still ends the browser.
-Browser.__gc = Browser.close
+-- No __gc here: a finalizer must never wait, and close() waits for Chromium
+-- to exit. A Browser that is only collected is ended by its C Process
+-- object's own finalizer (kills and reaps Chromium, removes the profile),
+-- on every Lua version.
 
 function Browser:__tostring()
   local how = self.launched and ("pid " .. tostring(self.process:pid() or "gone"))

@@ -1,19 +1,26 @@
 -- devtools_tools.page: one page target, attached through a flattened
--- session: navigation, evaluation, and the bookkeeping of its frames and
--- their documents that tool discovery builds on.
+-- session: navigation, evaluation, the bookkeeping of its frames and their
+-- documents, and the page's face for tools (discovery cached per document,
+-- lookup by name, calls), each public method under one deadline.
 --
 -- The page learns about its frames only from CDP events (frameNavigated,
 -- executionContextCreated, ...), which arrive while some call waits on the
 -- connection; handlers here only record state and never wait themselves.
+-- It owns its fields: other modules read them and change them only through
+-- its methods.
 
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
+local options = require "devtools_tools.options"
+local remote = require "devtools_tools.remote"
+local tools = require "devtools_tools.tools"
+local calls = require "devtools_tools.calls"
+local discovery = require "devtools_tools.discovery"
 
 local raise = errors.raise
 local now = core.now
-local null = core.null
-local type, tostring, pairs, ipairs, setmetatable, math_huge =
-      type, tostring, pairs, ipairs, setmetatable, math.huge
+local type, tostring, pairs, ipairs, setmetatable, error, pcall, next =
+      type, tostring, pairs, ipairs, setmetatable, error, pcall, next
 
 local M = {}
 
@@ -21,24 +28,6 @@ local Page = {}
 Page.__index = Page
 Page.__name = "devtools_tools.Page"
 M.Page = Page
-
--- Messages Chromium uses when the document a call ran in went away.
-local gone_patterns = {
-  "Execution context was destroyed",
-  "Inspected target navigated or closed",
-  "Cannot find context with specified id",
-  "Cannot find default execution context",
-  "Frame with the given id was not found",
-}
-
-function M.is_navigation_error(err)
-  if not errors.is_error(err) or err.code ~= "protocol_error" then return false end
-  local msg = err.details and err.details.message or err.message
-  for _, p in ipairs(gone_patterns) do
-    if msg:find(p, 1, true) then return true end
-  end
-  return false
-end
 
 -- ---- events ------------------------------------------------------------------
 
@@ -55,6 +44,7 @@ handlers["Page.frameNavigated"] = function(self, p, session)
     self.main_frame = f.id
     self.url = f.url
     self.nav_count = self.nav_count + 1
+    self.crashed = nil                      -- a new document: a reload recovered
   end
 end
 
@@ -100,8 +90,18 @@ handlers["Runtime.executionContextsCleared"] = function(self, _, session)
   end
 end
 
+-- A renderer that crashed answers nothing: what waits on its session fails
+-- at once (the browser session and other frames' sessions go on).
 handlers["Inspector.targetCrashed"] = function(self, _, session)
-  if session == self.session then self.crashed = true end
+  local sid = session or self.session
+  if sid == self.session then
+    self.crashed = true
+    self.conn:fail_pending(sid, errors.new("disconnected",
+      "the page crashed (its renderer process died); page:reload() recovers"))
+  else
+    self.conn:fail_pending(sid, errors.new("disconnected",
+      "the renderer of an iframe crashed"))
+  end
 end
 
 -- Out-of-process iframes arrive as targets of their own (auto-attach with
@@ -180,9 +180,8 @@ function M.attach(browser, target_id, deadline)
   local self = setmetatable({
     browser = browser, conn = conn, target_id = target_id, session = r.sessionId,
     url = "about:blank", frames = {}, contexts = {}, loaded = {}, nav_count = 0,
-    child_sessions = {}, _attach_seq = 1, epoch = 0,
+    child_sessions = {}, _attach_seq = 1, epoch = 0, _probes = {},
   }, Page)
-  browser.pages_by_session[self.session] = self
   self._listener = function(method, params, session)
     on_event(self, method, params, session)
   end
@@ -204,20 +203,75 @@ function M.attach(browser, target_id, deadline)
   return self
 end
 
--- ---- navigation ----------------------------------------------------------------
+-- ---- state other modules ask about ------------------------------------------
 
-local function check_open(self)
+function Page:_check_open()
   if self.closed then raise("disconnected", "the page is closed") end
   if self.conn.closed then raise("disconnected", "the browser connection is closed: "
     .. tostring(self.conn.closed)) end
+  if self.crashed then
+    raise("disconnected", "the page crashed (its renderer process died); page:reload() recovers")
+  end
+  self:_unstick()
 end
 
-local function opt_table(opts, fname)
-  if opts ~= nil and type(opts) ~= "table" then
-    raise("bad_argument", fname .. ": opts must be a table, got " .. type(opts))
+-- _is_current(frame_id, loader_id, context_id?) -> true while that frame
+-- still shows that document (and, if given, that execution context)
+function Page:_is_current(frame_id, loader_id, context_id)
+  if self.closed then return false end
+  local fr = self.frames[frame_id]
+  if not fr or fr.loader_id ~= loader_id then return false end
+  if context_id ~= nil then
+    local ctx = self.contexts[frame_id]
+    if not ctx or ctx.id ~= context_id then return false end
   end
-  return opts
+  return true
 end
+
+-- _record_frames(frames): what a discovery read from the frame trees
+function Page:_record_frames(frames)
+  for _, f in ipairs(frames) do
+    local fr = self.frames[f.id] or {}
+    self.frames[f.id] = fr
+    fr.id, fr.url, fr.origin, fr.parent, fr.session = f.id, f.url, f.origin, f.parent, f.session
+    fr.loader_id = f.loader_id
+  end
+end
+
+-- _session_ready(sid): a child session's Runtime.enable was answered, so
+-- its execution contexts are known
+function Page:_session_ready(sid)
+  local s = self.child_sessions[sid]
+  if s then s.ready = true end
+end
+
+-- _timed_out(session): a request on that session ran out of time. Was it
+-- page script that kept it (a busy loop in a tool or a listener)? A probe
+-- tells: it is answered only once the page's thread is free. Never waits.
+function Page:_timed_out(session)
+  local conn = self.conn
+  if conn.closed then return end
+  session = session or self.session
+  local ok, id = errors.catch(conn.send, conn, "Runtime.evaluate", { expression = "0" }, session, now())
+  if ok then self._probes[session] = id end
+end
+
+-- _unstick(): before the next call, a session whose probe has no answer is
+-- still running the script that timed out: stop it (Runtime.terminateExecution)
+-- so the page answers again. An idle page is left alone: terminating there
+-- would cut short whatever script of the page runs next.
+function Page:_unstick()
+  if next(self._probes) == nil then return end
+  local conn = self.conn
+  for sid, id in pairs(self._probes) do
+    self._probes[sid] = nil
+    if not conn.closed and not errors.catch(conn.await, conn, id, now(), "Runtime.evaluate") then
+      conn:send_nowait("Runtime.terminateExecution", nil, sid)
+    end
+  end
+end
+
+-- ---- navigation ----------------------------------------------------------------
 
 local function wait_load(self, loader_id, deadline, what)
   local loaded = self.loaded
@@ -231,8 +285,8 @@ end
 
 -- navigate(url, opts?) -> self, once the new document fired `load`
 function Page:navigate(url, opts)
-  check_open(self)
-  opt_table(opts, "navigate")
+  opts = options.check(opts, options.TIMEOUT, "navigate")
+  self:_check_open()
   if type(url) ~= "string" then
     raise("bad_argument", "navigate: url must be a string, got " .. type(url))
   end
@@ -250,16 +304,23 @@ function Page:navigate(url, opts)
   return self
 end
 
--- reload(opts?) -> self, once the new document fired `load`
+local reload_opts = { timeout = true, ignore_cache = true }
+
+-- reload(opts?) -> self, once the new document fired `load`. Also recovers
+-- a page whose renderer crashed.
 function Page:reload(opts)
-  check_open(self)
-  opt_table(opts, "reload")
+  opts = options.check(opts, reload_opts, "reload")
+  if self.closed then raise("disconnected", "the page is closed") end
   local conn = self.conn
+  if conn.closed then raise("disconnected", "the browser connection is closed: " .. tostring(conn.closed)) end
   local deadline = conn:deadline(opts)
   local before = self.nav_count
-  conn:await(conn:send("Page.reload", { ignoreCache = opts and opts.ignore_cache or nil },
+  self.crashed = nil
+  self:_unstick()
+  conn:await(conn:send("Page.reload", { ignoreCache = opts.ignore_cache or nil },
     self.session, deadline), deadline, "Page.reload")
   local ok = conn:wait_for(function() return self.nav_count > before or self.crashed end, deadline)
+  if self.crashed then raise("disconnected", "reload: the page crashed") end
   if not ok then raise("timeout", "reload: timed out waiting for the new document") end
   local fr = self.frames[self.main_frame]
   wait_load(self, fr.loader_id, deadline, "reload")
@@ -268,143 +329,209 @@ end
 
 -- ---- evaluate ------------------------------------------------------------------
 
--- A RemoteObject returned by value -> Lua value.
-local unserializable = {
-  NaN = 0 / 0, Infinity = math_huge, ["-Infinity"] = -math_huge, ["-0"] = -0.0,
-}
-
-function M.remote_value(ro)
-  if ro == nil or ro.type == "undefined" then return nil end
-  local u = ro.unserializableValue
-  if u ~= nil then
-    local v = unserializable[u]
-    if v ~= nil then return v end
-    return u                        -- a BigInt: "123n"
-  end
-  local v = ro.value
-  if v == nil and ro.subtype == "null" then return null end
-  return v
-end
-
--- The JS exception of a failed evaluation -> message, details
-function M.exception_info(ex)
-  local e = ex.exception
-  local message, stack
-  if e then
-    if e.type == "object" and e.description then
-      stack = e.description
-      message = e.description:match("^[^\n]*")
-    elseif e.value ~= nil then
-      message = tostring(e.value)
-    elseif e.unserializableValue then
-      message = e.unserializableValue
-    elseif e.description then
-      message = e.description
-    end
-  end
-  message = message or ex.text or "exception"
-  return message, { message = message, stack = stack, line = ex.lineNumber,
-    column = ex.columnNumber, text = ex.text }
-end
+local evaluate_opts = { timeout = true, context = true, session = true }
 
 -- evaluate(expression, opts?) -> value. Awaits a promise; returns by value.
 -- opts: timeout; context (an execution context id, default: the main frame).
 function Page:evaluate(expression, opts)
-  check_open(self)
-  opt_table(opts, "evaluate")
+  opts = options.check(opts, evaluate_opts, "evaluate")
+  self:_check_open()
   if type(expression) ~= "string" then
     raise("bad_argument", "evaluate: expression must be a string, got " .. type(expression))
   end
   local conn = self.conn
   local deadline = conn:deadline(opts)
+  local session = opts.session or self.session
   local ok, r = errors.catch(function()
     return conn:await(conn:send("Runtime.evaluate", {
       expression = expression, awaitPromise = true, returnByValue = true,
-      contextId = opts and opts.context or nil,
-    }, opts and opts.session or self.session, deadline), deadline, "Runtime.evaluate")
+      contextId = opts.context,
+    }, session, deadline), deadline, "Runtime.evaluate")
   end)
   if not ok then
-    if M.is_navigation_error(r) then
+    if remote.is_navigation_error(r) then
       raise("navigated", "evaluate: the document went away during the call", { details = r.details })
     elseif r.code == "protocol_error" and r.details and r.details.code == -32000 then
       -- e.g. a value that cannot be returned by value (a cycle)
       raise("js_error", r.details.message, { details = r.details })
+    elseif r.code == "timeout" then
+      self:_timed_out(session)
     end
     error(r, 0)
   end
   if r.exceptionDetails then
-    local message, details = M.exception_info(r.exceptionDetails)
+    local message, details = remote.exception_info(r.exceptionDetails)
     raise("js_error", message, { details = details })
   end
-  return M.remote_value(r.result)
+  return remote.remote_value(r.result)
 end
 
 -- close(opts?): closes the page's target. Idempotent.
 function Page:close(opts)
+  opts = options.check(opts, options.TIMEOUT, "close")
   if self.closed then return end
   local conn = self.conn
   if not conn.closed then
     errors.catch(conn.call, conn, "Target.closeTarget", { targetId = self.target_id }, opts)
   end
-  self.closed = true
-  conn:listen(self.session, nil)
-  for sid in pairs(self.child_sessions) do conn:listen(sid, nil) end
-  self.browser.pages_by_session[self.session] = nil
+  self:_detached()
 end
 
--- ---- tools (see devtools_tools.discovery) -------------------------------------
+function Page:_detached()
+  if self.closed then return end
+  self.closed = true
+  self.conn:listen(self.session, nil)
+  for sid in pairs(self.child_sessions) do self.conn:listen(sid, nil) end
+  self.browser:_forget(self)
+end
 
-local discovery   -- required lazily: it requires this module
+-- ---- tools ------------------------------------------------------------------------
 
-local function disc()
-  discovery = discovery or require "devtools_tools.discovery"
-  return discovery
+-- Discovers now and caches the result for the documents it is about.
+-- The cache remembers the deadline of the call that made it: the same public
+-- call never discovers twice.
+local function discover_now(self, deadline)
+  local groups, warnings, epoch = discovery.discover(self, deadline)
+  self._tool_cache = { epoch = epoch, groups = groups, warnings = warnings, made_for = deadline }
+  return groups, warnings
+end
+
+-- groups(deadline) -> groups, warnings, fresh: the cached discovery while
+-- no frame changed document, else a new one; fresh: made during this call
+local function groups(self, deadline)
+  local c = self._tool_cache
+  if c then
+    self.conn:poll()
+    if c.epoch == self.epoch then return c.groups, c.warnings, c.made_for == deadline end
+  end
+  local g, w = discover_now(self, deadline)
+  return g, w, true
+end
+
+-- find(name, deadline) -> Tool | nil, groups. A miss in a cached discovery
+-- looks once more (a page may register late); a discovery made during this
+-- same call is not repeated.
+local function find(self, name, deadline)
+  local gs, _, fresh = groups(self, deadline)
+  local t = discovery.find_in(gs, name)
+  if t == nil and not fresh then
+    gs = discover_now(self, deadline)
+    t = discovery.find_in(gs, name)
+  end
+  return t, gs
+end
+
+local function check_name(name, fname)
+  if type(name) ~= "string" then
+    raise("bad_argument", fname .. ": tool name must be a string, got " .. type(name))
+  end
+end
+
+local function lookup(self, name, deadline, fname)
+  check_name(name, fname)
+  local t, gs = find(self, name, deadline)
+  if not t then error(discovery.not_found(name, gs), 0) end
+  return t
 end
 
 -- discover(opts?) -> groups, warnings: fresh discovery in every frame
 function Page:discover(opts)
-  check_open(self)
-  opt_table(opts, "discover")
-  return disc().discover(self, opts)
+  opts = options.check(opts, options.TIMEOUT, "discover")
+  self:_check_open()
+  return discover_now(self, self.conn:deadline(opts))
 end
 
 -- tool_groups(opts?) -> groups, warnings: cached while no frame changed document
 function Page:tool_groups(opts)
-  check_open(self)
-  opt_table(opts, "tool_groups")
-  return disc().tool_groups(self, opts)
+  opts = options.check(opts, options.TIMEOUT, "tool_groups")
+  self:_check_open()
+  local g, w = groups(self, self.conn:deadline(opts))
+  return g, w
 end
 
--- tool(name) -> Tool | nil: the main frame first, then frames in document order
+-- tool(name, opts?) -> Tool | nil: the main frame first, then frames in document order
 function Page:tool(name, opts)
-  check_open(self)
-  if type(name) ~= "string" then
-    raise("bad_argument", "tool: name must be a string, got " .. type(name))
+  opts = options.check(opts, options.TIMEOUT, "tool")
+  self:_check_open()
+  check_name(name, "tool")
+  return (find(self, name, self.conn:deadline(opts)))
+end
+
+-- wait_for_tool(name, opts?) -> Tool, once the page offers it: discovers
+-- again when a document changes and, with growing pauses, in between
+-- (a page may register its listener at any time). Raises timeout.
+function Page:wait_for_tool(name, opts)
+  opts = options.check(opts, options.TIMEOUT, "wait_for_tool")
+  self:_check_open()
+  check_name(name, "wait_for_tool")
+  local conn = self.conn
+  local deadline = conn:deadline(opts)
+  local gs = groups(self, deadline)
+  local pause = 0.05
+  while true do
+    local t = discovery.find_in(gs, name)
+    if t then return t end
+    local epoch = self.epoch
+    local until_ = now() + pause
+    if until_ > deadline then until_ = deadline end
+    conn:wait_for(function() return self.epoch ~= epoch or self.closed or self.crashed end, until_)
+    self:_check_open()
+    if now() >= deadline then
+      local e = discovery.not_found(name, gs)
+      raise("timeout", "wait_for_tool: " .. e.message .. " before the timeout",
+        { tool = name, details = e.details })
+    end
+    pause = pause * 2
+    if pause > 0.5 then pause = 0.5 end
+    gs = discover_now(self, deadline)
   end
-  return disc().find(self, name, opts)
 end
 
 -- call(name, args?, opts?) -> value
 function Page:call(name, args, opts)
-  check_open(self)
-  opt_table(opts, "call")
-  return disc().call_tool(disc().lookup(self, name, opts), args, opts)
+  opts = options.check(opts, options.TIMEOUT, "call")
+  self:_check_open()
+  local deadline = self.conn:deadline(opts)
+  return calls.call_tool(lookup(self, name, deadline, "call"), args, deadline)
 end
 
--- call_many({{name, args}, ...}, opts?) -> {results..., n = count}
+local call_many_opts = { timeout = true, errors = true }
+
+-- The Tool an entry {name or Tool, args} of call_many names.
+local function entry_tool(self, entry, i, deadline)
+  if type(entry) ~= "table" then raise("bad_argument", "call_many: entry " .. i .. " must be {name, args}") end
+  local t = entry[1]
+  if tools.is_tool(t) then
+    if t._page ~= self then raise("bad_argument", "call_many: entry " .. i .. " is a tool of another page") end
+    return t
+  end
+  return lookup(self, t, deadline, "call_many entry " .. i)
+end
+
+-- call_many({{name or Tool, args}, ...}, opts?) -> {results..., n = count}
+-- opts.errors = "return": failed entries hold their dt.Error
 function Page:call_many(list, opts)
-  check_open(self)
-  opt_table(opts, "call_many")
-  return disc().call_many(self, list, opts)
-end
-
-function Page:_detached()
-  self.closed = true
-  self.conn:listen(self.session, nil)
+  opts = options.check(opts, call_many_opts, "call_many")
+  if opts.errors ~= nil and opts.errors ~= "return" and opts.errors ~= "raise" then
+    raise("bad_argument", "call_many: errors must be \"return\" or \"raise\"")
+  end
+  self:_check_open()
+  if type(list) ~= "table" then raise("bad_argument", "call_many: expected a list of {name, args}") end
+  local keep = opts.errors == "return"
+  local deadline = self.conn:deadline(opts)
+  local entries = {}
+  for i = 1, #list do
+    local ok, t = pcall(entry_tool, self, list[i], i, deadline)
+    if ok then entries[i] = { tool = t, args = list[i][2] }
+    elseif keep and errors.is_error(t) then entries[i] = { err = t }
+    else error(t, 0) end
+  end
+  return calls.call_many(entries, deadline, keep)
 end
 
 function Page:__tostring()
-  return "Page(" .. tostring(self.url) .. (self.closed and ", closed" or "") .. ")"
+  return "Page(" .. tostring(self.url) .. (self.closed and ", closed" or "")
+    .. (self.crashed and ", crashed" or "") .. ")"
 end
 
 return M

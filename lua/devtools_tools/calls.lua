@@ -1,0 +1,343 @@
+-- devtools_tools.calls: calling tools. Prepares a call (arguments checked,
+-- validated and marshalled before anything is sent), sends it, or many of
+-- them pipelined in one request per document, and turns the page's reply
+-- envelope into a value or a dt.Error.
+--
+-- What it must never do: start a clock of its own (every function takes the
+-- absolute deadline of the public call it serves), wait in anything but the
+-- connection, or let one entry's failure take another entry's result.
+
+local core = require "devtools_tools.core"
+local errors = require "devtools_tools.errors"
+local remote = require "devtools_tools.remote"
+local marshal = require "devtools_tools.marshal"
+local element = require "devtools_tools.element"
+local pagejs = require "devtools_tools.pagejs"
+
+local raise = errors.raise
+local now = core.now
+local array_mt = core.array_mt
+local json_decode = core.json_decode
+local type, tostring, tonumber, ipairs, setmetatable, getmetatable, error =
+      type, tostring, tonumber, ipairs, setmetatable, getmetatable, error
+
+local M = {}
+
+local is_error, pcall = errors.is_error, pcall
+
+-- try(fn, ...) -> true, result | false, dt.Error; anything else is
+-- re-raised (errors.catch without its packing, for one result)
+local function try(fn, a, b, c, d)
+  local ok, r = pcall(fn, a, b, c, d)
+  if not ok and not is_error(r) then error(r, 0) end
+  return ok, r
+end
+
+local function decode_page_json(text, what)
+  local v, err = json_decode(text)
+  if v == nil and err then raise("protocol_error", what .. ": the page sent malformed JSON: " .. err) end
+  return v
+end
+M.decode_page_json = decode_page_json
+
+-- prepare(tool, args, who, deadline) -> {tool, args, els}: validation and
+-- marshalling happen before anything is sent.
+local function prepare(tool, args, who, deadline)
+  args = marshal.check_args(args, who)
+  local page = tool._page
+  page:_check_open()
+  page.conn:poll(true)        -- events already read; a late one shows as `navigated`
+  if not page:_is_current(tool._frame_id, tool._loader, tool._context) then
+    raise("stale", "tool " .. tool.name .. " belongs to a document that is gone (its frame navigated"
+      .. " or was removed); get it again with page:tool()", { tool = tool.name })
+  end
+  local ok, err = tool:validate(args, deadline)
+  if not ok then error(err, 0) end
+  local wire, els = marshal.extract_elements(tool:_shape(args))
+  if els then
+    for _, el in ipairs(els) do
+      if element.stale(el) then
+        raise("stale", "an Element passed to " .. tool.name .. " belongs to a document that is gone",
+          { tool = tool.name })
+      end
+      if el._frame_id ~= tool._frame_id or el._page ~= page then
+        raise("bad_argument", "an Element passed to " .. tool.name .. " lives in another frame ("
+          .. tostring(el.frame and el.frame.url) .. ")", { tool = tool.name })
+      end
+    end
+  end
+  return { tool = tool, args = wire, els = els }
+end
+M.prepare = prepare
+
+-- Resolves the Element arguments of prepared calls (all of one session and
+-- context) to remote objects, pipelined. Returns the list of objectIds, in
+-- call order, and sets c.el_first on each call.
+local function resolve_elements(calls, deadline)
+  local ids, els = {}, {}
+  for _, c in ipairs(calls) do
+    c.el_first = #els
+    for _, el in ipairs(c.els or {}) do
+      local tool = c.tool
+      els[#els + 1] = { el = el, tool = tool }
+      ids[#els] = tool._page.conn:send("DOM.resolveNode", { backendNodeId = el.backend_node_id,
+        executionContextId = tool._context, objectGroup = "devtools_tools" }, tool._session, deadline)
+    end
+  end
+  local out = {}
+  for i, e in ipairs(els) do
+    local conn = e.tool._page.conn
+    local ok, r = errors.catch(conn.await, conn, ids[i], deadline, "DOM.resolveNode")
+    if not ok then
+      if r.code == "protocol_error" then
+        raise("stale", "an Element passed to " .. e.tool.name .. " is no longer in the document ("
+          .. tostring(e.el.description) .. ")", { tool = e.tool.name })
+      end
+      error(r, 0)
+    end
+    out[i] = { objectId = r.object.objectId }
+  end
+  return out
+end
+
+-- Sends one prepared call; returns after writing.
+local function send_call(c, deadline)
+  local tool = c.tool
+  local arguments = { { value = setmetatable({ tool._gi, tool._ti, tool.name, c.args }, array_mt) } }
+  if c.els then
+    for _, o in ipairs(resolve_elements({ c }, deadline)) do arguments[#arguments + 1] = o end
+  end
+  c.id = tool._page.conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.CALL,
+    executionContextId = tool._context, arguments = arguments, awaitPromise = true,
+    returnByValue = true }, tool._session, deadline, true)
+end
+
+-- How long the page may wait for a batch's slowest calls: the time left,
+-- less a share for the answer to travel back, so that the calls that did
+-- settle are answered before the deadline.
+local function batch_limit_ms(deadline)
+  local left = deadline - now()
+  if left <= 0 then return 0 end
+  local margin = left * 0.25
+  if margin > 0.25 then margin = 0.25 end
+  return math.floor((left - margin) * 1000)
+end
+
+-- Sends the calls of one batch (one session and context) as one request.
+local function send_batch(b, deadline)
+  local specs = setmetatable({}, array_mt)
+  local objs = resolve_elements(b.calls, deadline)
+  for i, c in ipairs(b.calls) do
+    local tool = c.tool
+    specs[i] = setmetatable({ tool._gi, tool._ti, tool.name, c.args, c.el_first,
+      c.els and #c.els or 0 }, array_mt)
+  end
+  local arguments = { { value = specs }, { value = batch_limit_ms(deadline) } }
+  for _, o in ipairs(objs) do arguments[#arguments + 1] = o end
+  local tool = b.calls[1].tool
+  b.id = tool._page.conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.BATCH,
+    executionContextId = tool._context, arguments = arguments, awaitPromise = true,
+    returnByValue = true }, tool._session, deadline, true)
+  b.has_els = #objs > 0
+end
+
+-- The elements a result refers to -> their backend node ids (0-based).
+local function fetch_elements(c, n, key, deadline)
+  local tool = c.tool
+  local conn, session = tool._page.conn, tool._session
+  local r = conn:await(conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.TAKE,
+    executionContextId = tool._context, arguments = { { value = key } },
+    returnByValue = false, objectGroup = "devtools_tools" }, session, deadline), deadline,
+    "Runtime.callFunctionOn")
+  local props = conn:await(conn:send("Runtime.getProperties", { objectId = r.result.objectId,
+    ownProperties = true }, session, deadline), deadline, "Runtime.getProperties")
+  local oids = {}
+  for _, p in ipairs(props.result or {}) do
+    local i = tonumber(p.name)
+    if i and p.value and p.value.objectId then oids[i] = p.value.objectId end
+  end
+  local ids = {}
+  for i = 0, n - 1 do
+    if oids[i] then
+      ids[i] = conn:send("DOM.describeNode", { objectId = oids[i] }, session, deadline)
+    end
+  end
+  local backend = {}
+  for i = 0, n - 1 do
+    if ids[i] then
+      local d = conn:await(ids[i], deadline, "DOM.describeNode")
+      backend[i] = d.node and d.node.backendNodeId
+    end
+  end
+  conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = "devtools_tools" }, session)
+  return backend
+end
+
+local function not_settled(tool)
+  return errors.new("timeout", "tool " .. tool.name .. " did not settle in time", { tool = tool.name })
+end
+
+-- Awaits the reply to request id (a call or a batch whose first call is
+-- tool's) and returns the page's decoded envelope; CDP-level failures
+-- become Errors.
+local function await_reply(tool, id, deadline, has_els)
+  local conn = tool._page.conn
+  local ok, r = errors.catch(conn.await, conn, id, deadline, "tool " .. tool.name)
+  if has_els then
+    conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = "devtools_tools" }, tool._session)
+  end
+  if not ok then
+    if remote.is_navigation_error(r) then
+      raise("navigated", "tool " .. tool.name .. ": the frame navigated during the call",
+        { tool = tool.name, details = r.details })
+    end
+    if r.code == "timeout" then
+      tool._page:_timed_out(tool._session)
+      error(not_settled(tool), 0)
+    end
+    r.tool = r.tool or tool.name
+    error(r, 0)
+  end
+  if r.exceptionDetails then
+    -- The call wrapper itself failed (it never throws for a tool's error).
+    local msg, details = remote.exception_info(r.exceptionDetails)
+    raise("tool_error", "tool " .. tool.name .. ": " .. msg, { tool = tool.name, details = details })
+  end
+  local rr = r.result
+  -- The transport decoded the page's JSON text in place (send's json_reply).
+  if rr and rr.json ~= nil then return rr.json end
+  if rr and rr.json_error then
+    raise("protocol_error", "tool " .. tool.name .. ": the page sent malformed JSON: " .. rr.json_error,
+      { tool = tool.name })
+  end
+  local text = remote.remote_value(rr)
+  if type(text) ~= "string" then
+    raise("protocol_error", "tool " .. tool.name .. ": unexpected reply from the page", { tool = tool.name })
+  end
+  return decode_page_json(text, "tool " .. tool.name)
+end
+
+-- A decoded envelope {"n":..,"k":..,"e":..,"v":..} or {"error":..} -> the
+-- value, or raises.
+local function open_envelope(c, env, deadline)
+  local tool = c.tool
+  if type(env) ~= "table" then
+    raise("protocol_error", "tool " .. tool.name .. ": unexpected reply from the page", { tool = tool.name })
+  end
+  local e = env.error
+  if e then
+    if type(e) ~= "table" then e = { message = tostring(e) } end
+    if e.kind == "not_found" then
+      raise("tool_not_found", tostring(e.message), { tool = tool.name })
+    elseif e.kind == "stale" then
+      raise("stale", "tool " .. tool.name .. ": " .. tostring(e.message), { tool = tool.name })
+    elseif e.kind == "pending" then
+      tool._page:_timed_out(tool._session)
+      error(not_settled(tool), 0)
+    end
+    raise("tool_error", tostring(e.message), { tool = tool.name,
+      details = { message = e.message, name = e.name, stack = e.stack, kind = e.kind } })
+  end
+  local v = env.v
+  local n = env.n
+  if type(n) == "number" and n > 0 and type(env.e) == "string" then
+    local backend = fetch_elements(c, n, env.k, deadline)
+    local page, frame = tool._page, tool.group.frame
+    v = marshal.replace_elements(v, env.e, function(idx, description)
+      return element.new({ backend_node_id = backend[idx], description = description,
+        frame = { id = tool._frame_id, url = frame.url, origin = frame.origin },
+        _page = page, _frame_id = tool._frame_id, _loader = tool._loader })
+    end)
+  end
+  return v
+end
+
+-- call_tool(tool, args, deadline) -> value
+function M.call_tool(tool, args, deadline)
+  local c = prepare(tool, args, "tool " .. tostring(tool.name), deadline)
+  send_call(c, deadline)
+  return open_envelope(c, await_reply(tool, c.id, deadline, c.els ~= nil), deadline)
+end
+
+-- call_many(entries, deadline, keep) -> results. entries[i] is {tool =,
+-- args =} or {err = a dt.Error} (a name that could not be resolved). The
+-- calls are grouped by the document they run in, and each group goes to
+-- the page as one request: every request is written before the first reply
+-- is awaited. keep: failed entries hold their dt.Error instead of raising
+-- the first one.
+function M.call_many(entries, deadline, keep)
+  local results, n = {}, #entries
+  local batches, by_doc = {}, {}
+  local first_err
+  local function fail(i, err)
+    if not keep then error(err, 0) end
+    results[i] = err
+  end
+  for i = 1, n do
+    local entry = entries[i]
+    local ok, c
+    if entry.err then
+      ok, c = false, entry.err
+    else
+      ok, c = try(prepare, entry.tool, entry.args, "call_many entry " .. i, deadline)
+    end
+    if not ok then
+      fail(i, c)
+    else
+      c.index = i
+      local key = c.tool._session .. "\0" .. c.tool._context
+      local b = by_doc[key]
+      if not b then
+        b = { calls = {} }
+        by_doc[key] = b
+        batches[#batches + 1] = b
+      end
+      b.calls[#b.calls + 1] = c
+    end
+  end
+  for _, b in ipairs(batches) do
+    local ok, err = errors.catch(send_batch, b, deadline)
+    if not ok then
+      b.failed = err
+      for _, c in ipairs(b.calls) do fail(c.index, err) end
+    end
+  end
+  for _, b in ipairs(batches) do
+    if not b.failed then
+      local tool = b.calls[1].tool
+      local ok, envs = errors.catch(await_reply, tool, b.id, deadline, b.has_els)
+      if ok and (getmetatable(envs) ~= array_mt or #envs ~= #b.calls) then
+        if type(envs) == "table" and envs.error then
+          -- one envelope for the whole batch (e.g. the document is gone)
+          local _
+          _, envs = errors.catch(open_envelope, b.calls[1], envs, deadline)
+          ok = false
+        else
+          ok, envs = false, errors.new("protocol_error", "call_many: unexpected reply from the page")
+        end
+      end
+      for k, c in ipairs(b.calls) do
+        local v
+        if ok then
+          local ok2, r = errors.catch(open_envelope, c, envs[k], deadline)
+          v = r
+          if not ok2 then first_err = first_err or r end
+        else
+          -- The whole request failed: each entry says so in its own name.
+          if envs.code == "timeout" then
+            v = not_settled(c.tool)
+          else
+            v = errors.new(envs.code, envs.message, { tool = c.tool.name, details = envs.details })
+          end
+          first_err = first_err or v
+        end
+        results[c.index] = v
+      end
+    end
+  end
+  if first_err and not keep then error(first_err, 0) end
+  results.n = n
+  return results
+end
+
+return M

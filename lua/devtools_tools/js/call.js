@@ -1,0 +1,8 @@
+// devtools_tools: one tool call. spec is [groupIndex, toolIndex, name, args];
+// element arguments follow as remote objects. Answers the runtime's JSON
+// envelope text; never throws for a tool's failure.
+function callDevtoolsTool(spec, ...els) {
+  const rt = window.__devtools_tools;
+  if (!rt) return '{"error":{"kind":"stale","message":"the tools of this document are gone"}}';
+  return rt.call(spec[0], spec[1], spec[2], spec[3], els);
+}

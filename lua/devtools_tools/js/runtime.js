@@ -1,0 +1,205 @@
+// devtools_tools page runtime: installed once per document (by discover.js,
+// through the discovery call), kept off enumeration as
+// window.__devtools_tools. It runs tools, post-processes their results the
+// way Chrome DevTools for agents does, and hands DOM elements to Lua.
+//
+// What it must never do: trust page data to be what it claims (a page
+// object is copied key by key into a prototype-less object, so "__proto__"
+// stays data, and cannot pass for one of our element references), or throw
+// out of call()/batch() for a tool's failure (failures are envelopes).
+//
+// The file is one function expression; Lua calls it with the depth limit.
+(function installDevtoolsToolsRuntime(maxDepth) {
+  'use strict';
+  const KEY = '__devtools_tools';
+  if (window[KEY]) return window[KEY];
+  // The key Lua uses to mark an element passed as an argument.
+  const EL_IN = '\u0000dt-element';
+  // The key marking an element in a result: random per document, so page
+  // data cannot forge one (it is named in the envelope).
+  const randomPart = () => {
+    const a = new Uint32Array(4);
+    crypto.getRandomValues(a);
+    return Array.from(a, (x) => x.toString(36)).join('');
+  };
+  const EL_OUT = '\u0000dt-element:' + randomPart();
+  const MAX_DEPTH = maxDepth;
+  const stash = new Map();
+
+  const describeEl = (el) => {
+    let d = (el.localName || el.nodeName || 'element').toLowerCase();
+    if (el.id) d += '#' + el.id;
+    if (el.classList) for (const c of Array.from(el.classList).slice(0, 3)) d += '.' + c;
+    return d;
+  };
+
+  const errInfo = (e) => {
+    let message;
+    if (e instanceof Error || (e !== null && typeof e === 'object' && 'message' in e)) message = String(e.message);
+    else if (e !== null && typeof e === 'object') { try { message = JSON.stringify(e); } catch (_) { message = String(e); } }
+    else message = String(e);
+    return { message, name: (e && typeof e === 'object' && e.name) ? String(e.name) : undefined,
+             stack: (e && typeof e === 'object' && typeof e.stack === 'string') ? e.stack : undefined };
+  };
+
+  // The reference's post-processing, plus BigInt, Symbol and a depth limit.
+  // `path` holds the objects and arrays being walked: meeting one of them
+  // again, through an object or an array, is a cycle.
+  const processResult = (value, stashed) => {
+    const path = [];
+    const walk = (data, depth) => {
+      if (depth > MAX_DEPTH) return '<Max depth>';
+      if (typeof Element !== 'undefined' && data instanceof Element) {
+        stashed.push(data);
+        const ref = Object.create(null);
+        ref[EL_OUT] = stashed.length - 1;
+        ref.description = describeEl(data);
+        return ref;
+      }
+      if (data !== null && typeof data === 'object') {
+        if (path.includes(data)) return '<Circular reference>';
+        if (Array.isArray(data)) {
+          path.push(data);
+          const out = new Array(data.length);
+          for (let i = 0; i < data.length; i++) out[i] = walk(data[i], depth + 1);
+          path.pop();
+          return out;
+        }
+        const proto = Object.getPrototypeOf(data);
+        if (proto !== Object.prototype && proto !== null) {
+          const ctor = data.constructor;
+          return '<' + ((ctor && typeof ctor.name === 'string') ? ctor.name : 'Object') + ' instance>';
+        }
+        path.push(data);
+        const out = Object.create(null);   // so a key "__proto__" stays data
+        for (const [k, v] of Object.entries(data)) out[k] = walk(v, depth + 1);
+        path.pop();
+        return out;
+      }
+      if (typeof data === 'function') return '<Function object>';
+      if (typeof data === 'bigint') return data.toString() + 'n';
+      if (typeof data === 'symbol') return data.toString();
+      return data;
+    };
+    return walk(value, 0);
+  };
+
+  // Is the value already what processResult would make of it (plain
+  // objects, arrays and JSON primitives, no cycles, not too deep)? Then
+  // JSON.stringify gives the same text without building a copy.
+  const isPlain = (value) => {
+    const path = [];
+    const ok = (data, depth) => {
+      const t = typeof data;
+      if (t === 'string' || t === 'number' || t === 'boolean' || t === 'undefined' || data === null) return true;
+      if (t !== 'object' || depth >= MAX_DEPTH) return false;
+      if (Array.isArray(data)) {
+        if (Object.getPrototypeOf(data) !== Array.prototype || path.includes(data)) return false;
+        path.push(data);
+        for (let i = 0; i < data.length; i++) if (!ok(data[i], depth + 1)) return false;
+        path.pop();
+        return true;
+      }
+      if (Object.getPrototypeOf(data) !== Object.prototype || path.includes(data)) return false;
+      path.push(data);
+      for (const k in data) {
+        if (!Object.prototype.hasOwnProperty.call(data, k)) continue;
+        if (k === '__proto__' || !ok(data[k], depth + 1)) return false;
+      }
+      path.pop();
+      return true;
+    };
+    return ok(value, 0);
+  };
+
+  // Puts the elements passed as extra arguments back where Lua left markers.
+  const restore = (v, els, depth) => {
+    if (depth > MAX_DEPTH || v === null || typeof v !== 'object') return v;
+    if (Array.isArray(v)) { for (let i = 0; i < v.length; i++) v[i] = restore(v[i], els, depth + 1); return v; }
+    if (Object.prototype.hasOwnProperty.call(v, EL_IN)) return els[v[EL_IN]];
+    for (const k of Object.keys(v)) v[k] = restore(v[k], els, depth + 1);
+    return v;
+  };
+
+  const findTool = (gi, ti, name) => {
+    const groups = window.__dtmcp && window.__dtmcp.toolGroups;
+    if (!Array.isArray(groups)) return undefined;
+    const g = groups[gi];
+    if (g && Array.isArray(g.tools) && g.tools[ti] && g.tools[ti].name === name) return g.tools[ti];
+    for (const group of groups) {
+      const t = group && Array.isArray(group.tools) && group.tools.find((x) => x && x.name === name);
+      if (t) return t;
+    }
+    return undefined;
+  };
+
+  const failed = (kind, e) => JSON.stringify({ error: Object.assign({ kind }, errInfo(e)) });
+
+  // Elements a result holds wait here under a key the envelope names
+  // ("k"), until Lua takes them. Requests carry no per-call id: identical
+  // calls stay identical messages (Chromium answers those measurably faster).
+  let stashKey = 0;
+  const finish = (value) => {
+    const stashed = [];
+    let text;
+    try { text = JSON.stringify(isPlain(value) ? value : processResult(value, stashed)); }
+    catch (e) { return failed('result', e); }
+    let head = '{"n":0';
+    if (stashed.length) {
+      stashKey += 1;
+      stash.set(stashKey, stashed);
+      if (stash.size > 64) stash.delete(stash.keys().next().value);
+      head = '{"n":' + stashed.length + ',"k":' + stashKey + ',"e":' + JSON.stringify(EL_OUT);
+    }
+    return text === undefined ? head + '}' : head + ',"v":' + text + '}';
+  };
+
+  const rt = {
+    // Like the reference's `await tool.execute(args)`, but a tool that
+    // answers synchronously is answered without a trip through promises.
+    call(gi, ti, name, args, els) {
+      const tool = findTool(gi, ti, name);
+      if (!tool) return JSON.stringify({ error: { kind: 'not_found', message: 'Tool ' + name + ' not found' } });
+      if (els.length) args = restore(args, els, 0);
+      let value;
+      try { value = tool.execute(args); }
+      catch (e) { return failed('tool', e); }
+      if (value !== null && (typeof value === 'object' || typeof value === 'function')) {
+        let then;
+        try { then = value.then; } catch (e) { return failed('tool', e); }
+        if (typeof then === 'function') {
+          return Promise.resolve(value).then((v) => finish(v), (e) => failed('tool', e));
+        }
+      }
+      return finish(value);
+    },
+    // Several calls in one round trip (call_many). Answers an array of
+    // envelopes once all settled; with a time limit (ms), what has not
+    // settled by then is answered with a "pending" envelope, so the calls
+    // that did finish keep their results.
+    batch(specs, els, limitMs) {
+      const out = new Array(specs.length);
+      let pending = null;
+      specs.forEach((s, i) => {
+        let r;
+        try { r = rt.call(s[0], s[1], s[2], s[3], els.slice(s[4], s[4] + s[5])); }
+        catch (e) { r = failed('tool', e); }
+        if (typeof r === 'string') out[i] = r;
+        else (pending || (pending = [])).push(r.then((v) => { out[i] = v; }));
+      });
+      const join = () => {
+        for (let i = 0; i < out.length; i++) {
+          if (out[i] === undefined) out[i] = '{"error":{"kind":"pending","message":"did not settle"}}';
+        }
+        return '[' + out.join(',') + ']';
+      };
+      if (!pending) return join();
+      const all = Promise.all(pending).then(join);
+      if (!(limitMs >= 0)) return all;
+      return Promise.race([all, new Promise((resolve) => setTimeout(() => resolve(join()), limitMs))]);
+    },
+    take(key) { const s = stash.get(key) || []; stash.delete(key); return s; },
+  };
+  Object.defineProperty(window, KEY, { value: rt, enumerable: false, configurable: true });
+  return rt;
+})

@@ -1,0 +1,67 @@
+-- devtools_tools.pagejs: the page-side JavaScript, read from the .js files
+-- in js/ next to this module (in a checkout, after `make install`, after
+-- `luarocks make`, or on Neovim's runtimepath: wherever this file is, its
+-- js/ directory is too).
+--
+-- What it must never do: edit the JavaScript text (no templating: values
+-- such as the depth limit are passed as call arguments), or look for the
+-- files anywhere a user did not put this library.
+
+local errors = require "devtools_tools.errors"
+
+local M = {}
+
+local NAMES = { "runtime", "discover", "call", "batch", "take" }
+
+-- The directory this file was loaded from, from its chunk name "@path".
+local function own_dir()
+  local src = debug.getinfo(1, "S").source
+  if type(src) == "string" and src:sub(1, 1) == "@" then
+    return (src:sub(2):match("^(.*)[/\\]") or ".")
+  end
+end
+
+-- Candidate places of js/NAME.js: next to this file first, then every
+-- package.path entry (for a loader that gives no file name).
+local function candidates(name)
+  local out = {}
+  local dir = own_dir()
+  if dir then out[#out + 1] = dir .. "/js/" .. name .. ".js" end
+  for templ in package.path:gmatch("[^;]+") do
+    if templ:find("?.lua", 1, true) and not templ:find("init.lua", 1, true) then
+      out[#out + 1] = (templ:gsub("%?%.lua$", "devtools_tools/js/" .. name .. ".js"))
+    end
+  end
+  return out
+end
+
+local function read(name)
+  local tried = {}
+  for _, path in ipairs(candidates(name)) do
+    local f = io.open(path, "rb")
+    if f then
+      local text = f:read("*a")
+      f:close()
+      if text and text ~= "" then return text, path end
+    end
+    tried[#tried + 1] = path
+  end
+  errors.raise("bad_argument", "devtools_tools: page script js/" .. name .. ".js not found next to "
+    .. "the library (tried " .. table.concat(tried, ", ") .. "); reinstall it")
+end
+
+-- M.source[name] -> the text of js/<name>.js; M.path[name] -> where it was read
+M.source, M.path = {}, {}
+for _, name in ipairs(NAMES) do
+  M.source[name], M.path[name] = read(name)
+end
+
+-- The functionDeclaration of the discovery call: installs the runtime, then
+-- discovers. Both files are function expressions, called, not edited.
+M.DISCOVER = "function (maxDepth) {\n  (" .. M.source.runtime .. ")(maxDepth);\n  return ("
+  .. M.source.discover .. ")(maxDepth);\n}"
+M.CALL = M.source.call
+M.BATCH = M.source.batch
+M.TAKE = M.source.take
+
+return M

@@ -1,0 +1,75 @@
+-- devtools_tools.remote: reading what Chromium's Runtime domain answers
+-- (RemoteObjects returned by value, exception details, the errors that mean
+-- "the document went away"), shared by page evaluation and tool calls.
+--
+-- What it must never do: wait, or keep state; it only interprets replies.
+
+local core = require "devtools_tools.core"
+local errors = require "devtools_tools.errors"
+
+local null = core.null
+local type, tostring, ipairs, math_huge = type, tostring, ipairs, math.huge
+
+local M = {}
+
+-- Messages Chromium uses when the document a call ran in went away.
+local gone_patterns = {
+  "Execution context was destroyed",
+  "Inspected target navigated or closed",
+  "Cannot find context with specified id",
+  "Cannot find default execution context",
+  "Frame with the given id was not found",
+}
+
+-- is_navigation_error(err) -> true when a protocol_error says the document
+-- (execution context) the request ran in is gone
+function M.is_navigation_error(err)
+  if not errors.is_error(err) or err.code ~= "protocol_error" then return false end
+  local msg = err.details and err.details.message or err.message
+  if type(msg) ~= "string" then return false end
+  for _, p in ipairs(gone_patterns) do
+    if msg:find(p, 1, true) then return true end
+  end
+  return false
+end
+
+local unserializable = {
+  NaN = 0 / 0, Infinity = math_huge, ["-Infinity"] = -math_huge, ["-0"] = -0.0,
+}
+
+-- remote_value(RemoteObject returned by value) -> Lua value
+function M.remote_value(ro)
+  if ro == nil or ro.type == "undefined" then return nil end
+  local u = ro.unserializableValue
+  if u ~= nil then
+    local v = unserializable[u]
+    if v ~= nil then return v end
+    return u                        -- a BigInt: "123n"
+  end
+  local v = ro.value
+  if v == nil and ro.subtype == "null" then return null end
+  return v
+end
+
+-- exception_info(exceptionDetails) -> message, details
+function M.exception_info(ex)
+  local e = ex.exception
+  local message, stack
+  if e then
+    if e.type == "object" and type(e.description) == "string" then
+      stack = e.description
+      message = e.description:match("^[^\n]*")
+    elseif e.value ~= nil then
+      message = tostring(e.value)
+    elseif e.unserializableValue then
+      message = e.unserializableValue
+    elseif e.description then
+      message = e.description
+    end
+  end
+  message = tostring(message or ex.text or "exception")
+  return message, { message = message, stack = stack, line = ex.lineNumber,
+    column = ex.columnNumber, text = ex.text }
+end
+
+return M
