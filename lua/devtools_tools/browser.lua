@@ -138,10 +138,21 @@ function M.launch(opts)
   local conn = cdp.new(transport, { timeout = timeout })
   local ok, version = errors.catch(conn.call, conn, "Browser.getVersion", nil,
     { timeout = math.max(0, deadline - now()) })
+  if not ok and version.code == "cancelled" then
+    -- The task launching it was cancelled: end the child, say so.
+    conn:close()
+    proc:close(0)
+    error(version, 0)
+  end
   if not ok then
     -- Died or hung during start-up: say why, with what it printed.
     conn:close()
-    proc:wait(now() + 1)
+    if tasks.current() then
+      local d = now() + 1
+      while proc:running() and now() < d do tasks.sleep(0.01) end
+    else
+      proc:wait(now() + 1)
+    end
     local why = proc:stderr()
     local status, detail = proc:kill(0)
     proc:close(0)
@@ -234,6 +245,7 @@ function M.connect(url, opts)
     { timeout = math.max(0, deadline - now()) })
   if not ok then
     conn:close()
+    if version.code == "cancelled" then error(version, 0) end
     raise(version.code == "timeout" and "timeout" or "connect_failed",
       "connect: " .. url .. ": " .. version.message)
   end
