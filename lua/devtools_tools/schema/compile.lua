@@ -12,9 +12,8 @@
 -- Node kinds: "true", "false", "element" (x-mcp-type HTMLElement), "ref"
 -- (a $ref: see target), "node" (everything else). A node reached again
 -- while it is being compiled is marked `cyclic` (recursion through data);
--- a cycle that never reaches a value is refused. A node used by two or more
--- same-value applicators (allOf, anyOf, oneOf, not, if/then/else,
--- dependencies) gets `shared`: the engines memoise its verdict per value,
+-- a cycle that never reaches a value is refused. A node the root reaches
+-- in many ways gets `shared`: the engines memoise its verdict per value,
 -- so that a schema cannot make validation exponential.
 --
 -- It must never reach the network, never modify the schema, and never
@@ -145,6 +144,7 @@ local function new_compiler(loader, deadline)
     level = 0,          -- data-consuming steps on the current compile path
     regexes = {},
     nodes = {},         -- every node made, in order
+    finished = {},      -- the same, in the order their compiling ended
     main = {},
   }, Compiler)
 end
@@ -302,6 +302,7 @@ function Compiler:compile(s, outer, loc)
   pend[base] = { node = node, level = self.level }
   self:build(node, s, base, loc)
   pend[base] = nil
+  self.finished[#self.finished + 1] = node
   if not done then done = {}; self.compiled[s] = done end
   done[base] = node
   return node
@@ -323,19 +324,13 @@ end
 -- in node `n`: the simplest keywords as fields (read inline by the
 -- engines), the others as records { kw = name, ... } appended to the list
 -- for any value (n.any) or for strings, numbers, arrays, objects (n.str,
--- n.num, n.arr, n.obj). Child schemas are nodes; `n.sv` lists the children
--- applied to the same value.
+-- n.num, n.arr, n.obj). Child schemas are nodes.
 
 local K = {}
 
 local function push(list, rec)
   list[#list + 1] = rec
   return rec
-end
-
-local function same_value(n, child)
-  n.sv[#n.sv + 1] = child
-  return child
 end
 
 function K.type(_, s, n, loc)
@@ -574,7 +569,7 @@ function K.dependencies(c, s, n, loc, base)
       if #names > 0 then list[#list + 1] = { key = k, names = names, msgs = msgs, loc = dloc } end
     else
       local f = c:compile(d, base, dloc)
-      if f ~= TRUE then list[#list + 1] = { key = k, node = same_value(n, f) } end
+      if f ~= TRUE then list[#list + 1] = { key = k, node = (f) } end
     end
   end
   if #list > 0 then push(n.obj, { kw = "dependencies", list = list }) end
@@ -584,7 +579,7 @@ local function schema_list(c, s, n, name, loc, base)
   local list = need_array(s[name], loc)
   if #list == 0 then bad(loc, "must not be empty") end
   local nodes = {}
-  for i = 1, #list do nodes[i] = same_value(n, c:compile(list[i], base, loc .. "/" .. (i - 1))) end
+  for i = 1, #list do nodes[i] = (c:compile(list[i], base, loc .. "/" .. (i - 1))) end
   return nodes
 end
 
@@ -603,19 +598,17 @@ function K.oneOf(c, s, n, loc, base)
 end
 
 K["not"] = function(c, s, n, loc, base)
-  push(n.any, { kw = "not", node = same_value(n, c:compile(s["not"], base, loc)), loc = loc,
+  push(n.any, { kw = "not", node = (c:compile(s["not"], base, loc)), loc = loc,
                 msg = "must NOT be valid" })
 end
 
 K["if"] = function(c, s, n, loc, base, ploc)
-  local iff = same_value(n, c:compile(s["if"], base, loc))
+  local iff = (c:compile(s["if"], base, loc))
   local thenf = s["then"] ~= nil and c:compile(s["then"], base, ploc .. "/then") or nil
   local elsef = s["else"] ~= nil and c:compile(s["else"], base, ploc .. "/else") or nil
   if thenf == TRUE then thenf = nil end
   if elsef == TRUE then elsef = nil end
   if not thenf and not elsef then return end
-  if thenf then same_value(n, thenf) end
-  if elsef then same_value(n, elsef) end
   push(n.any, { kw = "if", cond = iff, ["then"] = thenf, ["else"] = elsef, ploc = ploc })
 end
 
@@ -692,7 +685,7 @@ function Compiler:build(n, s, base, loc)
     n.loc = sub_loc(loc, "x-mcp-type")
     return
   end
-  n.any, n.str, n.num, n.arr, n.obj, n.sv = {}, {}, {}, {}, {}, {}
+  n.any, n.str, n.num, n.arr, n.obj = {}, {}, {}, {}, {}
   for _, name in ipairs(ORDER) do
     if rawget(s, name) ~= nil then
       local kloc = sub_loc(loc, name)
@@ -711,18 +704,50 @@ end
 
 -- Marks the nodes that two or more same-value applicators use (through
 -- $ref aliases): their verdicts are memoised per value.
--- A $ref found cyclic makes its target cyclic: the engines count nesting
--- at the node that does the work.
-local function mark_shared(nodes)
-  local uses = {}
-  for _, n in ipairs(nodes) do
+-- The child nodes a node applies (one entry per use).
+local function edges(n)
+  local out = {}
+  local function add(c) if c then out[#out + 1] = resolved(c) end end
+  add(n.items)
+  if n.props then for _, c in ipairs(n.props.nodes) do add(c) end end
+  if n.merged then
+    for _, c in next, n.merged.map do add(c) end
+    add(n.merged.addnode)
+  end
+  for _, list in ipairs { n.any, n.str, n.num, n.arr, n.obj } do
+    for _, r in ipairs(list) do
+      add(r.node); add(r.addnode); add(r.cond); add(r["then"]); add(r["else"])
+      for _, c in ipairs(r.nodes or {}) do add(c) end
+      for _, d in ipairs(r.list or {}) do add(d.node) end
+    end
+  end
+  return out
+end
+
+local SHARED_PATHS = 16     -- more ways than this from the root to a node: memoised
+
+-- Counts the ways from the root to each node (back edges of cycles left
+-- out), in reverse post-order, which is topological: a node reached more
+-- than SHARED_PATHS ways gets `shared`, and its verdict is memoised per
+-- value, so that a schema (anyOf of the same $ref twice, level after
+-- level) cannot make validation exponential. A $ref found cyclic makes its
+-- target cyclic: the engines count nesting at the node that does the work.
+local function mark_shared(root, finished)
+  local pos = {}
+  for i, n in ipairs(finished) do
+    pos[n] = i
     if n.kind == "ref" and n.cyclic then resolved(n).cyclic = true end
-    if n.kind == "node" then
-      for _, child in ipairs(n.sv) do
-        local t = resolved(child)
-        if t.kind == "node" then
-          uses[t] = (uses[t] or 0) + 1
-          if uses[t] >= 2 then t.shared = true end
+  end
+  local paths = { [resolved(root)] = 1 }
+  for i = #finished, 1, -1 do
+    local n = finished[i]
+    local p = paths[n]
+    if p and n.kind == "node" then
+      if p > SHARED_PATHS then n.shared = true end
+      for _, c in ipairs(edges(n)) do
+        if c.kind == "node" and pos[c] and pos[c] < i then
+          local q = (paths[c] or 0) + p
+          paths[c] = q < 1e9 and q or 1e9
         end
       end
     end
@@ -737,7 +762,7 @@ function M.compile(s, loader, deadline)
   c:add_document(s, "")
   c.main[inner_base(s, "")] = true
   local root = c:compile(s, "", "#")
-  mark_shared(c.nodes)
+  mark_shared(root, c.finished)
   context.check_deadline(deadline, context.COMPILE_LATE)
   local bounded = false
   for _, n in ipairs(c.nodes) do
