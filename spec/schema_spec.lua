@@ -1015,3 +1015,69 @@ describe("errors show the value received (issue 11, item 14)", function()
     assert.is_true(#schema.format_errors(errs) <= 303)
   end)
 end)
+
+describe("suite-like cases, decoded with plain dt.json.decode (issue 10, issue 11 item 13)", function()
+  -- The official suite's format: groups of {description, schema, tests =
+  -- [{description, data, valid}]}. Cases where {} and [] differ, decoded
+  -- as the wire gives them; each one through both engines (verdicts and
+  -- errors compared by check).
+  local SUITE = [==[[
+    {"description": "type array", "schema": {"type": "array"}, "tests": [
+      {"description": "an empty array", "data": [], "valid": true},
+      {"description": "an empty object is not an array", "data": {}, "valid": false},
+      {"description": "an array in an object", "data": {"a": []}, "valid": false}]},
+    {"description": "type object", "schema": {"type": "object"}, "tests": [
+      {"description": "an empty object", "data": {}, "valid": true},
+      {"description": "an empty array is not an object", "data": [], "valid": false}]},
+    {"description": "array keywords ignore objects", "schema": {"minItems": 1, "items": false}, "tests": [
+      {"description": "an empty object", "data": {}, "valid": true},
+      {"description": "an empty array", "data": [], "valid": false},
+      {"description": "an array with an item", "data": [1], "valid": false}]},
+    {"description": "object keywords ignore arrays", "schema": {"required": ["a"], "minProperties": 1}, "tests": [
+      {"description": "an empty array", "data": [], "valid": true},
+      {"description": "an empty object", "data": {}, "valid": false}]},
+    {"description": "enum of [] and {}", "schema": {"enum": [[], {"x": {}}]}, "tests": [
+      {"description": "[]", "data": [], "valid": true},
+      {"description": "{}", "data": {}, "valid": false},
+      {"description": "{\"x\": {}}", "data": {"x": {}}, "valid": true},
+      {"description": "{\"x\": []}", "data": {"x": []}, "valid": false}]},
+    {"description": "const {}", "schema": {"const": {}}, "tests": [
+      {"description": "{}", "data": {}, "valid": true},
+      {"description": "[]", "data": [], "valid": false}]},
+    {"description": "uniqueItems", "schema": {"uniqueItems": true}, "tests": [
+      {"description": "[] and {} differ", "data": [[], {}], "valid": true},
+      {"description": "{} twice", "data": [{}, {}], "valid": false},
+      {"description": "[] twice", "data": [[], []], "valid": false}]},
+    {"description": "nested applicators", "schema": {
+        "definitions": {"node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/definitions/node"}}},
+                                 "additionalProperties": false}},
+        "anyOf": [{"$ref": "#/definitions/node"}, {"type": "array", "maxItems": 0}]}, "tests": [
+      {"description": "a tree", "data": {"kids": [{"kids": []}, {}]}, "valid": true},
+      {"description": "an empty array", "data": [], "valid": true},
+      {"description": "kids an object", "data": {"kids": {}}, "valid": false},
+      {"description": "an extra key deep down", "data": {"kids": [{"kids": [{"x": 1}]}]}, "valid": false}]},
+    {"description": "if/then/else on kinds", "schema": {"if": {"type": "array"}, "then": {"maxItems": 0}, "else": {"required": ["a"]}},
+     "tests": [
+      {"description": "[]", "data": [], "valid": true},
+      {"description": "{}", "data": {}, "valid": false},
+      {"description": "[1]", "data": [1], "valid": false}]},
+    {"description": "dependencies and propertyNames", "schema": {"dependencies": {"a": ["b"], "c": {"required": ["d"]}},
+        "propertyNames": {"maxLength": 1}}, "tests": [
+      {"description": "all there", "data": {"a": 1, "b": 2, "c": 3, "d": 4}, "valid": true},
+      {"description": "b missing", "data": {"a": 1}, "valid": false},
+      {"description": "d missing, long name", "data": {"c": 1, "long": 2}, "valid": false},
+      {"description": "an array", "data": ["a"], "valid": true}]}
+  ]]==]
+
+  for _, group in ipairs(json.decode(SUITE)) do
+    describe(group.description, function()
+      for _, case in ipairs(group.tests) do
+        it(case.description, function()
+          local ok, errs = check(group.schema, case.data)
+          assert.are.equal(case.valid, ok)
+          if not ok then assert.are_not.equal("is invalid", errs[1].message) end
+        end)
+      end
+    end)
+  end
+end)
