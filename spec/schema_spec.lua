@@ -995,6 +995,11 @@ describe("errors show the value received (issue 11, item 14)", function()
     cyclic.self = cyclic
     _, errs = check({ type = "string" }, cyclic)
     assert.is_true(#errs[1].received <= 70)
+    -- never cut inside a UTF-8 sequence: the rendering stays valid text
+    for n = 50, 70 do
+      _, errs = check({ type = "integer" }, string.rep("x", n) .. string.rep("\u{e9}\u{1F432}", 20))
+      assert.is_truthy(json.encode(errs[1].received))
+    end
     local many = {}
     for i = 1, 10000 do many[i] = i end
     _, errs = check({ type = "string" }, A(many))

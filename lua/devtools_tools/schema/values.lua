@@ -151,6 +151,15 @@ local RENDER_MAX = 60       -- characters of a rendered value in a message
 
 -- Appends a JSON-like rendering of v to out until `room` characters are
 -- used; returns the room left (< 0: cut).
+-- s cut to at most n bytes, never inside a UTF-8 sequence
+local function cut(s, n)
+  if #s <= n then return s end
+  s = ssub(s, 1, n)
+  local lead = sfind(s, "[\192-\255][\128-\191]*$")
+  if lead then s = ssub(s, 1, lead - 1) end
+  return s
+end
+
 local function put(out, s, room)
   out[#out + 1] = s
   return room - #s
@@ -160,7 +169,7 @@ local function render_into(v, out, room, depth)
   local tv = type(v)
   if room < 0 then return room end
   if tv == "string" then
-    if #v > room then v = ssub(v, 1, room) end
+    v = cut(v, room)
     return put(out, sformat("%q", v):gsub("\\\n", "\\n"), room)
   elseif tv == "number" then
     return put(out, num_str(v), room)
@@ -205,7 +214,7 @@ function M.render(v, max)
   local out = {}
   local room = render_into(v, out, max, 0)
   local s = concat(out)
-  if room < 0 or #s > max then s = ssub(s, 1, max) .. "..." end
+  if room < 0 or #s > max then s = cut(s, max) .. "..." end
   return s
 end
 
