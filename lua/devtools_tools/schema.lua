@@ -37,7 +37,6 @@ local generate = require "devtools_tools.schema.generate"
 local type, pairs, ipairs, next, setmetatable, getmetatable =
       type, pairs, ipairs, next, setmetatable, getmetatable
 local concat = table.concat
-local ssub = string.sub
 
 local array_mt = core.array_mt
 local resolved = compile.resolved
@@ -164,7 +163,7 @@ function M.format_errors(errs, sep)
       line = line .. " (got " .. err.received ..
              (err.allowed and "; allowed: " .. err.allowed or "") .. ")"
     end
-    if #line > MAX_LINE then line = ssub(line, 1, MAX_LINE) .. "..." end
+    if #line > MAX_LINE then line = values.cut(line, MAX_LINE) .. "..." end
     lines[i] = line
   end
   if #errs > shown then

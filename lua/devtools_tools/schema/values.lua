@@ -160,6 +160,8 @@ local function cut(s, n)
   return s
 end
 
+M.cut = cut
+
 local function put(out, s, room)
   out[#out + 1] = s
   return room - #s
