@@ -674,13 +674,19 @@ describe("API", function()
     local value = { a = "x", b = 1, c = A { true, false } }
     assert.is_true(v(value))
     for _ = 1, 5000 do v(value) end   -- LuaJIT: let the traces settle first
-    collectgarbage()
-    collectgarbage("stop")
-    local before = collectgarbage("count")
-    for _ = 1, 1000 do v(value) end
-    local grown = collectgarbage("count") - before
-    collectgarbage("restart")
-    assert.is_true(grown < 1, "grew by " .. grown .. " KiB")
+    -- LuaJIT may record a trace again (it allocates) during any one round,
+    -- when many schemas were compiled before; a validator that allocates
+    -- grows the heap in every round, so the smallest growth is the measure
+    local least = math.huge
+    for _ = 1, 5 do
+      collectgarbage()
+      collectgarbage("stop")
+      local before = collectgarbage("count")
+      for _ = 1, 1000 do v(value) end
+      least = math.min(least, collectgarbage("count") - before)
+      collectgarbage("restart")
+    end
+    assert.is_true(least < 1, "grew by " .. least .. " KiB")
   end)
 
   it("copes with big schemas", function()
@@ -836,7 +842,7 @@ describe("deadlines (issue 11, items 1 and 9)", function()
 
   it("the clock is looked at while compiling, not only at the start", function()
     local props = {}
-    for i = 1, 20000 do props["p" .. i] = { type = "string", minLength = i } end
+    for i = 1, 50000 do props["p" .. i] = { type = "string", minLength = i } end
     local err = timeout_of(schema.compile, { properties = props }, { deadline = core.now() + 0.001 })
     assert.matches("^compiling the inputSchema", err.message)
   end)
@@ -853,17 +859,21 @@ describe("deadlines (issue 11, items 1 and 9)", function()
   end)
 
   it("the clock is looked at while validating, not only at the start", function()
-    -- a recursive schema over 300000 items: far more than 2 ms of work
-    local s = { type = A { "array", "integer" }, items = { ["$ref"] = "#" } }
-    local big = {}
-    for i = 1, 300000 do big[i] = i end
-    A(big)
+    -- a recursive schema over a value whose tables are shared: 200^4
+    -- strings to match in a few kilobytes, a minute of work on any machine
+    local s = { type = A { "array", "string" }, pattern = "^x", items = { ["$ref"] = "#" } }
+    local big = "x"
+    for _ = 1, 4 do
+      local level = {}
+      for i = 1, 200 do level[i] = big end
+      big = A(level)
+    end
     for _, closures in ipairs { false, true } do
       local v = schema.compile(s, { closures = closures })
-      assert.is_true(v(A { 1, A { 2 } }, core.now() + 60))
-      local err = timeout_of(v, big, core.now() + 0.002)
+      assert.is_true(v(A { "x", A { "x" } }, core.now() + 60))
+      local err = timeout_of(v, big, core.now() + 0.01)
       assert.matches("^validating the arguments", err.message)
-      assert.is_true(v(A { 1, A { 2 } }))           -- usable again, no deadline left over
+      assert.is_true(v(A { "x", A { "x" } }))       -- usable again, no deadline left over
     end
   end)
 end)
