@@ -967,6 +967,11 @@ describe("one owner of what a table is (issue 11, item 13)", function()
     local c = schema.compile(s)
     local out = schema.shape(c, { {}, {}, {} })
     assert.are.equal("[[],[],[]]", json.encode(out))
+    -- a schema that never says array: the value itself
+    local c2 = schema.compile({ properties = { meta = { type = "object" }, any = {} } })
+    local value = { meta = {}, any = {} }
+    assert.are.equal(value, schema.shape(c2, value))
+    assert.is_nil(getmetatable(value.any))
     local ok, err = errors.catch(schema.shape, function() end, {})
     assert.is_false(ok)
     assert.are.equal("bad_argument", err.code)

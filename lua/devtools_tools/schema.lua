@@ -82,7 +82,7 @@ function M.compile(s, opts)
     bad_opts("a schema must be a table or a boolean, got " .. type(s))
   end
   context.check_deadline(deadline, context.COMPILE_LATE)
-  local root, bounded = compile.compile(s, loader, deadline)
+  local root, bounded, arrays = compile.compile(s, loader, deadline)
   local rs = context.run_state()
   local fast, full
   if not closures then
@@ -118,7 +118,7 @@ function M.compile(s, opts)
     end
     return false, errs
   end
-  compiled[validator] = { root = root, rs = rs }
+  compiled[validator] = { root = root, arrays = arrays }
   return validator
 end
 
@@ -282,6 +282,7 @@ end
 function M.shape(chk, value)
   local info = compiled[chk]
   if not info then errors.raise("bad_argument", "schema.shape: not a check made by schema.compile") end
+  if not info.arrays then return value end  -- nothing in the schema says array
   local fn = info.fn
   if not fn then
     info.shape_rs = context.run_state()

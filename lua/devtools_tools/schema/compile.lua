@@ -755,7 +755,9 @@ local function mark_shared(root, finished)
 end
 
 -- compile(schema, loader?, deadline?) -> root node, bounded (true when some
--- node is shared or cyclic: then the checks use the run state)
+-- node is shared or cyclic: then the checks use the run state), arrays
+-- (true when some node says type "array" and not "object": schema.shape
+-- has work to do)
 function M.compile(s, loader, deadline)
   local c = new_compiler(loader, deadline)
   c.main[""] = true
@@ -764,11 +766,13 @@ function M.compile(s, loader, deadline)
   local root = c:compile(s, "", "#")
   mark_shared(root, c.finished)
   context.check_deadline(deadline, context.COMPILE_LATE)
-  local bounded = false
+  local bounded, arrays = false, false
   for _, n in ipairs(c.nodes) do
-    if n.shared or n.cyclic then bounded = true; break end
+    if n.shared or n.cyclic then bounded = true end
+    local tm = n.tmask
+    if tm and tm.array and not tm.object then arrays = true end
   end
-  return root, bounded
+  return root, bounded, arrays
 end
 
 return M
