@@ -6,7 +6,10 @@
 --   https://github.com/json-schema-org/JSON-Schema-Test-Suite);
 --   -v lists every failing test; filter keeps files whose path contains it.
 -- Remote $refs to http://localhost:1234/... are served from SUITE_DIR/remotes
--- through the schema loader; nothing touches the network.
+-- through the schema loader; nothing touches the network. The suite is read
+-- with plain dt.json.decode (nothing marked), and a case passes only when
+-- both engines (generated and closures) give the expected verdict and the
+-- same errors.
 
 local build, suite = arg[1], arg[2]
 if not build or not suite then
