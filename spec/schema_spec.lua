@@ -702,6 +702,22 @@ describe("API", function()
       invalid(s, value, { "/p150", "pattern", 'must match pattern "^a"' })
       value.p150 = "a"
     end
+    -- thousands of required properties: the generated code still loads
+    -- (LuaJIT limits the length of a jump), in both of its functions
+    local many, names, full = {}, {}, {}
+    for i = 1, 3000 do
+      many["q" .. i] = { type = "string" }
+      names[i] = "q" .. i
+      full["q" .. i] = "x"
+    end
+    for _, addl in ipairs { true, false } do
+      local s = { type = "object", properties = many, required = A(names), additionalProperties = addl }
+      valid(s, full)
+      full.q7 = 1
+      full.q8 = nil
+      invalid(s, full, { "", "required", "must have required property 'q8'" }, { "/q7", "type", "must be string" })
+      full.q7, full.q8 = "x", "x"
+    end
     -- each definition uses the next one twice: inlining must not double up
     local defs = {}
     for i = 1, 16 do

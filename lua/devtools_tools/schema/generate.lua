@@ -282,8 +282,14 @@ end
 function Gen:object(n, x, nest)
   if n.required then
     local names = n.required[1]
-    for i = 1, #names do
-      self:emit("if " .. x .. "[" .. lit(names[i]) .. "] == nil then return false end")
+    if #names <= PROPS_CHUNK then
+      for i = 1, #names do
+        self:emit("if " .. x .. "[" .. lit(names[i]) .. "] == nil then return false end")
+      end
+    else                                -- many: a loop keeps the jumps short
+      local i, names_k = self:var("i"), self:k(names)
+      self:emit("for " .. i .. " = 1, " .. #names .. " do if " .. x .. "[" .. names_k .. "[" .. i ..
+                "]] == nil then return false end end")
     end
   end
   if n.props then
@@ -428,22 +434,25 @@ function Gen:collect(n, j)
     type_fail(#conds > 0 and concat(conds, " or ") or "false")
   end
   self:emit('if k == "object" or k == "empty" then')
+  -- (loops over constant lists: the size of the code does not grow with
+  -- the number of properties, and LuaJIT's jumps stay short)
   if n.required then
-    local names = n.required[1]
-    for i = 1, #names do
-      self:emit("if v[" .. lit(names[i]) .. "] == nil then ok = fail(cx, \"required\", " ..
-                self:k(n.required[2][i]) .. ", " .. self:k(n.required[3]) .. ", v, " ..
-                lit(names[i]) .. ") end")
-    end
+    local names, msgs, loc = n.required[1], n.required[2], n.required[3]
+    self:emit("for i = 1, " .. #names .. " do local name = " .. self:k(names) .. "[i]")
+    self:emit("if v[name] == nil then ok = fail(cx, \"required\", " .. self:k(msgs) .. "[i], " ..
+              self:k(loc) .. ", v, name) end end")
   end
   if n.props then
     local keys, nodes = n.props.keys, n.props.nodes
+    local js = {}
     for i = 1, #keys do
-      if not trivial(resolved(nodes[i])) then
-        self:emit("do local p = v[" .. lit(keys[i]) .. "] if p ~= nil and not " ..
-                  call(nodes[i], lit(keys[i]), "p") .. " then ok = false end end")
-      end
+      local node = resolved(nodes[i])
+      js[i] = trivial(node) or self:fn_for(node)
     end
+    self:emit("for i = 1, " .. #keys .. " do local key, j = " .. self:k(keys) .. "[i], " ..
+              self:k(js) .. "[i]")
+    self:emit("local p = v[key]")
+    self:emit("if p ~= nil and j ~= true and not at(FC[j], key, p, cx) then ok = false end end")
   end
   if n.merged then
     local m = n.merged
