@@ -983,6 +983,9 @@ describe("one owner of what a table is (issue 11, item 13)", function()
     local c = schema.compile(s)
     local out = schema.shape(c, { {}, {}, {} })
     assert.are.equal("[[],[],[]]", json.encode(out))
+    local late = select(2, errors.catch(schema.shape, c, { {} }, core.now() - 1))
+    assert.are.equal("timeout", late.code)
+    assert.are.equal("[[]]", json.encode(schema.shape(c, { {} }, core.now() + 60)))
     -- a schema that never says array: the value itself
     local c2 = schema.compile({ properties = { meta = { type = "object" }, any = {} } })
     local value = { meta = {}, any = {} }

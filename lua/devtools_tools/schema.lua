@@ -213,7 +213,7 @@ end
 local shape_node
 
 -- v, or a copy of it with the children that change replaced
-local function shape_children(n, v, fn, depth, kind)
+local function shape_children(n, v, fn, depth, kind, rs)
   local copy
   local function set(k, x)
     if not copy then
@@ -228,7 +228,7 @@ local function shape_children(n, v, fn, depth, kind)
       local x = v[i]
       if type(x) == "table" then
         local y = x
-        for _, c in ipairs(array_children(n, i, {})) do y = shape_node(c, y, fn, depth + 1) end
+        for _, c in ipairs(array_children(n, i, {})) do y = shape_node(c, y, fn, depth + 1, rs) end
         if y ~= x then set(i, y) end
       end
     end
@@ -237,7 +237,7 @@ local function shape_children(n, v, fn, depth, kind)
       if type(x) == "table" then
         local y = x
         for _, c in ipairs(object_children(n, values.key_string(k), {})) do
-          y = shape_node(c, y, fn, depth + 1)
+          y = shape_node(c, y, fn, depth + 1, rs)
         end
         if y ~= x then set(k, y) end
       end
@@ -246,40 +246,42 @@ local function shape_children(n, v, fn, depth, kind)
   return copy or v
 end
 
-function shape_node(node, v, fn, depth)
+function shape_node(node, v, fn, depth, rs)
   node = resolved(node)
   if node.kind ~= "node" or type(v) ~= "table" or depth > context.MAX_DEPTH then return v end
+  context.tick(rs)
   local kind = values.kind(v)
   if kind == "element" then return v end
   if kind == "empty" then
     local tm = node.tmask
     if tm and tm.array and not tm.object then return setmetatable({}, array_mt) end
   else
-    v = shape_children(node, v, fn, depth, kind)
+    v = shape_children(node, v, fn, depth, kind, rs)
   end
   for _, rec in ipairs(node.any) do
     if rec.kw == "allOf" then
-      for _, c in ipairs(rec.nodes) do v = shape_node(c, v, fn, depth + 1) end
+      for _, c in ipairs(rec.nodes) do v = shape_node(c, v, fn, depth + 1, rs) end
     elseif rec.kw == "anyOf" or rec.kw == "oneOf" then
       for _, c in ipairs(rec.nodes) do
-        if fn(c)(v) then v = shape_node(c, v, fn, depth + 1); break end
+        if fn(c)(v) then v = shape_node(c, v, fn, depth + 1, rs); break end
       end
     elseif rec.kw == "if" then
       local c = rec["else"]
       if fn(rec.cond)(v) then c = rec["then"] end
-      if c then v = shape_node(c, v, fn, depth + 1) end
+      if c then v = shape_node(c, v, fn, depth + 1, rs) end
     end
   end
   return v
 end
 
--- shape(check, value) -> value, or a copy of it in which every empty plain
+-- shape(check, value, deadline?) -> value, or a copy of it in which every empty plain
 -- table that the schema says is an array (type "array", not also "object")
 -- carries dt.array_mt, so that it is sent as []. The caller's tables are
 -- never modified; only the tables on the way to a change are copied.
 -- anyOf/oneOf follow the first branch that accepts the value, if/then/else
--- the branch the value selects.
-function M.shape(chk, value)
+-- the branch the value selects. Past the deadline (core.now() seconds) it
+-- raises timeout.
+function M.shape(chk, value, deadline)
   local info = compiled[chk]
   if not info then errors.raise("bad_argument", "schema.shape: not a check made by schema.compile") end
   if not info.arrays then return value end  -- nothing in the schema says array
@@ -290,8 +292,12 @@ function M.shape(chk, value)
     _, fn = check.build(info.root, info.shape_rs)
     info.fn = fn
   end
-  context.start(info.shape_rs, nil)
-  return shape_node(info.root, value, fn, 0)
+  if deadline ~= nil and type(deadline) ~= "number" then
+    errors.raise("bad_argument", "schema.shape: the deadline must be a number (core.now() seconds)")
+  end
+  context.check_deadline(deadline, context.VALIDATE_LATE)
+  context.start(info.shape_rs, deadline)
+  return shape_node(info.root, value, fn, 0, info.shape_rs)
 end
 
 M.is_element = values.is_element
