@@ -569,41 +569,41 @@ function K.dependencies(c, s, n, loc, base)
       if #names > 0 then list[#list + 1] = { key = k, names = names, msgs = msgs, loc = dloc } end
     else
       local f = c:compile(d, base, dloc)
-      if f ~= TRUE then list[#list + 1] = { key = k, node = (f) } end
+      if f ~= TRUE then list[#list + 1] = { key = k, node = f } end
     end
   end
   if #list > 0 then push(n.obj, { kw = "dependencies", list = list }) end
 end
 
-local function schema_list(c, s, n, name, loc, base)
+local function schema_list(c, s, name, loc, base)
   local list = need_array(s[name], loc)
   if #list == 0 then bad(loc, "must not be empty") end
   local nodes = {}
-  for i = 1, #list do nodes[i] = (c:compile(list[i], base, loc .. "/" .. (i - 1))) end
+  for i = 1, #list do nodes[i] = c:compile(list[i], base, loc .. "/" .. (i - 1)) end
   return nodes
 end
 
 function K.allOf(c, s, n, loc, base)
-  push(n.any, { kw = "allOf", nodes = schema_list(c, s, n, "allOf", loc, base) })
+  push(n.any, { kw = "allOf", nodes = schema_list(c, s, "allOf", loc, base) })
 end
 
 function K.anyOf(c, s, n, loc, base)
-  push(n.any, { kw = "anyOf", nodes = schema_list(c, s, n, "anyOf", loc, base), loc = loc,
+  push(n.any, { kw = "anyOf", nodes = schema_list(c, s, "anyOf", loc, base), loc = loc,
                 msg = "must match a schema in anyOf" })
 end
 
 function K.oneOf(c, s, n, loc, base)
-  push(n.any, { kw = "oneOf", nodes = schema_list(c, s, n, "oneOf", loc, base), loc = loc,
+  push(n.any, { kw = "oneOf", nodes = schema_list(c, s, "oneOf", loc, base), loc = loc,
                 msg = "must match exactly one schema in oneOf" })
 end
 
 K["not"] = function(c, s, n, loc, base)
-  push(n.any, { kw = "not", node = (c:compile(s["not"], base, loc)), loc = loc,
+  push(n.any, { kw = "not", node = c:compile(s["not"], base, loc), loc = loc,
                 msg = "must NOT be valid" })
 end
 
 K["if"] = function(c, s, n, loc, base, ploc)
-  local iff = (c:compile(s["if"], base, loc))
+  local iff = c:compile(s["if"], base, loc)
   local thenf = s["then"] ~= nil and c:compile(s["then"], base, ploc .. "/then") or nil
   local elsef = s["else"] ~= nil and c:compile(s["else"], base, ploc .. "/else") or nil
   if thenf == TRUE then thenf = nil end
