@@ -18,8 +18,8 @@ local values = require "devtools_tools.schema.values"
 local keywords = require "devtools_tools.schema.keywords"
 local compile = require "devtools_tools.schema.compile"
 
-local type, pairs, ipairs, next, setmetatable, getmetatable, tostring =
-      type, pairs, ipairs, next, setmetatable, getmetatable, tostring
+local type, pairs, ipairs, next, setmetatable, getmetatable =
+      type, pairs, ipairs, next, setmetatable, getmetatable
 local concat, sort = table.concat, table.sort
 local sformat = string.format
 local huge = math.huge
@@ -379,10 +379,9 @@ function Gen:collect(n, j)
            ", " .. value .. (prop and ", " .. prop or "") .. ")"
   end
   local function type_fail(cond)
-    if tm then
-      self:emit("if not (" .. cond .. ") then ok = fail(cx, \"type\", " .. self:k(n.tmsg) ..
-                ", " .. self:k(n.tloc) .. ", v) end")
-    end
+    if not tm or cond == "true" then return end
+    local f = "ok = fail(cx, \"type\", " .. self:k(n.tmsg) .. ", " .. self:k(n.tloc) .. ", v)"
+    self:emit(cond == "false" and f or "if not (" .. cond .. ") then " .. f .. " end")
   end
   local function recs(list)
     for _, rec in ipairs(list) do
@@ -398,7 +397,7 @@ function Gen:collect(n, j)
   self:emit("if cx == nil or cx.full then return F[" .. j .. "](v) end")
   self:emit("local ok, t = true, type(v)")
   self:emit('if t == "string" then')
-  type_fail(tm and tostring(tm.string == true) or "true")
+  type_fail(tm and tm.string and "true" or "false")
   if n.maxLength then
     local m = lit(n.maxLength[1])
     self:emit("if #v > " .. m .. " and ulen(v) > " .. m .. " then " .. fail("maxLength", n.maxLength, "v") .. " end")
@@ -481,8 +480,12 @@ function Gen:collect(n, j)
   recs(n.arr)
   self:emit("end")
   self:emit("else")
-  if tm then type_fail("(t == \"boolean\" and " .. tostring(tm.boolean == true) .. ") or (v == null and " ..
-                       tostring(tm.null == true) .. ")") end
+  if tm then
+    local conds = {}
+    if tm.boolean then conds[#conds + 1] = 't == "boolean"' end
+    if tm.null then conds[#conds + 1] = "v == null" end
+    type_fail(#conds > 0 and concat(conds, " or ") or "false")
+  end
   self:emit("end")
   recs(n.any)
   self:emit("return ok")
