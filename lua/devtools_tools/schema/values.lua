@@ -177,7 +177,7 @@ local function render_into(v, out, room, depth)
     return put(out, num_str(v), room)
   elseif tv == "boolean" then
     return put(out, tostring(v), room)
-  elseif v == null then
+  elseif v == null or v == nil then       -- nil: a hole in an array, sent as null
     return put(out, "null", room)
   elseif tv ~= "table" then
     return put(out, "a " .. tv, room)
