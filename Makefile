@@ -41,6 +41,8 @@ OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
 LUAMODS := $(wildcard lua/devtools_tools/*.lua)
 # the page-side JavaScript, read at run time from js/ next to the modules
 JSFILES := $(wildcard lua/devtools_tools/js/*.js)
+# the validator's pieces (devtools_tools.schema.*)
+SCHEMAMODS := $(wildcard lua/devtools_tools/schema/*.lua)
 SUPPORT_SRCS := $(wildcard spec/support/*.c)
 SUPPORT := $(patsubst spec/support/%.c,$(BUILD)/support/%,$(SUPPORT_SRCS))
 ALL_CFLAGS = -std=c99 -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -I$(LUA_INCDIR)
@@ -136,10 +138,12 @@ demo: deps all app
 	DEVTOOLS_TOOLS_BUILD=$(BUILD) $(LUA) examples/demo.lua build/app/server
 
 install: all
-	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js
+	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js \
+		$(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/schema
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so
 	install -m 644 $(LUAMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/
 	install -m 644 $(JSFILES) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js/
+	install -m 644 $(SCHEMAMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/schema/
 
 uninstall:
 	rm -f $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so

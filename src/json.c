@@ -17,8 +17,9 @@
  *    the time and x2.9 the memory (3 runs, best of 5 each, on the 2-core VM).
  *
  * Value mapping (the Lua side documents it in lua/devtools_tools/json.lua):
- * objects <-> plain tables, arrays <-> tables with metatable DT_ARRAY_MT
- * (or plain sequences 1..n when encoding), null <-> light userdata NULL,
+ * objects <-> plain tables (an empty one marked JSON_OBJECT_MT), arrays <->
+ * tables with metatable DT_ARRAY_MT (or plain sequences 1..n, or a
+ * __jsontype of "array", when encoding; see table_kind), null <-> light userdata NULL,
  * integers stay integers on 5.3+. Numbers are read and written in the "C"
  * locale whatever the program's locale is.
  *
@@ -57,6 +58,9 @@
 #include "dt.h"
 
 #define JSONBUF_MT "devtools_tools.jsonbuf"
+/* Marks a decoded empty object ({}), so that it stays distinct from a
+ * decoded [] and from a Lua caller's ambiguous {}; __jsontype = "object". */
+#define JSON_OBJECT_MT "devtools_tools.object"
 #define SMALL_LEVELS 64         /* levels kept in a C array before spilling */
 
 /* ---- the "C" locale, created once and never freed ---------------------- */
@@ -660,10 +664,11 @@ value:
 		if (p < end && *p == (obj ? '}' : ']')) {       /* empty: no hint taken */
 			p++;
 			lua_createtable(L, 0, 0);                   /* ... t */
-			if (!obj) {
+			if (!obj)
 				lua_pushvalue(L, d->mt_slot);           /* ... arr mt */
-				lua_setmetatable(L, -2);                /* ... arr */
-			}
+			else
+				luaL_getmetatable(L, JSON_OBJECT_MT);   /* ... obj omt */
+			lua_setmetatable(L, -2);                    /* ... t */
 			goto value_done;
 		}
 		if (obj)
@@ -1134,18 +1139,34 @@ static int enc_string(jenc *e, const unsigned char *s, size_t len)
 	return 1;
 }
 
-/* Is the table on top an array? Returns its length, or -1 for an object.
- * Arrays: the array metatable (elements 1..rawlen), or keys exactly 1..n
- * with n > 0. Needs 2 free stack slots; leaves the stack as it was. */
-static lua_Integer table_kind(jenc *e)
+/* The one decision of what a table is in JSON (json_kind below exposes it
+ * to the validator). With a metatable: DT_ARRAY_MT, or __jsontype "array"
+ * (dkjson's convention), is an array of elements 1..rawlen; __jsontype
+ * "object" (JSON_OBJECT_MT, dkjson) is an object. Otherwise, keys exactly
+ * 1..n with n > 0 make an array, no keys at all an empty table (written
+ * as {}), anything else an object. Returns the array's length, KIND_OBJECT
+ * or KIND_EMPTY. Needs 2 free stack slots; leaves the stack as it was. */
+#define KIND_OBJECT (-1)
+#define KIND_EMPTY (-2)
+static lua_Integer table_kind(lua_State *L, int mt_slot)
 {
-	lua_State *L = e->L;
 	lua_Integer count = 0, max = 0;
 	if (lua_getmetatable(L, -1)) {                  /* ... t mt */
-		int is = lua_rawequal(L, -1, e->mt_slot);
-		lua_pop(L, 1);                              /* ... t */
-		if (is)
+		const char *jt;
+		if (lua_rawequal(L, -1, mt_slot)) {
+			lua_pop(L, 1);                          /* ... t */
 			return (lua_Integer)dt_rawlen(L, -1);
+		}
+		int marked;                                 /* 1 array, -1 object, 0 neither */
+		lua_pushliteral(L, "__jsontype");           /* ... t mt "__jsontype" */
+		lua_rawget(L, -2);                          /* ... t mt jt */
+		jt = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+		marked = strcmp(jt, "array") == 0 ? 1 : strcmp(jt, "object") == 0 ? -1 : 0;
+		lua_pop(L, 2);                              /* ... t */
+		if (marked > 0)
+			return (lua_Integer)dt_rawlen(L, -1);
+		if (marked < 0)
+			return KIND_OBJECT;
 	}
 	lua_pushnil(L);                                 /* ... t nil */
 	while (lua_next(L, -2)) {                       /* ... t k v */
@@ -1154,7 +1175,7 @@ static lua_Integer table_kind(jenc *e)
 #if LUA_VERSION_NUM >= 503
 		if (!lua_isinteger(L, -1)) {
 			lua_pop(L, 1);                          /* ... t */
-			return -1;
+			return KIND_OBJECT;
 		}
 		k = lua_tointeger(L, -1);
 #else
@@ -1162,20 +1183,22 @@ static lua_Integer table_kind(jenc *e)
 			double dk = lua_type(L, -1) == LUA_TNUMBER ? (double)lua_tonumber(L, -1) : 0.5;
 			if (dk != floor(dk) || dk < 1 || dk > 9e15) {
 				lua_pop(L, 1);                      /* ... t */
-				return -1;
+				return KIND_OBJECT;
 			}
 			k = (lua_Integer)dk;
 		}
 #endif
 		if (k < 1) {
 			lua_pop(L, 1);                          /* ... t */
-			return -1;
+			return KIND_OBJECT;
 		}
 		count++;
 		if (k > max)
 			max = k;
 	}                                               /* ... t */
-	return count > 0 && max == count ? count : -1;
+	if (count == 0)
+		return KIND_EMPTY;
+	return max == count ? count : KIND_OBJECT;
 }
 
 /* Writes the key at idx (string or integer) and the ':' after it. */
@@ -1268,7 +1291,9 @@ value:                          /* ... v */
 			               2 * lv_cap * sizeof *lv);
 			lv_cap *= 2;
 		}
-		n = table_kind(e);
+		n = table_kind(L, e->mt_slot);
+		if (n == KIND_EMPTY)
+			n = KIND_OBJECT;                        /* a plain {} is written as {} */
 		depth++;
 		lv[depth].i = 0;
 		lv[depth].n = n;
@@ -1400,6 +1425,19 @@ static int l_json_decode(lua_State *L)
 	return 3;
 }
 
+/* core.json_kind(t) -> "array" | "object" | "empty": what the encoder
+ * makes of table t (see table_kind); "empty" is a plain {}, written as {}
+ * and, for the schema validator, either an empty array or an empty object. */
+static int l_json_kind(lua_State *L)
+{
+	lua_Integer n;
+	luaL_checktype(L, 1, LUA_TTABLE);
+	lua_settop(L, 1);                               /* t */
+	n = table_kind(L, lua_upvalueindex(1));
+	lua_pushvalue(L, lua_upvalueindex(n == KIND_EMPTY ? 4 : n == KIND_OBJECT ? 3 : 2));
+	return 1;                                       /* t kind */
+}
+
 void dt_json_open(lua_State *L)
 {
 	static const luaL_Reg funcs[] = {
@@ -1407,6 +1445,16 @@ void dt_json_open(lua_State *L)
 		{"json_decode", l_json_decode},
 		{NULL, NULL}
 	};
+	luaL_newmetatable(L, JSON_OBJECT_MT);           /* M omt */
+	lua_pushliteral(L, "object");
+	lua_setfield(L, -2, "__jsontype");
+	lua_setfield(L, -2, "object_mt");               /* M */
+	luaL_getmetatable(L, DT_ARRAY_MT);              /* M mt */
+	lua_pushliteral(L, "array");
+	lua_pushliteral(L, "object");
+	lua_pushliteral(L, "empty");                    /* M mt "array" "object" "empty" */
+	lua_pushcclosure(L, l_json_kind, 4);            /* M kind */
+	lua_setfield(L, -2, "json_kind");               /* M */
 	if (luaL_newmetatable(L, JSONBUF_MT)) {         /* M bmt */
 		lua_pushcfunction(L, jsonbuf_gc);
 		lua_setfield(L, -2, "__gc");
