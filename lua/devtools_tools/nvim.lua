@@ -329,7 +329,9 @@ end
 
 -- ---- argument buffers ---------------------------------------------------------------------
 
-local function call_tool(tool, args, title)
+-- Calls a tool of an argument buffer; buf is marked written once the call
+-- succeeded (a schema error leaves it modified, as a failed write does).
+local function call_tool(tool, args, buf)
   local page = S.page
   return start("calling " .. tool.name, function()
     local ok, res = pcall(tool.call, tool, args)
@@ -341,7 +343,8 @@ local function call_tool(tool, args, title)
     end
     return res
   end, function(res)
-    M.show_result(res, title or ("call " .. tool.name))
+    if valid(buf) then api.nvim_buf_set_option(buf, "modified", false) end
+    M.show_result(res, "call " .. tool.name)
   end)
 end
 
@@ -356,9 +359,7 @@ local function on_write_args(buf)
     return
   end
   if args == dt.null then args = nil end
-  if call_tool(tool, args) then
-    api.nvim_buf_set_option(buf, "modified", false)
-  end
+  call_tool(tool, args, buf)
 end
 
 -- open_args(tool): the argument buffer of a tool, pre-filled with a JSON
@@ -592,6 +593,13 @@ function M.complete(arglead, cmdline)
     offer(S.opts.connect)
   end
   return out
+end
+
+-- options() -> a copy of the options in use (setup{} over the defaults)
+function M.options()
+  local o = {}
+  for k, v in pairs(S.opts) do o[k] = v end
+  return o
 end
 
 -- status() -> {busy, doing, url, browser}: for statuslines and scripts.
