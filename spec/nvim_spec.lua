@@ -435,13 +435,19 @@ describe("the Neovim plugin", function()
     assert(ok, err)
   end)
 
-  it("quitting the editor ends the browser it launched", function()
+  it("quitting the editor ends the browser it launched and removes its profile", function()
     local R = nvim([[
       run("DevTools launch")
       R.pid = pid()
+      local f = assert(io.open("/proc/" .. R.pid .. "/cmdline"))
+      R.profile = f:read("*a"):match("%-%-user%-data%-dir=([^%z]+)")
+      f:close()
+      R.profile_existed = vim.loop.fs_stat(R.profile) ~= nil
     ]])
     assert.truthy(R.pid)
+    assert.is_true(R.profile_existed)
     assert.truthy(H.wait_for(function() return not alive(R.pid) end, 10))
+    assert.falsy(H.exists(R.profile), "the temporary profile is left behind: " .. R.profile)
   end);
 
   -- Needs dt.async (the event-loop API) in the library.
