@@ -178,14 +178,15 @@ describe("the Neovim plugin", function()
   end)
 
   -- Runs body (Lua) in headless nvim with the plugin on the runtimepath;
-  -- returns R as the script left it, and nvim's exit code and stderr.
+  -- returns R as the script left it, and nvim's stderr. finish() quits;
+  -- a script that dies before it reaches the `cquit 9` after it.
   local function nvim(body, args, timeout)
     seq = seq + 1
     local script, res, err = ("%s/script%d.lua"):format(tmp, seq), ("%s/result%d.json"):format(tmp, seq),
       ("%s/stderr%d.txt"):format(tmp, seq)
     write(script, PRELUDE:format(json.encode(args or {}), res)
       .. "\nfinish(xpcall(function()\n" .. body .. "\nend, debug.traceback))\n")
-    local _, rc = H.sh(("cd %s && timeout %d nvim --headless -u NONE -i NONE -n --cmd %s --cmd 'set loadplugins' -c %s </dev/null 2>%s")
+    local _, rc = H.sh(("cd %s && timeout %d nvim --headless -u NONE -i NONE -n --cmd %s --cmd 'set loadplugins' -c %s -c 'cquit 9' </dev/null 2>%s")
       :format(q(tmp), timeout or 120, q("set rtp^=" .. plug), q("luafile " .. script), q(err)))
     local raw = read(res)
     local stderr = read(err) or ""
