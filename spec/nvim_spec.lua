@@ -186,11 +186,17 @@ describe("the Neovim plugin", function()
       ("%s/stderr%d.txt"):format(tmp, seq)
     write(script, PRELUDE:format(json.encode(args or {}), res)
       .. "\nfinish(xpcall(function()\n" .. body .. "\nend, debug.traceback))\n")
+    -- What fails before finish() (the prelude, a module that does not load)
+    -- is written to the result file too.
+    local boot = script .. ".boot.lua"
+    write(boot, ("local ok, e = xpcall(dofile, debug.traceback, %q)\n"
+      .. "if not ok then local f = io.open(%q, 'w'); f:write(e); f:close(); vim.cmd('cquit 3') end\n")
+      :format(script, res .. ".err"))
     local _, rc = H.sh(("cd %s && timeout %d nvim --headless -u NONE -i NONE -n --cmd %s --cmd 'set loadplugins' -c %s -c 'cquit 9' </dev/null 2>%s")
-      :format(q(tmp), timeout or 120, q("set rtp^=" .. plug), q("luafile " .. script), q(err)))
+      :format(q(tmp), timeout or 120, q("set rtp^=" .. plug), q("luafile " .. boot), q(err)))
     local raw = read(res)
     local stderr = read(err) or ""
-    assert(raw, "the script wrote no result (exit " .. tostring(rc) .. "): " .. stderr)
+    assert(raw, "the script wrote no result (exit " .. tostring(rc) .. "): " .. (read(res .. ".err") or "") .. stderr)
     local R = json.decode(raw)
     assert(R.error == nil, "the script failed: " .. tostring(R.error) .. "\nstderr: " .. stderr)
     assert.equal(0, rc, stderr)
