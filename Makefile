@@ -102,7 +102,7 @@ deps:
 # ABIs; then the library's own specs again under LuaJIT (what Neovim runs).
 # The last line adds both runs up: "N passed, N failed[, N skipped]".
 LUAJIT_SPECS = spec/json_spec.lua spec/schema_spec.lua spec/regex_spec.lua spec/cdp_spec.lua \
-	spec/pipe_transport_spec.lua spec/discovery_spec.lua
+	spec/pipe_transport_spec.lua spec/discovery_spec.lua spec/task_spec.lua
 test: deps check-c all $(SUPPORT) app
 	@rm -f build/spec-totals; \
 	SPEC_TOTALS=build/spec-totals sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD); \
