@@ -259,7 +259,6 @@ function schema.format_errors(errs, sep) end
 ---@field doing? string what it is doing
 ---@field url? string the page's URL
 ---@field browser? string
----@field async boolean commands run as tasks (dt.async is available)
 
 ---The Neovim plugin, require("devtools_tools.nvim").
 ---@class devtools_tools.nvim

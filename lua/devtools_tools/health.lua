@@ -83,8 +83,8 @@ function M.check()
     r.ok(("commands run as tasks on %s (luv %s): the editor never waits on the browser")
       :format(vim.uv and "vim.uv" or "vim.loop", luv))
   else
-    r.warn("this devtools_tools has no dt.async: :DevTools commands block the editor while they run",
-      { "update the plugin" })
+    r.error("this devtools_tools has no dt.async: the plugin needs it", { "update the plugin" })
+    return
   end
 
   r.start("devtools_tools: Chromium")

@@ -149,17 +149,10 @@ end
 
 -- ---- tasks ------------------------------------------------------------------------------
 
--- A task that already ran, for a library without dt.async: the call blocked
--- the editor while it ran.
-local function run_now(fn, on_done)
-  local res = { pcall(fn) }
-  local task = { done = true, cancel = function() end }
-  on_done(res[1], res[2])
-  return task
-end
-
+-- Tasks run on Neovim's own loop; set once, on first use, so an editor
+-- that never runs :DevTools leaves the library's loop setting alone.
 local function use_loop()
-  if not S.loop_set and dt.use_loop then
+  if not S.loop_set then
     dt.use_loop(uv)
     S.loop_set = true
   end
@@ -179,7 +172,7 @@ local function start(label, fn, after)
   S.label = label
   echo("devtools_tools: " .. label .. "...", "MoreMsg")
   local function finish(ok, res)
-    -- Called on the loop (or at once, without dt.async): UI work waits
+    -- Called on the loop (or at once if fn never waited): UI work waits
     -- for the main loop.
     vim.schedule(function()
       if S.task == rec then
@@ -199,11 +192,7 @@ local function start(label, fn, after)
       if q then q() end
     end)
   end
-  if dt.async then
-    rec.task = dt.async(fn, finish)
-  else
-    rec.task = run_now(fn, finish)
-  end
+  rec.task = dt.async(fn, finish)
   return true
 end
 
@@ -510,7 +499,9 @@ function commands.tools()
   if not need_page() then return end
   local page = S.page
   return start("discovering tools", function()
-    local groups, warnings = page:tool_groups()
+    -- Fresh: the list is what the page exposes now (an app may mount a
+    -- frame with tools of its own after load).
+    local groups, warnings = page:discover()
     S.groups, S.warnings = groups, warnings
     return { groups = groups, warnings = warnings }
   end, function(r)
@@ -609,7 +600,6 @@ function M.status()
     doing = S.label,
     url = S.page and not S.page.closed and S.page.url or nil,
     browser = S.browser and tostring(S.browser) or nil,
-    async = dt.async ~= nil,
   }
 end
 
