@@ -529,7 +529,8 @@ describe("the Neovim plugin", function()
       ":DevTools-close", ":DevTools-tools", ":DevTools-call", ":DevTools-eval", ":DevTools-cancel",
       "devtools_tools.setup()", "devtools_tools-executable", "devtools_tools-headless", "devtools_tools-timeout",
       "devtools_tools-connect", "devtools_tools-keymaps", "devtools_tools.launch()", "devtools_tools.connect()",
-      "devtools_tools.async()", "devtools_tools.use_loop()", "devtools_tools-Page", "devtools_tools-Tool",
+      "devtools_tools.async()", "devtools_tools.use_loop()", "devtools_tools.wait_all()",
+      "devtools_tools.sleep()", "devtools_tools.current_task()", "devtools_tools.debug()", "devtools_tools-Page", "devtools_tools-Tool",
       "devtools_tools-health", "devtools_tools-install" }) do
       assert.truthy(tags:find("\n" .. t:gsub("%p", "%%%0") .. "\t") or tags:find("^" .. t:gsub("%p", "%%%0") .. "\t"),
         "no tag " .. t)
@@ -549,6 +550,7 @@ describe("the Neovim plugin", function()
     assert.truthy(src:match("^%-%-%-@meta"))
     assert(loadfile(path))                        -- it parses
     for _, f in ipairs({ "dt.launch", "dt.connect", "dt.is_error", "dt.array", "dt.use_loop", "dt.async",
+      "dt.wait_all", "dt.sleep", "dt.current_task", "dt.debug",
       "Browser:version", "Browser:pages", "Browser:new_page", "Browser:attach", "Browser:close",
       "Page:navigate", "Page:reload", "Page:evaluate", "Page:discover", "Page:tool_groups", "Page:tool",
       "Page:call", "Page:call_many", "Page:close", "ToolGroup:tool", "Tool:call", "Tool:validate",

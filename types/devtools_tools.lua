@@ -178,11 +178,13 @@ function Tool:validate(args) end
 ---@class devtools_tools.Task
 ---@field done boolean
 local Task = {}
----Waits for the task (outside a task: runs the loop).
----@param timeout? number seconds
+---What the task's function returned, or raises its error. Inside another
+---task it suspends that task; outside, it runs the loop until the task ends.
+---@param timeout? number seconds (then a `timeout` error; the task goes on)
 ---@return any
 function Task:wait(timeout) end
----Makes the task's pending wait raise a `cancelled` error.
+---Makes the task's pending wait, and every later one, raise `cancelled`.
+---@return boolean running true if the task had not ended
 function Task:cancel() end
 
 ---@class devtools_tools.json
@@ -229,11 +231,27 @@ function dt.array(t) end
 ---The luv-compatible loop tasks run on (vim.uv, vim.loop, require "luv").
 ---@param loop table
 function dt.use_loop(loop) end
----Runs fn as a task; library calls inside it yield instead of blocking.
----@param fn fun(): any
----@param on_done? fun(ok: boolean, result_or_err: any)
+---Runs fn(...) as a task, at once until its first wait; library calls inside
+---it yield to the loop instead of blocking. on_done runs on the loop when it ends.
+---@param fn fun(...): any
+---@param on_done? fun(ok: boolean, result_or_err: any, ...)
+---@param ... any arguments of fn
 ---@return devtools_tools.Task
-function dt.async(fn, on_done) end
+function dt.async(fn, on_done, ...) end
+---Waits for several tasks; their results in order (the first failure is raised once all ended).
+---@param tasks devtools_tools.Task[]
+---@param timeout? number seconds
+---@return any[]
+function dt.wait_all(tasks, timeout) end
+---Suspends the running task for seconds (blocks outside a task).
+---@param seconds number
+function dt.sleep(seconds) end
+---The task running now, or nil outside tasks.
+---@return devtools_tools.Task|nil
+function dt.current_task() end
+---"cdp" writes every CDP message to stderr; false or nil stops.
+---@param what? "cdp"|false
+function dt.debug(what) end
 
 ---@class devtools_tools.schema
 local schema = {}
