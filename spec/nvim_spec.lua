@@ -332,7 +332,10 @@ describe("the Neovim plugin", function()
       R.skeleton_modified = vim.bo[b].modified
       R.reassign = text(open("reassignLead"))
       R.cart = text(open("addToCart"))
-      -- edit and write: the tool is called with the buffer's JSON
+      -- edit and write: the tool is called with the buffer's JSON; a new
+      -- discovery gives new Tool objects, and the same buffer
+      run("DevTools tools")
+      tools = vim.api.nvim_get_current_buf()
       b = open("queryDatabaseTable")
       R.reopened_same = b == bufnr(R.name)
       vim.api.nvim_buf_set_lines(b, 0, -1, false, { '{"tableName": "orders",', '"limit": 3}' })

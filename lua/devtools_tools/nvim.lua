@@ -192,7 +192,13 @@ local function start(label, fn, after)
       if q then q() end
     end)
   end
-  rec.task = dt.async(fn, finish)
+  local ok, task = pcall(dt.async, fn, finish)
+  if not ok then                -- never leave the session busy for good
+    S.task, S.label = nil, nil
+    report(task)
+    return false
+  end
+  rec.task = task
   return true
 end
 
@@ -354,14 +360,17 @@ end
 -- open_args(tool): the argument buffer of a tool, pre-filled with a JSON
 -- skeleton of its inputSchema; :w calls the tool with what it holds.
 function M.open_args(tool)
-  for b, t in pairs(S.arg_bufs) do
-    if t == tool and valid(b) then
+  local name = "devtools://call/" .. oneline(tool.group and tool.group.name or "?") .. "/" .. oneline(tool.name)
+  -- The same tool after a new discovery is a new Tool object: its buffer,
+  -- with what was typed there, now calls the new one.
+  for b in pairs(S.arg_bufs) do
+    if valid(b) and api.nvim_buf_get_name(b) == name then
+      S.arg_bufs[b] = tool
       show(b)
       return b
     end
   end
   local buf = api.nvim_create_buf(false, false)
-  local name = "devtools://call/" .. oneline(tool.group and tool.group.name or "?") .. "/" .. oneline(tool.name)
   if not pcall(api.nvim_buf_set_name, buf, name) then
     pcall(api.nvim_buf_set_name, buf, name .. " (" .. buf .. ")")
   end
