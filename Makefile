@@ -38,7 +38,9 @@ BUSTED     ?= /usr/bin/busted
 MODULE  := $(BUILD)/devtools_tools/core.so
 SRCS    := $(wildcard src/*.c)
 OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
-LUAMODS := $(wildcard lua/devtools_tools/*.lua)
+# the library's modules; the Neovim plugin's (nvim.lua, nvim/, health.lua)
+# are used from the runtimepath only, so `make install` leaves them out
+LUAMODS := $(filter-out lua/devtools_tools/nvim.lua lua/devtools_tools/health.lua,$(wildcard lua/devtools_tools/*.lua))
 SUPPORT_SRCS := $(wildcard spec/support/*.c)
 SUPPORT := $(patsubst spec/support/%.c,$(BUILD)/support/%,$(SUPPORT_SRCS))
 ALL_CFLAGS = -std=c99 -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -I$(LUA_INCDIR)

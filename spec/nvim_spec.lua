@@ -218,6 +218,13 @@ describe("the Neovim plugin", function()
     local out, rc = H.sh(("git -C %s status --porcelain"):format(q(plug)))
     assert.equal(0, rc)
     assert.equal("", out)
+    -- make install is the Lua 5.4 library, without the Neovim files
+    out, rc = H.sh(("make -s -n -C %s install DESTDIR=/nonexistent"):format(q(plug)))
+    assert.equal(0, rc, out)
+    assert.truthy(out:find("install -m 755 build/lua5.4/devtools_tools/core.so", 1, true), out)
+    assert.truthy(out:find("lua/devtools_tools/init.lua", 1, true), out)
+    assert.falsy(out:find("nvim", 1, true), out)
+    assert.falsy(out:find("health", 1, true), out)
     local R = nvim([[
       R.command = vim.fn.exists(":DevTools")
       R.cpath_has_plugin = package.cpath:find(ARGS.plug, 1, true) ~= nil
