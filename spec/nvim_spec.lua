@@ -535,6 +535,7 @@ describe("the Neovim plugin", function()
     assert.equal(0, rc, out)
     assert.equal("", out)
     local tags = read(plug .. "/doc/tags")
+    assert.equal("", (H.sh(("git -C %s status --porcelain"):format(q(plug)))))   -- doc/tags is ignored
     for _, t in ipairs({ "devtools_tools", ":DevTools", ":DevTools-launch", ":DevTools-connect", ":DevTools-open",
       ":DevTools-close", ":DevTools-tools", ":DevTools-call", ":DevTools-eval", ":DevTools-cancel",
       "devtools_tools.setup()", "devtools_tools-executable", "devtools_tools-headless", "devtools_tools-timeout",
