@@ -395,6 +395,9 @@ describe("the Neovim plugin", function()
       R.no_page = pcall(vim.cmd, "DevTools tools")
       R.complete_sub = vim.fn.getcompletion("DevTools c", "cmdline")
       R.complete_all = nv.complete("", "DevTools ")
+      -- a url that does not load: the browser and its blank page stay
+      run("DevTools launch http://127.0.0.1:9/nothing")
+      R.failed_launch = nv.status()
       run("DevTools launch " .. ARGS.fixture)
       R.complete_tool = vim.fn.getcompletion("DevTools call sl", "cmdline")
       R.complete_after = nv.complete("", "DevTools call add ")
@@ -408,6 +411,8 @@ describe("the Neovim plugin", function()
     assert.same({ "connect", "close", "call", "cancel" }, R.complete_sub)
     assert.same({ "launch", "connect", "open", "close", "tools", "call", "eval", "cancel" }, R.complete_all)
     assert.same({ "slowEcho" }, R.complete_tool)
+    assert.equal("about:blank", R.failed_launch.url)
+    assert.truthy(R.failed_launch.browser)
     assert.same({}, R.complete_after)
     local notes = notes_text(R)
     for _, s in ipairs({
@@ -418,6 +423,7 @@ describe("the Neovim plugin", function()
       "devtools_tools: bad_argument: call add: the arguments are not valid JSON",
       "devtools_tools: unknown subcommand 'frobnicate'\n  :DevTools launch [url]",
       "devtools_tools: nothing is running",
+      "devtools_tools: protocol_error: navigate: http://127.0.0.1:9/nothing: net::ERR_CONNECTION_REFUSED",
     }) do
       assert.truthy(notes:find(s, 1, true), "missing " .. s .. " in:\n" .. notes)
     end
@@ -457,13 +463,16 @@ describe("the Neovim plugin", function()
 
   it("quitting the editor ends the browser it launched and removes its profile", function()
     local R = nvim([[
-      run("DevTools launch")
+      run("DevTools launch " .. ARGS.fixture)
       R.pid = pid()
+      vim.cmd("DevTools call never")        -- quit while a call is running
+      R.busy = nv.status().busy
       local f = assert(io.open("/proc/" .. R.pid .. "/cmdline"))
       R.profile = f:read("*a"):match("%-%-user%-data%-dir=([^%z]+)")
       f:close()
       R.profile_existed = vim.loop.fs_stat(R.profile) ~= nil
-    ]])
+    ]], { fixture = fixtures.url("/tools.html") })
+    assert.is_true(R.busy)
     assert.truthy(R.pid)
     assert.is_true(R.profile_existed)
     assert.truthy(H.wait_for(function() return not alive(R.pid) end, 10))

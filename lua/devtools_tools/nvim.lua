@@ -433,8 +433,11 @@ function commands.launch(rest)
     drop_browser()
     local b = dt.launch({ executable = o.executable, headless = o.headless, timeout = o.timeout })
     S.browser = b               -- at once: a cancel later still closes it
-    progress("opening " .. url)
-    S.page = b:new_page(url)
+    S.page = b:new_page()       -- kept if the url fails to load: :DevTools open
+    if url ~= "about:blank" then
+      progress("opening " .. url)
+      S.page:navigate(url)
+    end
     discover_quietly(S.page)
     return b:version()
   end, function(v)
