@@ -406,6 +406,12 @@ describe("the Neovim plugin", function()
       run("DevTools eval (() => { throw new Error('boom') })()")
       pcall(vim.cmd, "DevTools call add {\"a\": 1")
       pcall(vim.cmd, "DevTools frobnicate")
+      -- the timeout option is the deadline of a whole command
+      nv.setup({ timeout = 1 })
+      local t0 = vim.loop.hrtime()
+      run("DevTools call slowEcho {\"ms\": 5000}")
+      R.timeout_s = (vim.loop.hrtime() - t0) / 1e9
+      nv.setup({})
       -- groups the page got wrong are listed as warnings
       run("DevTools open " .. ARGS.invalid)
       run("DevTools tools")
@@ -417,6 +423,7 @@ describe("the Neovim plugin", function()
     assert.truthy(list:find("\nwarning: Invalid toolGroup", 1, true), list)
     assert.same({ "launch", "connect", "open", "close", "tools", "call", "eval", "cancel" }, R.complete_all)
     assert.same({ "slowEcho" }, R.complete_tool)
+    assert.truthy(R.timeout_s < 4.5, R.timeout_s)   -- not the tool's 5 s
     assert.equal("about:blank", R.failed_launch.url)
     assert.truthy(R.failed_launch.browser)
     assert.same({}, R.complete_after)
@@ -429,6 +436,7 @@ describe("the Neovim plugin", function()
       "devtools_tools: bad_argument: call add: the arguments are not valid JSON",
       "devtools_tools: unknown subcommand 'frobnicate'\n  :DevTools launch [url]",
       "devtools_tools: nothing is running",
+      "devtools_tools: timeout: ",
       "devtools_tools: protocol_error: navigate: http://127.0.0.1:9/nothing: net::ERR_",
     }) do
       assert.truthy(notes:find(s, 1, true), "missing " .. s .. " in:\n" .. notes)

@@ -158,9 +158,13 @@ local function use_loop()
   end
 end
 
--- start(label, fn, after?): runs fn() as the one task of this session;
+local function now() return uv.hrtime() / 1e9 end
+
+-- start(label, fn, after?): runs fn(left) as the one task of this session;
 -- after(result) runs on the main loop when it succeeded; failures are
--- reported. Returns false if another command is still running.
+-- reported. Returns false if another command is still running. A command
+-- has one deadline, the `timeout` option from now, for all its steps:
+-- left() gives the opts of each library call ({timeout = what is left}).
 local function start(label, fn, after)
   if S.task then
     notify("devtools_tools: busy (" .. tostring(S.label) .. "); :DevTools cancel stops it", levels.WARN)
@@ -192,7 +196,9 @@ local function start(label, fn, after)
       if q then q() end
     end)
   end
-  local ok, task = pcall(dt.async, fn, finish)
+  local deadline = now() + S.opts.timeout
+  local function left() return { timeout = math.max(0, deadline - now()) } end
+  local ok, task = pcall(dt.async, fn, finish, left)
   if not ok then                -- never leave the session busy for good
     S.task, S.label = nil, nil
     report(task)
@@ -328,11 +334,11 @@ end
 -- succeeded (a schema error leaves it modified, as a failed write does).
 local function call_tool(tool, args, buf)
   local page = S.page
-  return start("calling " .. tool.name, function()
-    local ok, res = pcall(tool.call, tool, args)
+  return start("calling " .. tool.name, function(left)
+    local ok, res = pcall(tool.call, tool, args, left())
     if not ok and dt.is_error(res) and res.code == "stale" and page and not page.closed then
       -- The document it came from is gone: the same name in the new one.
-      return page:call(tool.name, args)
+      return page:call(tool.name, args, left())
     elseif not ok then
       error(res, 0)
     end
@@ -408,9 +414,9 @@ end
 
 -- Fills the completion cache after a navigation; a failure here is not the
 -- command's failure, and shows in :DevTools tools.
-local function discover_quietly(page)
+local function discover_quietly(page, left)
   progress("discovering tools")
-  local ok, groups, warnings = pcall(page.tool_groups, page)
+  local ok, groups, warnings = pcall(page.tool_groups, page, left())
   if ok then S.groups, S.warnings = groups, warnings else S.groups = nil end
 end
 
@@ -422,24 +428,31 @@ local function drop_browser()
   if b then b:close() end
 end
 
+-- A new browser and its blank page, in S at once: a cancel or a failure
+-- later still finds them there to close.
+local function launch_browser(left)
+  drop_browser()
+  local o = S.opts
+  progress("launching Chromium")
+  S.browser = dt.launch({ executable = o.executable, headless = o.headless, timeout = left().timeout })
+  S.page = S.browser:new_page(nil, left())
+  return S.browser
+end
+
 local commands = {}
 local usage = {}
 
 usage.launch = "launch [url]"
 function commands.launch(rest)
   local url = rest ~= "" and rest or "about:blank"
-  local o = S.opts
-  return start("launching Chromium", function()
-    drop_browser()
-    local b = dt.launch({ executable = o.executable, headless = o.headless, timeout = o.timeout })
-    S.browser = b               -- at once: a cancel later still closes it
-    S.page = b:new_page()       -- kept if the url fails to load: :DevTools open
-    if url ~= "about:blank" then
+  return start("launching Chromium", function(left)
+    local b = launch_browser(left)
+    if url ~= "about:blank" then  -- the page stays if the url fails: :DevTools open
       progress("opening " .. url)
-      S.page:navigate(url)
+      S.page:navigate(url, left())
     end
-    discover_quietly(S.page)
-    return b:version()
+    discover_quietly(S.page, left)
+    return b:version(left())
   end, function(v)
     echo(("devtools_tools: %s, page %s"):format(tostring(v.product), tostring(S.page and S.page.url)))
   end)
@@ -448,16 +461,15 @@ end
 usage.connect = "connect [endpoint]"
 function commands.connect(rest)
   local url = rest ~= "" and rest or S.opts.connect
-  local timeout = S.opts.timeout
-  return start("connecting to " .. url, function()
+  return start("connecting to " .. url, function(left)
     drop_browser()
-    local b = dt.connect(url, { timeout = timeout })
+    local b = dt.connect(url, { timeout = left().timeout })
     S.browser = b
-    local pages = b:pages()
+    local pages = b:pages(left())
     progress("attaching to a page")
-    S.page = pages[1] and b:attach(pages[1].id) or b:new_page()
-    discover_quietly(S.page)
-    return b:version()
+    S.page = pages[1] and b:attach(pages[1].id, left()) or b:new_page(nil, left())
+    discover_quietly(S.page, left)
+    return b:version(left())
   end, function(v)
     echo(("devtools_tools: connected to %s, page %s"):format(tostring(v.product), tostring(S.page and S.page.url)))
   end)
@@ -466,18 +478,14 @@ end
 usage.open = "open {url}"
 function commands.open(rest)
   if rest == "" then return notify("devtools_tools: usage: :DevTools " .. usage.open, levels.ERROR) end
-  local o = S.opts
-  return start("opening " .. rest, function()
+  return start("opening " .. rest, function(left)
     if not (S.page and not S.page.closed) then
-      progress("launching Chromium")
-      drop_browser()
-      S.browser = dt.launch({ executable = o.executable, headless = o.headless, timeout = o.timeout })
-      S.page = S.browser:new_page()
+      launch_browser(left)
       progress("opening " .. rest)
     end
-    S.page:navigate(rest)
     S.groups = nil
-    discover_quietly(S.page)
+    S.page:navigate(rest, left())
+    discover_quietly(S.page, left)
     return S.page.url
   end, function(url)
     echo("devtools_tools: opened " .. tostring(url))
@@ -510,10 +518,10 @@ usage.tools = "tools"
 function commands.tools()
   if not need_page() then return end
   local page = S.page
-  return start("discovering tools", function()
+  return start("discovering tools", function(left)
     -- Fresh: the list is what the page exposes now (an app may mount a
     -- frame with tools of its own after load).
-    local groups, warnings = page:discover()
+    local groups, warnings = page:discover(left())
     S.groups, S.warnings = groups, warnings
     return { groups = groups, warnings = warnings }
   end, function(r)
@@ -536,8 +544,8 @@ function commands.call(rest)
     if v ~= dt.null then args = v end
   end
   local page = S.page
-  return start("calling " .. name, function()
-    return page:call(name, args)
+  return start("calling " .. name, function(left)
+    return page:call(name, args, left())
   end, function(res)
     M.show_result(res, "call " .. name)
   end)
@@ -548,8 +556,8 @@ function commands.eval(rest)
   if rest == "" then return notify("devtools_tools: usage: :DevTools " .. usage.eval, levels.ERROR) end
   if not need_page() then return end
   local page = S.page
-  return start("evaluating", function()
-    return page:evaluate(rest)
+  return start("evaluating", function(left)
+    return page:evaluate(rest, left())
   end, function(res)
     M.show_result(res, "eval")
   end)
