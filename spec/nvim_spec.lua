@@ -6,6 +6,7 @@
 -- records what the plugin showed (notifications, command-line messages,
 -- buffers) into a JSON file read back here, and ends with cquit on failure.
 -- The skeleton and pretty-printing helpers are plain Lua, tested directly.
+-- The clone holds what is committed: uncommitted edits are not tested here.
 
 local core = require "devtools_tools.core"
 local json = require "devtools_tools.json"
