@@ -32,7 +32,7 @@ local M = {}
 local defaults = {
   executable = nil,        -- Chromium to launch; nil: the library's search (README, API)
   headless = true,         -- :DevTools launch starts a headless browser
-  timeout = 30,            -- seconds, the default deadline of every call
+  timeout = 30,            -- seconds: the deadline of one command, all its steps
   connect = "http://127.0.0.1:9222",   -- :DevTools connect without an endpoint
   keymaps = { open_tool = "<CR>" },    -- in the tool list; false: no mappings
 }
