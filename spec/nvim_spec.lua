@@ -257,6 +257,16 @@ describe("the Neovim plugin", function()
       end
       R.tools_name = vim.api.nvim_buf_get_name(0)
       R.tools = lines()
+      -- colours: syntax/devtools_tools.vim
+      vim.cmd("syntax on")
+      vim.bo.filetype = "devtools_tools"
+      R.syn = {}
+      for i, l in ipairs(R.tools) do
+        local col = (l:find("%S") or 1)
+        if l:match("^  queryDatabaseTable") or l:match("^app%-debug") or i == 1 then
+          R.syn[#R.syn + 1] = vim.fn.synIDattr(vim.fn.synID(i, col, 1), "name")
+        end
+      end
       run('DevTools call queryDatabaseTable {"tableName": "orders", "limit": 2}')
       R.rows = result().rows
       R.result_ft = vim.bo[bufnr("devtools://result")].filetype
@@ -303,6 +313,7 @@ describe("the Neovim plugin", function()
       assert.equal(w.id, R.rows[i].id)
       assert.equal(w.total, R.rows[i].total_cents)
     end
+    assert.same({ "devtoolsToolsHeader", "devtoolsToolsGroup", "devtoolsToolsTool" }, R.syn)
     assert.equal("json", R.result_ft)
     assert.equal(1, R.result_bufs)
     assert.truthy(R.title:find("|1$"), R.title)   -- `|` belongs to the expression
