@@ -543,6 +543,22 @@ describe("the Neovim plugin", function()
     assert.equal(2, cancels)
   end)
 
+  -- Pending: dt.launch turns the `cancelled` error of its start-up wait into
+  -- launch_failed (with Chromium's stderr) - browser.lua's launch (and
+  -- connect) must re-raise a cancelled error as it is. Then this is an `it`.
+  pending("cancelling a launch reports cancelled and leaves no browser", function()
+    local R = nvim([[
+      vim.cmd("DevTools launch")
+      vim.cmd("DevTools cancel")
+      idle()
+      R.status = nv.status()
+    ]])
+    local notes = notes_text(R)
+    assert.truthy(notes:find("^devtools_tools: cancelled: "), notes)
+    assert.falsy(notes:find("launch_failed", 1, true), notes)
+    assert.is_nil(R.status.browser)
+  end)
+
   it(":checkhealth devtools_tools reports OK", function()
     local R = nvim([[
       vim.cmd("checkhealth devtools_tools")
