@@ -110,8 +110,8 @@ function H.spy_transport(conn, pattern)
       end
       return real:send(msg, deadline)
     end,
-    recv = function(_, deadline, decode)
-      local m, err, code, head = real:recv(deadline, decode)
+    recv_cdp = function(_, deadline, ids)
+      local m, err, code, head = real:recv_cdp(deadline, ids)
       if m and ids[m.id] then log[#log + 1] = "reply" end
       return m, err, code, head
     end,

@@ -113,7 +113,7 @@ end
 
 -- Reads and routes one message. Returns false on timeout.
 local function pump(self, deadline)
-  local msg, err, code, head = self.transport:recv(deadline, true, self.json_ids)
+  local msg, err, code, head = self.transport:recv_cdp(deadline, self.json_ids)
   if msg == nil then
     if code == "timeout" then return false end
     if code == "too_large" then
