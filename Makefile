@@ -53,7 +53,7 @@ ALL_CFLAGS = -std=c99 -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -I$(LUA_INCDIR
 
 all: $(MODULE)
 
-$(BUILD)/obj/%.o: src/%.c src/dt.h src/compat.h
+$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 

@@ -32,8 +32,12 @@
  * Large results (a tool's 8-50 MB of JSON) shaped what the decoder does:
  * each table is created at the size of the last one closed at its depth
  * (arrays of similar records), strings are unescaped into malloc'd scratch
- * freed when the decode ends, and dt_json_decode_cdp can set a reply's JSON
- * text aside so that it is decoded without ever being a Lua string.
+ * freed when the decode ends, and a caller can have one string (a CDP reply's
+ * JSON text: see dt_json_aside, and cdp_decode.c for the CDP rule) set aside
+ * so that it is decoded without ever being a Lua string.
+ *
+ * Failures are codes of base.h: DT_ESYNTAX, DT_ETOODEEP, DT_EBADVALUE and
+ * DT_ENOMEM for our own allocations (Lua's raise as Lua errors).
  *
  * The collector is left alone. With a small live heap it marks the value
  * being built at each doubling (about 40% of decoding 8 MB of records);
@@ -55,6 +59,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "dt.h"
 
 #define JSONBUF_MT "devtools_tools.jsonbuf"
@@ -168,18 +173,18 @@ typedef struct jdec {
 	unsigned char *scratch; /* box->data, or NULL before the first need */
 	size_t scratch_cap;     /* box->cap */
 	int fixed;              /* scratch is a set-aside text sized to fit: never grown */
-	/* A CDP reply's tool result set aside (dt_json_decode_cdp) */
-	int ids;                /* stack index of the table of wanted reply ids, or 0 */
-	int match;              /* levels of result.result.value matched by the keys
+	/* One string set aside (dt_json_aside), or rule NULL */
+	const dt_json_aside *rule;
+	int match;              /* levels of rule->path matched by the keys
 	                         * of the open containers, 0..3 */
-	int key_id;             /* the pending top-level key is "id" */
-	int id_ok;              /* the top-level "id" was a key of ids */
+	int key_id;             /* the pending top-level key is rule->gate_key */
+	int id_ok;              /* its value was a key of rule->gate */
 	int aside;              /* the text was set aside */
 	int tbl_slot;           /* stack slot: the table that lacks "value" */
 	int text_slot;          /* stack slot: the jtext (userdata) holding the text */
 	/* Decoding a set-aside text: pages before rel were given back */
 	unsigned char *rel;     /* page-aligned; NULL when not releasing */
-	const char *code;       /* "syntax" or "too_deep" once failed */
+	int code;               /* DT_ESYNTAX, DT_ETOODEEP or DT_ENOMEM once failed */
 	char *err;
 	size_t errsz;
 } jdec;
@@ -187,7 +192,7 @@ typedef struct jdec {
 static void dec_fail(jdec *d, const unsigned char *p, const char *what)
 {
 	size_t off = (size_t)(p - d->start);
-	d->code = "syntax";
+	d->code = DT_ESYNTAX;
 	if (d->errsz == 0)
 		return;
 	if (p >= d->end)
@@ -222,11 +227,11 @@ static dt_buf *push_box(lua_State *L)
 /* Makes room for need bytes of scratch, keeping its contents. The bytes
  * are malloc'd, not a Lua userdata, so that growing leaves no garbage
  * behind (realloc, mremap for big blocks) and json_decode can free them the
- * moment it is done. Raises on out of memory, which leaks nothing. */
-static void scratch_reserve(jdec *d, size_t need)
+ * moment it is done. Returns 0, or -1 after failing with DT_ENOMEM. */
+static int scratch_reserve(jdec *d, size_t need)
 {
 	if (need <= d->scratch_cap)
-		return;
+		return 0;
 	if (d->fixed)               /* cannot happen: the text was sized to its input */
 		luaL_error(d->L, "JSON decoder: set-aside text overflow");
 	if (d->box == NULL) {
@@ -234,10 +239,15 @@ static void scratch_reserve(jdec *d, size_t need)
 		lua_replace(d->L, d->scratch_slot);         /* ... (slot = box) */
 	}
 	d->box->len = 0;
-	if (dt_buf_reserve(d->box, need) != 0)      /* owns: box->data, freed by json_decode or __gc */
-		luaL_error(d->L, "not enough memory for a JSON string of %zu bytes", need);
+	if (dt_buf_reserve(d->box, need) != 0) {    /* owns: box->data, freed by json_decode or __gc */
+		d->code = DT_ENOMEM;
+		if (d->errsz > 0)
+			snprintf(d->err, d->errsz, "out of memory for a JSON string of %zu bytes", need);
+		return -1;
+	}
 	d->scratch = (unsigned char *)d->box->data;
 	d->scratch_cap = d->box->cap;
+	return 0;
 }
 
 /* ---- set-aside text: a tool result's JSON, unescaped, waiting to be decoded */
@@ -354,7 +364,8 @@ static const unsigned char *dec_string_bytes(jdec *d, const unsigned char *p,
 		unsigned long cp;
 		long h;
 		if (len > 0) {
-			scratch_reserve(d, n + len + 8);
+			if (scratch_reserve(d, n + len + 8) != 0)
+				return NULL;
 			memcpy(d->scratch + n, run, len);
 			n += len;
 		}
@@ -369,7 +380,8 @@ static const unsigned char *dec_string_bytes(jdec *d, const unsigned char *p,
 			return NULL;
 		}
 		/* *p == '\\' */
-		scratch_reserve(d, n + 8);
+		if (scratch_reserve(d, n + 8) != 0)
+			return NULL;
 		if (end - p < 2) {
 			dec_fail(d, p + 1, "unterminated escape");
 			return NULL;
@@ -469,16 +481,17 @@ static int key_is(lua_State *L, const char *lit, size_t litlen)
 	return n == litlen && memcmp(k, lit, n) == 0;
 }
 
-/* Tracks the keys that lead to result.result.value (and the top-level
- * "id") while a reply is decoded with ids. The key is on top. */
+/* Tracks the keys that lead to the rule's path (and its top-level gate
+ * key) while decoding with a set-aside rule. The key is on top. */
 static void track_key(jdec *d, int depth)
 {
-	static const char *const path[] = { NULL, "result", "result", "value" };
+	const char *want;
 	if (depth > 3 || d->match < depth - 1)
 		return;
-	d->match = key_is(d->L, path[depth], strlen(path[depth])) ? depth : depth - 1;
+	want = d->rule->path[depth - 1];
+	d->match = key_is(d->L, want, strlen(want)) ? depth : depth - 1;
 	if (depth == 1)
-		d->key_id = key_is(d->L, "id", 2);
+		d->key_id = key_is(d->L, d->rule->gate_key, strlen(d->rule->gate_key));
 }
 
 static const double pow10_exact[] = {
@@ -592,7 +605,8 @@ static const unsigned char *dec_number(jdec *d, const unsigned char *p)
 		size_t len = (size_t)(p - start);
 		char *tok = small;
 		if (len >= sizeof small) {
-			scratch_reserve(d, len + 1);
+			if (scratch_reserve(d, len + 1) != 0)
+				return NULL;
 			tok = (char *)d->scratch;
 		}
 		memcpy(tok, start, len);
@@ -642,7 +656,7 @@ value:
 		dlevel *l;
 		int obj = *p == '{';
 		if (depth >= max_depth || !lua_checkstack(L, 4)) {
-			d->code = "too_deep";
+			d->code = DT_ETOODEEP;
 			if (d->errsz > 0)
 				snprintf(d->err, d->errsz,
 				         "nesting deeper than %d at byte offset %zu%s",
@@ -740,7 +754,7 @@ value_done:                     /* a complete value is on top */
 		d->key_id = 0;
 		if (lua_type(L, -1) == LUA_TNUMBER) {
 			lua_pushvalue(L, -1);                       /* ... obj "id" v v */
-			lua_rawget(L, d->ids);                      /* ... obj "id" v ids[v] */
+			lua_rawget(L, d->rule->gate);               /* ... obj "id" v ids[v] */
 			d->id_ok = lua_toboolean(L, -1);
 			lua_pop(L, 1);                              /* ... obj "id" v */
 		}
@@ -785,7 +799,7 @@ key:
 	p = dec_string(d, p + 1);                               /* ... obj key */
 	if (p == NULL)
 		return 0;
-	if (d->ids != 0)
+	if (d->rule != NULL)
 		track_key(d, depth);
 	p = skip_ws(p, end);
 	if (p >= end || *p != ':') {
@@ -797,13 +811,13 @@ key:
 }
 
 /* Decodes s[0..len): pushes the value and returns 1, or pushes nothing,
- * writes err and sets *code ("syntax" or "too_deep") and returns 0.
- * ids: see dt_json_decode_cdp (0: none); with a text set aside, pushes the
- * value, the table lacking "value" and the text, and returns 3.
+ * writes err and sets *code (DT_ESYNTAX, DT_ETOODEEP, DT_ENOMEM) and
+ * returns 0. rule: see dt_json_aside (NULL: none); with a text set aside,
+ * pushes the value, the table lacking path[2] and the text, and returns 3.
  * rel: page-aligned, inside s: s is ours and its pages from rel on may be
  * given back as decoding moves past them (NULL: s is left alone). */
 static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
-                       char *err, size_t errsz, const char **code, int ids,
+                       char *err, size_t errsz, int *code, const dt_json_aside *rule,
                        unsigned char *rel)
 {
 	jdec d;
@@ -825,7 +839,7 @@ static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 	d.levels_slot = base + 3;
 	d.tbl_slot = base + 4;
 	d.text_slot = base + 5;
-	d.ids = ids;
+	d.rule = rule;
 	d.rel = rel;
 	d.err = err;
 	d.errsz = errsz;
@@ -845,23 +859,21 @@ static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 	} else {
 		lua_settop(L, base);                /* ... */
 		if (code != NULL)
-			*code = d.code ? d.code : "syntax";
+			*code = d.code ? d.code : DT_ESYNTAX;
 	}
 	return ok;
 }
 
 int dt_json_decode(lua_State *L, const char *s, size_t len, int max_depth,
-                   char *err, size_t errsz)
+                   const dt_json_aside *aside, char *err, size_t errsz, int *code)
 {
-	return json_decode(L, s, len, max_depth, err, errsz, NULL, 0, NULL);
-}
-
-int dt_json_decode_cdp(lua_State *L, const char *s, size_t len, int ids,
-                       char *err, size_t errsz)
-{
-	if (ids < 0)
-		ids = lua_gettop(L) + ids + 1;          /* absolute: the decoder pushes */
-	return json_decode(L, s, len, DT_JSON_MAX_DEPTH, err, errsz, NULL, ids, NULL);
+	dt_json_aside abs;
+	if (aside != NULL && aside->gate < 0) {
+		abs = *aside;
+		abs.gate = lua_gettop(L) + aside->gate + 1;   /* absolute: the decoder pushes */
+		aside = &abs;
+	}
+	return json_decode(L, s, len, max_depth, err, errsz, code, aside, NULL);
 }
 
 void dt_json_decode_aside(lua_State *L)
@@ -870,7 +882,7 @@ void dt_json_decode_aside(lua_State *L)
 	unsigned char *rel = page_up(t->data);
 	char err[256];
 	int ok = json_decode(L, (const char *)t->data, t->len, DT_JSON_MAX_DEPTH,
-	                     err, sizeof err, NULL, 0, rel); /* ... tbl text [value] */
+	                     err, sizeof err, NULL, NULL, rel); /* ... tbl text [value] */
 	/* The text is garbage now; give back what is still resident of a big
 	 * one at once rather than at the next collection. */
 	if (t->len >= REL_STEP)
@@ -898,14 +910,14 @@ typedef struct jenc {
 	dt_buf *b;              /* owned by a userdata with __gc on the stack */
 	int mt_slot;            /* stack slot: the array metatable */
 	int levels_slot;        /* stack slot: userdata behind levels (when spilled) */
-	const char *code;       /* "bad_value" or "too_deep" once failed */
+	int code;               /* DT_EBADVALUE, DT_ETOODEEP or DT_ENOMEM once failed */
 	char err[160];
 } jenc;
 
-static int enc_fail(jenc *e, const char *code, const char *fmt, ...)
+static int enc_fail(jenc *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static int enc_fail(jenc *e, const char *code, const char *fmt, ...)
+static int enc_fail(jenc *e, int code, const char *fmt, ...)
 {
 	va_list ap;
 	e->code = code;
@@ -922,7 +934,7 @@ static int need(jenc *e, size_t n)
 		return 1;
 	if (dt_buf_reserve(e->b, n) == 0)
 		return 1;
-	return enc_fail(e, "bad_value", "out of memory while encoding");
+	return enc_fail(e, DT_ENOMEM, "out of memory while encoding");
 }
 
 #define PUTC(b, c) ((b)->data[(b)->len++] = (char)(c))
@@ -1015,7 +1027,7 @@ static int put_double(jenc *e, double x)
 			uselocale(old);
 	}
 	if (len < 0 || (size_t)len >= sizeof tmp)
-		return enc_fail(e, "bad_value", "cannot format number");
+		return enc_fail(e, DT_EBADVALUE, "cannot format number");
 	return put(e, tmp, (size_t)len);
 }
 
@@ -1131,7 +1143,7 @@ static int enc_string(jenc *e, const unsigned char *s, size_t len)
 			continue;
 		}
 	invalid:
-		return enc_fail(e, "bad_value", "invalid UTF-8 in a string at byte offset %zu", i);
+		return enc_fail(e, DT_EBADVALUE, "invalid UTF-8 in a string at byte offset %zu", i);
 	}
 	if (!need(e, 1))
 		return 0;
@@ -1216,13 +1228,13 @@ static int enc_key(jenc *e, int idx)
 		int64_t v;
 #if LUA_VERSION_NUM >= 503
 		if (!lua_isinteger(L, idx))
-			return enc_fail(e, "bad_value", "table key %.17g is neither a string nor an integer",
+			return enc_fail(e, DT_EBADVALUE, "table key %.17g is neither a string nor an integer",
 			                (double)lua_tonumber(L, idx));
 		v = (int64_t)lua_tointeger(L, idx);
 #else
 		double dk = lua_tonumber(L, idx);
 		if (dk != floor(dk) || fabs(dk) >= 9223372036854775808.0)
-			return enc_fail(e, "bad_value", "table key %.17g is neither a string nor an integer", dk);
+			return enc_fail(e, DT_EBADVALUE, "table key %.17g is neither a string nor an integer", dk);
 		v = (int64_t)dk;
 #endif
 		q = fmt_int(tmp, v);
@@ -1233,7 +1245,7 @@ static int enc_key(jenc *e, int idx)
 		e->b->len += (size_t)(tmp + 24 - q);
 		PUTC(e->b, '"');
 	} else {
-		return enc_fail(e, "bad_value", "table key of type %s is neither a string nor an integer",
+		return enc_fail(e, DT_EBADVALUE, "table key of type %s is neither a string nor an integer",
 		                lua_typename(L, t));
 	}
 	if (!need(e, 1))
@@ -1277,14 +1289,14 @@ value:                          /* ... v */
 	}
 	case LUA_TLIGHTUSERDATA:
 		if (lua_touserdata(L, -1) != NULL)
-			return enc_fail(e, "bad_value", "cannot encode a light userdata other than null");
+			return enc_fail(e, DT_EBADVALUE, "cannot encode a light userdata other than null");
 		if (!put(e, "null", 4))
 			return 0;
 		break;
 	case LUA_TTABLE: {
 		lua_Integer n;
 		if (depth >= max_depth || !lua_checkstack(L, 4))
-			return enc_fail(e, "too_deep", "nesting deeper than %d (a cycle?)%s", depth,
+			return enc_fail(e, DT_ETOODEEP, "nesting deeper than %d (a cycle?)%s", depth,
 			                depth >= max_depth ? "" : " (the Lua stack is full)");
 		if ((size_t)depth + 1 >= lv_cap) {
 			lv = grow_slot(L, e->levels_slot, lv, lv_cap * sizeof *lv,
@@ -1308,7 +1320,7 @@ value:                          /* ... v */
 		goto next;
 	}
 	default:
-		return enc_fail(e, "bad_value", "cannot encode a %s", luaL_typename(L, -1));
+		return enc_fail(e, DT_EBADVALUE, "cannot encode a %s", luaL_typename(L, -1));
 	}
 	lua_pop(L, 1);              /* the finished value */
 
@@ -1399,10 +1411,7 @@ static int l_json_encode(lua_State *L)
 	ok = enc_run(&e, max_depth);                    /* v opts mt levels buf [...] */
 	if (!ok) {
 		dt_buf_free(b);                             /* frees: the partial text */
-		lua_pushnil(L);
-		lua_pushstring(L, e.err);
-		lua_pushstring(L, e.code ? e.code : "bad_value");
-		return 3;
+		return dt_push_fail(L, e.code ? e.code : DT_EBADVALUE, e.err);
 	}
 	lua_pushlstring(L, b->data ? b->data : "", b->len);   /* ... json */
 	dt_buf_free(b);                                 /* frees: b->data; __gc does it on raise */
@@ -1416,13 +1425,10 @@ static int l_json_decode(lua_State *L)
 	const char *s = luaL_checklstring(L, 1, &len);
 	int max_depth = opt_max_depth(L, 2);
 	char err[256];
-	const char *code = NULL;
-	if (json_decode(L, s, len, max_depth, err, sizeof err, &code, 0, NULL))
+	int code = DT_OK;
+	if (json_decode(L, s, len, max_depth, err, sizeof err, &code, NULL, NULL))
 		return 1;                                   /* ... value */
-	lua_pushnil(L);
-	lua_pushstring(L, err);
-	lua_pushstring(L, code);
-	return 3;
+	return dt_push_fail(L, code, err);
 }
 
 /* core.json_kind(t) -> "array" | "object" | "empty": what the encoder

@@ -38,11 +38,14 @@ M.object_mt = core.object_mt
 
 -- encode(value, opts?) -> string; raises bad_argument for a value JSON
 -- cannot hold (functions, invalid UTF-8, odd keys) or nesting deeper than
--- opts.max_depth (also what a cycle gives).
+-- opts.max_depth (also what a cycle gives); protocol_error when out of
+-- memory (errors.from_c).
 function M.encode(value, opts)
   local s, message, code = c_encode(value, opts)
   if s == nil then
-    errors.raise("bad_argument", "cannot encode as JSON: " .. message, { details = { code = code } })
+    -- bad_value and too_deep are the caller's; no_memory is not
+    local dt_code = (code == "too_deep") and "bad_argument" or errors.from_c(code)
+    errors.raise(dt_code, "cannot encode as JSON: " .. message, { details = { code = code } })
   end
   return s
 end
@@ -55,7 +58,7 @@ function M.decode(text, opts)
   end
   local v, message, code = c_decode(text, opts)
   if v == nil and message ~= nil then
-    errors.raise("protocol_error", "invalid JSON: " .. message, { details = { code = code } })
+    errors.raise(errors.from_c(code), "invalid JSON: " .. message, { details = { code = code } })
   end
   return v
 end
