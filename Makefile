@@ -17,6 +17,8 @@ WARN       ?= -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -W
 # flag that builds a loadable module
 LIBFLAG    ?= -shared
 LWS_LIBS   ?= $(shell $(PKG_CONFIG) --libs libwebsockets 2>/dev/null || echo -lwebsockets)
+# OpenSSL: https for /json/version and WebDriver (stream.c)
+SSL_LIBS   ?= $(shell $(PKG_CONFIG) --libs openssl 2>/dev/null || echo -lssl -lcrypto)
 PCRE_LIBS  ?= $(shell $(PKG_CONFIG) --libs libpcre2-8 2>/dev/null || echo -lpcre2-8)
 # libraries of the sample app's server (examples/app)
 APP_LIBS   ?= $(shell $(PKG_CONFIG) --libs libwebsockets sqlite3 jansson 2>/dev/null || echo -lwebsockets -lsqlite3 -ljansson)
@@ -61,12 +63,12 @@ $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h)
 # Built to a temporary name and renamed, so a running test never loads half a file.
 $(MODULE): $(OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LIBFLAG) $(CFLAGS) $(LDFLAGS) -o $@.tmp $(OBJS) $(LWS_LIBS) $(PCRE_LIBS) -lm
+	$(CC) $(LIBFLAG) $(CFLAGS) $(LDFLAGS) -o $@.tmp $(OBJS) $(LWS_LIBS) $(SSL_LIBS) $(PCRE_LIBS) -lm
 	mv -f $@.tmp $@
 
 $(BUILD)/support/%: spec/support/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c99 $(WARN) $(CFLAGS) -o $@ $< $(LWS_LIBS)
+	$(CC) -std=c99 $(WARN) $(CFLAGS) -o $@ $< $(LWS_LIBS) $(SSL_LIBS)
 
 # Speed and memory against floors measured in the same run; prints a table
 # and writes bench/results.json (needs chromium; about 2 minutes).

@@ -1,6 +1,7 @@
-/* http.c - core.http_get: one plain HTTP/1.1 GET on a socket, for
- * /json/version (dt.connect resolving a browser's WebSocket address).
- * Depends on: net.h (and base.h through it). */
+/* http.c - core.http_request (and core.http_get): one HTTP/1.1 request,
+ * plain or over TLS, for /json/version (dt.connect resolving a browser's
+ * WebSocket address) and WebDriver's JSON commands (POST, DELETE).
+ * Depends on: net.h, stream.h (and base.h through them). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <netdb.h>
@@ -14,65 +15,11 @@
 #include <unistd.h>
 
 #include "net.h"
+#include "stream.h"
 #include "dt.h"
 
 #define HTTP_MAX_HEAD ((size_t)64 * 1024)
 #define HTTP_MAX_BODY ((size_t)1024 * 1024)
-
-/* Connects to host:port by the first address that takes the connection.
- * Returns the socket, or -1 with *code and err set. */
-static int http_connect(const char *host, int port, double deadline, int *code,
-                        char *err, size_t errsz)
-{
-	struct addrinfo hints, *res = NULL, *ai;
-	char portstr[16];
-	int fd = -1, rc;
-	memset(&hints, 0, sizeof hints);
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	/* Only numeric addresses and localhost: no DNS lookups here. */
-	hints.ai_flags = AI_NUMERICSERV | (strcmp(host, "localhost") == 0 ? 0 : AI_NUMERICHOST);
-	snprintf(portstr, sizeof portstr, "%d", port);
-	*code = DT_ECONNECT;
-	rc = getaddrinfo(host, portstr, &hints, &res);      /* owns: res */
-	if (rc != 0) {
-		snprintf(err, errsz, "cannot use host %s: %s", host, gai_strerror(rc));
-		return -1;
-	}
-	snprintf(err, errsz, "no address to connect to");
-	for (ai = res; ai != NULL; ai = ai->ai_next) {
-		int soerr = 0;
-		socklen_t sl = sizeof soerr;
-		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
-			snprintf(err, errsz, "socket: %s", strerror(errno));
-			continue;
-		}
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-			break;
-		if (errno == EINPROGRESS) {
-			rc = dt_wait_fd(fd, POLLOUT, deadline);
-			if (rc == 0) {
-				*code = DT_ETIMEOUT;
-				snprintf(err, errsz, "timed out connecting");
-				close(fd);
-				fd = -1;
-				break;
-			}
-			if (rc > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0
-			    && soerr == 0)
-				break;
-			errno = rc < 0 ? errno : soerr;
-		}
-		snprintf(err, errsz, "%s", strerror(errno));
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	if (fd >= 0)
-		*code = DT_OK;
-	return fd;
-}
 
 /* Finds the value of header name (case-insensitive) in head[0..n); copies
  * it to val. Returns 1 if found. */
@@ -155,52 +102,137 @@ static int dechunk(char *p, size_t n, int decode, size_t *out)
 	return 1;
 }
 
-/* core.http_get(host, port, path [, deadline]) -> status, body | nil, message, code
- * A plain HTTP/1.1 GET with "Connection: close" and no Origin header; the
- * body is read by Content-Length, chunks or until the server closes, and
- * may not exceed 1 MiB. */
-static int l_http_get(lua_State *L)
+/* Pushes opts.headers (a table name -> value) as one string of
+ * "Name: value\r\n" lines, refusing names that are not tokens and values
+ * with line breaks. */
+static void push_headers(lua_State *L, int opts)
+{
+	int acc;
+	lua_pushliteral(L, "");
+	acc = lua_gettop(L);
+	lua_getfield(L, opts, "headers");
+	if (!lua_isnil(L, -1)) {
+		int t = lua_gettop(L);
+		luaL_argcheck(L, lua_istable(L, t), opts, "headers must be a table");
+		lua_pushnil(L);
+		while (lua_next(L, t) != 0) {
+			const char *name, *value;
+			size_t nl, vl;
+			luaL_argcheck(L, lua_type(L, -2) == LUA_TSTRING && lua_type(L, -1) == LUA_TSTRING,
+			              opts, "headers: names and values must be strings");
+			name = lua_tolstring(L, -2, &nl);
+			value = lua_tolstring(L, -1, &vl);
+			luaL_argcheck(L, nl > 0 && strspn(name, "!#$%&'*+-.^_`|~0123456789"
+			              "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") == nl,
+			              opts, "headers: a name must be an HTTP token");
+			luaL_argcheck(L, strlen(value) == vl && strpbrk(value, "\r\n") == NULL, opts,
+			              "headers: a value must not hold line breaks or NUL");
+			lua_pushvalue(L, acc);
+			lua_pushfstring(L, "%s: %s\r\n", name, value);
+			lua_concat(L, 2);
+			lua_replace(L, acc);
+			lua_pop(L, 1);
+		}
+	}
+	lua_pop(L, 1);                                  /* ... headers-string */
+}
+
+/* core.http_request(host, port, path [, opts]) -> status, body | nil, message, code
+ * opts: method ("GET"), body (string, sent with Content-Length),
+ * content_type, headers (name -> value), deadline, tls (https),
+ * server_name (the name the certificate must hold; default host),
+ * ca_file, insecure. HTTP/1.1 with "Connection: close" and no Origin
+ * header; the body is read by Content-Length, chunks or until the server
+ * closes, and may not exceed 1 MiB. */
+static int l_http_request(lua_State *L)
 {
 	const char *host = luaL_checkstring(L, 1);
 	int port = dt_check_port(L, 2);
 	const char *path = luaL_checkstring(L, 3);
-	double deadline = dt_optdeadline(L, 4);
-	char peer[96], err[256], req[2048], val[64];
+	const char *method = "GET", *body = NULL, *ctype = NULL;
+	size_t body_sz = 0;
+	double deadline = -1;
+	dt_tls_opts tls;
+	dt_stream st;
+	char peer[96], err[256], val[64];
+	const char *reqstr;
+	size_t reqlen;
 	dt_buf in = {NULL, 0, 0};
-	size_t reqlen, sent = 0, head = 0, body_len = 0, want = (size_t)-1;
-	int fd, code = DT_OK, status = 0, chunked = 0, eof = 0;
+	size_t head = 0, body_len = 0, want = (size_t)-1;
+	int code = DT_OK, status = 0, chunked = 0, eof = 0;
 
+	memset(&tls, 0, sizeof tls);
 	luaL_argcheck(L, path[0] == '/' && strpbrk(path, " \r\n") == NULL, 3,
 	              "path must start with '/' and hold no spaces or line breaks");
 	luaL_argcheck(L, strpbrk(host, " \r\n/") == NULL, 1, "bad host");
+	lua_settop(L, 4);
+	if (!lua_isnil(L, 4)) {
+		luaL_checktype(L, 4, LUA_TTABLE);
+		lua_getfield(L, 4, "method");
+		if (!lua_isnil(L, -1))
+			method = luaL_checkstring(L, -1);                 /* kept alive below */
+		lua_getfield(L, 4, "body");
+		if (!lua_isnil(L, -1))
+			body = luaL_checklstring(L, -1, &body_sz);
+		lua_getfield(L, 4, "content_type");
+		if (!lua_isnil(L, -1))
+			ctype = luaL_checkstring(L, -1);
+		lua_getfield(L, 4, "deadline");
+		if (!lua_isnil(L, -1))
+			deadline = luaL_checknumber(L, -1);
+		lua_getfield(L, 4, "tls");
+		tls.on = lua_toboolean(L, -1);
+		lua_getfield(L, 4, "server_name");
+		if (!lua_isnil(L, -1))
+			tls.server_name = luaL_checkstring(L, -1);
+		lua_getfield(L, 4, "ca_file");
+		if (!lua_isnil(L, -1))
+			tls.ca_file = luaL_checkstring(L, -1);
+		lua_getfield(L, 4, "insecure");
+		tls.insecure = lua_toboolean(L, -1);
+		/* the strings stay on the stack (slots 5..12) while we use them */
+	}
+	luaL_argcheck(L, strspn(method, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == strlen(method)
+	              && method[0] != '\0', 4, "method must be an upper-case token");
+	luaL_argcheck(L, body_sz <= HTTP_MAX_BODY * 64, 4, "body too large");
+	luaL_argcheck(L, ctype == NULL || strpbrk(ctype, "\r\n") == NULL, 4, "bad content_type");
+	if (tls.on && tls.server_name == NULL)
+		tls.server_name = host;
 	dt_format_peer(peer, sizeof peer, host, port);
-	reqlen = (size_t)snprintf(req, sizeof req,
-		"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nAccept: */*\r\n\r\n", path, peer);
-	luaL_argcheck(L, reqlen < sizeof req, 3, "path too long");
 
-	fd = http_connect(host, port, deadline, &code, err, sizeof err);
-	if (fd < 0) {
+	if (lua_isnil(L, 4))
+		lua_pushliteral(L, "");
+	else
+		push_headers(L, 4);                               /* ... headers */
+	lua_pushfstring(L, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nAccept: */*\r\n",
+	                method, path, peer);                  /* ... headers start */
+	if (body != NULL || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
+		lua_pushfstring(L, "Content-Length: %d\r\n", (int)body_sz);
+		if (ctype != NULL)
+			lua_pushfstring(L, "Content-Type: %s\r\n", ctype);
+		else
+			lua_pushliteral(L, "");
+		lua_concat(L, 3);
+	}
+	lua_insert(L, -2);                                    /* ... start headers */
+	lua_pushliteral(L, "\r\n");
+	lua_concat(L, 3);                                     /* ... head */
+	if (body != NULL) {
+		lua_pushlstring(L, body, body_sz);
+		lua_concat(L, 2);                                 /* ... request */
+	}
+	reqstr = lua_tolstring(L, -1, &reqlen);
+
+	code = dt_stream_open(&st, host, port, &tls, deadline, err, sizeof err);
+	if (code != DT_OK) {
 		char msg[400];
 		snprintf(msg, sizeof msg, "%s %s: %s", code == DT_ETIMEOUT ? "timed out connecting to"
 		         : "cannot connect to", peer, err);
 		return dt_push_fail(L, code, msg);
 	}
-	while (sent < reqlen) {
-		ssize_t n = send(fd, req + sent, reqlen - sent, MSG_NOSIGNAL);
-		if (n > 0) {
-			sent += (size_t)n;
-		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-			if (dt_wait_fd(fd, POLLOUT, deadline) == 0) {
-				code = DT_ETIMEOUT;
-				snprintf(err, sizeof err, "timed out sending the request");
-				goto done;
-			}
-		} else {
-			code = DT_ECONNECT;
-			snprintf(err, sizeof err, "sending the request: %s", strerror(errno));
-			goto done;
-		}
-	}
+	code = dt_stream_write(&st, reqstr, reqlen, deadline, err, sizeof err);
+	if (code != DT_OK)
+		goto done;
 
 	/* Read until the headers and the body they announce are in, or EOF. */
 	while (!eof && (head == 0 || in.len < want)) {
@@ -210,7 +242,8 @@ static int l_http_get(lua_State *L)
 			snprintf(err, sizeof err, "out of memory reading the response");
 			goto done;
 		}
-		n = recv(fd, in.data + in.len, in.cap - in.len - 1, 0);
+		n = dt_stream_read(&st, in.data + in.len, in.cap - in.len - 1, deadline,
+		                   &code, err, sizeof err);
 		if (n > 0) {
 			size_t from = in.len > 3 ? in.len - 3 : 0;
 			in.len += (size_t)n;
@@ -238,7 +271,8 @@ static int l_http_get(lua_State *L)
 						}
 						want = head + (size_t)cl;
 					}
-					if (status == 204 || status == 304 || (status >= 100 && status < 200))
+					if (status == 204 || status == 304 || (status >= 100 && status < 200)
+					    || strcmp(method, "HEAD") == 0)
 						want = head;
 				} else if (in.len > HTTP_MAX_HEAD) {
 					code = DT_ETOOLARGE;
@@ -258,17 +292,8 @@ static int l_http_get(lua_State *L)
 				break;                     /* complete, or malformed: see below */
 		} else if (n == 0) {
 			eof = 1;
-		} else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-			int rc = dt_wait_fd(fd, POLLIN, deadline);
-			if (rc == 0) {
-				code = DT_ETIMEOUT;
-				snprintf(err, sizeof err, "timed out reading the response");
-				goto done;
-			}
 		} else {
-			code = DT_ECONNECT;
-			snprintf(err, sizeof err, "reading the response: %s", strerror(errno));
-			goto done;
+			goto done;                     /* code and err set by the read */
 		}
 	}
 	if (head == 0 || (want != (size_t)-1 && in.len < want)) {
@@ -294,11 +319,12 @@ static int l_http_get(lua_State *L)
 		goto done;
 	}
 done:
-	close(fd);
+	dt_stream_close(&st);
 	if (code != DT_OK) {
 		char msg[400];
 		dt_buf_free(&in);
-		snprintf(msg, sizeof msg, "GET http://%s%s: %s", peer, path, err);
+		snprintf(msg, sizeof msg, "%s %s://%s%s: %s", method, tls.on ? "https" : "http",
+		         peer, path, err);
 		return dt_push_fail(L, code, msg);
 	}
 	lua_pushinteger(L, status);
@@ -307,8 +333,23 @@ done:
 	return 2;
 }
 
+/* core.http_get(host, port, path [, deadline]): http_request with GET. */
+static int l_http_get(lua_State *L)
+{
+	double deadline = dt_optdeadline(L, 4);
+	lua_settop(L, 3);
+	lua_createtable(L, 0, 1);
+	if (deadline >= 0) {
+		lua_pushnumber(L, deadline);
+		lua_setfield(L, -2, "deadline");
+	}
+	return l_http_request(L);
+}
+
 void dt_http_open(lua_State *L)
 {
 	lua_pushcfunction(L, l_http_get);
 	lua_setfield(L, -2, "http_get");
+	lua_pushcfunction(L, l_http_request);
+	lua_setfield(L, -2, "http_request");
 }

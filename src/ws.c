@@ -24,7 +24,9 @@
  * block parser): about 6 ns a byte, most of the cost of a 64 MiB reply.
  *
  * Chromium answers 403 to any Origin header and 500 to a Host header that is
- * not an IP or localhost: we send no Origin and always set Host. */
+ * not an IP or localhost: we send no Origin and always set Host. Remote
+ * endpoints (wss://, behind a proxy) may want more: opts.headers are added
+ * to the handshake, and TLS is lws's (OpenSSL), verifying the server. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +44,7 @@
 
 #include "transport.h"
 #include "net.h"
+#include "stream.h"
 #include "dt.h"
 
 #define WS_FRAG ((size_t)256 * 1024)   /* bytes per outgoing fragment */
@@ -69,6 +72,7 @@ typedef struct {
 	char peer[96];              /* "host:port", for messages and __tostring */
 	char why[200];              /* why the connection failed or ended */
 	unsigned status;            /* HTTP status of a refused handshake, or 0 */
+	dt_buf headers;             /* extra handshake headers: "name:\0value\0"... */
 	int oom;                    /* the connection ended for want of memory */
 
 	dt_buf in;          /* [rx_hdr][bytes]... then the message being received */
@@ -247,6 +251,72 @@ static int on_writeable(ws_t *w, struct lws *wsi)
 	return 0;
 }
 
+/* ---- handshake headers --------------------------------------------------------- */
+
+/* Adds the caller's headers (opts.headers) to the upgrade request. */
+static int append_headers(ws_t *w, struct lws *wsi, unsigned char **p, size_t room)
+{
+	unsigned char *end = *p + room;
+	size_t off = 0;
+	while (off < w->headers.len) {
+		const char *name = w->headers.data + off;
+		const char *value = name + strlen(name) + 1;
+		off = (size_t)(value - w->headers.data) + strlen(value) + 1;
+		if (lws_add_http_header_by_name(wsi, (const unsigned char *)name,
+		                                (const unsigned char *)value, (int)strlen(value),
+		                                p, end) != 0) {
+			snprintf(w->why, sizeof w->why, "the handshake headers do not fit");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Reads opts.headers (name -> value) into w->headers as "name:\0value\0"
+ * pairs, refusing what would break the request. Raises on misuse (nothing
+ * is allocated yet but w, which the caller frees on error: see below). */
+static const char *read_headers(lua_State *L, int opts, dt_buf *out)
+{
+	const char *bad = NULL;
+	lua_getfield(L, opts, "headers");
+	if (lua_isnil(L, -1)) {
+		lua_pop(L, 1);
+		return NULL;
+	}
+	if (!lua_istable(L, -1)) {
+		lua_pop(L, 1);
+		return "headers must be a table";
+	}
+	lua_pushnil(L);
+	while (bad == NULL && lua_next(L, -2) != 0) {
+		size_t nl, vl;
+		const char *name, *value;
+		if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING) {
+			bad = "headers: names and values must be strings";
+		} else {
+			name = lua_tolstring(L, -2, &nl);
+			value = lua_tolstring(L, -1, &vl);
+			if (nl == 0 || strspn(name, "!#$%&'*+-.^_`|~0123456789"
+			    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") != nl)
+				bad = "headers: a name must be an HTTP token";
+			else if (strlen(value) != vl || strpbrk(value, "\r\n") != NULL)
+				bad = "headers: a value must not hold line breaks or NUL";
+			else if (dt_buf_reserve(out, nl + vl + 3) != 0)
+				bad = "out of memory";
+			else {
+				memcpy(out->data + out->len, name, nl);
+				out->data[out->len + nl] = ':';
+				out->data[out->len + nl + 1] = '\0';
+				memcpy(out->data + out->len + nl + 2, value, vl + 1);
+				out->len += nl + vl + 3;
+			}
+		}
+		lua_pop(L, 1);
+	}
+	lua_pop(L, bad == NULL ? 1 : 2);
+	return bad;
+}
+
 /* ---- the lws callback: moves bytes, never calls Lua ------------------------- */
 
 static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
@@ -265,6 +335,8 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		w->status = lws_http_client_http_response(wsi);
 		gone(w, in != NULL ? (const char *)in : "connection failed");
 		break;
+	case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
+		return append_headers(w, wsi, (unsigned char **)in, len);
 	case LWS_CALLBACK_CLIENT_RECEIVE:
 		return on_receive(w, wsi, (const char *)in, len);
 	case LWS_CALLBACK_CLIENT_WRITEABLE:
@@ -471,6 +543,7 @@ static void ws_destroy(dt_transport *t)
 	dt_buf_free(&w->in);
 	dt_buf_free(&w->out);
 	dt_buf_free(&w->lens);
+	dt_buf_free(&w->headers);
 	free(w);
 }
 
@@ -493,13 +566,20 @@ static int connect_done(ws_t *w)
 }
 
 /* core.ws_connect(host, port, path [, opts]) -> Transport | nil, message, code
- * opts: deadline (absolute, core.now() clock), limit (bytes), host_header. */
+ * opts: deadline (absolute, core.now() clock), limit (bytes), host_header,
+ * headers (name -> value, added to the handshake), tls (wss://: the
+ * certificate is checked against the system store, or ca_file, and the
+ * name in host_header, unless insecure). A host that is a name is looked
+ * up here within the deadline; lws gets the address. */
 static int l_ws_connect(lua_State *L)
 {
 	const char *host = luaL_checkstring(L, 1);
 	int port = dt_check_port(L, 2);
 	const char *path = luaL_checkstring(L, 3);
-	const char *host_header = NULL;
+	const char *host_header = NULL, *ca_file = NULL, *bad = NULL;
+	int tls = 0, insecure = 0, rc;
+	char addr[64], err[200];
+	dt_buf headers = {NULL, 0, 0};
 	double deadline = -1;
 	size_t limit = DT_DEFAULT_LIMIT;
 	struct lws_context_creation_info info;
@@ -523,14 +603,33 @@ static int l_ws_connect(lua_State *L)
 		lua_getfield(L, 4, "host_header");             /* ... deadline limit hh */
 		if (!lua_isnil(L, -1))
 			host_header = luaL_checkstring(L, -1);     /* kept alive by opts */
-		lua_pop(L, 3);
+		lua_getfield(L, 4, "ca_file");                 /* ... deadline limit hh ca */
+		if (!lua_isnil(L, -1))
+			ca_file = luaL_checkstring(L, -1);         /* kept alive by opts */
+		lua_getfield(L, 4, "tls");
+		tls = lua_toboolean(L, -1);
+		lua_getfield(L, 4, "insecure");
+		insecure = lua_toboolean(L, -1);
+		lua_pop(L, 6);
+		bad = read_headers(L, 4, &headers);            /* owns: headers */
+		if (bad != NULL) {
+			dt_buf_free(&headers);
+			return luaL_argerror(L, 4, bad);
+		}
+	}
+	rc = dt_resolve(host, deadline, addr, sizeof addr, err, sizeof err);
+	if (rc != DT_OK) {
+		dt_buf_free(&headers);
+		return dt_push_failf(L, rc, "cannot connect to %s: %s", host, err);
 	}
 
 	w = calloc(1, sizeof *w);                          /* owns: w, freed by ws_destroy */
 	if (w == NULL || dt_buf_reserve(&w->out, LWS_PRE) != 0) {
 		free(w);
+		dt_buf_free(&headers);
 		return luaL_error(L, "out of memory");
 	}
+	w->headers = headers;                              /* w owns the headers now */
 	w->base.ops = &ws_ops;
 	w->base.limit = limit;
 	w->state = WS_CONNECTING;
@@ -546,6 +645,10 @@ static int l_ws_connect(lua_State *L)
 	info.user = w;                                     /* the callback finds w here */
 	info.fd_limit_per_thread = 16;                     /* one socket, the cancel pipe, spares */
 	info.pt_serv_buf_size = WS_RX_SIZE;
+	if (tls) {
+		info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+		info.client_ssl_ca_filepath = ca_file;         /* NULL: the system store */
+	}
 	w->ctx = lws_create_context(&info);                /* owns: ctx, destroyed by ws_close */
 	if (w->ctx == NULL) {
 		ws_destroy(&w->base);
@@ -554,7 +657,7 @@ static int l_ws_connect(lua_State *L)
 
 	memset(&ci, 0, sizeof ci);
 	ci.context = w->ctx;
-	ci.address = host;
+	ci.address = addr;                 /* looked up above, within the deadline */
 	ci.port = port;
 	ci.path = path;
 	ci.host = host_header != NULL ? host_header : w->peer;  /* NULL would send "(null)" */
@@ -562,6 +665,14 @@ static int l_ws_connect(lua_State *L)
 	ci.protocol = NULL;                /* no Sec-WebSocket-Protocol */
 	ci.local_protocol_name = ws_protocols[0].name;
 	ci.ietf_version_or_minus_one = -1;
+	if (tls) {
+		/* The certificate must name the host of host_header (lws strips
+		 * the port) and chain to a trusted CA, unless asked otherwise. */
+		ci.ssl_connection = LCCSCF_USE_SSL;
+		if (insecure)
+			ci.ssl_connection |= LCCSCF_ALLOW_SELFSIGNED | LCCSCF_ALLOW_INSECURE
+			                     | LCCSCF_ALLOW_EXPIRED | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK;
+	}
 	wsi = lws_client_connect_via_info(&ci);
 	if (wsi == NULL)
 		gone(w, w->why[0] ? NULL : "libwebsockets could not start the connection");

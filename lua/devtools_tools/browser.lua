@@ -5,8 +5,10 @@
 -- TCP port: no other process can attach) and a throw-away profile; the C
 -- Process object owns the child and the profile, so both are cleaned up even
 -- if the Browser is only garbage-collected. dt.connect() attaches over a
--- websocket to a browser someone else runs, refusing non-loopback hosts
--- unless asked, and leaves that browser running when closed.
+-- websocket (ws:// or wss://, with the caller's headers) to a browser
+-- someone else runs, refusing non-loopback hosts unless asked, verifying TLS
+-- certificates unless told not to, and leaves that browser running when
+-- closed.
 
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
@@ -17,8 +19,8 @@ local Page = require "devtools_tools.page"
 
 local raise = errors.raise
 local now = core.now
-local type, tostring, ipairs, setmetatable, tonumber =
-      type, tostring, ipairs, setmetatable, tonumber
+local type, tostring, ipairs, pairs, setmetatable, tonumber =
+      type, tostring, ipairs, pairs, setmetatable, tonumber
 local concat = table.concat
 
 local M = {}
@@ -186,18 +188,51 @@ local function parse_url(url)
   return scheme:lower(), host:lower(), port, path
 end
 
-local connect_opts = { allow_remote = true, timeout = true }
+local connect_opts = { allow_remote = true, timeout = true, headers = true,
+  ca_file = true, insecure = true }
 
--- connect(url, opts?) -> Browser. url: http://host:port (resolved through
--- /json/version) or ws://host:port/devtools/browser/<id>.
+local default_port = { http = 80, ws = 80, https = 443, wss = 443 }
+
+-- Checks opts.headers: a table of HTTP token names to strings without
+-- line breaks (they go on the wire as they are).
+local function check_headers(h, what)
+  if h == nil then return nil end
+  if type(h) ~= "table" then
+    raise("bad_argument", what .. ": headers must be a table of name = value strings")
+  end
+  for k, v in pairs(h) do
+    if type(k) ~= "string" or not k:match("^[%w!#$%%&'*+%-.^_`|~]+$") then
+      raise("bad_argument", what .. ": a header name must be an HTTP token, got " .. tostring(k))
+    end
+    if type(v) ~= "string" or v:find("[%z\r\n]") then
+      raise("bad_argument", what .. ": header " .. k .. " must be a string without line breaks")
+    end
+  end
+  return h
+end
+M._check_headers = check_headers
+
+-- The TLS and header options of connect, as the C core takes them.
+local function tls_opts(opts, host)
+  if opts.ca_file ~= nil and type(opts.ca_file) ~= "string" then
+    raise("bad_argument", "connect: ca_file must be a path, got " .. type(opts.ca_file))
+  end
+  return { ca_file = opts.ca_file, insecure = opts.insecure == true, server_name = host }
+end
+
+-- connect(url, opts?) -> Browser. url: http(s)://host:port (resolved
+-- through /json/version) or ws(s)://host:port/devtools/browser/<id>.
+-- opts: allow_remote, timeout, headers (on every request and the
+-- handshake), ca_file (a private CA, PEM), insecure (no certificate check).
 function M.connect(url, opts)
   opts = check_opts(opts, connect_opts, "connect")
   if type(url) ~= "string" then
     raise("bad_argument", "connect: url must be a string, got " .. type(url))
   end
+  local headers = check_headers(opts.headers, "connect")
   local scheme, host, port, path = parse_url(url)
-  if not scheme or (scheme ~= "http" and scheme ~= "ws") then
-    raise("bad_argument", "connect: expected http://host:port or ws://host:port/..., got " .. url)
+  if not scheme or not default_port[scheme] then
+    raise("bad_argument", "connect: expected http(s)://host:port or ws(s)://host:port/..., got " .. url)
   end
   if not is_loopback(host) and not opts.allow_remote then
     raise("connect_failed", "connect: refusing non-loopback host " .. host
@@ -207,21 +242,27 @@ function M.connect(url, opts)
   if port ~= nil and (port < 1 or port > 65535 or port % 1 ~= 0) then
     raise("bad_argument", "connect: port must be between 1 and 65535, got " .. tostring(port))
   end
-  port = port or 80
+  port = port or default_port[scheme]
+  local tls = scheme == "https" or scheme == "wss"
+  local topts = tls_opts(opts, host)
   local timeout = opts.timeout or 30
   local deadline = now() + timeout
-  -- Connect by address: "localhost" is resolved here, and the Host header
-  -- stays an IP or localhost (Chromium answers 500 to anything else).
+  -- Connect by address: "localhost" is resolved here (other names in the
+  -- core, within the deadline), and the Host header stays what the URL
+  -- says (Chromium answers 500 to a Host that is not an IP or localhost).
   local addr = host == "localhost" and "127.0.0.1" or host
   local hosthdr = (host:find(":", 1, true) and ("[" .. host .. "]") or host) .. ":" .. port
-  if scheme == "http" then
-    local status, body, code = core.http_get(addr, port, "/json/version", deadline)
+  if scheme == "http" or scheme == "https" then
+    local status, body, code = core.http_request(addr, port, "/json/version", {
+      deadline = deadline, headers = headers, tls = tls, server_name = topts.server_name,
+      ca_file = topts.ca_file, insecure = topts.insecure })
     if not status then
       raise(code == "timeout" and "timeout" or "connect_failed",
         "connect: GET " .. url .. "/json/version: " .. tostring(body))
     end
     if status ~= 200 then
-      raise("connect_failed", "connect: GET /json/version answered " .. tostring(status))
+      raise("connect_failed", "connect: GET /json/version answered " .. tostring(status),
+        { details = { status = status, body = body:sub(1, 200) } })
     end
     local ok, info = errors.catch(require("devtools_tools.json").decode, body)
     local ws = ok and type(info) == "table" and info.webSocketDebuggerUrl
@@ -229,13 +270,17 @@ function M.connect(url, opts)
       raise("connect_failed", "connect: /json/version has no webSocketDebuggerUrl")
     end
     local wscheme, _, _, wpath = parse_url(ws)
-    if wscheme ~= "ws" or not wpath then
+    if (wscheme ~= "ws" and wscheme ~= "wss") or not wpath then
       raise("connect_failed", "connect: /json/version gave an unusable webSocketDebuggerUrl: " .. ws)
     end
+    -- The socket is the endpoint's own (host, port, TLS): a browser behind
+    -- a TLS front still writes ws:// (it knows nothing of the front).
     path = wpath
+    tls = tls or wscheme == "wss"
   end
   local transport, err, code = core.ws_connect(addr, port, path,
-    { deadline = deadline, host_header = hosthdr })
+    { deadline = deadline, host_header = hosthdr, headers = headers, tls = tls,
+      ca_file = topts.ca_file, insecure = topts.insecure })
   if not transport then
     raise(code == "timeout" and "timeout" or "connect_failed",
       "connect: " .. url .. ": " .. tostring(err))

@@ -1,0 +1,76 @@
+-- remote_helper.lua - what the remote specs need around a real browser:
+-- headless Chromium on a debugging port, certificates made on the spot
+-- (openssl), and spec/support/tls_proxy in front of the browser (TLS and a
+-- required header, as a hosted endpoint has). Everything listens on
+-- 127.0.0.1; every process started here is ended by its owner.
+local core = require "devtools_tools.core"
+local H = require "helper"
+
+local M = {}
+
+local CHROMIUM = os.getenv("DEVTOOLS_TOOLS_CHROME") or "/usr/lib/chromium/chromium"
+
+M.chrome_args = { "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+  "--disable-quic" }
+
+-- Chromium with --remote-debugging-port=0: returns proc, port, dir.
+function M.chromium()
+  local dir = assert(core.mkdtemp("dt-remote-chromium-"))
+  local argv = { CHROMIUM }
+  for _, a in ipairs(M.chrome_args) do argv[#argv + 1] = a end
+  argv[#argv + 1] = "--remote-debugging-port=0"
+  argv[#argv + 1] = "--user-data-dir=" .. dir
+  argv[#argv + 1] = "about:blank"
+  local proc = assert(core.spawn(argv, { cleanup_dir = dir }))
+  local port
+  assert(H.wait_for(function()
+    local f = io.open(dir .. "/DevToolsActivePort")
+    if f then
+      port = tonumber(f:read("*l"))
+      f:close()
+    end
+    return port ~= nil or not proc:running()
+  end, 30) and port, "chromium wrote no DevToolsActivePort: " .. proc:stderr())
+  return proc, port, dir
+end
+
+local function run(cmd)
+  local ok = os.execute(cmd .. " >/dev/null 2>&1")
+  assert(ok == true or ok == 0, "failed: " .. cmd)
+end
+
+-- Makes two CAs and a server certificate for localhost signed by the first:
+-- returns { dir, ca, other_ca, cert, key }. EC keys: quick to make.
+function M.certificates()
+  local dir = assert(core.mkdtemp("dt-remote-certs-"))
+  local key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+  for _, name in ipairs({ "ca", "other_ca" }) do
+    run(("openssl req -x509 %s -keyout %s/%s.key -out %s/%s.pem -days 2 -subj /CN=dt-%s"
+      .. " -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign")
+      :format(key, dir, name, dir, name, name))
+  end
+  run(("openssl req %s -keyout %s/server.key -out %s/server.csr -subj /CN=localhost")
+    :format(key, dir, dir))
+  local ext = assert(io.open(dir .. "/ext.cnf", "w"))
+  ext:write("subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n"
+    .. "extendedKeyUsage=serverAuth\n")
+  ext:close()
+  run(("openssl x509 -req -in %s/server.csr -CA %s/ca.pem -CAkey %s/ca.key -CAcreateserial"
+    .. " -out %s/server.pem -days 2 -extfile %s/ext.cnf"):format(dir, dir, dir, dir, dir))
+  return { dir = dir, ca = dir .. "/ca.pem", other_ca = dir .. "/other_ca.pem",
+    cert = dir .. "/server.pem", key = dir .. "/server.key" }
+end
+
+-- tls_proxy in front of 127.0.0.1:target; require: "Name: value" or nil.
+function M.proxy(certs, target, require_header)
+  local argv = { H.support("tls_proxy"), "--cert", certs.cert, "--key", certs.key,
+    "--target", tostring(target), "--port", "0" }
+  if require_header then
+    argv[#argv + 1] = "--require"
+    argv[#argv + 1] = require_header
+  end
+  return H.start_port_program(argv)
+end
+
+return M
