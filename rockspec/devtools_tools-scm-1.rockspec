@@ -26,8 +26,10 @@ build = {
   modules = {
     ["devtools_tools.core"] = {
       sources = {
-        "src/core.c", "src/fs.c", "src/json.c", "src/pipe.c", "src/process.c",
-        "src/regex.c", "src/transport.c", "src/ws.c",
+        "src/buf.c", "src/cdp_decode.c", "src/class.c", "src/clock.c", "src/codes.c",
+        "src/core.c", "src/fs.c", "src/http.c", "src/json.c", "src/net.c",
+        "src/pipe.c", "src/process.c", "src/regex.c", "src/ring.c", "src/transport.c",
+        "src/ws.c",
       },
       libraries = { "websockets", "pcre2-8", "m" },
       incdirs = { "$(LIBWEBSOCKETS_INCDIR)", "$(PCRE2_INCDIR)" },

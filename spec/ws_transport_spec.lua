@@ -251,6 +251,67 @@ describe("websocket transport", function()
     assert.are.equal("late", got)
   end)
 
+  it("fds() gives the socket twice and no third; nil once closed", function()
+    t = connect()
+    local r, w, e = t:fds()
+    assert.is_number(r)
+    assert.are.equal(r, w)
+    assert.is_nil(e)
+    assert.are.equal(t:fd(), r)
+    t:close()
+    r, w, e = t:fds()
+    assert.is_nil(r); assert.is_nil(w); assert.is_nil(e)
+  end)
+
+  it("is driven by recv(0) and flush(0) when its socket is ready", function()
+    t = connect()
+    local socket = require("socket")
+    local fd = t:fds()
+    local sock = { getfd = function() return fd end }
+    local t0 = core.now()
+    local m, _, code = t:recv(0)
+    assert.is_nil(m)
+    assert.are.equal("timeout", code)
+    assert.is_true(core.now() - t0 < 1, "recv(0) waited")
+    -- the server stalls: 16 MiB cannot all go out now
+    assert.is_true(t:send('{"cmd":"stall","ms":300}', core.now() + 5))
+    local big = string.rep("w", 16 * MiB)
+    local ok, err, code2 = t:send(big, 0)
+    assert.is_nil(ok)
+    assert.are.equal("timeout", code2)
+    assert.matches("still queued", err)
+    assert.is_true(t:queued() > 0)
+    local deadline = core.now() + 60
+    local got
+    while not got and core.now() < deadline do
+      local wset = t:queued() > 0 and { sock } or {}
+      socket.select({ sock }, wset, math.max(0, deadline - core.now()))
+      if t:queued() > 0 then
+        ok, _, code2 = t:flush(0)
+        assert.is_true(ok or code2 == "timeout")
+      end
+      got = t:recv(0)
+    end
+    assert.is_true(got == big)
+    assert.are.equal(0, t:queued())
+  end)
+
+  it("flush(deadline) times out keeping the queue, then finishes it", function()
+    t = connect()
+    assert.is_true(t:send('{"cmd":"stall","ms":700}', core.now() + 5))
+    local big = string.rep("v", 64 * MiB)
+    t:send(big, 0)
+    local ok, msg, code = t:flush(core.now() + 0.1)
+    assert.is_nil(ok)
+    assert.are.equal("timeout", code)
+    assert.matches("still queued", msg)
+    assert.is_true(t:queued() > 0)
+    assert.is_true(t:flush(core.now() + 60))
+    assert.are.equal(0, t:queued())
+    assert.is_true(assert(t:recv(core.now() + 60)) == big)
+    assert.is_true(t:flush(0))
+  end)
+
   it("keeps a message queued after a send timeout and sends it later", function()
     t = connect()
     -- the server stops reading for a while, so 64 MiB cannot all go out
