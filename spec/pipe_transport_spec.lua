@@ -570,6 +570,10 @@ describe("the reaper", function()
   end)
 
   it("ends Chromium and removes its profile when the Lua process is SIGKILLed", function()
+    if checked_malloc then
+      pending("Chromium does not start under the ASan/valgrind preload the child inherits")
+      return
+    end
     local owner, pid, dir = lua_child([[
       local dt = require "devtools_tools"
       local b = dt.launch()
@@ -585,5 +589,30 @@ describe("the reaper", function()
       return H.live_in_group(pid) == 0 and not H.exists(dir)
     end, 20), "Chromium or its profile outlived the Lua process")
     owner:close()
+  end)
+end)
+
+describe("C failure codes", function()
+  it("has one list, and errors.from_c maps each to a dt.Error code", function()
+    local errors = require "devtools_tools.errors"
+    local n = 0
+    for name, v in pairs(core.codes) do
+      n = n + 1
+      assert.equal(name, v)
+      assert.is_not_nil(errors.from_c_codes[name], "no dt.Error code for C code " .. name)
+      assert.is_true(errors.codes[errors.from_c(name)], name)
+    end
+    for name in pairs(errors.from_c_codes) do
+      assert.equal(name, core.codes[name], "errors.lua maps a code C never returns: " .. name)
+    end
+    assert.equal(11, n)
+    assert.equal("protocol_error", errors.from_c("no_memory"))
+    assert.equal("protocol_error", errors.from_c("bad_message"))
+    assert.equal("disconnected", errors.from_c("closed"))
+    -- what the core returns is in the list
+    assert.equal(core.codes.syntax, select(3, core.json_decode("{")))
+    assert.equal(core.codes.too_deep, select(3, core.json_decode("[[1]]", { max_depth = 1 })))
+    assert.equal(core.codes.bad_value, select(3, core.json_encode(print)))
+    assert.equal(core.codes.syntax, select(3, core.regex_compile("(")))
   end)
 end)
