@@ -520,3 +520,97 @@ describe("connection failures", function()
     assert.has_error(function() core.ws_connect("127.0.0.1", 80, "/x", { limit = 0 }) end)
   end)
 end)
+
+describe("ws_connect{async = true}", function()
+  local socket = require("socket")
+
+  -- One round of an event loop: waits until the transport's socket is
+  -- readable (or writable while bytes are queued) or the deadline.
+  local function wait_ready(t, deadline)
+    local fd = t:fds()
+    if fd == nil then return end
+    local o = { getfd = function() return fd end }
+    socket.select({ o }, t:queued() > 0 and { o } or {}, math.max(0, deadline - core.now()))
+  end
+
+  it("returns at once, connecting; recv(0)/flush(0) drive the handshake", function()
+    local proc, port = helper.start()
+    local t = assert(core.ws_connect("127.0.0.1", port, "/devtools/browser/test",
+      { async = true, deadline = core.now() + 10 }))
+    assert.are.equal("connecting", t:state())
+    assert.is_number((t:fds()))                     -- something to watch already
+    -- a message sent while connecting is queued, and goes once open
+    local ok, _, code = t:send("early", 0)
+    assert.is_nil(ok)
+    assert.are.equal("timeout", code)
+    assert.is_true(t:queued() > 0)
+    local deadline = core.now() + 10
+    local got
+    while not got and core.now() < deadline do
+      wait_ready(t, deadline)
+      t:flush(0)
+      got = t:recv(0)
+    end
+    assert.are.equal("early", got)
+    assert.are.equal("open", t:state())
+    assert.are.equal("after", (function()
+      assert.is_true(t:send("after", core.now() + 5))
+      return t:recv(core.now() + 5)
+    end)())
+    t:close()
+    assert.are.equal("closed", t:state())
+    helper.stop(proc)
+  end)
+
+  it("a blocking recv drives the handshake too", function()
+    local proc, port = helper.start()
+    local t = assert(core.ws_connect("127.0.0.1", port, "/devtools/browser/test",
+      { async = true, deadline = core.now() + 10 }))
+    assert.is_true(t:send("hi", core.now() + 10))
+    assert.are.equal("hi", t:recv(core.now() + 10))
+    t:close()
+    helper.stop(proc)
+  end)
+
+  it("ends closed with timeout when the handshake misses its deadline", function()
+    local server, port = helper.silent_listener()
+    local t0 = core.now()
+    local t = assert(core.ws_connect("127.0.0.1", port, "/x", { async = true, deadline = t0 + 0.3 }))
+    assert.are.equal("connecting", t:state())
+    local m, msg, code = t:recv(0)
+    assert.is_nil(m)
+    assert.are.equal("timeout", code)
+    -- a long wait is cut at the handshake's deadline
+    m, msg, code = t:recv(t0 + 30)
+    assert.is_nil(m)
+    assert.are.equal("timeout", code)
+    assert.matches("timed out connecting to 127.0.0.1:" .. port, msg, 1, true)
+    assert.is_true(core.now() - t0 < 15)
+    local st, why = t:state()
+    assert.are.equal("closed", st)
+    assert.matches("timed out connecting", why)
+    t:close()
+    server:close()
+  end)
+
+  it("reports a refused connection as connect_failed", function()
+    local port = helper.refused_port()
+    local t, msg, code = core.ws_connect("127.0.0.1", port, "/x",
+      { async = true, deadline = core.now() + 10 })
+    if t then                       -- refused later, while it is driven
+      local deadline = core.now() + 10
+      while t:state() == "connecting" and core.now() < deadline do
+        wait_ready(t, deadline)
+        t:recv(0)
+      end
+      local st
+      st, msg = t:state()
+      assert.are.equal("closed", st)
+      local _
+      _, msg, code = t:recv(0)
+      t:close()
+    end
+    assert.are.equal("connect_failed", code)
+    assert.matches("127.0.0.1:" .. port, msg, 1, true)
+  end)
+end)
