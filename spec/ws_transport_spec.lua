@@ -417,6 +417,73 @@ describe("websocket transport", function()
     assert.are.equal("ok", roundtrip(t, "ok"))
   end)
 
+  describe("core.http_start", function()
+    local socket = require("socket")
+
+    -- An event loop's round: waits until the request's socket is ready.
+    local function wait_ready(req, deadline)
+      local r, w = req:fds()
+      local function o(fd) return fd and { { getfd = function() return fd end } } or {} end
+      socket.select(o(r), o(w), math.max(0, deadline - core.now()))
+    end
+
+    it("returns at once and finishes through step() when its socket is ready", function()
+      local req = assert(core.http_start("127.0.0.1", port, "/json/version", core.now() + 10))
+      assert.matches("^HttpRequest%(GET http://127.0.0.1:%d+/json/version, %a+%)$", tostring(req))
+      local r, w = req:fds()
+      assert.is_true(r ~= nil or w ~= nil)
+      local deadline = core.now() + 10
+      local status, body = req:step()
+      local rounds = 0
+      while status == false and core.now() < deadline do
+        wait_ready(req, deadline)
+        status, body = req:step()
+        rounds = rounds + 1
+      end
+      assert.are.equal(200, status)
+      assert.matches('"webSocketDebuggerUrl"', body, 1, true)
+      assert.are.same({ 200, body }, { req:step() })       -- the outcome, again
+      r, w = req:fds()
+      assert.is_nil(r); assert.is_nil(w)
+      assert.matches("done%)$", tostring(req))
+      req:close()
+      assert.are.equal("closed", select(3, req:step()))
+    end)
+
+    it("gives the same answers as http_get (the same machine)", function()
+      local req = assert(core.http_start("127.0.0.1", port, "/nothing-here", core.now() + 10))
+      assert.are.equal(404, (req:step(core.now() + 10)))
+      req:close()
+    end)
+
+    it("fails with timeout at its deadline, and connect_failed on a refused port", function()
+      local server, sport = helper.silent_listener()
+      local t0 = core.now()
+      local req = assert(core.http_start("127.0.0.1", sport, "/json/version", t0 + 0.3))
+      assert.is_false(req:step())
+      local ok, msg, code = req:step(t0 + 30)       -- cut at the request's deadline
+      assert.is_nil(ok)
+      assert.are.equal("timeout", code)
+      assert.matches("timed out reading the response", msg, 1, true)
+      assert.is_true(core.now() - t0 < 15)
+      req:close()
+      server:close()
+      local rport = helper.refused_port()
+      local req2, m2, c2 = core.http_start("127.0.0.1", rport, "/x", core.now() + 10)
+      if req2 then                                  -- refused later, while it is stepped
+        local st
+        st, m2, c2 = req2:step()
+        while st == false do
+          wait_ready(req2, core.now() + 10)
+          st, m2, c2 = req2:step()
+        end
+        req2:close()
+      end
+      assert.are.equal("connect_failed", c2)
+      assert.matches("127.0.0.1:" .. rport, m2, 1, true)
+    end)
+  end)
+
   describe("core.http_get", function()
     it("gets /json/version", function()
       local status, body = core.http_get("127.0.0.1", port, "/json/version", core.now() + 10)
