@@ -20,6 +20,7 @@ dependencies = {
 external_dependencies = {
   LIBWEBSOCKETS = { header = "libwebsockets.h", library = "websockets" },
   PCRE2 = { header = "pcre2.h", library = "pcre2-8" },
+  OPENSSL = { header = "openssl/ssl.h", library = "ssl" },
 }
 build = {
   type = "builtin",
@@ -27,13 +28,13 @@ build = {
     ["devtools_tools.core"] = {
       sources = {
         "src/buf.c", "src/cdp_decode.c", "src/class.c", "src/clock.c", "src/codes.c",
-        "src/core.c", "src/fs.c", "src/http.c", "src/json.c", "src/net.c", "src/pipe.c",
+        "src/core.c", "src/fs.c", "src/http.c", "src/http_request.c", "src/json.c", "src/net.c", "src/pipe.c",
         "src/poll.c", "src/process.c", "src/regex.c", "src/ring.c", "src/transport.c",
-        "src/ws.c",
+        "src/stream.c", "src/ws.c",
       },
-      libraries = { "websockets", "pcre2-8", "m" },
-      incdirs = { "$(LIBWEBSOCKETS_INCDIR)", "$(PCRE2_INCDIR)" },
-      libdirs = { "$(LIBWEBSOCKETS_LIBDIR)", "$(PCRE2_LIBDIR)" },
+      libraries = { "websockets", "ssl", "crypto", "pcre2-8", "m" },
+      incdirs = { "$(LIBWEBSOCKETS_INCDIR)", "$(PCRE2_INCDIR)", "$(OPENSSL_INCDIR)" },
+      libdirs = { "$(LIBWEBSOCKETS_LIBDIR)", "$(PCRE2_LIBDIR)", "$(OPENSSL_LIBDIR)" },
     },
     ["devtools_tools"] = "lua/devtools_tools/init.lua",
     ["devtools_tools.errors"] = "lua/devtools_tools/errors.lua",

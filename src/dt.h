@@ -10,9 +10,12 @@
  *   json.h  ───> base.h                  json.c      JSON codec
  *   transport.h > base.h                 transport.c Transport class, raw recv
  *   pipe.h  ───> transport.h ring.h      pipe.c      --remote-debugging-pipe
- *   ws.c    ───> transport.h net.h                   WebSocket (libwebsockets)
+ *   ws.c    ───> transport.h net.h stream.h          WebSocket (libwebsockets, TLS)
  *   net.h   ───> base.h                  net.c       port, peer, wait on an fd
- *   http.c  ───> net.h                               one HTTP GET (core.http_get)
+ *   stream.h ──> base.h                  stream.c    TCP or TLS (OpenSSL) stream, lookup
+ *   http.h  ───> base.h                              reading HTTP responses
+ *   http.c  ───> net.h http.h                        one HTTP GET (core.http_get)
+ *   http_request.c > net.h http.h stream.h           any method, TLS (core.http_request)
  *   cdp_decode.c > transport.h json.h                transport:recv_cdp
  *   fs.h    ───> base.h                  fs.c        temp dirs, rmtree
  *   process.c ─> pipe.h ring.h fs.h                  Process class, spawn, reaper
@@ -38,5 +41,6 @@ void dt_process_open(lua_State *L);
 void dt_ws_open(lua_State *L);
 void dt_poll_open(lua_State *L);
 void dt_http_open(lua_State *L);
+void dt_http_request_open(lua_State *L);  /* http_request.c: core.http_request */
 
 #endif

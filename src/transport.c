@@ -182,6 +182,35 @@ static int l_fds(lua_State *L)
 	return 3;
 }
 
+/* transport:state() -> "connecting" | "open" | "closed" [, why]
+ * "connecting": an async websocket whose handshake recv/flush still drive.
+ * "closed" with why: the peer went away, the handshake failed, or close(). */
+static int l_state(lua_State *L)
+{
+	tr_ud *u = check_ud(L);
+	int st;
+	if (u->t == NULL) {
+		lua_pushliteral(L, "closed");
+		lua_pushliteral(L, "transport is closed");
+		return 2;
+	}
+	if (u->t->ops->state != NULL)
+		st = u->t->ops->state(u->t);
+	else
+		st = u->t->closed ? DT_STATE_CLOSED : DT_STATE_OPEN;
+	if (st == DT_STATE_CONNECTING) {
+		lua_pushliteral(L, "connecting");
+		return 1;
+	}
+	if (st == DT_STATE_OPEN) {
+		lua_pushliteral(L, "open");
+		return 1;
+	}
+	lua_pushliteral(L, "closed");
+	lua_pushstring(L, u->t->err[0] ? u->t->err : "the peer went away");
+	return 2;
+}
+
 /* transport:limit([bytes]) -> bytes: the largest message either way */
 static int l_limit(lua_State *L)
 {
@@ -248,6 +277,7 @@ void dt_transport_open(lua_State *L)
 		{"fds", l_fds},
 		{"limit", l_limit},
 		{"kind", l_kind},
+		{"state", l_state},
 		{"close", l_close},
 		{NULL, NULL}
 	};
