@@ -393,6 +393,13 @@ function Browser:close()
       proc:close(2)
     end
   end
+  -- What attached it may have more to undo (dt.webdriver deletes its
+  -- WebDriver session); errors there do not make close fail.
+  local after = self._after_close
+  if after then
+    self._after_close = nil
+    errors.catch(after, self)
+  end
 end
 
 Browser.__close = Browser.close
@@ -402,6 +409,10 @@ Browser.__close = Browser.close
 -- on every Lua version.
 
 function Browser:__tostring()
+  if self.webdriver then
+    return "Browser(WebDriver session " .. tostring(self.webdriver.session_id) .. " at "
+      .. tostring(self.webdriver.url) .. (self._closed and ", closed" or "") .. ")"
+  end
   local how = self.launched and ("pid " .. tostring(self.process:pid() or "gone"))
     or ("connected to " .. tostring(self.url))
   return "Browser(" .. how .. (self._closed and ", closed" or "") .. ")"

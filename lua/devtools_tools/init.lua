@@ -11,6 +11,7 @@ local browser = require "devtools_tools.browser"
 local loop = require "devtools_tools.loop"
 local task = require "devtools_tools.task"
 local cdp = require "devtools_tools.cdp"
+local webdriver = require "devtools_tools.webdriver"
 
 local type, tostring = type, tostring
 
@@ -72,6 +73,7 @@ local dt = {
   _VERSION = "devtools_tools 0.1.0",
   launch = browser.launch,
   connect = browser.connect,
+  webdriver = webdriver.connect,
   use_loop = use_loop,
   async = async,
   wait_all = task.wait_all,

@@ -1,0 +1,87 @@
+-- fake_grid.lua - a stand-in for Selenium Grid 4's router, for
+-- spec/webdriver_spec.lua: the WebDriver commands dt.webdriver uses, with
+-- the `se:cdp` capability Grid returns, pointing at a real Chromium the
+-- spec started.
+--
+-- Usage: lua5.4 spec/support/fake_grid.lua CDP_URL   (prints "port N" on
+-- stderr; listens on 127.0.0.1 only; runs until killed)
+--   POST   /session (under any prefix, e.g. /wd/hub): a session whose
+--          capabilities hold se:cdp = CDP_URL; browserName "firefox" is
+--          refused with "session not created"; browserName "nocdp" gets a
+--          session without se:cdp; "deadcdp" one whose se:cdp refuses
+--   DELETE /session/<id>: ends it (404 "invalid session id" if unknown)
+--   GET    /log: {"created": [...], "deleted": [...], "bodies": [...]}
+local socket = require "socket"
+local cjson = require "cjson"
+
+local cdp_url, dead_url = arg[1], arg[2]
+local server = assert(socket.bind("127.0.0.1", 0))
+local _, port = server:getsockname()
+io.stderr:write("port ", port, "\n")
+io.stderr:flush()
+
+local log = { created = {}, deleted = {}, bodies = {} }
+local live, n = {}, 0
+
+local function answer(c, status, value)
+  local body = cjson.encode({ value = value })
+  c:send(("HTTP/1.1 %d X\r\nContent-Type: application/json; charset=utf-8\r\n"
+    .. "Content-Length: %d\r\nConnection: close\r\n\r\n%s"):format(status, #body, body))
+end
+
+local function handle(c)
+  c:settimeout(5)
+  local line = c:receive("*l")
+  if not line then return end
+  local method, path = line:match("^(%u+) (%S+) HTTP/1%.1$")
+  local len = 0
+  while true do
+    local h = c:receive("*l")
+    if not h or h == "" then break end
+    local k, v = h:match("^([^:]+):%s*(.*)$")
+    if k and k:lower() == "content-length" then len = tonumber(v) end
+  end
+  local body = len > 0 and c:receive(len) or ""
+  if method == "GET" and path == "/log" then
+    return answer(c, 200, log)
+  end
+  if method == "POST" and path:match("/session$") then
+    log.bodies[#log.bodies + 1] = body
+    local ok, req = pcall(cjson.decode, body)
+    local caps = ok and type(req) == "table" and type(req.capabilities) == "table"
+      and req.capabilities.alwaysMatch
+    if type(caps) ~= "table" then
+      return answer(c, 400, { error = "invalid argument", message = "no capabilities.alwaysMatch" })
+    end
+    if caps.browserName == "firefox" then
+      return answer(c, 500, { error = "session not created",
+        message = "no node supports the capabilities" })
+    end
+    n = n + 1
+    local id = ("fake-session-%d"):format(n)
+    live[id] = true
+    log.created[#log.created + 1] = id
+    local out = { browserName = "chrome", browserVersion = "156", ["se:cdpVersion"] = "156" }
+    if caps.browserName == "deadcdp" then out["se:cdp"] = dead_url
+    elseif caps.browserName ~= "nocdp" then out["se:cdp"] = cdp_url end
+    return answer(c, 200, { sessionId = id, capabilities = out })
+  end
+  local id = path:match("/session/([^/]+)$")
+  if method == "DELETE" and id then
+    if not live[id] then
+      return answer(c, 404, { error = "invalid session id", message = "unknown session " .. id })
+    end
+    live[id] = nil
+    log.deleted[#log.deleted + 1] = id
+    return answer(c, 200, cjson.null)
+  end
+  answer(c, 404, { error = "unknown command", message = method .. " " .. path })
+end
+
+while true do
+  local c = server:accept()
+  if c then
+    pcall(handle, c)
+    c:close()
+  end
+end

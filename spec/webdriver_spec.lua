@@ -1,0 +1,155 @@
+-- dt.webdriver: a WebDriver session on Debian's chromedriver (real
+-- chromedriver, real headless Chromium, a real page with tools), and Selenium
+-- Grid's `se:cdp` capability through a fake router (spec/support/fake_grid.lua)
+-- in front of a real Chromium. Everything listens on 127.0.0.1.
+local dt = require "devtools_tools"
+local core = require "devtools_tools.core"
+local cjson = require "cjson"
+local socket = require "socket"
+local H = require "helper"
+local R = require "support.remote_helper"
+local webdriver = require "devtools_tools.webdriver"
+
+local CHROMEDRIVER = "/usr/bin/chromedriver"
+local CHROMIUM = os.getenv("DEVTOOLS_TOOLS_CHROME") or "/usr/lib/chromium/chromium"
+
+local function free_port()
+  local s = assert(socket.bind("127.0.0.1", 0))
+  local _, port = s:getsockname()
+  s:close()
+  return tonumber(port)
+end
+
+local function expect_error(code, pattern, fn, ...)
+  local ok, err = pcall(fn, ...)
+  assert.is_false(ok, "expected an error")
+  assert.is_true(dt.is_error(err), tostring(err))
+  assert.are.equal(code, err.code, tostring(err))
+  if pattern then assert.matches(pattern, err.message) end
+  return err
+end
+
+local function caps()
+  local c = webdriver.default_capabilities()
+  c["goog:chromeOptions"].binary = CHROMIUM
+  return c
+end
+
+describe("dt.webdriver with chromedriver", function()
+  local driver, port, server
+
+  setup(function()
+    server = H.start_server()
+    port = free_port()
+    driver = assert(core.spawn({ CHROMEDRIVER, "--port=" .. port }))
+    assert(H.wait_for(function()
+      return core.http_get("127.0.0.1", port, "/status", core.now() + 1) == 200
+    end, 20), "chromedriver did not start: " .. driver:stderr())
+  end)
+
+  teardown(function()
+    if driver then driver:close(2) end
+    if server then server.stop() end
+  end)
+
+  local function session_status(id)
+    return core.http_request("127.0.0.1", port, "/session/" .. id .. "/url",
+      { deadline = core.now() + 10 })
+  end
+
+  it("creates a session, drives its browser over CDP, and close deletes the session", function()
+    local b = dt.webdriver("http://127.0.0.1:" .. port, caps(), { timeout = 60 })
+    local id = b.webdriver.session_id
+    assert.matches("^http://localhost:%d+$", b.webdriver.cdp)
+    assert.matches("WebDriver session", tostring(b))
+    -- the session is live in chromedriver
+    assert.are.equal(200, (session_status(id)))
+    local page = b:new_page(server.url("/tools.html"))
+    assert.are.equal(5, page:call("add", { a = 2, b = 3 }))
+    local names = {}
+    for _, g in ipairs(page:discover()) do names[#names + 1] = g.name end
+    assert.truthy(table.concat(names, ","):find("main-tools", 1, true))
+    b:close()
+    local status, body = session_status(id)
+    assert.are.equal(404, status)
+    assert.matches("invalid session id", body)
+    b:close()                                   -- idempotent
+  end)
+
+  it("reports what the endpoint says when no session can be made", function()
+    local bad = caps()
+    bad["goog:chromeOptions"].binary = "/nonexistent/chromium"
+    local e = expect_error("connect_failed", "session not created", dt.webdriver,
+      "http://127.0.0.1:" .. port, bad, { timeout = 60 })
+    assert.are.equal("session not created", e.details.error)
+  end)
+end)
+
+describe("dt.webdriver with a Grid router (se:cdp)", function()
+  local chrome, cport, grid, gport, wsurl
+
+  local function log()
+    local status, body = core.http_get("127.0.0.1", gport, "/log", core.now() + 5)
+    assert.are.equal(200, status)
+    return cjson.decode(body).value
+  end
+
+  setup(function()
+    chrome, cport = R.chromium()
+    local status, body = core.http_get("127.0.0.1", cport, "/json/version", core.now() + 10)
+    assert(status == 200, body)
+    wsurl = cjson.decode(body).webSocketDebuggerUrl
+    local dead = "ws://127.0.0.1:" .. free_port() .. "/devtools/browser/gone"
+    grid, gport = H.start_port_program({ "/usr/bin/lua5.4", "spec/support/fake_grid.lua", wsurl, dead })
+  end)
+
+  teardown(function()
+    if grid then grid:close(0) end
+    if chrome then chrome:close(2) end
+  end)
+
+  it("attaches through se:cdp and deletes the session on close", function()
+    local b = dt.webdriver("http://127.0.0.1:" .. gport .. "/wd/hub", { browserName = "chrome" },
+      { timeout = 30 })
+    assert.are.equal(wsurl, b.webdriver.cdp)
+    local id = b.webdriver.session_id
+    local l = log()
+    assert.are.equal(id, l.created[#l.created])
+    -- what was asked for went out as W3C capabilities
+    local sent = cjson.decode(l.bodies[#l.bodies])
+    assert.are.equal("chrome", sent.capabilities.alwaysMatch.browserName)
+    assert.are.equal(0, #l.deleted)
+    local page = b:new_page("about:blank")
+    assert.are.equal(4, page:evaluate("2 + 2"))
+    b:close()
+    l = log()
+    assert.are.equal(id, l.deleted[#l.deleted])
+  end)
+
+  it("gives connect_failed with the router's message when no node fits", function()
+    local e = expect_error("connect_failed", "no node supports", dt.webdriver,
+      "http://127.0.0.1:" .. gport, { browserName = "firefox" }, { timeout = 10 })
+    assert.are.equal(500, e.details.status)
+  end)
+
+  it("deletes the session when attaching fails", function()
+    local before = #log().deleted
+    expect_error("connect_failed", "CDP endpoint", dt.webdriver,
+      "http://127.0.0.1:" .. gport, { browserName = "nocdp" }, { timeout = 10 })
+    expect_error("connect_failed", nil, dt.webdriver,
+      "http://127.0.0.1:" .. gport, { browserName = "deadcdp" }, { timeout = 10 })
+    local l = log()
+    assert.are.equal(before + 2, #l.deleted)
+    assert.are.equal(l.created[#l.created], l.deleted[#l.deleted])
+  end)
+
+  it("checks its arguments and refuses remote endpoints unless allowed", function()
+    expect_error("bad_argument", "expected", dt.webdriver, "ws://127.0.0.1:1")
+    expect_error("bad_argument", "capabilities", dt.webdriver, "http://127.0.0.1:1", "chrome")
+    expect_error("bad_argument", "unknown option", dt.webdriver, "http://127.0.0.1:1", nil,
+      { timout = 1 })
+    expect_error("connect_failed", "allow_remote", dt.webdriver, "http://grid.example:4444")
+    expect_error("connect_failed", nil, dt.webdriver, "http://127.0.0.1:" .. free_port(), nil,
+      { timeout = 5 })
+  end)
+end)
