@@ -43,6 +43,7 @@ local S = {
   memory_calls = 10000,
   task_blocks = 6,          -- blocks of `block` calls, blocking and in a task, alternating
   fleet_pages = 8, fleet_calls = 100,
+  fleet_browsers = 4, fleet_pages_each = 4, fleet_task_calls = 200,   -- the fleet section
   first_disc_rounds = 8,
 }
 
@@ -548,6 +549,20 @@ local function memory()
     r.peak_kib < 20 * 1024)
 end
 
+-- A fleet: several browsers, several pages each, one task per page making
+-- sequential calls, in a child process (its peak RSS is the fleet's).
+local function fleet()
+  local r = C.run_child("bench/child_fleet.lua", { server.port, S.fleet_browsers,
+    S.fleet_pages_each, S.fleet_task_calls }, 240)
+  results.sections.fleet = r
+  local label = fmt("%d browsers x %d pages, 1 task each", r.browsers, r.pages / r.browsers)
+  row("fleet: " .. label .. ", calls/s", fmt("%.0f/s", r.fleet_cps),
+    fmt("%.0f/s 1 page", r.one_page_cps), r.fleet_cps / r.one_page_cps, ">= 2",
+    r.fleet_cps / r.one_page_cps >= 2)
+  row("fleet: peak RSS of the Lua process", mib(r.peak_kib), mib(r.start_rss_kib) .. " at start",
+    r.peak_kib / r.start_rss_kib)
+end
+
 -- ---- main ---------------------------------------------------------------------------------------
 
 local LEGEND = {
@@ -562,6 +577,8 @@ local LEGEND = {
   "  then Target.createTarget + attachToTarget + Page.enable + navigate + the load event.",
   "  Ours: dt.launch() + new_page(url) + the first page:call (which includes discovery).",
   "memory: a child Lua process making sequential add calls; RSS read before any forced GC.",
+  "fleet: a child Lua process with its own browsers; one page's rate is one task's sequential",
+  "  calls alone, the fleet's all tasks at once on the built-in loop (best of 2 rounds each).",
 }
 
 local function print_table()
@@ -650,6 +667,7 @@ local function main()
   section("start-up", startup)
   section("large results", large)
   section("memory", memory)
+  section("fleet", fleet)
 end
 
 local ok, err = xpcall(main, debug.traceback)
