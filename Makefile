@@ -136,7 +136,8 @@ check-c:
 # Unit specs of the C core with AddressSanitizer and UBSan. lua5.4 itself is
 # not instrumented, so the runtime is preloaded; leaks are valgrind's job.
 SANITIZE = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-C_SPECS = spec/json_spec.lua spec/pipe_transport_spec.lua spec/cdp_spec.lua spec/regex_spec.lua spec/ws_transport_spec.lua
+C_SPECS = spec/json_spec.lua spec/pipe_transport_spec.lua spec/cdp_spec.lua spec/regex_spec.lua spec/ws_transport_spec.lua \
+	spec/tls_transport_spec.lua
 asan:
 	$(MAKE) -s BUILD=build/asan CFLAGS="-O1 -g $(SANITIZE)" LIBFLAG="-shared $(SANITIZE)" all build/asan/support/pipe_echo build/asan/support/static_server $(patsubst spec/support/%.c,build/asan/support/%,$(SUPPORT_SRCS))
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -11,6 +11,9 @@ PKGS="$PKGS locales"
 PKGS="$PKGS libjansson-dev sqlite3 lua-socket luarocks"
 # the Neovim plugin's spec drives Debian's headless Neovim
 PKGS="$PKGS neovim"
+# TLS (https:// and wss://) links OpenSSL; the remote specs make their own CA
+# with the openssl tool and drive chromedriver (dt.webdriver)
+PKGS="$PKGS libssl-dev openssl chromium-driver"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
