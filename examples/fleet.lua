@@ -138,7 +138,7 @@ local function start_app()
   local bin = root .. "/build/app/server"
   local proc, e = core.spawn({ bin, "--port", "0" })
   if not proc then error("cannot start the sample app (" .. bin .. "; make app): " .. e, 0) end
-  local deadline, url = core.now() + 10, nil
+  local deadline, url = core.now() + 10
   repeat
     url = proc:stderr():match("listening on (http://[%d.:]+/)")
     if not url then

@@ -4,7 +4,6 @@
 -- spec makes. Part of `make asan` and `make valgrind` (no Chromium here).
 local core = require "devtools_tools.core"
 local cjson = require "cjson"
-local H = require "helper"
 local R = require "support.remote_helper"
 local ws_helper = require "support.ws_helper"
 
@@ -130,6 +129,7 @@ describe("TLS streams", function()
     assert.is_nil(t)
     assert.are.equal("connect_failed", code)
     assert.matches("401", err)
+    local _
     t, _, code = try({ headers = { Authorization = "Bearer t0ken" }, ca_file = certs.other_ca })
     assert.is_nil(t)
     assert.are.equal("connect_failed", code)
