@@ -48,6 +48,16 @@
 ---@class devtools_tools.ConnectOpts
 ---@field allow_remote? boolean accept a non-loopback host
 ---@field timeout? number seconds (30)
+---@field headers? table<string, string> sent on /json/version and the websocket handshake
+---@field ca_file? string PEM file of the CA that signed the server's certificate
+---@field insecure? boolean accept any certificate (no chain or name check)
+
+---@class devtools_tools.WebDriverInfo
+---@field url string the WebDriver endpoint
+---@field session_id string
+---@field capabilities table what the endpoint answered
+---@field cdp string the CDP endpoint attached to
+
 
 ---@class devtools_tools.CallManyOpts: devtools_tools.CallOpts
 ---@field errors? "raise"|"return" "return": failed entries hold their devtools_tools.Error
@@ -74,6 +84,7 @@
 ---@class devtools_tools.Browser
 ---@field executable? string the binary a launched browser runs
 ---@field timeout number default deadline of every call, seconds
+---@field webdriver? devtools_tools.WebDriverInfo set by dt.webdriver
 local Browser = {}
 ---@param opts? devtools_tools.CallOpts
 ---@return devtools_tools.Version
@@ -215,11 +226,18 @@ local dt = {}
 ---@param opts? devtools_tools.LaunchOpts
 ---@return devtools_tools.Browser
 function dt.launch(opts) end
----Attaches to a running browser: http://host:port or ws://host:port/devtools/browser/<id>.
+---Attaches to a running browser: http(s)://host:port or ws(s)://host:port/devtools/browser/<id>.
 ---@param url string
 ---@param opts? devtools_tools.ConnectOpts
 ---@return devtools_tools.Browser
 function dt.connect(url, opts) end
+---A WebDriver session's browser (Selenium Grid 4, chromedriver), attached over CDP;
+---closing it deletes the session. opts.timeout defaults to 60.
+---@param url string http(s)://host:port[/path] of the WebDriver endpoint
+---@param capabilities? table sent as capabilities.alwaysMatch (default: headless Chrome)
+---@param opts? devtools_tools.ConnectOpts
+---@return devtools_tools.Browser
+function dt.webdriver(url, capabilities, opts) end
 ---@param x any
 ---@return boolean
 function dt.is_error(x) end
