@@ -43,6 +43,7 @@ build = {
     ["devtools_tools.loop"] = "lua/devtools_tools/loop.lua",
     ["devtools_tools.task"] = "lua/devtools_tools/task.lua",
     ["devtools_tools.browser"] = "lua/devtools_tools/browser.lua",
+    ["devtools_tools.webdriver"] = "lua/devtools_tools/webdriver.lua",
     ["devtools_tools.page"] = "lua/devtools_tools/page.lua",
     ["devtools_tools.discovery"] = "lua/devtools_tools/discovery.lua",
     ["devtools_tools.options"] = "lua/devtools_tools/options.lua",
