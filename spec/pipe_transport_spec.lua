@@ -398,7 +398,9 @@ describe("pipe transport, driven by an event loop", function()
     assert.is_nil(m)
     assert.equal("timeout", code)
     assert.is_true(core.now() - t0 < 1, "recv(0) waited")
-    -- more than the pipe holds: send(…, 0) writes what fits and queues the rest
+    -- the child stops reading for a while: send(…, 0) writes what fits and
+    -- queues the rest
+    assert.is_true(t:send("!stall 1500", soon()))
     local big = string.rep("q", 6 * 1024 * 1024)
     local ok, err, code2 = t:send(big, 0)
     assert.is_nil(ok)
@@ -440,6 +442,7 @@ describe("pipe transport, driven by an event loop", function()
   it("flush(deadline) writes the queue, or times out keeping it, or reports closed", function()
     -- an echo child reads: flush empties the queue (reading the echo meanwhile)
     local proc, t = echo_child()
+    assert.is_true(t:send("!stall 1500", soon()))
     local big = string.rep("f", 6 * 1024 * 1024)
     t:send(big, 0)
     assert.is_true(t:queued() > 0)
