@@ -28,9 +28,9 @@ build = {
     ["devtools_tools.core"] = {
       sources = {
         "src/buf.c", "src/cdp_decode.c", "src/class.c", "src/clock.c", "src/codes.c",
-        "src/core.c", "src/fs.c", "src/http.c", "src/http_request.c", "src/json.c", "src/net.c", "src/pipe.c",
+        "src/core.c", "src/fs.c", "src/http.c", "src/json.c", "src/net.c", "src/pipe.c",
         "src/poll.c", "src/process.c", "src/regex.c", "src/ring.c", "src/transport.c",
-        "src/stream.c", "src/ws.c",
+        "src/tls.c", "src/ws.c",
       },
       libraries = { "websockets", "ssl", "crypto", "pcre2-8", "m" },
       incdirs = { "$(LIBWEBSOCKETS_INCDIR)", "$(PCRE2_INCDIR)", "$(OPENSSL_INCDIR)" },

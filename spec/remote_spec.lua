@@ -120,4 +120,61 @@ describe("remote browsers over TLS", function()
     assert.matches("^Chrome/", b2:version().product)
     b2:close()
   end)
+
+  describe("inside tasks", function()
+    it("attaches over https and wss on the loop, and refuses what it refuses outside", function()
+      local t = dt.async(function()
+        local b = dt.connect(https(), { ca_file = certs.ca, headers = { Authorization = TOKEN },
+          timeout = 20 })
+        local page = b:new_page("about:blank")
+        local v = page:evaluate("6 * 7")
+        b:close()
+        local b2 = dt.connect(wss(), { ca_file = certs.ca, headers = { Authorization = TOKEN },
+          timeout = 20 })
+        local n = #b2:pages()
+        b2:close()
+        return v, n
+      end)
+      local v = t:wait(60)
+      assert.are.equal(42, v)
+      local function fails(url, opts)
+        local tk = dt.async(function() return dt.connect(url, opts) end)
+        local ok, err = pcall(tk.wait, tk, 30)
+        assert.is_false(ok)
+        return err
+      end
+      local e = fails(https(), { ca_file = certs.ca, timeout = 10 })
+      assert.are.equal("connect_failed", e.code, tostring(e))
+      assert.matches("401", e.message)
+      e = fails(wss(), { ca_file = certs.ca, timeout = 10 })
+      assert.are.equal("connect_failed", e.code, tostring(e))
+      assert.matches("401", e.message)
+      e = fails(wss(), { ca_file = certs.other_ca, headers = { Authorization = TOKEN }, timeout = 10 })
+      assert.are.equal("connect_failed", e.code, tostring(e))
+      e = fails(https(), { ca_file = certs.other_ca, headers = { Authorization = TOKEN }, timeout = 10 })
+      assert.are.equal("connect_failed", e.code, tostring(e))
+      assert.matches("certificate", e.message)
+    end)
+
+    it("never holds the loop while a handshake waits", function()
+      local ws_helper = require "support.ws_helper"
+      for _, scheme in ipairs({ "https", "wss" }) do
+        local silent, port = ws_helper.silent_listener()   -- accepts, never answers
+        local stuck = dt.async(function()
+          return dt.connect(scheme .. "://localhost:" .. port .. "/devtools/browser/x",
+            { ca_file = certs.ca, timeout = 1 })
+        end)
+        local ticks = dt.async(function()
+          for _ = 1, 5 do dt.sleep(0.01) end
+          return "ran"
+        end)
+        assert.are.equal("ran", ticks:wait(10))
+        assert.is_false(stuck.done, scheme)           -- still waiting for its handshake
+        local ok, err = pcall(stuck.wait, stuck, 10)
+        silent:close()
+        assert.is_false(ok)
+        assert.are.equal("timeout", err.code, tostring(err))
+      end
+    end)
+  end)
 end)

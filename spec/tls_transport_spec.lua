@@ -44,6 +44,34 @@ describe("TLS streams", function()
     assert.is_string(cjson.decode(body).webSocketDebuggerUrl)
   end)
 
+  it("runs an https request step by step for an event loop (http_start)", function()
+    local req = assert(core.http_start("127.0.0.1", pport, "/size/200000", tls()))
+    assert.matches("HttpRequest%(GET https://127.0.0.1:%d+/size/200000", tostring(req))
+    local saw_fd = false
+    local status, body
+    for _ = 1, 10000 do
+      local rfd, wfd = req:fds()
+      saw_fd = saw_fd or rfd ~= nil or wfd ~= nil
+      status, body = req:step(core.now() + 0.05)
+      if status ~= false then break end
+    end
+    assert.is_true(saw_fd)
+    assert.are.equal(200, status, body)
+    assert.are.equal(200000, #body)
+    assert.are.same({}, { req:fds() })          -- finished: nothing to watch
+    req:close()
+    -- a refused certificate ends the request the same way
+    req = core.http_start("127.0.0.1", pport, "/size/3", tls({ ca_file = certs.other_ca }))
+    local ok, err, code
+    for _ = 1, 10000 do
+      ok, err, code = req:step(core.now() + 0.05)
+      if ok ~= false then break end
+    end
+    assert.is_nil(ok)
+    assert.are.equal("connect_failed", code)
+    assert.matches("certificate verify failed", err)
+  end)
+
   it("sends the method, the body and the headers as given", function()
     -- the open front forwards to ws_server, which answers 404 to what it
     -- does not serve; what matters is that the request got there whole

@@ -126,6 +126,27 @@ describe("dt.webdriver with a Grid router (se:cdp)", function()
     assert.are.equal(id, l.deleted[#l.deleted])
   end)
 
+  it("works inside a task, its requests on the loop", function()
+    local t = dt.async(function()
+      local b = dt.webdriver("http://127.0.0.1:" .. gport, { browserName = "chrome" },
+        { timeout = 30 })
+      local id = b.webdriver.session_id
+      local v = b:new_page("about:blank"):evaluate("3 + 4")
+      b:close()
+      return id, v
+    end)
+    local id = t:wait(60)
+    local l = log()
+    assert.are.equal(id, l.deleted[#l.deleted])
+    local bad = dt.async(function()
+      return dt.webdriver("http://127.0.0.1:" .. gport, { browserName = "firefox" }, { timeout = 10 })
+    end)
+    local ok, e = pcall(bad.wait, bad, 30)
+    assert.is_false(ok)
+    assert.are.equal("connect_failed", e.code, tostring(e))
+    assert.matches("no node supports", e.message)
+  end)
+
   it("gives connect_failed with the router's message when no node fits", function()
     local e = expect_error("connect_failed", "no node supports", dt.webdriver,
       "http://127.0.0.1:" .. gport, { browserName = "firefox" }, { timeout = 10 })

@@ -60,6 +60,5 @@ int luaopen_devtools_tools_core(lua_State *L)
 	dt_ws_open(L);
 	dt_poll_open(L);
 	dt_http_open(L);
-	dt_http_request_open(L);
 	return 1;
 }

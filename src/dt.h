@@ -10,12 +10,11 @@
  *   json.h  ───> base.h                  json.c      JSON codec
  *   transport.h > base.h                 transport.c Transport class, raw recv
  *   pipe.h  ───> transport.h ring.h      pipe.c      --remote-debugging-pipe
- *   ws.c    ───> transport.h net.h stream.h          WebSocket (libwebsockets, TLS)
+ *   ws.c    ───> transport.h net.h tls.h             WebSocket (libwebsockets, TLS)
  *   net.h   ───> base.h                  net.c       port, peer, wait on an fd
- *   stream.h ──> base.h                  stream.c    TCP or TLS (OpenSSL) stream, lookup
+ *   tls.h   ───> base.h                  tls.c       bounded name lookup, OpenSSL clients
  *   http.h  ───> base.h                              reading HTTP responses
- *   http.c  ───> net.h http.h                        one HTTP GET (core.http_get)
- *   http_request.c > net.h http.h stream.h           any method, TLS (core.http_request)
+ *   http.c  ───> net.h http.h tls.h                  one HTTP request, plain or TLS
  *   cdp_decode.c > transport.h json.h                transport:recv_cdp
  *   fs.h    ───> base.h                  fs.c        temp dirs, rmtree
  *   process.c ─> pipe.h ring.h fs.h                  Process class, spawn, reaper
@@ -41,6 +40,5 @@ void dt_process_open(lua_State *L);
 void dt_ws_open(lua_State *L);
 void dt_poll_open(lua_State *L);
 void dt_http_open(lua_State *L);
-void dt_http_request_open(lua_State *L);  /* http_request.c: core.http_request */
 
 #endif

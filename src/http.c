@@ -1,11 +1,13 @@
-/* http.c - one plain HTTP/1.1 GET on a socket, for /json/version
- * (dt.connect resolving a browser's WebSocket address).
+/* http.c - one HTTP/1.1 request on a socket, plain or over TLS: GET
+ * /json/version (dt.connect resolving a browser's WebSocket address, also
+ * https://), and WebDriver's commands (POST and DELETE with a JSON body).
  *
- * The request is a state machine (connect, send, receive) that never
- * blocks on its own: core.http_get runs it to the end, waiting on its
- * socket until the deadline; core.http_start hands it to an event loop,
- * which watches fds() and calls step() when the socket is ready.
- * Depends on: net.h (and base.h through it). */
+ * The request is a state machine (connect, TLS handshake, send, receive)
+ * that never blocks on its own: core.http_get / core.http_request run it to
+ * the end, waiting on its socket until the deadline; core.http_start hands
+ * it to an event loop, which watches fds() and calls step() when the socket
+ * is ready. Only a host given as a name is looked up first, within the
+ * deadline (tls.c). Depends on: net.h, http.h, tls.h (base.h through them). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
@@ -19,8 +21,12 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include "net.h"
 #include "http.h"
+#include "tls.h"
 #include "dt.h"
 
 /* Finds the value of header name (case-insensitive) in head[0..n); copies
@@ -108,7 +114,7 @@ int dt_http_dechunk(char *p, size_t n, int decode, size_t *out)
 
 #define HTTP_MT "devtools_tools.HttpRequest"
 
-enum { H_CONNECT, H_SEND, H_RECV, H_DONE, H_FAILED };
+enum { H_CONNECT, H_TLS, H_SEND, H_RECV, H_DONE, H_FAILED };
 
 typedef struct http_req {
 	int state;
@@ -118,8 +124,15 @@ typedef struct http_req {
 	double deadline;            /* of the whole request; < 0: none */
 	char peer[96];              /* "host:port" */
 	char path[1024];
-	char req[2048];
-	size_t reqlen, sent;
+	char method[16];
+	dt_buf out;                 /* owned: the request, head and body */
+	size_t sent;
+	int ev;                     /* what the socket must be ready for next */
+	int tls;                    /* https */
+	void *ssl, *ctx;            /* owned (SSL *, SSL_CTX *) while TLS is set up */
+	int insecure;
+	char server_name[256];      /* what the certificate must name */
+	char ca_file[1024];         /* "" for the system store */
 	dt_buf in;                  /* owned: the response */
 	size_t head, want, body_len;
 	int chunked, eof, status;
@@ -130,6 +143,8 @@ typedef struct http_req {
 
 static void req_release(http_req *h)
 {
+	dt_tls_free(&h->ssl, &h->ctx);              /* frees: ssl, ctx */
+	dt_buf_free(&h->out);                       /* frees: the request */
 	if (h->fd >= 0)
 		close(h->fd);
 	h->fd = -1;
@@ -160,12 +175,48 @@ static int get_fail(http_req *h, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, sizeof err, fmt, ap);
 	va_end(ap);
-	snprintf(h->msg, sizeof h->msg, "GET http://%s%s: %s", h->peer, h->path, err);
+	snprintf(h->msg, sizeof h->msg, "%s %s://%s%s: %s", h->method, h->tls ? "https" : "http",
+	         h->peer, h->path, err);
 	h->code = code;
 	h->state = H_FAILED;
 	req_release(h);
 	dt_buf_free(&h->in);
 	return 0;
+}
+
+/* The socket is connected: TLS next, or the request. Returns the events
+ * to wait for, or 0 when failed. */
+static int connected(http_req *h)
+{
+	char err[256];
+	dt_tls_opts o;
+	if (!h->tls) {
+		h->state = H_SEND;
+		return POLLOUT;
+	}
+	o.server_name = h->server_name;
+	o.ca_file = h->ca_file[0] ? h->ca_file : NULL;
+	o.insecure = h->insecure;
+	if (dt_tls_client(h->fd, &o, &h->ssl, &h->ctx, err, sizeof err) != DT_OK)
+		return conn_fail(h, DT_ECONNECT, err);
+	h->state = H_TLS;
+	return POLLOUT;
+}
+
+/* After an SSL call returned rc <= 0: the events to wait for, or 0 after
+ * failing (what: which step). */
+static int tls_wait(http_req *h, int rc, const char *what)
+{
+	char err[256];
+	int e = SSL_get_error((SSL *)h->ssl, rc);
+	if (e == SSL_ERROR_WANT_READ)
+		return POLLIN;
+	if (e == SSL_ERROR_WANT_WRITE)
+		return POLLOUT;
+	dt_tls_why(h->ssl, what, err, sizeof err);
+	if (h->state == H_TLS)
+		return conn_fail(h, DT_ECONNECT, err);
+	return get_fail(h, DT_ECONNECT, "%s", err);
 }
 
 /* Starts connecting to h->cur or the addresses after it. Returns the
@@ -179,10 +230,8 @@ static int try_connect(http_req *h)
 			snprintf(h->err, sizeof h->err, "socket: %s", strerror(errno));
 			continue;
 		}
-		if (connect(h->fd, ai->ai_addr, ai->ai_addrlen) == 0) {
-			h->state = H_SEND;
-			return POLLOUT;
-		}
+		if (connect(h->fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			return connected(h);
 		if (errno == EINPROGRESS) {
 			h->state = H_CONNECT;
 			return POLLOUT;
@@ -263,7 +312,8 @@ static int step_io(http_req *h)
 			if (poll(&p, 1, 0) <= 0)
 				return POLLOUT;
 			if (getsockopt(h->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0) {
-				h->state = H_SEND;
+				if (connected(h) == 0)
+					return 0;
 				break;
 			}
 			snprintf(h->err, sizeof h->err, "%s", strerror(soerr ? soerr : errno));
@@ -274,16 +324,34 @@ static int step_io(http_req *h)
 				return 0;
 			break;
 		}
+		case H_TLS: {
+			int rc = SSL_connect((SSL *)h->ssl);
+			if (rc == 1) {
+				h->state = H_SEND;
+				break;
+			}
+			return tls_wait(h, rc, "TLS handshake failed");
+		}
 		case H_SEND:
 			if (h->res != NULL) {               /* connected: the list is done with */
 				freeaddrinfo(h->res);           /* frees: res */
 				h->res = h->cur = NULL;
 			}
-			if (h->sent == h->reqlen) {
+			if (h->sent == h->out.len) {
 				h->state = H_RECV;
 				break;
 			}
-			n = send(h->fd, h->req + h->sent, h->reqlen - h->sent, MSG_NOSIGNAL);
+			if (h->ssl != NULL) {
+				size_t left = h->out.len - h->sent;
+				int rc = SSL_write((SSL *)h->ssl, h->out.data + h->sent,
+				                   (int)(left > 1 << 20 ? 1 << 20 : left));
+				if (rc > 0)
+					h->sent += (size_t)rc;
+				else
+					return tls_wait(h, rc, "sending the request");
+				break;
+			}
+			n = send(h->fd, h->out.data + h->sent, h->out.len - h->sent, MSG_NOSIGNAL);
 			if (n > 0)
 				h->sent += (size_t)n;
 			else if (n < 0 && errno == EINTR)
@@ -299,7 +367,25 @@ static int step_io(http_req *h)
 				return finish(h);
 			if (dt_buf_reserve(&h->in, 65536) != 0)
 				return get_fail(h, DT_ENOMEM, "out of memory reading the response");
-			n = recv(h->fd, h->in.data + h->in.len, h->in.cap - h->in.len - 1, 0);
+			if (h->ssl != NULL) {
+				size_t room = h->in.cap - h->in.len - 1;
+				int rc = SSL_read((SSL *)h->ssl, h->in.data + h->in.len,
+				                  (int)(room > 1 << 20 ? 1 << 20 : room));
+				if (rc > 0) {
+					n = rc;
+				} else {
+					int e = SSL_get_error((SSL *)h->ssl, rc);
+					if (e == SSL_ERROR_ZERO_RETURN
+					    || (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)) {
+						ERR_clear_error();
+						n = 0;                  /* the end, with or without close_notify */
+					} else {
+						return tls_wait(h, rc, "reading the response");
+					}
+				}
+			} else {
+				n = recv(h->fd, h->in.data + h->in.len, h->in.cap - h->in.len - 1, 0);
+			}
 			if (n > 0) {
 				size_t from = h->in.len > 3 ? h->in.len - 3 : 0;
 				h->in.len += (size_t)n;
@@ -334,11 +420,14 @@ static void run(http_req *h, double wait_deadline)
 	for (;;) {
 		double d = wait_deadline;
 		int ev = step_io(h);
+		h->ev = ev;
 		if (ev == 0)
 			return;
 		if (h->deadline >= 0 && dt_now() >= h->deadline) {
 			if (h->state == H_CONNECT)
 				conn_fail(h, DT_ETIMEOUT, "timed out connecting");
+			else if (h->state == H_TLS)
+				conn_fail(h, DT_ETIMEOUT, "timed out in the TLS handshake");
 			else if (h->state == H_SEND)
 				get_fail(h, DT_ETIMEOUT, "timed out sending the request");
 			else
@@ -358,17 +447,87 @@ static http_req *check_req(lua_State *L)
 	return (http_req *)luaL_checkudata(L, 1, HTTP_MT);
 }
 
+/* Appends n bytes to b; 0, or -1 out of memory. */
+static int out_add(dt_buf *b, const char *p, size_t n)
+{
+	if (dt_buf_reserve(b, n) != 0)
+		return -1;
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+static int out_str(dt_buf *b, const char *p)
+{
+	return out_add(b, p, strlen(p));
+}
+
+#define TOKEN_CHARS "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+/* Appends opts.headers (name -> value) to the request, refusing names that
+ * are not tokens and values with line breaks (raises: h is on the stack
+ * and its __gc frees what it holds). Returns 0, or -1 out of memory. */
+static int add_headers(lua_State *L, int opts, http_req *h)
+{
+	int rc = 0;
+	lua_getfield(L, opts, "headers");
+	if (!lua_isnil(L, -1)) {
+		int t = lua_gettop(L);
+		luaL_argcheck(L, lua_istable(L, t), 4, "headers must be a table");
+		lua_pushnil(L);
+		while (rc == 0 && lua_next(L, t) != 0) {
+			const char *name, *value;
+			size_t nl, vl;
+			luaL_argcheck(L, lua_type(L, -2) == LUA_TSTRING && lua_type(L, -1) == LUA_TSTRING,
+			              4, "headers: names and values must be strings");
+			name = lua_tolstring(L, -2, &nl);
+			value = lua_tolstring(L, -1, &vl);
+			luaL_argcheck(L, nl > 0 && strspn(name, TOKEN_CHARS) == nl, 4,
+			              "headers: a name must be an HTTP token");
+			luaL_argcheck(L, strlen(value) == vl && strpbrk(value, "\r\n") == NULL, 4,
+			              "headers: a value must not hold line breaks or NUL");
+			if (out_add(&h->out, name, nl) || out_str(&h->out, ": ")
+			    || out_add(&h->out, value, vl) || out_str(&h->out, "\r\n"))
+				rc = -1;
+			lua_pop(L, 1);
+		}
+		if (rc != 0)
+			lua_pop(L, 1);                      /* the key lua_next left */
+	}
+	lua_pop(L, 1);
+	return rc;
+}
+
+/* A string field of opts (or NULL); raises if it is not a string. */
+static const char *opt_string(lua_State *L, int opts, const char *key)
+{
+	const char *v = NULL;
+	lua_getfield(L, opts, key);
+	if (!lua_isnil(L, -1)) {
+		if (lua_type(L, -1) != LUA_TSTRING)
+			luaL_error(L, "bad argument #4 (%s must be a string)", key);
+		v = lua_tostring(L, -1);
+	}
+	lua_pop(L, 1);                              /* still held by opts */
+	return v;
+}
+
 /* Pushes a new request userdata for host:port path, started; raises on
  * bad arguments. Returns NULL (with nil, message, code pushed instead)
- * when it failed at once. */
+ * when it failed at once. Argument 4: the deadline, or a table of options
+ * (deadline, method, body, content_type, headers, tls, server_name,
+ * ca_file, insecure). */
 static http_req *start(lua_State *L)
 {
 	const char *host = luaL_checkstring(L, 1);
 	int port = dt_check_port(L, 2);
 	const char *path = luaL_checkstring(L, 3);
-	double deadline = dt_optdeadline(L, 4);
+	const char *method = "GET", *body = NULL, *ctype = NULL, *sname = NULL, *ca = NULL;
+	size_t body_len = 0;
+	double deadline = -1;
+	int opts = 0;
 	struct addrinfo hints;
-	char portstr[16];
+	char portstr[16], addr[64], err[200], line[64];
 	http_req *h;
 	int rc;
 
@@ -376,6 +535,35 @@ static http_req *start(lua_State *L)
 	              "path must start with '/' and hold no spaces or line breaks");
 	luaL_argcheck(L, strpbrk(host, " \r\n/") == NULL, 1, "bad host");
 	luaL_argcheck(L, strlen(path) < sizeof h->path, 3, "path too long");
+	if (lua_istable(L, 4)) {
+		opts = 4;
+		lua_getfield(L, 4, "deadline");
+		if (!lua_isnil(L, -1))
+			deadline = luaL_checknumber(L, -1);
+		lua_pop(L, 1);
+		method = opt_string(L, 4, "method");
+		if (method == NULL)
+			method = "GET";
+		lua_getfield(L, 4, "body");
+		if (!lua_isnil(L, -1)) {
+			luaL_argcheck(L, lua_type(L, -1) == LUA_TSTRING, 4, "body must be a string");
+			body = lua_tolstring(L, -1, &body_len);
+		}
+		lua_pop(L, 1);                          /* still held by opts */
+		ctype = opt_string(L, 4, "content_type");
+		sname = opt_string(L, 4, "server_name");
+		ca = opt_string(L, 4, "ca_file");
+	} else {
+		deadline = dt_optdeadline(L, 4);
+	}
+	luaL_argcheck(L, method[0] != '\0' && strlen(method) < 16
+	              && strspn(method, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == strlen(method), 4,
+	              "method must be an upper-case token");
+	luaL_argcheck(L, ctype == NULL || strpbrk(ctype, "\r\n") == NULL, 4, "bad content_type");
+	luaL_argcheck(L, sname == NULL || strlen(sname) < 256, 4, "server_name too long");
+	luaL_argcheck(L, ca == NULL || strlen(ca) < 1024, 4, "ca_file path too long");
+	luaL_argcheck(L, body_len <= 64 * HTTP_MAX_BODY, 4, "body too large");
+
 	h = (http_req *)lua_newuserdata(L, sizeof *h);       /* ... h */
 	memset(h, 0, sizeof *h);
 	h->fd = -1;
@@ -385,27 +573,55 @@ static http_req *start(lua_State *L)
 	lua_setmetatable(L, -2);                             /* __gc frees what h owns */
 	dt_format_peer(h->peer, sizeof h->peer, host, port);
 	snprintf(h->path, sizeof h->path, "%s", path);
-	h->reqlen = (size_t)snprintf(h->req, sizeof h->req,
-		"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nAccept: */*\r\n\r\n",
-		path, h->peer);
-	luaL_argcheck(L, h->reqlen < sizeof h->req, 3, "path too long");
+	snprintf(h->method, sizeof h->method, "%s", method);
+	if (opts) {
+		lua_getfield(L, opts, "tls");
+		h->tls = lua_toboolean(L, -1);
+		lua_getfield(L, opts, "insecure");
+		h->insecure = lua_toboolean(L, -1);
+		lua_pop(L, 2);
+		snprintf(h->server_name, sizeof h->server_name, "%s", sname != NULL ? sname : host);
+		snprintf(h->ca_file, sizeof h->ca_file, "%s", ca != NULL ? ca : "");
+	}
 
-	memset(&hints, 0, sizeof hints);
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	/* Only numeric addresses and localhost: no DNS lookups here. */
-	hints.ai_flags = AI_NUMERICSERV | (strcmp(host, "localhost") == 0 ? 0 : AI_NUMERICHOST);
-	snprintf(portstr, sizeof portstr, "%d", port);
-	rc = getaddrinfo(host, portstr, &hints, &h->res);    /* owns: res */
-	if (rc != 0) {
-		char err[200];
-		h->res = NULL;
-		snprintf(err, sizeof err, "cannot use host %s: %s", host, gai_strerror(rc));
-		conn_fail(h, DT_ECONNECT, err);
+	/* The request: head, caller's headers, body. */
+	if (out_str(&h->out, method) || out_str(&h->out, " ") || out_str(&h->out, path)
+	    || out_str(&h->out, " HTTP/1.1\r\nHost: ") || out_str(&h->out, h->peer)
+	    || out_str(&h->out, "\r\nConnection: close\r\nAccept: */*\r\n"))
+		goto oom;
+	if (body != NULL || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
+		snprintf(line, sizeof line, "Content-Length: %zu\r\n", body_len);
+		if (out_str(&h->out, line))
+			goto oom;
+		if (ctype != NULL && (out_str(&h->out, "Content-Type: ") || out_str(&h->out, ctype)
+		                      || out_str(&h->out, "\r\n")))
+			goto oom;
+	}
+	if (opts && add_headers(L, opts, h) != 0)
+		goto oom;
+	if (out_str(&h->out, "\r\n") || (body != NULL && out_add(&h->out, body, body_len)))
+		goto oom;
+
+	/* A name is looked up here, within the deadline; addresses at once. */
+	rc = dt_resolve(host, deadline, addr, sizeof addr, err, sizeof err);
+	if (rc != DT_OK) {
+		conn_fail(h, rc, err);
 	} else {
-		snprintf(h->err, sizeof h->err, "no address to connect to");
-		h->cur = h->res;
-		try_connect(h);
+		memset(&hints, 0, sizeof hints);
+		hints.ai_family = AF_UNSPEC;
+		hints.ai_socktype = SOCK_STREAM;
+		hints.ai_flags = AI_NUMERICSERV | AI_NUMERICHOST;
+		snprintf(portstr, sizeof portstr, "%d", port);
+		rc = getaddrinfo(addr, portstr, &hints, &h->res);    /* owns: res */
+		if (rc != 0) {
+			h->res = NULL;
+			snprintf(err, sizeof err, "cannot use host %s: %s", host, gai_strerror(rc));
+			conn_fail(h, DT_ECONNECT, err);
+		} else {
+			snprintf(h->err, sizeof h->err, "no address to connect to");
+			h->cur = h->res;
+			h->ev = try_connect(h);
+		}
 	}
 	if (h->state == H_FAILED) {
 		lua_pop(L, 1);
@@ -413,6 +629,10 @@ static http_req *start(lua_State *L)
 		return NULL;
 	}
 	return h;
+oom:
+	lua_pop(L, 1);                              /* h: its __gc frees the request */
+	dt_push_fail(L, DT_ENOMEM, "out of memory for an HTTP request");
+	return NULL;
 }
 
 /* Pushes the outcome of a finished request: status, body | nil, message, code. */
@@ -426,9 +646,13 @@ static int push_result(lua_State *L, http_req *h)
 }
 
 /* core.http_get(host, port, path [, deadline]) -> status, body | nil, message, code
- * A plain HTTP/1.1 GET with "Connection: close" and no Origin header; the
- * body is read by Content-Length, chunks or until the server closes, and
- * may not exceed 1 MiB. */
+ * core.http_request(host, port, path [, opts]): the same function; opts:
+ * deadline, method ("GET"), body (sent with Content-Length), content_type,
+ * headers (name -> value), tls (https), server_name (what the certificate
+ * must name; default host), ca_file (PEM; default the system store),
+ * insecure (no certificate check). HTTP/1.1 with "Connection: close" and
+ * no Origin header; the body is read by Content-Length, chunks or until
+ * the server closes, and may not exceed 1 MiB. */
 static int l_http_get(lua_State *L)
 {
 	http_req *h = start(L);                 /* ... h | ... nil msg code */
@@ -442,8 +666,8 @@ static int l_http_get(lua_State *L)
 	return n;
 }
 
-/* core.http_start(host, port, path [, deadline]) -> HttpRequest | nil, message, code
- * The same GET for an event loop: returns at once; watch req:fds() and
+/* core.http_start(host, port, path [, deadline | opts]) -> HttpRequest | nil, message, code
+ * The same request for an event loop: returns at once; watch req:fds() and
  * call req:step() when the socket is ready. The deadline covers it all. */
 static int l_http_start(lua_State *L)
 {
@@ -473,15 +697,17 @@ static int l_step(lua_State *L)
 }
 
 /* req:fds() -> rfd | nil, wfd | nil: the socket, to watch for reading
- * (receiving) or writing (connecting, sending); both nil once finished. */
+ * (receiving) or writing (connecting, sending; the TLS handshake either
+ * way); both nil once finished. */
 static int l_fds(lua_State *L)
 {
 	http_req *h = check_req(L);
-	if (h->fd >= 0 && h->state == H_RECV)
+	int going = h->fd >= 0 && h->state != H_DONE && h->state != H_FAILED;
+	if (going && (h->ev & POLLIN))
 		lua_pushinteger(L, h->fd);
 	else
 		lua_pushnil(L);
-	if (h->fd >= 0 && (h->state == H_CONNECT || h->state == H_SEND))
+	if (going && (h->ev & POLLOUT))
 		lua_pushinteger(L, h->fd);
 	else
 		lua_pushnil(L);
@@ -508,9 +734,11 @@ static int l_close(lua_State *L)
 
 static int l_tostring(lua_State *L)
 {
-	static const char *const names[] = { "connecting", "sending", "receiving", "done", "failed" };
+	static const char *const names[] = { "connecting", "handshaking", "sending", "receiving",
+	                                     "done", "failed" };
 	http_req *h = check_req(L);
-	lua_pushfstring(L, "HttpRequest(GET http://%s%s, %s)", h->peer, h->path, names[h->state]);
+	lua_pushfstring(L, "HttpRequest(%s %s://%s%s, %s)", h->method, h->tls ? "https" : "http",
+	                h->peer, h->path, names[h->state]);
 	return 1;
 }
 
@@ -524,6 +752,7 @@ void dt_http_open(lua_State *L)
 	};
 	static const luaL_Reg funcs[] = {
 		{"http_get", l_http_get},
+		{"http_request", l_http_get},
 		{"http_start", l_http_start},
 		{NULL, NULL}
 	};

@@ -1,5 +1,5 @@
-/* http.h - reading HTTP/1.1 responses: what http.c (the non-blocking GET)
- * and http_request.c (any method, plain or TLS) share. Depends on: base.h. */
+/* http.h - reading HTTP/1.1 responses (http.c), apart so that the
+ * parsers can be read and tested on their own. Depends on: base.h. */
 #ifndef DT_HTTP_H
 #define DT_HTTP_H
 

@@ -44,7 +44,7 @@
 
 #include "transport.h"
 #include "net.h"
-#include "stream.h"
+#include "tls.h"
 #include "dt.h"
 
 #define WS_FRAG ((size_t)256 * 1024)   /* bytes per outgoing fragment */

@@ -193,6 +193,36 @@ local connect_opts = { allow_remote = true, timeout = true, headers = true,
 
 local default_port = { http = 80, ws = 80, https = 443, wss = 443 }
 
+-- http(host, port, path, o) -> status, body | nil, message, code: one HTTP
+-- request (o: core.http_request's options, o.deadline set). Outside a task
+-- it blocks until done or the deadline; inside one it runs on the task's
+-- loop (core.http_start), so the other tasks go on meanwhile.
+local function http(host, port, path, o)
+  local task = tasks.current()
+  if not task then return core.http_request(host, port, path, o) end
+  local req, err, code = core.http_start(host, port, path, o)
+  if not req then return nil, err, code end
+  local driver = task.driver
+  while true do
+    local status, body, c = req:step()
+    if status ~= false then
+      req:close()
+      return status, body, c
+    end
+    local rfd, wfd = req:fds()
+    local seq = task.seq + 1                  -- the suspension below
+    local h = (rfd or wfd) and driver:watch(rfd or wfd, rfd and wfd and "rw" or rfd and "r" or "w",
+      function() task:_wake(seq, "ready") end)
+    local ok, why = pcall(task.suspend, task, o.deadline)
+    if h then driver:unwatch(h) end
+    if not ok then
+      req:close()
+      error(why, 0)                           -- cancelled
+    end
+  end
+end
+M._http = http
+
 -- Checks opts.headers: a table of HTTP token names to strings without
 -- line breaks (they go on the wire as they are).
 local function check_headers(h, what)
@@ -253,7 +283,7 @@ function M.connect(url, opts)
   local addr = host == "localhost" and "127.0.0.1" or host
   local hosthdr = (host:find(":", 1, true) and ("[" .. host .. "]") or host) .. ":" .. port
   if scheme == "http" or scheme == "https" then
-    local status, body, code = core.http_request(addr, port, "/json/version", {
+    local status, body, code = http(addr, port, "/json/version", {
       deadline = deadline, headers = headers, tls = tls, server_name = topts.server_name,
       ca_file = topts.ca_file, insecure = topts.insecure })
     if not status then
@@ -278,9 +308,11 @@ function M.connect(url, opts)
     path = wpath
     tls = tls or wscheme == "wss"
   end
+  -- In a task the handshake is driven on the loop (async): the first CDP
+  -- call below waits for it like for any reply.
   local transport, err, code = core.ws_connect(addr, port, path,
     { deadline = deadline, host_header = hosthdr, headers = headers, tls = tls,
-      ca_file = topts.ca_file, insecure = topts.insecure })
+      ca_file = topts.ca_file, insecure = topts.insecure, async = tasks.current() ~= nil })
   if not transport then
     raise(code == "timeout" and "timeout" or "connect_failed",
       "connect: " .. url .. ": " .. tostring(err))

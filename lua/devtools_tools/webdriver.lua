@@ -9,8 +9,10 @@
 --
 -- What it must never do: leave a session behind when attaching fails (it
 -- is deleted before the error is raised), talk to a non-loopback endpoint
--- without allow_remote, or wait past the one deadline of the call. It uses
--- WebDriver only to create and delete the session: everything else is CDP.
+-- without allow_remote, or wait past the one deadline of the call; inside a
+-- task its requests run on the loop, never blocking the other tasks. It
+-- uses WebDriver only to create and delete the session: everything else is
+-- CDP.
 
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
@@ -55,7 +57,7 @@ local wd_opts = { allow_remote = true, timeout = true, headers = true, ca_file =
 -- endpoint's own error and message.
 local function command(ep, method, path, body, deadline)
   local addr = ep.host == "localhost" and "127.0.0.1" or ep.host
-  local status, text, code = core.http_request(addr, ep.port, ep.path .. path, {
+  local status, text, code = browser._http(addr, ep.port, ep.path .. path, {
     method = method, body = body and json.encode(body) or nil,
     content_type = body and "application/json; charset=utf-8" or nil,
     headers = ep.headers, deadline = deadline, tls = ep.scheme == "https",
