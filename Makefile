@@ -111,12 +111,14 @@ deps:
 # The last line adds both runs up: "N passed, N failed[, N skipped]".
 LUAJIT_SPECS = spec/json_spec.lua spec/schema_spec.lua spec/regex_spec.lua spec/cdp_spec.lua \
 	spec/pipe_transport_spec.lua spec/discovery_spec.lua spec/lifetime_spec.lua \
-	spec/page_unit_spec.lua spec/hostile_spec.lua spec/task_spec.lua
+	spec/page_unit_spec.lua spec/hostile_spec.lua spec/task_spec.lua \
+	spec/tls_transport_spec.lua spec/remote_spec.lua
 test: deps check-c all $(SUPPORT) app
 	@rm -f build/spec-totals; \
 	SPEC_TOTALS=build/spec-totals sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD); \
 	if [ "$(LUA)" != luajit ] && command -v luajit >/dev/null; then \
-		$(MAKE) -s LUA=luajit all build/luajit/support/static_server build/luajit/support/pipe_echo && \
+		$(MAKE) -s LUA=luajit all build/luajit/support/static_server build/luajit/support/pipe_echo \
+			build/luajit/support/ws_server build/luajit/support/tls_proxy && \
 		echo "== the same library under LuaJIT" && \
 		SPEC_TOTALS=build/spec-totals sh tools/run-specs.sh luajit $(BUSTED) build/luajit $(LUAJIT_SPECS); \
 	fi; \
