@@ -102,6 +102,9 @@ static int l_recv(lua_State *L)
 	const char *msg;
 	size_t len;
 	int rc;
+	/* The old recv(deadline, decode, ids): fail loudly, not with a string. */
+	luaL_argcheck(L, lua_isnoneornil(L, 3), 3,
+	              "recv takes only a deadline (decoding is recv_cdp(deadline, ids))");
 	if (u->t == NULL)
 		return push_closed(L);
 	u->t->head_len = 0;
