@@ -252,6 +252,7 @@ describe("pipe transport", function()
     t:send(reply(9, core.json_encode(text)), soon(30))
     assert.equal(text, t:recv_cdp(soon(30), {}).result.result.value)
     assert.has_error(function() t:recv_cdp(soon(), 5) end)
+    assert.has_error(function() t:recv(soon(), true) end)      -- the old decode flag
     -- a wanted reply that is not JSON itself: bad_message, as without ids
     t:send('{"id":9,"result":{"result":{"type":"string","value":"[\\q]"}}}', soon())
     local m2, err, code = t:recv_cdp(soon(), { [9] = true })

@@ -81,6 +81,15 @@ describe("websocket transport", function()
     assert.are.equal('{"count":1,"code":1000}', roundtrip(t, '{"cmd":"closes"}'))
   end)
 
+  it("sends a close frame from __gc too, without waiting for the answer", function()
+    t = connect()
+    assert.are.equal('{"count":0,"code":0}', roundtrip(t, '{"cmd":"closes"}'))
+    t = nil
+    collectgarbage(); collectgarbage()
+    t = connect()
+    assert.are.equal('{"count":1,"code":1000}', roundtrip(t, '{"cmd":"closes"}'))
+  end)
+
   it("closes idempotently", function()
     t = connect()
     t:close()

@@ -756,7 +756,7 @@ void dt_http_open(lua_State *L)
 		{"http_start", l_http_start},
 		{NULL, NULL}
 	};
-	static const dt_class cls = { HTTP_MT, methods, l_close, l_tostring };
+	static const dt_class cls = { HTTP_MT, methods, l_close, l_tostring, NULL };
 	dt_class_register(L, &cls);
 	luaL_setfuncs(L, funcs, 0);
 }

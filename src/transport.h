@@ -51,6 +51,7 @@ struct dt_transport {
 	const dt_transport_ops *ops;
 	size_t limit;           /* largest message accepted either way, bytes */
 	int closed;             /* set once close ran or the peer went away */
+	int no_wait;            /* close must not wait on the peer (from __gc) */
 	char err[256];          /* message of the last failure */
 	/* On too_large from recv: the first bytes of the dropped message, so
 	 * the caller can tell whose reply it was ({"id":N,...). */

@@ -614,7 +614,7 @@ static void ws_close(dt_transport *t)
 			reset_output(w);
 			w->closing = 1;
 			lws_callback_on_writable(w->wsi);
-			serve_until(w, dt_now() + WS_CLOSE_WAIT, close_done);
+			serve_until(w, t->no_wait ? 0 : dt_now() + WS_CLOSE_WAIT, close_done);
 		}
 		lws_context_destroy(w->ctx);        /* frees everything lws holds; calls back */
 		w->ctx = NULL;
