@@ -668,11 +668,12 @@ static const dt_transport_ops ws_ops = {
  * opts: deadline (absolute, core.now() clock), limit (bytes), host_header,
  * headers (name -> value, added to the handshake), tls (wss://: the
  * certificate is checked against the system store, or ca_file, and the
- * name in host_header, unless insecure). A host that is a name is looked
- * up here within the deadline (at once for an address or localhost);
- * lws gets the address. async (return at once a transport in the "connecting" state, whose
- * handshake recv/flush calls drive when its fds are ready; opts.deadline
- * bounds the handshake, and its failure is then what they return). */
+ * name in host_header, unless insecure), async (return at once a
+ * transport in the "connecting" state, whose handshake recv/flush calls
+ * drive when its fds are ready; opts.deadline bounds the handshake, and
+ * its failure is then what they return). A host that is a name is looked
+ * up first, within the deadline (at once for an address or localhost);
+ * lws gets the address. */
 static int l_ws_connect(lua_State *L)
 {
 	const char *host = luaL_checkstring(L, 1);
