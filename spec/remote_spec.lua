@@ -67,17 +67,18 @@ describe("remote browsers over TLS", function()
   it("refuses a certificate from another CA, or from no trusted CA, with connect_failed", function()
     local opts = { headers = { Authorization = TOKEN }, timeout = 10 }
     opts.ca_file = certs.other_ca
-    expect_error("connect_failed", "certificate", dt.connect, https(), opts)
-    expect_error("connect_failed", nil, dt.connect, wss(), opts)
+    expect_error("connect_failed", "certificate verify failed", dt.connect, https(), opts)
+    expect_error("connect_failed", "certificate verify failed", dt.connect, wss(), opts)
     opts.ca_file = nil                      -- the system store knows nothing of our CA
-    expect_error("connect_failed", "certificate", dt.connect, https(), opts)
-    expect_error("connect_failed", nil, dt.connect, wss(), opts)
+    expect_error("connect_failed", "certificate verify failed", dt.connect, https(), opts)
+    expect_error("connect_failed", "certificate verify failed", dt.connect, wss(), opts)
   end)
 
   it("refuses a certificate for another name (127.0.0.1 is not in it)", function()
     local opts = { ca_file = certs.ca, headers = { Authorization = TOKEN }, timeout = 10 }
     expect_error("connect_failed", "mismatch", dt.connect, "https://127.0.0.1:" .. pport, opts)
-    expect_error("connect_failed", nil, dt.connect, "wss://127.0.0.1:" .. pport .. wspath, opts)
+    expect_error("connect_failed", "certificate verify failed", dt.connect,
+      "wss://127.0.0.1:" .. pport .. wspath, opts)
   end)
 
   it("accepts any certificate only with insecure = true", function()
@@ -151,6 +152,8 @@ describe("remote browsers over TLS", function()
       assert.matches("401", e.message)
       e = fails(wss(), { ca_file = certs.other_ca, headers = { Authorization = TOKEN }, timeout = 10 })
       assert.are.equal("connect_failed", e.code, tostring(e))
+      assert.matches("certificate verify failed", e.message)
+      assert.is_nil(e.message:find("unreadable", 1, true))
       e = fails(https(), { ca_file = certs.other_ca, headers = { Authorization = TOKEN }, timeout = 10 })
       assert.are.equal("connect_failed", e.code, tostring(e))
       assert.matches("certificate", e.message)

@@ -160,9 +160,10 @@ describe("TLS streams", function()
     assert.are.equal("connect_failed", code)
     assert.matches("401", err)
     local _
-    t, _, code = try({ headers = { Authorization = "Bearer t0ken" }, ca_file = certs.other_ca })
+    t, err, code = try({ headers = { Authorization = "Bearer t0ken" }, ca_file = certs.other_ca })
     assert.is_nil(t)
     assert.are.equal("connect_failed", code)
+    assert.matches("certificate verify failed", err)
     t, _, code = try({ headers = { Authorization = "Bearer t0ken" },
       host_header = "127.0.0.1:" .. pport })
     assert.is_nil(t)

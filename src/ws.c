@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include <libwebsockets.h>
+#include <openssl/x509.h>
 
 #include "transport.h"
 #include "net.h"
@@ -340,6 +341,16 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
 		w->status = lws_http_client_http_response(wsi);
 		gone(w, in != NULL ? (const char *)in : "connection failed");
+		break;
+	case LWS_CALLBACK_OPENSSL_PERFORM_SERVER_CERT_VERIFICATION:
+		/* user: the X509_STORE_CTX, in: the SSL, len: OpenSSL's verdict so
+		 * far. Say why a certificate is refused (lws only reports "SSL err
+		 * 1"); returning 0 keeps the verdict. */
+		if (len == 0 && user != NULL && w->why[0] == '\0') {
+			int e = X509_STORE_CTX_get_error((X509_STORE_CTX *)user);
+			snprintf(w->why, sizeof w->why, "TLS handshake failed: certificate verify failed (%s)",
+			         X509_verify_cert_error_string(e));
+		}
 		break;
 	case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
 		return append_headers(w, wsi, (unsigned char **)in, len);

@@ -321,10 +321,15 @@ function M.connect(url, opts)
   local ok, version = errors.catch(conn.call, conn, "Browser.getVersion", nil,
     { timeout = math.max(0, deadline - now()) })
   if not ok then
+    -- A handshake that failed on the loop (async) says why itself.
+    local state, why
+    if transport.state then state, why = transport:state() end
     conn:close()
     if version.code == "cancelled" then error(version, 0) end
+    local message = version.message
+    if state == "closed" and why and version.code ~= "timeout" then message = why end
     raise(version.code == "timeout" and "timeout" or "connect_failed",
-      "connect: " .. url .. ": " .. version.message)
+      "connect: " .. url .. ": " .. message)
   end
   return new_browser(conn, { timeout = timeout, launched = false, url = url,
     _version = version })
