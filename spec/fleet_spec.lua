@@ -37,8 +37,8 @@ describe("the fleet recipe", function()
     finally(function()
       if launched then launched:close() end
       if attached then attached:close() end
-      proxy:close(0)
-      chrome:close(2)
+      R.stop(proxy)
+      R.stop(chrome, 2)
       core.rmtree(certs.dir)
     end)
     launched = dt.launch()

@@ -22,8 +22,8 @@ describe("remote browsers over TLS", function()
   end)
 
   teardown(function()
-    if proxy then proxy:close(0) end
-    if chrome then chrome:close(2) end
+    if proxy then R.stop(proxy) end
+    if chrome then R.stop(chrome, 2) end
     if certs then core.rmtree(certs.dir) end
   end)
 
@@ -105,7 +105,8 @@ describe("remote browsers over TLS", function()
   it("reports disconnected when the remote end goes away mid-call", function()
     local p2, port2 = R.proxy(certs, cport, nil)
     local b = dt.connect("https://localhost:" .. port2, { ca_file = certs.ca, timeout = 20 })
-    finally(function() b:close(); p2:close(0) end)
+    local pid2 = p2:pid()
+    finally(function() b:close(); R.stop(p2, 0, pid2) end)
     local page = b:new_page("about:blank")
     -- a call that cannot finish by itself: the task sends it and waits
     local t = dt.async(function()

@@ -18,8 +18,8 @@ describe("TLS streams", function()
   end)
 
   teardown(function()
-    if proxy then proxy:close(0) end
-    if open_proxy then open_proxy:close(0) end
+    if proxy then R.stop(proxy) end
+    if open_proxy then R.stop(open_proxy) end
     if server then ws_helper.stop(server) end
     if certs then core.rmtree(certs.dir) end
   end)

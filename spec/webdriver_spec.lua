@@ -48,7 +48,7 @@ describe("dt.webdriver with chromedriver", function()
   end)
 
   teardown(function()
-    if driver then driver:close(2) end
+    if driver then R.stop(driver, 2) end    -- chromedriver and any browser it started
     if server then server.stop() end
   end)
 
@@ -104,8 +104,8 @@ describe("dt.webdriver with a Grid router (se:cdp)", function()
   end)
 
   teardown(function()
-    if grid then grid:close(0) end
-    if chrome then chrome:close(2) end
+    if grid then R.stop(grid) end
+    if chrome then R.stop(chrome, 2) end
   end)
 
   it("attaches through se:cdp and deletes the session on close", function()

@@ -73,4 +73,15 @@ function M.proxy(certs, target, require_header)
   return H.start_port_program(argv)
 end
 
+-- Ends a process started here (SIGTERM, then SIGKILL after wait seconds)
+-- and asserts that nothing of its process group is left: tls_proxy's
+-- children, chromedriver's browsers. pid: the process's, if proc may be
+-- closed already.
+function M.stop(proc, wait, pid)
+  pid = pid or proc:pid()
+  proc:close(wait or 0)
+  assert(H.wait_for(function() return H.live_in_group(pid) == 0 end, 10),
+    "processes of group " .. tostring(pid) .. " are still running")
+end
+
 return M
