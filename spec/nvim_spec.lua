@@ -543,10 +543,7 @@ describe("the Neovim plugin", function()
     assert.equal(2, cancels)
   end)
 
-  -- Pending: dt.launch turns the `cancelled` error of its start-up wait into
-  -- launch_failed (with Chromium's stderr) - browser.lua's launch (and
-  -- connect) must re-raise a cancelled error as it is. Then this is an `it`.
-  pending("cancelling a launch reports cancelled and leaves no browser", function()
+  it("cancelling a launch reports cancelled and leaves no browser", function()
     local R = nvim([[
       vim.cmd("DevTools launch")
       vim.cmd("DevTools cancel")
