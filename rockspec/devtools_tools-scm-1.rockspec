@@ -69,6 +69,7 @@ build = {
       ["devtools_tools.js.runtime"] = "lua/devtools_tools/js/runtime.js",
       ["devtools_tools.js.discover"] = "lua/devtools_tools/js/discover.js",
       ["devtools_tools.js.call"] = "lua/devtools_tools/js/call.js",
+      ["devtools_tools.js.call_expr"] = "lua/devtools_tools/js/call_expr.js",
       ["devtools_tools.js.batch"] = "lua/devtools_tools/js/batch.js",
       ["devtools_tools.js.take"] = "lua/devtools_tools/js/take.js",
     },

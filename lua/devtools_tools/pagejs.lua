@@ -11,7 +11,7 @@ local errors = require "devtools_tools.errors"
 
 local M = {}
 
-local NAMES = { "runtime", "discover", "call", "batch", "take" }
+local NAMES = { "runtime", "discover", "call", "call_expr", "batch", "take" }
 
 -- The directory this file was loaded from, from its chunk name "@path".
 local function own_dir()
@@ -61,6 +61,9 @@ end
 M.DISCOVER = "function (maxDepth) {\n  (" .. M.source.runtime .. ")(maxDepth);\n  return ("
   .. M.source.discover .. ")(maxDepth);\n}"
 M.CALL = M.source.call
+-- The head of a one-call expression: the caller appends the arguments as
+-- JSON literals and the closing parenthesis (see js/call_expr.js).
+M.CALL_EXPR_HEAD = "(" .. M.source.call_expr .. ")("
 M.BATCH = M.source.batch
 M.TAKE = M.source.take
 
