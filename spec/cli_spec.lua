@@ -1,0 +1,325 @@
+-- The command line, as installed by `make install DESTDIR=...`: every
+-- subcommand against real headless Chromium and a local page, exit codes
+-- with their stderr, the background browser shared by several commands, and
+-- --connect to a Chromium the spec starts itself. Each command runs with
+-- TMPDIR and XDG_STATE_HOME in a directory of its own, so the processes it
+-- leaves (none, it must be) are found by that path.
+
+local dt = require "devtools_tools"
+local core = require "devtools_tools.core"
+local H = require "helper"
+
+local function shq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+describe("devtools-tools", function()
+  local dir, bin, server, url
+
+  -- run(args, opts?) -> stdout, stderr, exit status
+  local function run(args, opts)
+    opts = opts or {}
+    local cmd = ("(cd / && TMPDIR=%s XDG_STATE_HOME=%s/state %s %s %s >%s/out 2>%s/err)"):format(
+      shq(dir .. "/tmp"), shq(dir), opts.env or "", shq(bin), args, dir, dir)
+    local _, rc = H.sh(cmd)
+    local function slurp(p) local f = io.open(p) local s = f:read("*a") f:close() return s end
+    return slurp(dir .. "/out"), slurp(dir .. "/err"), rc
+  end
+
+  local function left_behind()
+    return H.live_with_arg(dir .. "/tmp")
+  end
+
+  setup(function()
+    dir = assert(core.mkdtemp("dt-cli-"))
+    local out, rc = H.sh(("make -s install DESTDIR=%s PREFIX=/usr && mkdir %s/tmp"):format(dir, dir))
+    assert(rc == 0, out)
+    bin = dir .. "/usr/bin/devtools-tools"
+    server = H.start_server()
+    url = server.url("/cli.html")
+  end)
+
+  teardown(function()
+    run("browser stop")
+    server.stop()
+    core.rmtree(dir)
+  end)
+
+  after_each(function()
+    assert.same({}, left_behind())
+  end)
+
+  describe("help and usage", function()
+    it("answers --help on every subcommand, with status 0", function()
+      for _, cmd in ipairs({ "list", "call", "eval", "run", "browser" }) do
+        local out, err, rc = run(cmd .. " --help")
+        assert.equal(0, rc, err)
+        assert.matches("^Usage: devtools%-tools " .. cmd, out)
+        assert.matches("--connect ENDPOINT", out, 1, true)
+        assert.equal("", err)
+      end
+      local out, _, rc = run("--help")
+      assert.equal(0, rc)
+      assert.matches("Commands:", out, 1, true)
+      out, _, rc = run("help call")
+      assert.equal(0, rc)
+      assert.matches("key:=json", out, 1, true)
+    end)
+
+    it("exits 2 on a usage error, saying what is wrong, before starting any browser", function()
+      local cases = {
+        { "frobnicate", "unknown command frobnicate" },
+        { "list --frob " .. url, "unknown option --frob" },
+        { "call " .. url, "which tool?" },
+        { "call " .. url .. " types 'n:=[1'", "not JSON after n:=" },
+        { "call " .. url .. " types justaword", "expected JSON, key=value or key:=json" },
+        { "call " .. url .. " types '[1]'", "expected JSON, key=value or key:=json" },
+        { "eval", "eval takes [URL] EXPR" },
+        { "list --json --timeout x " .. url, "--timeout needs a positive number" },
+        { "eval --compact --tab", "--tab needs a value" },
+        { "browser restart", "unknown browser command restart" },
+        { "list", "a URL is needed" },
+      }
+      for _, c in ipairs(cases) do
+        local out, err, rc = run(c[1])
+        assert.equal(2, rc, c[1] .. ": " .. err)
+        assert.equal("", out)
+        assert.matches("^devtools%-tools: ", err)
+        assert.matches(c[2], err, 1, true)
+        assert.matches("--help`", err, 1, true)
+      end
+    end)
+  end)
+
+  describe("list", function()
+    it("prints groups, frames and tools with an argument summary, aligned", function()
+      local out, err, rc = run("list " .. url)
+      assert.equal(0, rc, err)
+      assert.equal("", err)       -- stderr is not a terminal: no progress
+      local lines = {}
+      for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+      assert.equal("cli-tools - Tools of the command line spec", lines[1])
+      assert.equal("  frame " .. url, lines[2])
+      assert.matches("^  types +n: number, %[i: integer%], %[list: integer%[%]%], "
+        .. '%[maybe: null|string%], %[mode: "fast"|"slow"%], %[obj: object%], %[on: boolean%], '
+        .. "%[s: string%] +Returns each argument with its JavaScript type$", lines[3])
+      assert.matches("^  increment +%[by: integer%] +Adds to a counter kept in the page$", lines[4])
+      -- the descriptions start in one column
+      assert.equal(lines[3]:find("Returns", 1, true), lines[4]:find("Adds", 1, true))
+    end)
+
+    it("--json prints the groups as JSON that parses back", function()
+      local out, err, rc = run("list --json " .. url)
+      assert.equal(0, rc, err)
+      local groups = dt.json.decode(out)
+      assert.equal(1, #groups)
+      local g = groups[1]
+      assert.equal("cli-tools", g.name)
+      assert.equal("Tools of the command line spec", g.description)
+      assert.same({ url = url }, g.frame)
+      assert.equal(2, #g.tools)
+      assert.equal("types", g.tools[1].name)
+      assert.equal("Returns each argument with its JavaScript type", g.tools[1].description)
+      assert.same({ "n" }, g.tools[1].inputSchema.required)
+      assert.same({ type = "integer", minimum = 1 }, g.tools[2].inputSchema.properties.by)
+      assert.equal(false, g.tools[2].inputSchema.additionalProperties)
+    end)
+
+    it("--json gives [] for a page without tools", function()
+      local out, err, rc = run("list --json about:blank")
+      assert.equal(0, rc, err)
+      assert.equal("[]\n", out)
+    end)
+  end)
+
+  describe("call", function()
+    it("types key=value by the schema and takes key:=json raw", function()
+      local out, err, rc = run("call " .. url .. " types n=1.5 i=2 on=true s=3 maybe=null mode=fast"
+        .. " untyped=4 'list:=[1,2]' 'obj:={\"a\":null}'")
+      assert.equal(0, rc, err)
+      local r = dt.json.decode(out)
+      assert.same({ value = 1.5, type = "number" }, r.n)
+      assert.same({ value = 2, type = "integer" }, r.i)
+      assert.same({ value = true, type = "boolean" }, r.on)
+      assert.same({ value = "3", type = "string" }, r.s)          -- the schema says string
+      assert.same({ value = dt.null, type = "null" }, r.maybe)
+      assert.same({ value = "fast", type = "string" }, r.mode)
+      assert.same({ value = "4", type = "string" }, r.untyped)    -- not in the schema
+      assert.same({ value = { 1, 2 }, type = "array" }, r.list)
+      assert.same({ value = { a = dt.null }, type = "object" }, r.obj)
+      -- indented, keys sorted
+      assert.matches('^{\n  "i": {\n    "type": "integer",\n    "value": 2\n  },\n', out)
+    end)
+
+    it("takes a JSON object, and prints one line with --compact", function()
+      local out, err, rc = run("call --compact " .. url .. [[ types '{"n": 7, "s": "x"}' on=false]])
+      assert.equal(0, rc, err)
+      assert.equal('{"n":{"type":"integer","value":7},"on":{"type":"boolean","value":false},'
+        .. '"s":{"type":"string","value":"x"}}\n', out)
+    end)
+
+    it("a key=value that does not fit the schema stays a string, and the schema says so", function()
+      local out, err, rc = run("call " .. url .. " types n=abc on=maybe")
+      assert.equal(1, rc)
+      assert.equal("", out)
+      assert.equal("devtools-tools: invalid_params: Invalid parameters for tool types\n"
+        .. "  /n: must be number\n  /on: must be boolean\n", err)
+    end)
+
+    it("exits 1 with the error's code on stderr", function()
+      local cases = {
+        { "call " .. url .. " nothere", "devtools-tools: tool_not_found: Tool nothere not found\n" },
+        { "call " .. url .. " increment by=0",
+          "devtools-tools: invalid_params: Invalid parameters for tool increment\n  /by: must be >= 1\n" },
+        { "call " .. url .. " increment extra=1",
+          "devtools-tools: invalid_params: Invalid parameters for tool increment\n  /: must NOT have additional properties\n" },
+        { "eval " .. url .. " 'null.x'", "^devtools%-tools: js_error: TypeError: Cannot read properties of null" },
+        { "call " .. shq(server.url("/tools.html")) .. " fail kind=reject", "^devtools%-tools: tool_error: .*rejected" },
+        { "call --timeout 1 " .. shq(server.url("/tools.html")) .. " never", "^devtools%-tools: timeout: " },
+        { "list --chromium /nonexistent/chromium " .. url, "^devtools%-tools: launch_failed: Chromium not found" },
+        { "list --connect http://127.0.0.1:1 " .. url, "^devtools%-tools: connect_failed: " },
+      }
+      for _, c in ipairs(cases) do
+        local out, err, rc = run(c[1])
+        assert.equal(1, rc, c[1] .. ": " .. err)
+        assert.equal("", out)
+        if c[2]:sub(1, 1) == "^" then assert.matches(c[2], err) else assert.equal(c[2], err) end
+      end
+    end)
+  end)
+
+  describe("eval and run", function()
+    it("eval prints the value as JSON", function()
+      local out, err, rc = run("eval " .. url .. " '({title: document.title, n: [1, 2.5, null]})'")
+      assert.equal(0, rc, err)
+      assert.same({ title = "cli page", n = { 1, 2.5, dt.null } }, dt.json.decode(out))
+      out, err, rc = run("eval --compact " .. url .. " 'Promise.resolve(\"later\")'")
+      assert.equal(0, rc, err)
+      assert.equal('"later"\n', out)
+    end)
+
+    it("run gives the script dt, browser, page and its arguments", function()
+      local script = dir .. "/script.lua"
+      local f = assert(io.open(script, "w"))
+      f:write([[
+local r = page:call("increment", { by = tonumber(arg[1]) })
+io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_error), " ",
+  browser:version().product:match("^%a+"), " ", tostring(select("#", ...)), "\n")
+]])
+      f:close()
+      local out, err, rc = run("run " .. shq(script) .. " " .. url .. " -- 5 extra")
+      assert.equal(0, rc, err)
+      assert.matches("^script.lua 2 5 function: 0?x?%x+ %a+ 2\n$", out)
+    end)
+
+    it("run exits 1 when the script raises, with the code or the script's traceback", function()
+      local script = dir .. "/bad.lua"
+      local f = assert(io.open(script, "w"))
+      f:write('if arg[1] == "dt" then page:call("increment", { by = -1 }) end\nerror("own failure")\n')
+      f:close()
+      local out, err, rc = run("run " .. shq(script) .. " " .. url .. " -- dt")
+      assert.equal(1, rc)
+      assert.equal("", out)
+      assert.matches("^devtools%-tools: invalid_params: ", err)
+      out, err, rc = run("run " .. shq(script) .. " " .. url)
+      assert.equal(1, rc)
+      assert.matches("^devtools%-tools: error in script: .*bad.lua:2: own failure\nstack traceback", err)
+    end)
+
+    it("a script that calls os.exit still ends the browser it ran in", function()
+      local script = dir .. "/exit.lua"
+      local f = assert(io.open(script, "w"))
+      f:write('io.write(page:evaluate("1 + 1"), "\\n") os.exit(3)\n')
+      f:close()
+      local out, err, rc = run("run " .. shq(script) .. " " .. url)
+      assert.equal(3, rc, err)
+      assert.equal("2\n", out)
+      -- after_each checks that no process is left
+    end)
+  end)
+
+  describe("the background browser", function()
+    it("is shared by later commands until stopped, which leaves nothing behind", function()
+      local out, err, rc = run("browser status")
+      assert.equal(1, rc)
+      assert.equal("devtools-tools: disconnected: no background browser\n", err)
+
+      out, err, rc = run("browser start")
+      assert.equal(0, rc, err)
+      local endpoint = out:match("^(ws://127%.0%.0%.1:%d+/devtools/browser/[%w-]+)\n$")
+      assert.is_string(endpoint, out)
+      local state = dir .. "/state/devtools-tools/browser.json"
+      local mode = H.sh("stat -c %a " .. shq(state))
+      assert.equal("600\n", mode)
+      local st = dt.json.decode(io.open(state):read("*a"))
+      assert.equal(endpoint, st.endpoint)
+      assert.matches("^" .. (dir .. "/tmp/"):gsub("%p", "%%%0"), st.profile)
+
+      out, err, rc = run("browser status")
+      assert.equal(0, rc, err)
+      assert.equal(("running pid %d %s\n"):format(st.pid, endpoint), out)
+      -- start again: the same browser
+      out, _, rc = run("browser start")
+      assert.equal(0, rc)
+      assert.equal(endpoint .. "\n", out)
+
+      -- one command opens the page and changes its state; the next finds the
+      -- page again by --tab and sees that state
+      out, err, rc = run("call " .. url .. " increment by=2 --compact")
+      assert.equal(0, rc, err)
+      assert.equal('{"count":2}\n', out)
+      out, err, rc = run("call --tab cli.html increment by=3 --compact")
+      assert.equal(0, rc, err)
+      assert.equal('{"count":5}\n', out)
+      out, err, rc = run("eval --tab 'cli page' 'document.title'")      -- by title
+      assert.equal(0, rc, err)
+      assert.equal('"cli page"\n', out)
+      out, err, rc = run("list --tab nowhere-such")
+      assert.equal(1, rc)
+      assert.equal('devtools-tools: bad_argument: no open page whose URL or title contains "nowhere-such"\n', err)
+      -- the browser is still the same process
+      assert.equal(1, #H.live_with_arg("--user-data-dir=" .. st.profile .. "\0"))
+
+      out, err, rc = run("browser stop")
+      assert.equal(0, rc, err)
+      assert.equal("", out)
+      assert.is_false(H.exists(state))
+      assert.is_false(H.exists(st.profile))
+      assert.same({}, left_behind())
+      out, err, rc = run("browser status")
+      assert.equal(1, rc)
+    end)
+  end)
+
+  describe("--connect", function()
+    it("uses a Chromium started elsewhere and leaves it running", function()
+      local profile = assert(core.mkdtemp("dt-cli-chromium-"))
+      local proc = assert(core.spawn({ "/usr/lib/chromium/chromium", "--headless", "--no-sandbox",
+        "--disable-gpu", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--disable-quic",
+        "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
+        "--user-data-dir=" .. profile, "about:blank" }, { cleanup_dir = profile }))
+      local port
+      local ok, why = pcall(function()
+        -- Chromium writes the port it bound into the profile; the spec waits for it
+        assert(H.wait_for(function()
+          local f = io.open(profile .. "/DevToolsActivePort")
+          port = f and f:read("*n")
+          if f then f:close() end
+          return port ~= nil
+        end, 20), "no DevToolsActivePort")
+        local endpoint = "http://127.0.0.1:" .. port
+        local out, err, rc = run("call --connect " .. endpoint .. " " .. url .. " increment --compact")
+        assert.equal(0, rc, err)
+        assert.equal('{"count":1}\n', out)
+        out, err, rc = run("call --connect " .. endpoint .. " --tab cli.html increment --compact")
+        assert.equal(0, rc, err)
+        assert.equal('{"count":2}\n', out)
+        assert.is_true(proc:running())
+        -- --connect and a launch option together are a usage error
+        out, err, rc = run("list --connect " .. endpoint .. " --headful " .. url)
+        assert.equal(2, rc, err)
+      end)
+      proc:close(2)
+      if not ok then error(why, 0) end
+    end)
+  end)
+end)
