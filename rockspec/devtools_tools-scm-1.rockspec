@@ -21,26 +21,26 @@ external_dependencies = {
   LIBWEBSOCKETS = { header = "libwebsockets.h", library = "websockets" },
   PCRE2 = { header = "pcre2.h", library = "pcre2-8" },
 }
+-- Built by the Makefile, not the builtin backend: the builtin backend leaves
+-- its objects and core.so in the source tree, and cannot install the command
+-- line's man page. `make rock-install` builds in a temporary directory and
+-- installs the modules (core.so and every lua/devtools_tools/*.lua), the
+-- command line bin/devtools-tools and its man page.
 build = {
-  type = "builtin",
-  modules = {
-    ["devtools_tools.core"] = {
-      sources = {
-        "src/core.c", "src/fs.c", "src/json.c", "src/pipe.c", "src/process.c",
-        "src/regex.c", "src/transport.c", "src/ws.c",
-      },
-      libraries = { "websockets", "pcre2-8", "m" },
-      incdirs = { "$(LIBWEBSOCKETS_INCDIR)", "$(PCRE2_INCDIR)" },
-      libdirs = { "$(LIBWEBSOCKETS_LIBDIR)", "$(PCRE2_LIBDIR)" },
-    },
-    ["devtools_tools"] = "lua/devtools_tools/init.lua",
-    ["devtools_tools.errors"] = "lua/devtools_tools/errors.lua",
-    ["devtools_tools.json"] = "lua/devtools_tools/json.lua",
-    ["devtools_tools.cdp"] = "lua/devtools_tools/cdp.lua",
-    ["devtools_tools.browser"] = "lua/devtools_tools/browser.lua",
-    ["devtools_tools.page"] = "lua/devtools_tools/page.lua",
-    ["devtools_tools.discovery"] = "lua/devtools_tools/discovery.lua",
-    ["devtools_tools.schema"] = "lua/devtools_tools/schema.lua",
-    ["devtools_tools.formats"] = "lua/devtools_tools/formats.lua",
+  type = "make",
+  build_pass = false,
+  install_target = "rock-install",
+  install_variables = {
+    LUA = "$(LUA)",
+    LUA_INCDIR = "$(LUA_INCDIR)",
+    CFLAGS = "$(CFLAGS)",
+    LIBFLAG = "$(LIBFLAG)",
+    INST_LIBDIR = "$(LIBDIR)",
+    INST_LUADIR = "$(LUADIR)",
+    INST_BINDIR = "$(BINDIR)",
+    INST_PREFIX = "$(PREFIX)",
+    LWS_INCDIR = "$(LIBWEBSOCKETS_INCDIR)",
+    LWS_LIBDIR = "$(LIBWEBSOCKETS_LIBDIR)",
+    PCRE_LIBDIR = "$(PCRE2_LIBDIR)",
   },
 }
