@@ -100,10 +100,14 @@ describe("devtools-tools", function()
       assert.equal("  frame " .. url, lines[2])
       assert.matches("^  types +n: number, %[i: integer%], %[list: integer%[%]%], "
         .. '%[maybe: null|string%], %[mode: "fast"|"slow"%], %[obj: object%], %[on: boolean%], '
-        .. "%[s: string%] +Returns each argument with its JavaScript type$", lines[3])
+        .. "%[ref: integer%], %[s: string%]  Returns each argument with its JavaScript type$", lines[3])
       assert.matches("^  increment +%[by: integer%] +Adds to a counter kept in the page$", lines[4])
-      -- the descriptions start in one column
-      assert.equal(lines[3]:find("Returns", 1, true), lines[4]:find("Adds", 1, true))
+      assert.matches("^  hello +Says hello%.$", lines[5])     -- the first sentence
+      assert.is_nil(lines[6])
+      -- the descriptions start in one column, but for a summary too long to
+      -- align on (types': it is followed by two spaces)
+      assert.equal(lines[4]:find("Adds", 1, true), lines[5]:find("Says", 1, true))
+      assert.equal(lines[4]:find("%[by"), lines[3]:find("n: number"))
     end)
 
     it("--json prints the groups as JSON that parses back", function()
@@ -115,7 +119,7 @@ describe("devtools-tools", function()
       assert.equal("cli-tools", g.name)
       assert.equal("Tools of the command line spec", g.description)
       assert.same({ url = url }, g.frame)
-      assert.equal(2, #g.tools)
+      assert.equal(3, #g.tools)
       assert.equal("types", g.tools[1].name)
       assert.equal("Returns each argument with its JavaScript type", g.tools[1].description)
       assert.same({ "n" }, g.tools[1].inputSchema.required)
@@ -132,7 +136,7 @@ describe("devtools-tools", function()
 
   describe("call", function()
     it("types key=value by the schema and takes key:=json raw", function()
-      local out, err, rc = run("call " .. url .. " types n=1.5 i=2 on=true s=3 maybe=null mode=fast"
+      local out, err, rc = run("call " .. url .. " types n=1.5 i=2 on=true s=3 maybe=null mode=fast ref=9"
         .. " untyped=4 'list:=[1,2]' 'obj:={\"a\":null}'")
       assert.equal(0, rc, err)
       local r = dt.json.decode(out)
@@ -143,6 +147,7 @@ describe("devtools-tools", function()
       assert.same({ value = dt.null, type = "null" }, r.maybe)
       assert.same({ value = "fast", type = "string" }, r.mode)
       assert.same({ value = "4", type = "string" }, r.untyped)    -- not in the schema
+      assert.same({ value = 9, type = "integer" }, r.ref)          -- through a local $ref
       assert.same({ value = { 1, 2 }, type = "array" }, r.list)
       assert.same({ value = { a = dt.null }, type = "object" }, r.obj)
       -- indented, keys sorted
