@@ -191,6 +191,33 @@ describe("devtools-tools", function()
     end)
   end)
 
+  describe("progress", function()
+    -- script(1) gives the command a terminal: progress goes there, on one
+    -- line redrawn in place, and is wiped before the result
+    local function on_tty(args, env)
+      local out, rc = H.sh(("cd / && %s TMPDIR=%s XDG_STATE_HOME=%s/state script -qec %s /dev/null"):format(
+        env or "", shq(dir .. "/tmp"), shq(dir), shq(shq(bin) .. " " .. args)))
+      return out, rc
+    end
+
+    it("is shown on a terminal, plain with NO_COLOR, not at all with --quiet", function()
+      local out, rc = on_tty("call " .. url .. " hello")
+      assert.equal(0, rc, out)
+      assert.matches("\27%[2mlaunching Chromium%.%.%.\27%[0m", out)
+      assert.matches("\27%[2mcalling hello%.%.%.\27%[0m\r\27%[K\"hello\"\r\n$", out)
+      out, rc = on_tty("call " .. url .. " hello", "NO_COLOR=1")
+      assert.equal(0, rc, out)
+      assert.equal("launching Chromium...\r\nopening " .. url .. "...\r\ndiscovering tools...\r\n"
+        .. "calling hello...\r\n\"hello\"\r\n", out)
+      out, rc = on_tty("call --quiet " .. url .. " hello")
+      assert.equal(0, rc, out)
+      assert.equal('"hello"\r\n', out)
+      out, rc = on_tty("call -q " .. url .. " nothere")
+      assert.equal(1, rc, out)
+      assert.equal("\27[31mdevtools-tools: tool_not_found: Tool nothere not found\27[0m\r\n", out)
+    end)
+  end)
+
   describe("eval and run", function()
     it("eval prints the value as JSON", function()
       local out, err, rc = run("eval " .. url .. " '({title: document.title, n: [1, 2.5, null]})'")
