@@ -218,6 +218,30 @@ describe("devtools-tools", function()
     end)
   end)
 
+  describe("Ctrl-C", function()
+    it("closes the browser the command launched and exits 130", function()
+      local proc = assert(core.spawn({ "/usr/bin/env", "TMPDIR=" .. dir .. "/tmp",
+        "XDG_STATE_HOME=" .. dir .. "/state", "lua5.4", bin, "call", "--timeout", "60",
+        server.url("/tools.html"), "never" }))
+      -- the call is under way once its browser has a renderer for the page
+      assert.is_true(H.wait_for(function()
+        for _, pid in ipairs(left_behind()) do
+          local f = io.open("/proc/" .. pid .. "/cmdline")
+          local cmd = f and f:read("*a") or ""
+          if f then f:close() end
+          if cmd:find("--type=renderer", 1, true) then return true end
+        end
+      end, 30))
+      os.execute("kill -INT " .. proc:pid())
+      local how, code = proc:wait(core.now() + 30)
+      local err = proc:stderr()
+      proc:close(0)
+      assert.equal("exit", how, err)
+      assert.equal(130, code, err)
+      assert.equal("devtools-tools: interrupted\n", err)
+    end)
+  end)
+
   describe("eval and run", function()
     it("eval prints the value as JSON", function()
       local out, err, rc = run("eval " .. url .. " '({title: document.title, n: [1, 2.5, null]})'")
