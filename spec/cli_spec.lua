@@ -178,7 +178,10 @@ describe("devtools-tools", function()
           "devtools-tools: invalid_params: Invalid parameters for tool increment\n  /: must NOT have additional properties\n" },
         { "eval " .. url .. " 'null.x'", "^devtools%-tools: js_error: TypeError: Cannot read properties of null" },
         { "call " .. shq(server.url("/tools.html")) .. " fail kind=reject", "^devtools%-tools: tool_error: .*rejected" },
-        { "call --timeout 1 " .. shq(server.url("/tools.html")) .. " never", "^devtools%-tools: timeout: " },
+        -- the deadline covers the whole command, launch included
+        { "call --timeout 3 " .. shq(server.url("/tools.html")) .. " never", "^devtools%-tools: timeout: " },
+        { "call --timeout 0.05 " .. shq(server.url("/tools.html")) .. " never",
+          "^devtools%-tools: timeout: the command did not finish within 0.05 s %(%-%-timeout%)" },
         { "list --chromium /nonexistent/chromium " .. url, "^devtools%-tools: launch_failed: Chromium not found" },
         { "list --connect http://127.0.0.1:1 " .. url, "^devtools%-tools: connect_failed: " },
       }
