@@ -343,6 +343,12 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
       out, err, rc = run("eval --tab 'cli page' 'document.title'")      -- by title
       assert.equal(0, rc, err)
       assert.equal('"cli page"\n', out)
+      -- without URL or --tab: the page opened last
+      out, err, rc = run("eval " .. shq(server.url("/tools.html")) .. " 'window.mark = 7'")
+      assert.equal(0, rc, err)
+      out, err, rc = run("eval 'location.pathname + window.mark'")
+      assert.equal(0, rc, err)
+      assert.equal('"/tools.html7"\n', out)
       out, err, rc = run("list --tab nowhere-such")
       assert.equal(1, rc)
       assert.equal('devtools-tools: bad_argument: no open page whose URL or title contains "nowhere-such"\n', err)
