@@ -313,6 +313,7 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
       assert.equal(1, rc)
       assert.equal("devtools-tools: disconnected: no background browser\n", err)
 
+      local tmp_before = H.sh("ls -A " .. shq(dir .. "/tmp"))
       out, err, rc = run("browser start")
       assert.equal(0, rc, err)
       local endpoint = out:match("^(ws://127%.0%.0%.1:%d+/devtools/browser/[%w-]+)\n$")
@@ -361,6 +362,8 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
       assert.is_false(H.exists(state))
       assert.is_false(H.exists(st.profile))
       assert.same({}, left_behind())
+      -- nor files: Chromium's own temporary files were in the profile
+      assert.equal(tmp_before, (H.sh("ls -A " .. shq(dir .. "/tmp"))))
       out, err, rc = run("browser status")
       assert.equal(1, rc)
     end)
