@@ -73,6 +73,7 @@ describe("devtools-tools", function()
         { "call " .. url .. " types justaword", "expected JSON, key=value or key:=json" },
         { "call " .. url .. " types '[1]'", "expected JSON, key=value or key:=json" },
         { "eval", "eval takes [URL] EXPR" },
+        { "eval " .. url, "eval takes [URL] EXPR" },         -- a URL alone is no expression
         { "list --json --timeout x " .. url, "--timeout needs a positive number" },
         { "eval --compact --tab", "--tab needs a value" },
         { "browser restart", "unknown browser command restart" },
@@ -372,11 +373,15 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
   describe("--connect", function()
     it("uses a Chromium started elsewhere and leaves it running", function()
       local profile = assert(core.mkdtemp("dt-cli-chromium-"))
-      local proc = assert(core.spawn({ "/usr/lib/chromium/chromium", "--headless", "--no-sandbox",
+      local chromium = os.getenv("DEVTOOLS_TOOLS_CHROME") or "/usr/lib/chromium/chromium"
+      local proc = assert(core.spawn({ chromium, "--headless", "--no-sandbox",
         "--disable-gpu", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--disable-quic",
         "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
-        "--user-data-dir=" .. profile, "about:blank" }, { cleanup_dir = profile }))
+        "--user-data-dir=" .. profile, "about:blank" },
+        -- its temporary files go in the profile, removed with it
+        { cleanup_dir = profile, env = { TMPDIR = profile, XDG_CONFIG_HOME = profile .. "/.config",
+          XDG_CACHE_HOME = profile .. "/.cache" } }))
       local port
       local ok, why = pcall(function()
         -- Chromium writes the port it bound into the profile; the spec waits for it
