@@ -271,15 +271,18 @@ describe("devtools-tools", function()
     it("run gives the script dt, browser, page and its arguments", function()
       local script = dir .. "/script.lua"
       local f = assert(io.open(script, "w"))
+      local m = assert(io.open(dir .. "/helper_mod.lua", "w"))
+      m:write('return { twice = function(x) return 2 * x end }\n')
+      m:close()
       f:write([[
-local r = page:call("increment", { by = tonumber(arg[1]) })
+local r = page:call("increment", { by = require("helper_mod").twice(tonumber(arg[1])) })
 io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_error), " ",
   browser:version().product:match("^%a+"), " ", tostring(select("#", ...)), "\n")
 ]])
       f:close()
       local out, err, rc = run("run " .. shq(script) .. " " .. url .. " -- 5 extra")
       assert.equal(0, rc, err)
-      assert.matches("^script.lua 2 5 function: 0?x?%x+ %a+ 2\n$", out)
+      assert.matches("^script.lua 2 10 function: 0?x?%x+ %a+ 2\n$", out)
     end)
 
     it("run exits 1 when the script raises, with the code or the script's traceback", function()
