@@ -3,6 +3,7 @@
 -- diagnosis that names each bug with the numbers that prove it.
 --
 --   lua5.4 examples/workflow.lua http://127.0.0.1:8080/
+--   devtools-tools run examples/workflow.lua http://127.0.0.1:8080/
 --
 -- Written against the sample app (examples/app); copy the steps for your
 -- own pages. Used as a module (`require "workflow"`) it exports run(page),
@@ -178,8 +179,11 @@ function M.run(page, opts)
   return findings
 end
 
+-- Run by `devtools-tools run examples/workflow.lua URL`: the page is given.
 -- Run as a script: launch Chromium, open the URL, run the workflow.
-if ... ~= "workflow" then
+if ... ~= "workflow" and rawget(_G, "page") and rawget(_G, "browser") then
+  M.run(rawget(_G, "page"))
+elseif ... ~= "workflow" then
   local url = arg and arg[1] or error("usage: lua5.4 examples/workflow.lua URL", 0)
   local browser = dt.launch()       -- Lua 5.4: local browser <close> = dt.launch()
   local ok, err = pcall(function() M.run(browser:new_page(url)) end)

@@ -32,3 +32,19 @@ describe("recipes run from any directory", function()
     end)
   end
 end)
+
+describe("the workflow under the command line", function()
+  local server
+  -- a fresh database: the workflow places an order
+  setup(function() server = assert(app_server.start()) end)
+  teardown(function() server:stop() end)
+
+  it("runs with the page `devtools-tools run` gives it", function()
+    local out, rc = H.sh(("cd / && env -u DEVTOOLS_TOOLS_BUILD XDG_STATE_HOME=/nonexistent lua5.4 %s/bin/devtools-tools run %s/examples/workflow.lua %s"):format(
+      root, root, server.url))
+    assert.equal(0, rc, out)
+    assert.matches("== diagnosis", out, 1, true)
+    assert.matches("the badge counts line items, not quantities", out, 1, true)
+    assert.matches("order 1048: subtotal 61.49 + tax 4.92 + shipping 5.99 = 72.40", out, 1, true)
+  end)
+end)
