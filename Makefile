@@ -6,7 +6,7 @@ LUA        ?= lua5.4
 # finds the flags of the C libraries below
 PKG_CONFIG ?= pkg-config
 # headers to build against (5.1 headers serve LuaJIT too)
-LUA_PC     ?= $(if $(filter luajit lua5.1,$(LUA)),lua5.1,lua5.4)
+LUA_PC     ?= $(if $(filter luajit lua5.1,$(notdir $(LUA))),lua5.1,lua5.4)
 # lua.h lives here
 LUA_INCDIR ?= $(shell $(PKG_CONFIG) --variable=includedir $(LUA_PC) 2>/dev/null)/$(LUA_PC)
 # C99 compiler
@@ -26,11 +26,15 @@ BUILD      ?= build/$(LUA)
 PREFIX     ?= /usr/local
 # staging root for packagers
 DESTDIR    ?=
-LUA_VER    ?= $(if $(filter luajit lua5.1,$(LUA)),5.1,5.4)
+LUA_VER    ?= $(if $(filter luajit lua5.1,$(notdir $(LUA))),5.1,5.4)
 # where core.so is installed (LuaRocks: LIBDIR)
 LUA_LIBDIR ?= $(PREFIX)/lib/lua/$(LUA_VER)
 # where the .lua files are installed (LuaRocks: LUADIR)
 LUA_SHAREDIR ?= $(PREFIX)/share/lua/$(LUA_VER)
+# where the command line devtools-tools is installed
+BINDIR     ?= $(PREFIX)/bin
+# where its man page goes (man1/ below it)
+MANDIR     ?= $(PREFIX)/share/man
 # busted's runner script, run with $(LUA)
 BUSTED     ?= /usr/bin/busted
 
@@ -49,7 +53,7 @@ SUPPORT_SRCS := $(wildcard spec/support/*.c)
 SUPPORT := $(patsubst spec/support/%.c,$(BUILD)/support/%,$(SUPPORT_SRCS))
 ALL_CFLAGS = -std=c99 -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -I$(LUA_INCDIR)
 
-.PHONY: all deps test check-c demo bench bench-jansson conformance install uninstall clean asan valgrind nvim
+.PHONY: all deps test check-c demo bench bench-jansson conformance install rock-install uninstall clean asan valgrind nvim
 
 all: $(MODULE)
 
@@ -150,6 +154,8 @@ valgrind: all $(SUPPORT)
 demo: deps all app
 	DEVTOOLS_TOOLS_BUILD=$(BUILD) $(LUA) examples/demo.lua build/app/server
 
+# The command runs under $(LUA) and is told where the library went (it also
+# finds it relative to itself, so a DESTDIR staging tree works as it is).
 install: all
 	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js \
 		$(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/schema
@@ -157,10 +163,28 @@ install: all
 	install -m 644 $(LUAMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/
 	install -m 644 $(JSFILES) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js/
 	install -m 644 $(SCHEMAMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/schema/
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	sed -e '1s|.*|#!/usr/bin/env $(LUA)|' \
+		-e 's|^local INSTALLED_LUA, INSTALLED_LIB = nil, nil$$|local INSTALLED_LUA, INSTALLED_LIB = "$(LUA_SHAREDIR)", "$(LUA_LIBDIR)"|' \
+		bin/devtools-tools > $(DESTDIR)$(BINDIR)/devtools-tools.tmp
+	chmod 755 $(DESTDIR)$(BINDIR)/devtools-tools.tmp
+	mv -f $(DESTDIR)$(BINDIR)/devtools-tools.tmp $(DESTDIR)$(BINDIR)/devtools-tools
+	install -m 644 doc/devtools-tools.1 $(DESTDIR)$(MANDIR)/man1/devtools-tools.1
+
+# What `luarocks make` runs (rockspec/): builds in a temporary directory and
+# installs into the rock from there, so no build output is left in the source
+# tree. LuaRocks passes LUA, LUA_INCDIR, CFLAGS, LIBFLAG and INST_*.
+rock-install:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(MAKE) BUILD="$$tmp" LWS_LIBS="-L$(LWS_LIBDIR) $(LWS_LIBS)" PCRE_LIBS="-L$(PCRE_LIBDIR) $(PCRE_LIBS)" \
+		LUA_INCDIR="$(LUA_INCDIR)" CFLAGS="$(CFLAGS) -I$(LWS_INCDIR)" all && \
+	$(MAKE) BUILD="$$tmp" LUA_LIBDIR="$(INST_LIBDIR)" LUA_SHAREDIR="$(INST_LUADIR)" \
+		BINDIR="$(INST_BINDIR)" MANDIR="$(INST_PREFIX)/man" install
 
 uninstall:
 	rm -f $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so
 	rm -rf $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools
+	rm -f $(DESTDIR)$(BINDIR)/devtools-tools $(DESTDIR)$(MANDIR)/man1/devtools-tools.1
 
 clean:
 	rm -rf build $(NVIM_CORE)

@@ -3,12 +3,34 @@
 -- diagnosis that names each bug with the numbers that prove it.
 --
 --   lua5.4 examples/workflow.lua http://127.0.0.1:8080/
+--   devtools-tools run examples/workflow.lua http://127.0.0.1:8080/
 --
 -- Written against the sample app (examples/app); copy the steps for your
 -- own pages. Used as a module (`require "workflow"`) it exports run(page),
 -- which `make demo` calls.
-package.path = "lua/?.lua;lua/?/init.lua;examples/?.lua;" .. package.path
-package.cpath = "build/lua5.4/?.so;" .. package.cpath
+--
+-- It changes the app's data: it reassigns a lead, fills the cart and places
+-- an order. The database is rebuilt from seed.sql when the server starts, so
+-- run it against a freshly started server (as `make demo` does) to get the
+-- same diagnosis every time.
+-- Runs from any directory, under Lua 5.4 or LuaJIT, against the installed
+-- module or, when this file sits in a checkout, the checkout's lua/ and
+-- build/<interpreter>/ (make, or make LUA=luajit; DEVTOOLS_TOOLS_BUILD
+-- overrides the build directory).
+do
+  local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
+  package.path = here .. "/?.lua;" .. package.path
+  local root = here .. "/.."
+  local f = io.open(root .. "/lua/devtools_tools/init.lua")
+  if f then
+    f:close()
+    local build = os.getenv("DEVTOOLS_TOOLS_BUILD")
+      or ("build/" .. (jit and "luajit" or ("lua" .. _VERSION:match("%d+%.%d+"))))
+    if build:sub(1, 1) ~= "/" then build = root .. "/" .. build end
+    package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
+    package.cpath = build .. "/?.so;" .. package.cpath
+  end
+end
 local dt = require "devtools_tools"
 local report = require "report"
 
@@ -17,7 +39,7 @@ local M = {}
 local TAX_PERCENT = 8                           -- what the checkout panel charges
 
 local function tax_of(cents)                    -- 8 %, rounded to the cent
-  return (cents * TAX_PERCENT + 50) // 100
+  return math.floor((cents * TAX_PERCENT + 50) / 100)
 end
 
 local function step(log, n, total, what)
@@ -157,12 +179,16 @@ function M.run(page, opts)
   return findings
 end
 
+-- Run by `devtools-tools run examples/workflow.lua URL`: the page is given.
 -- Run as a script: launch Chromium, open the URL, run the workflow.
-if ... ~= "workflow" then
+if ... ~= "workflow" and rawget(_G, "page") and rawget(_G, "browser") then
+  M.run(rawget(_G, "page"))
+elseif ... ~= "workflow" then
   local url = arg and arg[1] or error("usage: lua5.4 examples/workflow.lua URL", 0)
-  local browser <close> = dt.launch()
-  local page = browser:new_page(url)
-  M.run(page)
+  local browser = dt.launch()       -- Lua 5.4: local browser <close> = dt.launch()
+  local ok, err = pcall(function() M.run(browser:new_page(url)) end)
+  browser:close()
+  if not ok then io.stderr:write(tostring(err), "\n") os.exit(1) end
 end
 
 return M
