@@ -41,6 +41,9 @@ local S = {
   schema_iters = 20000,
   large = { { mb = 8, rounds = 5 }, { mb = 50, rounds = 2 } },
   memory_calls = 10000,
+  task_blocks = 6,          -- blocks of `block` calls, blocking and in a task, alternating
+  fleet_pages = 8, fleet_calls = 100,
+  first_disc_rounds = 8,
 }
 
 -- ---- output rows ------------------------------------------------------------------
@@ -131,14 +134,18 @@ local floors = {}       -- transport -> median seconds of one raw round trip
 local function round_trips(kind, b, page)
   local conn, session = b.conn, page.session
   local function raw() C.raw_eval(conn, session) end
+  local function exec() C.raw_exec(conn, session) end
   local function call() page:call("add", { a = 1, b = 2 }) end
   for _ = 1, S.warmup do raw() end
+  for _ = 1, S.warmup do exec() end
   for _ = 1, S.warmup do call() end
-  local raw_t, call_t = {}, {}
+  local raw_t, exec_t, call_t = {}, {}, {}
+  local fns = { raw, exec, call }
+  local into_of = { [raw] = raw_t, [exec] = exec_t, [call] = call_t }
   for blk = 1, S.blocks do
-    local order = blk % 2 == 1 and { raw, call } or { call, raw }
-    for _, fn in ipairs(order) do
-      local into = fn == raw and raw_t or call_t
+    for k = 0, 2 do
+      local fn = fns[(blk + k) % 3 + 1]
+      local into = into_of[fn]
       for _ = 1, S.block do
         local t0 = now()
         fn()
@@ -146,14 +153,99 @@ local function round_trips(kind, b, page)
       end
     end
   end
-  local f, c = summary(raw_t), summary(call_t)
+  local f, e, c = summary(raw_t), summary(exec_t), summary(call_t)
   floors[kind] = f.median
-  results.sections["roundtrip_" .. kind] = { floor = f, call = c }
+  floors[kind .. "_exec"] = e.median
+  results.sections["roundtrip_" .. kind] = { floor = f, same_work = e, call = c }
   local r = ratio(c.median, f.median)
+  local rs = ratio(c.median, e.median)
   row(fmt("floor: Runtime.evaluate('1') (%s)", kind), us(f.median))
+  row(fmt("floor: executeTool('add') raw (%s)", kind), us(e.median), us(f.median), ratio(e.median, f.median))
   row(fmt("tool call median (%s)", kind), us(c.median), us(f.median), r, "<= 1.15", r <= 1.15)
+  row(fmt("  vs the same work raw (%s)", kind), us(c.median), us(e.median), rs, "<= 1.1", rs <= 1.1)
   row(fmt("tool call p90 (%s)", kind), us(c.p90), us(f.p90), ratio(c.p90, f.p90))
   row(fmt("tool call p99 (%s)", kind), us(c.p99), us(f.p99), ratio(c.p99, f.p99))
+end
+
+-- ---- tasks on luv: the same calls from inside a task, and a fleet of tasks ----------------
+
+local function tasks_bench(b, page)
+  local ok_luv, uv = pcall(require, "luv")
+  if not ok_luv then
+    note("tasks: luv is not installed (Debian: lua-luv)")
+    results.sections.tasks = { available = false }
+    return
+  end
+  local function in_task(fn)
+    dt.use_loop(uv)
+    local t = dt.async(fn)
+    uv.run()
+    dt.use_loop(nil)
+    return t:wait()
+  end
+  local function calls_into(into, n)
+    for _ = 1, n do
+      local t0 = now()
+      page:call("add", { a = 1, b = 2 })
+      into[#into + 1] = now() - t0
+    end
+  end
+  local blocking_t, task_t = {}, {}
+  calls_into({}, S.warmup)
+  in_task(function() calls_into({}, S.warmup) end)
+  for blk = 1, S.task_blocks do
+    if blk % 2 == 1 then
+      calls_into(blocking_t, S.block)
+      in_task(function() calls_into(task_t, S.block) end)
+    else
+      in_task(function() calls_into(task_t, S.block) end)
+      calls_into(blocking_t, S.block)
+    end
+  end
+  local mb, mt = median(blocking_t), median(task_t)
+  local r = mt / mb
+  row("tool call median in a task (luv)", us(mt), us(mb) .. " blk", r, "<= 1.25", r <= 1.25)
+
+  local n = S.pipelined
+  local list = {}
+  for i = 1, n do list[i] = { "add", { a = i, b = 2 } } end
+  local tb, tt = {}, {}
+  for i = 1, S.pipe_rounds do
+    local function blk() tb[#tb + 1] = time(function() page:call_many(list) end) end
+    local function tsk() in_task(function() tt[#tt + 1] = time(function() page:call_many(list) end) end) end
+    if i % 2 == 1 then blk(); tsk() else tsk(); blk() end
+  end
+  local cb, ct = n / median(tb), n / median(tt)
+  row(fmt("call_many x%d in a task (luv), calls/s", n), fmt("%.0f/s", ct), fmt("%.0f/s blk", cb),
+    ct / cb, ">= 0.9", ct / cb >= 0.9)
+
+  -- A fleet: P pages in one browser, one task each making sequential calls.
+  local pages = {}
+  for i = 1, S.fleet_pages do pages[i] = b:new_page(server.url("/add.html")) end
+  for _, p in ipairs(pages) do p:call("add", { a = 1, b = 1 }) end
+  local function one_task_rate(p)
+    return in_task(function()
+      local t0 = now()
+      for i = 1, S.fleet_calls do p:call("add", { a = i, b = 1 }) end
+      return S.fleet_calls / (now() - t0)
+    end)
+  end
+  local single = one_task_rate(pages[1])
+  local total = in_task(function()
+    local ts = {}
+    local t0 = now()
+    for i, p in ipairs(pages) do
+      ts[i] = dt.async(function() for k = 1, S.fleet_calls do p:call("add", { a = k, b = 1 }) end end)
+    end
+    dt.wait_all(ts)
+    return #pages * S.fleet_calls / (now() - t0)
+  end)
+  single = (single + one_task_rate(pages[2])) / 2
+  for _, p in ipairs(pages) do p:close() end
+  row(fmt("%d pages x 1 task each (luv), calls/s", S.fleet_pages), fmt("%.0f/s", total),
+    fmt("%.0f/s 1 task", single), total / single, ">= 3", total / single >= 3)
+  results.sections.tasks = { call_blocking = summary(blocking_t), call_task = summary(task_t),
+    call_many_blocking_cps = cb, call_many_task_cps = ct, fleet_cps = total, one_task_cps = single }
 end
 
 local function pipelined(kind, b, page)
@@ -212,6 +304,21 @@ local function discovery()
     row("discover(): " .. c.label, ms(m), us(floors.pipe), ratio(m, floors.pipe), "(x floor)")
     page:close()
   end
+end
+
+-- The first discovery on a fresh page against the next one (what every
+-- command-line call pays).
+local function first_discovery()
+  local firsts, seconds = {}, {}
+  for i = 1, S.first_disc_rounds do
+    local page = browser:new_page(server.url("/two.html"))
+    firsts[i] = time(function() page:discover() end)
+    seconds[i] = time(function() page:discover() end)
+    page:close()
+  end
+  local f, s2 = median(firsts), median(seconds)
+  results.sections.first_discovery = { first = summary(firsts), repeated = summary(seconds) }
+  row("first discover() on a fresh page", ms(f), ms(s2) .. " next", f / s2, "<= 2", f / s2 <= 2)
 end
 
 -- ---- 5. large results (child processes) --------------------------------------------------------
@@ -523,6 +630,8 @@ local function main()
     wsbrowser = nil
   end
   section("discovery", discovery)
+  section("first discovery", first_discovery)
+  section("tasks (luv)", function() tasks_bench(browser, page) end)
   page:close()
   section("schema", schema_bench)
   section("json", json_bench)

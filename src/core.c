@@ -130,5 +130,6 @@ int luaopen_devtools_tools_core(lua_State *L)
 	dt_transport_open(L);
 	dt_process_open(L);
 	dt_ws_open(L);
+	dt_poll_open(L);
 	return 1;
 }

@@ -136,6 +136,7 @@ void dt_transport_open(lua_State *L);
 void dt_process_open(lua_State *L);
 void dt_ws_open(lua_State *L);
 void dt_fs_open(lua_State *L);
+void dt_poll_open(lua_State *L);
 int dt_rmtree(const char *path);      /* 0 ok, -1 with errno */
 
 #endif

@@ -12,6 +12,7 @@ local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 local cdp = require "devtools_tools.cdp"
 local options = require "devtools_tools.options"
+local tasks = require "devtools_tools.task"
 local Page = require "devtools_tools.page"
 
 local raise = errors.raise
@@ -323,7 +324,16 @@ function Browser:close()
     conn:wait_for(function() return conn.closed ~= nil end, now() + 2)
   end
   conn:close()
-  if proc then proc:close(2) end
+  if proc then
+    if tasks.current() then
+      -- Inside a task the exit is awaited on the loop, not in proc:close.
+      local deadline = now() + 2
+      while proc:running() and now() < deadline do tasks.sleep(0.01) end
+      proc:close(0)
+    else
+      proc:close(2)
+    end
+  end
 end
 
 Browser.__close = Browser.close

@@ -10,19 +10,43 @@
 -- Rules it keeps: a reply that arrives after its caller timed out is dropped;
 -- once the transport is gone every waiting and later call fails with
 -- `disconnected`; event listeners run inside the wait loop and must not wait
--- on the connection themselves.
+-- on the connection themselves; a deadline holds even while messages keep
+-- arriving (the clock is read between messages).
+--
+-- Waiting has two faces and one reader. Outside a task the caller reads the
+-- transport itself until its reply (or its condition) is there. Inside a
+-- task (devtools_tools.task) the caller registers a waiter and suspends; the
+-- connection then watches the transport's descriptors on the task's loop,
+-- and whatever reads (that watch, or a blocking caller) routes replies to
+-- their waiters and wakes them. So many tasks share one connection.
 
 local errors = require "devtools_tools.errors"
 local json = require "devtools_tools.json"
 local core = require "devtools_tools.core"
+local tasks = require "devtools_tools.task"
 
 local now = core.now
 local raise = errors.raise
 local encode = json.encode
-local type, tonumber, pairs, next, setmetatable, tostring =
-      type, tonumber, pairs, next, setmetatable, tostring
+local current_task = tasks.current
+local type, tonumber, pairs, next, setmetatable, tostring, pcall, error =
+      type, tonumber, pairs, next, setmetatable, tostring, pcall, error
+local io_stderr, sformat = io.stderr, string.format
 
 local M = {}
+
+-- The debug log (DEVTOOLS_TOOLS_DEBUG=cdp, or dt.debug("cdp")): one line per
+-- message sent or received, on stderr. Off, it costs one field test per
+-- message. It is process-wide by nature, like the environment variable.
+M.log = { on = (os.getenv("DEVTOOLS_TOOLS_DEBUG") or ""):find("cdp", 1, true) ~= nil,
+  width = 400, t0 = now() }
+
+local function log_line(dir, session, text)
+  local L = M.log
+  if #text > L.width then text = text:sub(1, L.width) .. sformat("... (%d bytes)", #text) end
+  io_stderr:write(sformat("devtools_tools cdp %9.3f %s %s%s\n", now() - L.t0, dir,
+    session and ("[" .. session:sub(1, 8) .. "] ") or "", text))
+end
 
 local Conn = {}
 Conn.__index = Conn
@@ -45,6 +69,9 @@ function M.new(transport, opts)
     -- ids of replies whose result is a JSON text to decode in place: the
     -- transport decodes it straight into result.result.json
     json_ids = {},
+    -- tasks waiting on this connection: waiter -> true (see wait_in_task)
+    waiters = {},
+    watch = nil,            -- the descriptors watched on a task's loop, if any
   }, Conn)
 end
 
@@ -85,9 +112,10 @@ function Conn:send(method, params, session, deadline, json_reply)
     msg = { id = id, method = method, params = params }
   end
   local text = encode(msg)
+  if M.log.on then log_line("->", session, text) end
   self.pending[id] = false
   self.pending_session[id] = session or ""
-  local ok, err, code = self.transport:send(text, deadline or (now() + self.timeout))
+  local ok, err, code = self:_write(text, deadline or (now() + self.timeout))
   if not ok then
     self.pending[id] = nil
     self.pending_session[id] = nil
@@ -111,9 +139,15 @@ local function route_event(self, msg)
   if fn then fn(msg.method, msg.params, msg.sessionId) end
 end
 
+local function log_received(msg)
+  local ok, text = pcall(encode, msg)
+  log_line("<-", msg.sessionId, ok and text or "(a message that cannot be shown)")
+end
+
 -- Reads and routes one message. Returns false on timeout.
 local function pump(self, deadline)
   local msg, err, code, head = self.transport:recv(deadline, true, self.json_ids)
+  if msg ~= nil and M.log.on then log_received(msg) end
   if msg == nil then
     if code == "timeout" then return false end
     if code == "too_large" then
@@ -140,13 +174,164 @@ local function pump(self, deadline)
   return true
 end
 
--- Handles events until the deadline or until pred() is true. Returns true
--- if pred became true, false on timeout.
-function Conn:wait_for(pred, deadline)
-  while not pred() do
+---------------------------------------------------------------- waiting
+
+local wake_waiters, rearm
+
+-- Blocking: read until pred() or the deadline. Tasks waiting meanwhile on
+-- this connection are woken through their loop afterwards.
+local function wait_blocking(self, pred, deadline)
+  local ok, res = pcall(function()
+    while not pred() do
+      if self.closed then disconnected(self) end
+      if now() >= deadline then return false end     -- even while messages stream in
+      if not pump(self, deadline) then return pred() end
+    end
+    return true
+  end)
+  if next(self.waiters) then wake_waiters(self, true) end
+  if not ok then error(res, 0) end
+  return res
+end
+
+-- In a task: register, watch the transport on the task's loop, suspend.
+local function wait_in_task(self, task, pred, deadline)
+  while true do
+    if pred() then return true end
     if self.closed then disconnected(self) end
-    if not pump(self, deadline) then return false end
+    if now() >= deadline then return false end
+    local w = { task = task, pred = pred, seq = task.seq + 1 }
+    self.waiters[w] = true
+    rearm(self, task.driver)
+    local ok, reason = pcall(task.suspend, task, deadline)
+    self.waiters[w] = nil
+    rearm(self, task.driver)
+    if not ok then error(reason, 0) end                -- cancelled
+    if type(reason) == "table" then error(reason, 0) end   -- a fault while reading
+    if reason == "timeout" then return pred() end
   end
+end
+
+-- wait_for(pred, deadline) -> true once pred() is true, false at the
+-- deadline; raises disconnected when the connection goes first.
+function Conn:wait_for(pred, deadline)
+  local task = current_task()
+  if task then return wait_in_task(self, task, pred, deadline) end
+  return wait_blocking(self, pred, deadline)
+end
+
+-- Wakes the tasks whose condition now holds (or all, when the connection
+-- is gone or a fault is to be reported). later: through the loop, because
+-- we are inside someone else's wait.
+wake_waiters = function(self, later, fault)
+  local ready, n = {}, 0
+  for w in pairs(self.waiters) do
+    if fault or self.closed or w.pred() then
+      n = n + 1
+      ready[n] = w
+    end
+  end
+  for i = 1, n do
+    local w = ready[i]
+    self.waiters[w] = nil
+    if later then w.task:_wake_later(w.seq, fault or "ready")
+    else w.task:_wake(w.seq, fault or "ready") end
+  end
+end
+
+-- Reads what the transport has (bounded, so timers still run while a peer
+-- floods us) and wakes whoever it was for. Runs on the loop.
+local BATCH = 256
+local function on_readable(self)
+  local t = self.transport
+  local ok, err = pcall(function()
+    local n = 0
+    while n < BATCH and not self.closed and pump(self, 0) do n = n + 1 end
+    if n >= BATCH and not self.closed and t:pending() and self.watch then
+      local driver = self.watch.driver
+      driver:timer(0, function() if self.watch then on_readable(self) end end)
+    end
+  end)
+  if not ok then
+    if not errors.is_error(err) then err = errors.new("protocol_error", tostring(err)) end
+    wake_waiters(self, false, err)
+  else
+    wake_waiters(self, false)
+  end
+  if self.watch then rearm(self, self.watch.driver) end
+end
+
+local function on_writable(self)
+  local t = self.transport
+  local ok, _, code = t:flush(0)
+  if not ok and code == "closed" then lost(self, "the browser closed the connection") end
+  wake_waiters(self, false)
+  if self.watch then rearm(self, self.watch.driver) end
+end
+
+local function unwatch_all(self)
+  local w = self.watch
+  if not w then return end
+  self.watch = nil
+  local d = w.driver
+  for _, h in pairs(w.handles) do d:unwatch(h) end
+end
+
+-- Watches the transport's descriptors while tasks wait on it (and no
+-- longer: an idle watch would keep a luv loop alive for ever), for writing
+-- while bytes are queued.
+rearm = function(self, driver)
+  local t = self.transport
+  if self.closed or not next(self.waiters) or not t then
+    unwatch_all(self)
+    return
+  end
+  local w = self.watch
+  if w and w.driver ~= driver then unwatch_all(self); w = nil end
+  if not w then
+    local rfd, wfd, efd
+    if t.fds then rfd, wfd, efd = t:fds() else rfd = t:fd() end
+    if not rfd then
+      lost(self, "the browser closed the connection")
+      wake_waiters(self, true)
+      return
+    end
+    w = { driver = driver, handles = {}, events = {}, rfd = rfd, wfd = wfd }
+    self.watch = w
+    w.handles.r = driver:watch(rfd, "r", function(ev)
+      if ev ~= "w" then on_readable(self) end
+      if ev ~= "r" and self.watch then on_writable(self) end
+    end)
+    w.events.r = "r"
+    if efd then
+      w.handles.e = driver:watch(efd, "r", function() on_readable(self) end)
+    end
+  end
+  -- Writing: only while bytes wait in the transport's queue.
+  local want_w = t.queued and t:queued() > 0 and w.wfd ~= nil
+  if w.wfd == w.rfd then
+    local ev = want_w and "rw" or "r"
+    if w.events.r ~= ev then driver:modify(w.handles.r, ev); w.events.r = ev end
+  elseif want_w and not w.handles.w then
+    w.handles.w = driver:watch(w.wfd, "w", function() on_writable(self) end)
+  elseif not want_w and w.handles.w then
+    driver:unwatch(w.handles.w)
+    w.handles.w = nil
+  end
+end
+
+-- Writes one message: blocking outside tasks; inside one, what does not fit
+-- is queued and the task waits for the queue to drain.
+function Conn:_write(text, deadline)
+  local t = self.transport
+  local task = current_task()
+  if not task or not t.flush then return t:send(text, deadline) end
+  local ok, err, code = t:send(text, now())
+  if ok or code ~= "timeout" then return ok, err, code end
+  if not self:wait_for(function() return self.closed or t:queued() == 0 end, deadline) then
+    return nil, "timed out writing to the browser", "timeout"
+  end
+  if self.closed then return nil, self.closed, "closed" end
   return true
 end
 
@@ -159,6 +344,7 @@ function Conn:poll(buffered_only)
     return
   end
   while not self.closed and pump(self, 0) do end
+  if next(self.waiters) then wake_waiters(self, true) end
 end
 
 -- send_nowait(method, params, session): fire and forget; the reply, when
@@ -178,17 +364,14 @@ end
 -- await(id, deadline, method) -> result; raises on error, timeout, loss
 function Conn:await(id, deadline, method)
   local pending = self.pending
-  while pending[id] == false do
-    if self.closed then
+  if pending[id] == false then
+    local ok, got = pcall(self.wait_for, self, function() return pending[id] ~= false end, deadline)
+    if not ok or not got then
+      -- Timed out, cancelled or disconnected: a late reply will be dropped.
       pending[id] = nil
       self.pending_session[id] = nil
       self.json_ids[id] = nil
-      disconnected(self)
-    end
-    if not pump(self, deadline) then
-      pending[id] = nil            -- a late reply will be dropped
-      self.pending_session[id] = nil
-      self.json_ids[id] = nil
+      if not ok then error(got, 0) end
       raise("timeout", (method or "call") .. " timed out")
     end
   end
@@ -216,6 +399,7 @@ function Conn:fail_pending(session, err)
   for id, s in pairs(self.pending_session) do
     if s == want and self.pending[id] == false then self.pending[id] = err end
   end
+  if next(self.waiters) then wake_waiters(self, true) end
 end
 
 -- call(method, params?, opts?) -> result. opts: session, timeout.
@@ -228,6 +412,8 @@ end
 
 function Conn:close()
   lost(self, "closed by the caller")
+  unwatch_all(self)
+  if next(self.waiters) then wake_waiters(self, true) end
   local t = self.transport
   if t then t:close() end
   for id in pairs(self.pending) do self.pending[id] = nil end

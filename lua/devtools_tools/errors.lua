@@ -19,7 +19,7 @@ M.codes = {
   bad_argument = true, launch_failed = true, connect_failed = true,
   tool_not_found = true, invalid_params = true, tool_error = true,
   js_error = true, timeout = true, stale = true, navigated = true,
-  disconnected = true, protocol_error = true, too_large = true,
+  disconnected = true, protocol_error = true, too_large = true, cancelled = true,
 }
 
 local Error = {}

@@ -8,11 +8,77 @@ local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 local json = require "devtools_tools.json"
 local browser = require "devtools_tools.browser"
+local loop = require "devtools_tools.loop"
+local task = require "devtools_tools.task"
+local cdp = require "devtools_tools.cdp"
+
+local type, tostring = type, tostring
+
+-- The loop new tasks run on: the one thing dt.use_loop changes. It lives
+-- here, in the facade, so the modules beneath take their driver from the
+-- task they run in and hold no such setting themselves.
+local state = { driver = nil }
+
+local function driver()
+  local d = state.driver
+  if not d then
+    d = loop.builtin()
+    state.driver = d
+  end
+  return d
+end
+
+-- use_loop(loop?) -> driver. loop: a luv-compatible module (require "luv",
+-- vim.uv, vim.loop) or a driver of one's own (see devtools_tools.loop);
+-- nil goes back to the built-in poll loop. Tasks already running keep the
+-- loop they started on.
+local function use_loop(l)
+  if l == nil then
+    state.driver = loop.builtin()
+    return state.driver
+  end
+  local d = loop.as_driver(l)
+  if not d then
+    errors.raise("bad_argument", "use_loop: expected a luv-compatible loop (require 'luv',"
+      .. " vim.uv, vim.loop) or a driver with watch/unwatch/modify/timer/cancel, got " .. type(l))
+  end
+  state.driver = d
+  return d
+end
+
+-- async(fn, on_done?, ...) -> Task: runs fn(...) as a task on the loop,
+-- at once until its first wait. on_done(ok, result_or_err, ...) runs on
+-- the loop when it ends.
+local function async(fn, on_done, ...)
+  if type(fn) ~= "function" then
+    errors.raise("bad_argument", "async: expected a function, got " .. type(fn))
+  end
+  if on_done ~= nil and type(on_done) ~= "function" then
+    errors.raise("bad_argument", "async: on_done must be a function, got " .. type(on_done))
+  end
+  return task.spawn(driver(), fn, on_done, ...)
+end
+
+-- debug(what?): "cdp" logs every CDP message to stderr (as the environment
+-- variable DEVTOOLS_TOOLS_DEBUG=cdp does); false or nil turns it off.
+local function debug(what)
+  if what ~= nil and what ~= false and what ~= "cdp" then
+    errors.raise("bad_argument", "debug: expected \"cdp\", false or nil, got " .. tostring(what))
+  end
+  cdp.log.on = what == "cdp"
+end
 
 local dt = {
   _VERSION = "devtools_tools 0.1.0",
   launch = browser.launch,
   connect = browser.connect,
+  use_loop = use_loop,
+  async = async,
+  wait_all = task.wait_all,
+  sleep = task.sleep,
+  current_task = task.current,
+  debug = debug,
+  Task = task.Task,
   Error = errors.Error,
   is_error = errors.is_error,
   null = core.null,

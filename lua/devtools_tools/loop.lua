@@ -1,0 +1,196 @@
+-- devtools_tools.loop: event-loop drivers, the only thing tasks need from a
+-- loop.
+--
+-- A driver watches file descriptors and runs one-shot timers; tasks
+-- (devtools_tools.task) and connections (devtools_tools.cdp) ask nothing
+-- else of it, so any loop plugs in by offering these methods:
+--
+--   d:watch(fd, events, cb) -> handle   events "r", "w" or "rw"; cb(ready)
+--                                       runs on the loop each time fd is
+--                                       ready (level-triggered) until unwatch
+--   d:modify(handle, events)            change what a watch waits for
+--   d:unwatch(handle)
+--   d:timer(seconds, cb) -> handle      cb() once, after seconds (>= 0)
+--   d:cancel(handle)                    a timer that has not fired
+--   d:step(timeout)                     optional: run the loop once, waiting
+--                                       at most timeout seconds (used only
+--                                       by task:wait called outside tasks)
+--
+-- One watch per descriptor: libuv forbids two poll handles on one fd, so a
+-- caller that wants both directions modifies its watch to "rw".
+--
+-- Callbacks never block and never raise into the loop: what they run is
+-- the library's own code, which catches its errors (see cdp.lua).
+
+local core = require "devtools_tools.core"
+
+local now, poll = core.now, core.poll
+local pairs, ipairs, next, type, rawget, setmetatable, math_max, math_huge =
+      pairs, ipairs, next, type, rawget, setmetatable, math.max, math.huge
+local sort = table.sort
+
+local M = {}
+
+---------------------------------------------------------------- built-in
+
+-- The built-in loop: poll(2) over the watched descriptors, timers in a
+-- table. It runs only while someone waits on it (task:wait, dt.wait_all).
+local Builtin = {}
+Builtin.__index = Builtin
+Builtin.__name = "devtools_tools.loop.Builtin"
+
+function M.builtin()
+  return setmetatable({ watches = {}, timers = {}, kind = "built-in" }, Builtin)
+end
+
+function Builtin:watch(fd, events, cb)
+  local h = { fd = fd, events = events, cb = cb }
+  self.watches[h] = true
+  return h
+end
+
+function Builtin:modify(h, events)
+  h.events = events
+end
+
+function Builtin:unwatch(h)
+  self.watches[h] = nil
+end
+
+function Builtin:timer(seconds, cb)
+  local h = { at = now() + math_max(0, seconds), cb = cb }
+  self.timers[h] = true
+  return h
+end
+
+function Builtin:cancel(h)
+  self.timers[h] = nil
+end
+
+-- step(timeout): waits for the first descriptor or timer, at most timeout
+-- seconds (nil: until something happens), and runs what is due.
+function Builtin:step(timeout)
+  local t = now()
+  local wait = timeout or math_huge
+  for h in pairs(self.timers) do
+    local left = h.at - t
+    if left < wait then wait = left end
+  end
+  if wait < 0 then wait = 0 end
+  local fds, evs, hs, n = {}, {}, {}, 0
+  for h in pairs(self.watches) do
+    n = n + 1
+    fds[n], evs[n], hs[n] = h.fd, h.events, h
+  end
+  if n == 0 and wait == math_huge then return false end   -- nothing can happen
+  local ready = poll(fds, evs, wait ~= math_huge and wait or nil)
+  for i, ev in pairs(ready) do
+    local h = hs[i]
+    if self.watches[h] then h.cb(ev) end
+  end
+  if next(self.timers) then
+    t = now()
+    local due = {}
+    for h in pairs(self.timers) do
+      if h.at <= t then due[#due + 1] = h end
+    end
+    sort(due, function(a, b) return a.at < b.at end)
+    for _, h in ipairs(due) do
+      if self.timers[h] then
+        self.timers[h] = nil
+        h.cb()
+      end
+    end
+  end
+  return true
+end
+
+---------------------------------------------------------------- luv
+
+-- A luv-compatible loop: require "luv", vim.loop or vim.uv. Handles are
+-- closed explicitly; a poll handle is reused per descriptor.
+local Luv = {}
+Luv.__index = Luv
+Luv.__name = "devtools_tools.loop.Luv"
+
+function M.luv(uv)
+  if type(uv) ~= "table" or type(uv.new_poll) ~= "function" or type(uv.new_timer) ~= "function" then
+    return nil
+  end
+  local d = setmetatable({ uv = uv, kind = "luv" }, Luv)
+  local vim = rawget(_G, "vim")
+  if type(vim) == "table" and (uv == rawget(vim, "loop") or uv == rawget(vim, "uv")) then
+    d.kind = "neovim"
+    d.vim = vim
+  end
+  return d
+end
+
+function Luv:watch(fd, events, cb)
+  local p = self.uv.new_poll(fd)
+  local h = { poll = p, cb = cb }
+  p:start(events, function(err, ready) cb(err and "r" or ready) end)
+  return h
+end
+
+function Luv:modify(h, events)
+  h.poll:start(events, function(err, ready) h.cb(err and "r" or ready) end)
+end
+
+function Luv:unwatch(h)
+  local p = h.poll
+  if p and not p:is_closing() then
+    p:stop()
+    p:close()
+  end
+  h.poll = nil
+end
+
+function Luv:timer(seconds, cb)
+  local t = self.uv.new_timer()
+  local h = { timer = t }
+  local ms = math_max(0, seconds) * 1000
+  ms = ms - ms % 1 + ((ms % 1 > 0) and 1 or 0)      -- round up: never early
+  t:start(ms, 0, function()
+    if not t:is_closing() then t:close() end
+    h.timer = nil
+    cb()
+  end)
+  return h
+end
+
+function Luv:cancel(h)
+  local t = h.timer
+  if t and not t:is_closing() then
+    t:stop()
+    t:close()
+  end
+  h.timer = nil
+end
+
+-- Waiting from outside any task: luv runs one iteration; inside Neovim the
+-- loop already runs, so vim.wait processes events until pred or timeout.
+function Luv:step(timeout, pred)
+  if self.vim then
+    local ms = timeout and math_max(0, timeout * 1000) or 1e9
+    self.vim.wait(ms, pred or function() return false end, 5)
+    return true
+  end
+  local guard
+  if timeout then guard = self:timer(timeout, function() end) end
+  self.uv.run("once")
+  if guard then self:cancel(guard) end
+  return true
+end
+
+-- as(loop) -> driver: a driver as it is, or a luv module wrapped.
+function M.as_driver(loop)
+  if type(loop) ~= "table" then return nil end
+  if type(loop.watch) == "function" and type(loop.timer) == "function"
+      and type(loop.unwatch) == "function" and type(loop.cancel) == "function" then
+    return loop
+  end
+  return M.luv(loop)
+end
+
+return M

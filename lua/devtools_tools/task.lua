@@ -1,0 +1,256 @@
+-- devtools_tools.task: tasks, coroutines the library's waits yield from.
+--
+-- Code inside a task reads sequentially; each wait (a CDP reply, a write
+-- that does not fit, navigation, a process exit) suspends the task with a
+-- deadline, and the loop's driver (devtools_tools.loop) resumes it when the
+-- connection has what it waited for, when the deadline passes, or when the
+-- task is cancelled. Outside a task the same calls block, as a script
+-- expects: the waiting code asks `current()` which of the two it is and
+-- nothing else in the library needs to know.
+--
+-- What it must never do: resume a task from inside another wait's
+-- bookkeeping (wakes that come from there go through the loop), or let a
+-- wait have no deadline (a task that nothing will wake would hang its
+-- loop's caller).
+
+local core = require "devtools_tools.core"
+local errors = require "devtools_tools.errors"
+
+local now = core.now
+local raise = errors.raise
+local co_create, co_resume, co_running, co_status, co_yield =
+      coroutine.create, coroutine.resume, coroutine.running, coroutine.status, coroutine.yield
+local type, select, setmetatable, getmetatable, tostring, pairs, ipairs, error, xpcall =
+      type, select, setmetatable, getmetatable, tostring, pairs, ipairs, error, xpcall
+local unpack = table.unpack or unpack
+local traceback = debug.traceback
+local math_huge, math_max = math.huge, math.max
+
+local M = {}
+
+-- coroutine -> Task, for `current()`. Weak keys: a finished task's
+-- coroutine is dropped from here when it ends, and a forgotten one
+-- (never resumed again) does not stay alive through this table.
+local by_co = setmetatable({}, { __mode = "k" })
+
+-- What a task yields when it waits; anything else it yields (the user's own
+-- coroutine.yield) is resumed on the next turn of the loop.
+local WAIT = {}
+
+local Task = {}
+Task.__index = Task
+Task.__name = "devtools_tools.Task"
+M.Task = Task
+
+-- current() -> the Task running now, or nil outside tasks.
+function M.current()
+  local co = co_running()
+  return co and by_co[co] or nil
+end
+
+local function pack(...) return { n = select("#", ...), ... } end
+
+-- A string error gets the task's traceback; any other value (a dt.Error,
+-- the user's own error object) passes untouched.
+local function handler(e)
+  if type(e) == "string" then return traceback(e, 2) end
+  return e
+end
+
+local finish
+
+-- Runs the task until it waits again or ends.
+local function resume(task, ...)
+  local ok, r = co_resume(task.co, ...)
+  if co_status(task.co) == "dead" then
+    if ok then
+      finish(task, r[1], r)
+    else
+      finish(task, false, { n = 2, false, r })
+    end
+  elseif r ~= WAIT then
+    -- A plain coroutine.yield inside the task: carry on at the next turn.
+    task.driver:timer(0, function() if not task.done then resume(task) end end)
+  end
+end
+
+finish = function(task, ok, r)
+  task.done = true
+  by_co[task.co] = nil
+  if ok then
+    task.results = { n = r.n - 1, unpack(r, 2, r.n) }
+  else
+    task.error = r[2]
+  end
+  local joiners = task.joiners
+  task.joiners = nil
+  for _, j in ipairs(joiners or {}) do j.task:_wake_later(j.seq, "ready") end
+  local cb = task.on_done
+  if cb then
+    if ok then
+      cb(true, unpack(task.results, 1, task.results.n))
+    else
+      cb(false, task.error)
+    end
+  end
+end
+
+-- spawn(driver, fn, on_done?) -> Task, already running until its first wait.
+function M.spawn(driver, fn, on_done, ...)
+  local task = setmetatable({ driver = driver, done = false, on_done = on_done,
+    seq = 0 }, Task)
+  local args = pack(...)
+  task.co = co_create(function()
+    return pack(xpcall(function() return fn(unpack(args, 1, args.n)) end, handler))
+  end)
+  by_co[task.co] = task
+  resume(task)
+  return task
+end
+
+-- suspend(deadline) -> "ready" | "timeout". Only the task itself calls it;
+-- it raises `cancelled` when the task is (or gets) cancelled. A wake for
+-- an older suspension is ignored (seq tells them apart).
+function Task:suspend(deadline)
+  if self.cancelled then raise("cancelled", "the task was cancelled") end
+  local seq = self.seq + 1
+  self.seq = seq
+  self.waiting = seq
+  local timer
+  if deadline and deadline < math_huge then
+    timer = self.driver:timer(math_max(0, deadline - now()), function()
+      timer = nil
+      self:_wake(seq, "timeout")
+    end)
+  end
+  local reason = co_yield(WAIT)
+  self.waiting = nil
+  if timer then self.driver:cancel(timer) end
+  if reason == "cancelled" then raise("cancelled", "the task was cancelled") end
+  return reason
+end
+
+-- _wake(seq, reason): resumes the task now if it still waits in suspension
+-- seq. Call it only from the loop (a driver callback), never from inside
+-- another task or a blocking wait: use _wake_later there.
+function Task:_wake(seq, reason)
+  if self.waiting ~= seq or self.done then return end
+  self.waiting = nil
+  resume(self, reason)
+end
+
+function Task:_wake_later(seq, reason)
+  self.driver:timer(0, function() self:_wake(seq, reason) end)
+end
+
+-- cancel(): the task's pending wait (or its next one) raises `cancelled`,
+-- and so does every later wait. Returns true if the task had not ended.
+function Task:cancel()
+  if self.done then return false end
+  self.cancelled = true
+  local seq = self.waiting
+  if seq then
+    if M.current() then self:_wake_later(seq, "cancelled") else self:_wake(seq, "cancelled") end
+  end
+  return true
+end
+
+local function outcome(task)
+  if task.error ~= nil then error(task.error, 0) end
+  local r = task.results
+  return unpack(r, 1, r.n)
+end
+
+-- wait(timeout?) -> what the task's function returned, or raises its error.
+-- Inside another task it suspends that task; outside, it runs the loop
+-- until the task ends (a `timeout` dt.Error after timeout seconds; the task
+-- itself goes on).
+function Task:wait(timeout)
+  if timeout ~= nil and (type(timeout) ~= "number" or timeout ~= timeout or timeout < 0) then
+    raise("bad_argument", "wait: timeout must be a non-negative number of seconds")
+  end
+  if self.done then return outcome(self) end
+  local deadline = timeout and (now() + timeout) or math_huge
+  local me = M.current()
+  if me == self then raise("bad_argument", "wait: a task cannot wait for itself") end
+  if me then
+    while not self.done do
+      self.joiners = self.joiners or {}
+      self.joiners[#self.joiners + 1] = { task = me, seq = me.seq + 1 }
+      if me:suspend(deadline) == "timeout" and not self.done then
+        raise("timeout", "wait: the task did not end in time")
+      end
+    end
+    return outcome(self)
+  end
+  M.run_until(self.driver, function() return self.done end, deadline)
+  if not self.done then raise("timeout", "wait: the task did not end in time") end
+  return outcome(self)
+end
+
+-- run_until(driver, pred, deadline): turns the loop (outside any task)
+-- until pred() or the deadline.
+function M.run_until(driver, pred, deadline)
+  if not driver.step then
+    raise("bad_argument", "this loop cannot be run from outside a task (its driver has no step):"
+      .. " wait with a callback instead")
+  end
+  while not pred() do
+    local left = deadline - now()
+    if left <= 0 then return false end
+    if driver:step(left < math_huge and left or nil, pred) == false then
+      return pred()           -- nothing is watched and no timer runs: nothing can change
+    end
+  end
+  return true
+end
+
+-- sleep(seconds): suspends the task (or blocks outside tasks).
+function M.sleep(seconds)
+  local task = M.current()
+  if task then
+    local deadline = now() + seconds
+    while now() < deadline do task:suspend(deadline) end
+  else
+    core.sleep(seconds)
+  end
+end
+
+-- wait_all(tasks, timeout?) -> the results of each task in order (the
+-- first value each returned); raises the first failure (in list order)
+-- once all have ended.
+function M.wait_all(list, timeout)
+  if type(list) ~= "table" then raise("bad_argument", "wait_all: expected a list of tasks") end
+  for i, t in ipairs(list) do
+    if getmetatable(t) ~= Task then
+      raise("bad_argument", "wait_all: entry " .. i .. " is not a Task")
+    end
+  end
+  local deadline = timeout and (now() + timeout) or math_huge
+  local function all_done()
+    for _, t in ipairs(list) do if not t.done then return false end end
+    return true
+  end
+  local me = M.current()
+  if me then
+    for _, t in ipairs(list) do
+      if not t.done then t:wait(deadline < math_huge and math_max(0, deadline - now()) or nil) end
+    end
+  elseif #list > 0 then
+    M.run_until(list[1].driver, all_done, deadline)
+  end
+  if not all_done() then raise("timeout", "wait_all: the tasks did not all end in time") end
+  local out = { n = #list }
+  for i, t in ipairs(list) do
+    if t.error ~= nil then error(t.error, 0) end
+    out[i] = t.results[1]
+  end
+  return out
+end
+
+function Task:__tostring()
+  return "Task(" .. (self.done and (self.error ~= nil and "failed" or "done")
+    or (self.cancelled and "cancelling" or (self.waiting and "waiting" or "running"))) .. ")"
+end
+
+return M

@@ -1,0 +1,283 @@
+-- Tasks and event loops: unit specs on a fake transport and a driver of the
+-- spec's own (the documented driver interface), then real headless Chromium
+-- on the built-in loop and on luv.
+
+local dt = require "devtools_tools"
+local cdp = require "devtools_tools.cdp"
+local core = require "devtools_tools.core"
+local json = require "devtools_tools.json"
+local H = require "helper"
+
+-- A fake transport: send records, recv hands out what the spec queued.
+local function fake_transport()
+  local t = { sent = {}, inbox = {}, closed = false }
+  function t:send(msg) self.sent[#self.sent + 1] = json.decode(msg); return true end
+  function t:recv()
+    if self.closed then return nil, "gone", "closed" end
+    local m = table.remove(self.inbox, 1)
+    if m == nil then return nil, "nothing", "timeout" end
+    return m
+  end
+  function t:pending() return #self.inbox > 0 end
+  function t:fd() return 99 end
+  function t:close() self.closed = true end
+  return t
+end
+
+-- A driver of the spec's own: it records watches and timers, and the spec
+-- fires them by hand.
+local function spec_driver()
+  local d = { watches = {}, timers = {}, nwatch = 0 }
+  function d:watch(fd, events, cb)
+    local h = { fd = fd, events = events, cb = cb }
+    self.watches[h] = true
+    self.nwatch = self.nwatch + 1
+    return h
+  end
+  function d:modify(h, events) h.events = events end
+  function d:unwatch(h) self.watches[h] = nil end
+  function d:timer(seconds, cb)
+    local h = { seconds = seconds, cb = cb }
+    self.timers[h] = true
+    return h
+  end
+  function d:cancel(h) self.timers[h] = nil end
+  function d:count(what)
+    local n = 0
+    for _ in pairs(self[what]) do n = n + 1 end
+    return n
+  end
+  function d:fire_read()
+    local list = {}
+    for h in pairs(self.watches) do list[#list + 1] = h end
+    for _, h in ipairs(list) do if self.watches[h] then h.cb("r") end end
+  end
+  -- Fires the timers due "now" (0 s ones) or all of them.
+  function d:fire_timers(all)
+    local list = {}
+    for h in pairs(self.timers) do
+      if all or h.seconds == 0 then list[#list + 1] = h end
+    end
+    for _, h in ipairs(list) do
+      if self.timers[h] then self.timers[h] = nil; h.cb() end
+    end
+  end
+  return d
+end
+
+describe("tasks on a driver of the spec's own", function()
+  local d, t, conn
+  before_each(function()
+    d = spec_driver()
+    dt.use_loop(d)
+    t = fake_transport()
+    conn = cdp.new(t, { timeout = 5 })
+  end)
+  after_each(function() dt.use_loop(nil) end)
+
+  it("suspends a waiting task, watches the transport and resumes it with its reply", function()
+    local task = dt.async(function() return conn:call("X.y") end)
+    assert.is_false(task.done)
+    assert.are.equal(1, d:count("watches"))
+    assert.are.equal(1, d:count("timers"))           -- the call's deadline
+    for h in pairs(d.watches) do assert.are.equal(99, h.fd) end
+    t.inbox[1] = { id = t.sent[1].id, result = { v = 5 } }
+    d:fire_read()
+    assert.is_true(task.done)
+    assert.are.equal(5, task:wait().v)
+    assert.are.equal(0, d:count("watches"))          -- idle: nothing watched
+    assert.are.equal(0, d:count("timers"))           -- the deadline timer cancelled
+  end)
+
+  it("routes each reply to its own task, in any order", function()
+    local a = dt.async(function() return conn:call("A") end)
+    local b = dt.async(function() return conn:call("B") end)
+    assert.are.equal(1, d:count("watches"))          -- one reader for both
+    t.inbox[1] = { id = t.sent[2].id, result = { v = "b" } }
+    t.inbox[2] = { id = t.sent[1].id, result = { v = "a" } }
+    d:fire_read()
+    assert.are.equal("a", a:wait().v)
+    assert.are.equal("b", b:wait().v)
+  end)
+
+  it("raises timeout in the task when its deadline timer fires; a late reply is dropped", function()
+    local task = dt.async(function() return conn:call("Slow", nil, { timeout = 3 }) end)
+    local timer
+    for h in pairs(d.timers) do timer = h end
+    assert.is_true(timer.seconds > 2 and timer.seconds <= 3)
+    d:fire_timers(true)
+    assert.is_true(task.done)
+    local err = H.error_of(task.wait, task)
+    assert.are.equal("timeout", err.code)
+    t.inbox[1] = { id = t.sent[1].id, result = {} }
+    conn:poll()                                      -- the late reply: no error, no waiter
+    assert.is_nil(next(conn.pending))
+  end)
+
+  it("cancel makes the pending wait raise cancelled, and every later wait too", function()
+    local second
+    local task = dt.async(function()
+      local ok, e = pcall(conn.call, conn, "Never")
+      assert(not ok and e.code == "cancelled", tostring(e))
+      second = H.error_of(conn.call, conn, "Again")
+      error(second, 0)
+    end)
+    assert.is_true(task:cancel())
+    assert.is_true(task.done)
+    assert.are.equal("cancelled", second.code)
+    assert.are.equal("cancelled", H.error_of(task.wait, task).code)
+    assert.are.equal(0, d:count("watches"))
+    assert.is_nil(next(conn.pending))
+  end)
+
+  it("every waiting task learns at once that the connection is gone", function()
+    local list = {}
+    for i = 1, 3 do list[i] = dt.async(function() return conn:call("M" .. i) end) end
+    t.closed = true
+    d:fire_read()
+    for i = 1, 3 do
+      assert.is_true(list[i].done)
+      assert.are.equal("disconnected", H.error_of(list[i].wait, list[i]).code)
+    end
+  end)
+
+  it("a task waiting for another suspends until it ends", function()
+    local inner = dt.async(function() return conn:call("Inner") end)
+    local outer = dt.async(function() return inner:wait() end)
+    assert.is_false(outer.done)
+    t.inbox[1] = { id = t.sent[1].id, result = { v = 7 } }
+    d:fire_read()
+    d:fire_timers()                                  -- the join wakes through the loop
+    assert.is_true(outer.done)
+    assert.are.equal(7, outer:wait().v)
+  end)
+
+  it("refuses what is not a loop", function()
+    assert.are.equal("bad_argument", H.error_of(dt.use_loop, {}).code)
+    assert.are.equal("bad_argument", H.error_of(dt.async, 42).code)
+  end)
+end)
+
+describe("one deadline per call", function()
+  it("holds while a peer streams events without pause", function()
+    local t = fake_transport()
+    local n = 0
+    function t:recv()
+      n = n + 1
+      if n > 2e6 then return nil, "gone", "closed" end      -- an old bug would end here
+      return { method = "Fake.event", params = {} }
+    end
+    local conn = cdp.new(t, { timeout = 5 })
+    local err = H.error_of(conn.call, conn, "X", nil, { timeout = 0.2 })
+    assert.are.equal("timeout", err.code)
+    assert.is_true(n > 1)
+  end)
+end)
+
+-- A page with one tool that settles after args.ms and counts how many of
+-- its calls are in flight at once.
+local PAGE = [[<script>
+window.inflight = 0; window.maxInflight = 0;
+window.addEventListener('devtoolstooldiscovery', (e) => e.respondWith({ name: 'g', tools: [
+  { name: 'slow', description: 'settles after ms', inputSchema: { type: 'object' },
+    execute: (a) => { window.inflight++; window.maxInflight = Math.max(window.maxInflight, window.inflight);
+      return new Promise((r) => setTimeout(() => { window.inflight--; r(a.ms); }, a.ms)); } },
+]}));
+</script>]]
+
+local function page_url()
+  return "data:text/html," .. PAGE:gsub("[%%#]", function(c) return string.format("%%%02X", c:byte()) end)
+end
+
+local loops = { { "the built-in loop", function() return nil end } }
+local has_luv, luv = pcall(require, "luv")
+if has_luv then loops[2] = { "luv", function() return luv end } end
+
+for _, L in ipairs(loops) do
+  local loop_name, get_loop = L[1], L[2]
+  describe("tasks with Chromium on " .. loop_name, function()
+    local browser, page
+    setup(function()
+      dt.use_loop(get_loop())
+      browser = dt.launch()
+      page = browser:new_page(page_url())
+    end)
+    teardown(function()
+      if browser then browser:close() end
+      dt.use_loop(nil)
+    end)
+
+    local function run(fn)
+      local task = dt.async(fn)
+      if loop_name == "luv" then
+        luv.run()            -- returns when nothing is left to watch
+        assert.is_true(task.done, "the luv loop ended before the task")
+      end
+      return task:wait(30)
+    end
+
+    it("two tasks' slow calls are in flight at the same time", function()
+      page:evaluate("window.maxInflight = 0")
+      local r = run(function()
+        local a = dt.async(function() return page:call("slow", { ms = 300 }) end)
+        local b = dt.async(function() return page:call("slow", { ms = 300 }) end)
+        return dt.wait_all({ a, b })
+      end)
+      assert.are.same({ 300, 300 }, { r[1], r[2] })
+      assert.are.equal(2, page:evaluate("window.maxInflight"))
+    end)
+
+    it("a timeout inside a task leaves the connection usable", function()
+      local err = run(function()
+        local e = H.error_of(page.call, page, "slow", { ms = 3000 }, { timeout = 0.2 })
+        return { code = e.code, next = page:call("slow", { ms = 1 }) }
+      end)
+      assert.are.equal("timeout", err.code)
+      assert.are.equal(1, err.next)
+    end)
+
+    it("cancel stops a task's wait; the page answers the next call", function()
+      local task = dt.async(function() return page:call("slow", { ms = 5000 }) end)
+      assert.is_false(task.done)
+      task:cancel()
+      assert.is_true(task.done)
+      assert.are.equal("cancelled", H.error_of(task.wait, task).code)
+      assert.are.equal(2, run(function() return page:call("slow", { ms = 2 }) end))
+    end)
+
+    if loop_name == "luv" then
+      it("the loop's own timers keep running while a call is pending", function()
+        local ticks = 0
+        local timer = luv.new_timer()
+        timer:start(20, 20, function() ticks = ticks + 1 end)
+        local during = run(function()
+          local before = ticks
+          page:call("slow", { ms = 300 })
+          local d1 = ticks - before
+          before = ticks
+          local b2 = dt.launch()                     -- launch and its handshake yield too
+          b2:close()
+          timer:stop(); timer:close()                -- so that luv.run() can return
+          return { call = d1, launch = ticks - before }
+        end)
+        assert.is_true(during.call > 0, "the timer did not tick during the call")
+        assert.is_true(during.launch > 0, "the timer did not tick during launch")
+      end)
+    end
+
+    it("a browser killed while three tasks wait: all three get disconnected", function()
+      local b = dt.launch()
+      local p = b:new_page(page_url())
+      local list = {}
+      for i = 1, 3 do list[i] = dt.async(function() return p:call("slow", { ms = 20000 }) end) end
+      os.execute("kill -9 " .. b.process:pid())
+      local ok = pcall(dt.wait_all, list, 20)
+      assert.is_false(ok)
+      for i = 1, 3 do
+        assert.is_true(list[i].done)
+        assert.are.equal("disconnected", H.error_of(list[i].wait, list[i]).code)
+      end
+      b:close()
+    end)
+  end)
+end
