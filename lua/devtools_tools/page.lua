@@ -382,7 +382,7 @@ end
 -- call never discovers twice.
 local function discover_now(self, deadline)
   local groups, warnings, epoch = discovery.discover(self, deadline)
-  webmcp.add_groups(self, groups)          -- issue 14: WebMCP groups after the others
+  webmcp.add_groups(self, groups, deadline)          -- issue 14: WebMCP groups after the others
   self._tool_cache = { epoch = epoch, groups = groups, warnings = warnings, made_for = deadline }
   return groups, warnings
 end

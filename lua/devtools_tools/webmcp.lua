@@ -124,14 +124,36 @@ end
 
 -- ---- discovery -------------------------------------------------------------------
 
--- add_groups(page, groups): marks the devtoolstooldiscovery groups as kind
+-- An out-of-process iframe's session may take WebMCP.enable before its
+-- document exists, and then report nothing: discovery enables the domain
+-- again, in one pipelined round, on each child session whose document
+-- changed since (the answer comes after the toolsAdded it triggers).
+local function enable_children(page, st, deadline)
+  local conn, pend = page.conn, {}
+  st.enabled = st.enabled or {}
+  for sid, info in pairs(page.child_sessions) do
+    local fr = page.frames[info.target_id]
+    local loader = fr and fr.loader_id or false
+    if st.enabled[sid] ~= loader then
+      pend[#pend + 1] = { sid = sid, loader = loader, id = conn:send("WebMCP.enable", nil, sid, deadline) }
+    end
+  end
+  for _, e in ipairs(pend) do
+    local ok, err = errors.catch(conn.await, conn, e.id, deadline, "WebMCP.enable")
+    if ok then st.enabled[e.sid] = e.loader
+    elseif err.code ~= "protocol_error" then error(err, 0) end
+  end
+end
+
+-- add_groups(page, groups, deadline): marks the devtoolstooldiscovery groups as kind
 -- "devtools" and appends one "webmcp" group per frame that has WebMCP tools,
 -- the main frame first, then frames in the order their tools appeared.
-function M.add_groups(page, groups)
+function M.add_groups(page, groups, deadline)
   for _, g in ipairs(groups) do
     if g.kind == nil then g.kind = "devtools" end
   end
   local st = state(page)
+  if deadline then enable_children(page, st, deadline) end
   local by_frame, order = {}, {}
   for _, t in ipairs(st.tools) do
     local fr = page.frames[t.frame_id]
