@@ -528,14 +528,18 @@ function P.response_body(page, rec, opts)
   return body, rec.mime_type
 end
 
-local observe_opts = { timeout = true }
+local observe_opts = { timeout = true, settle = true }
 
 -- observe(fn, opts?) -> {requests, console}, fn's results...: runs fn and
 -- returns what happened during it. Requests it started are awaited (within
--- opts.timeout) so their status and sizes are known.
+-- opts.timeout) so their status and sizes are known; opts.settle (1 s)
+-- bounds the wait for bodies after every response has arrived.
 function P.observe(page, fn, opts)
   if type(fn) ~= "function" then raise("bad_argument", "observe: expected a function, got " .. type(fn)) end
   opts = options.check(opts, observe_opts, "observe")
+  if opts.settle ~= nil and (type(opts.settle) ~= "number" or opts.settle < 0) then
+    raise("bad_argument", "observe: settle must be a non-negative number of seconds")
+  end
   local st = state(page)
   local conn = page.conn
   local deadline = conn:deadline(opts)
@@ -550,10 +554,18 @@ function P.observe(page, fn, opts)
   conn:await(conn:send("Runtime.evaluate", { expression = "0" }, page.session, deadline), deadline,
     "Runtime.evaluate")
   local reqs = P.network_requests(page, { since = from })
+  -- Every request answered (or failed), then finished: a response whose
+  -- body the page never reads may never finish, so that second wait is
+  -- bounded by opts.settle.
+  conn:wait_for(function()
+    for _, r in ipairs(reqs) do if not r.done and not r.status then return false end end
+    return true
+  end, deadline)
+  local settle = now() + (opts.settle or 1)
   conn:wait_for(function()
     for _, r in ipairs(reqs) do if not r.done then return false end end
     return true
-  end, deadline)
+  end, settle < deadline and settle or deadline)
   local left = deadline - now()
   local msgs = P.console_messages(page, { since = from, timeout = left > 0 and left or 0 })
   return { requests = reqs, console = msgs, since = from }, unpack(res, 1, res.n)
