@@ -49,6 +49,10 @@ build = {
     ["devtools_tools.pagejs"] = "lua/devtools_tools/pagejs.lua",
     ["devtools_tools.schema"] = "lua/devtools_tools/schema.lua",
     ["devtools_tools.formats"] = "lua/devtools_tools/formats.lua",
+    ["devtools_tools.observe"] = "lua/devtools_tools/observe.lua",
+    ["devtools_tools.webmcp"] = "lua/devtools_tools/webmcp.lua",
+    ["devtools_tools.screenshot"] = "lua/devtools_tools/screenshot.lua",
+    ["devtools_tools.base64"] = "lua/devtools_tools/base64.lua",
   },
   -- The page-side JavaScript goes next to the modules (devtools_tools/js/),
   -- where devtools_tools.pagejs reads it.

@@ -5,6 +5,7 @@
 
 local dt = require "devtools_tools"
 local H = require "helper"
+local app_server = require "support.app_server"
 
 local server, browser
 
@@ -177,6 +178,33 @@ describe("WebMCP tools", function()
     page:evaluate("window.registered")
     assert.same({ sum = 5 }, page:call("add", { a = 2, b = 3 }))
     page:close()
+  end)
+end)
+
+describe("the sample app's WebMCP tool", function()
+  it("is listed beside the app's groups and called with checked arguments", function()
+    local app = assert(app_server.start())
+    local ok, err = pcall(function()
+      local page = browser:new_page(app.url)
+      local t = page:tool("searchProducts")
+      assert.is_table(t)
+      assert.equal("webmcp", t.group.kind)
+      assert.is_true(t.annotations.readOnly)
+      local kinds = {}
+      for _, g in ipairs(page:tool_groups()) do kinds[g.name] = g.kind end
+      assert.equal("devtools", kinds["app-debug"])
+      assert.equal("webmcp", kinds["webmcp"])
+      local r = page:call("searchProducts", { query = "MOUSE" })
+      assert.equal(1, r.total)
+      assert.equal("Wireless Mouse", r.products[1].name)
+      assert.equal(2450, r.products[1].priceCents)
+      assert.equal(2, #page:call("searchProducts", { query = "e", limit = 2 }).products)
+      assert.equal("invalid_params", H.error_of(page.call, page, "searchProducts", { query = "" }).code)
+      assert.equal("invalid_params", H.error_of(page.call, page, "searchProducts", { query = "a", limit = 0 }).code)
+      page:close()
+    end)
+    app:stop()
+    assert(ok, tostring(err))
   end)
 end)
 

@@ -184,7 +184,7 @@ end
 handlers["Log.entryAdded"] = function(page, st, p, session)
   local e = p.entry or {}
   record_console(page, st, {
-    level = LEVEL_OF_LOG[e.level] or "info", type = "log", source = e.source,
+    level = LEVEL_OF_LOG[e.level] or "info", type = "entry", source = e.source,
     text = tostring(e.text), args = setmetatable({}, array_mt),
     location = location_of(e.stackTrace, e.url, e.lineNumber),
     request_id = e.networkRequestId,
