@@ -199,6 +199,17 @@ describe("listeners", function()
     page:close()
   end)
 
+  it("page:on(\"crashed\") hears a renderer crash", function()
+    local page = open("/observe.html")
+    local crashed = {}
+    page:on("crashed", function(x) crashed[#crashed + 1] = x end)
+    -- the crashing command is never answered: it fails as the page dies
+    assert.equal("disconnected", H.error_of(page.cdp, page, "Page.crash", nil, { timeout = 10 }).code)
+    assert.equal(1, #crashed)
+    assert.equal(server.url("/observe.html"), crashed[1].url)
+    page:close()
+  end)
+
   it("a failing listener is reported as a console record and the page goes on", function()
     local page = open("/observe.html")
     page:on("console", function(m)
@@ -264,10 +275,30 @@ describe("page:observe", function()
   end)
 end)
 
+describe("inside a task", function()
+  it("observe, listeners and bodies work the same", function()
+    local page = open("/observe.html")
+    local heard = 0
+    page:on("response", function() heard = heard + 1 end)
+    local t = dt.async(function()
+      local seen, n = page:observe(function() return page:call("act") end)
+      return #seen.requests, seen.requests[2].status, page:response_body(seen.requests[1]), n
+    end)
+    local count, status, body, n = t:wait(20)
+    assert.equal(2, count)
+    assert.equal(404, status)
+    assert.equal(read_file("spec/fixtures/child.html"), body)
+    assert.equal(#body, n)
+    assert.equal(2, heard)
+    page:close()
+  end)
+end)
+
 describe("the page_health recipe", function()
   it("prints console errors and failed requests next to the tools' state, and exits 1", function()
+    -- recipes are Lua 5.4 scripts, also when this spec runs under LuaJIT
     local out, rc = H.sh(("DEVTOOLS_TOOLS_BUILD=%s lua5.4 examples/page_health.lua %s act"):format(
-      H.build, server.url("/observe.html")))
+      (H.build:gsub("luajit", "lua5.4")), server.url("/observe.html")))
     assert.equal(1, rc, out)
     assert.matches("devtools%s+obs%s+" .. server.url("/observe.html"):gsub("%p", "%%%0"), out)
     assert.matches("act -> " .. #read_file("spec/fixtures/child.html"), out, 1, true)

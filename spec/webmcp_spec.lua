@@ -208,6 +208,22 @@ describe("the sample app's WebMCP tool", function()
   end)
 end)
 
+describe("WebMCP flag", function()
+  it("is merged into an --enable-features the caller passed", function()
+    -- Chromium reads only the last --enable-features: two would lose one
+    local b = dt.launch({ webmcp = true, args = { "--enable-features=OverlayScrollbar" } })
+    local f = assert(io.open("/proc/" .. b.process:pid() .. "/cmdline", "rb"))
+    local cmdline = f:read("*a")
+    f:close()
+    local flags = {}
+    for a in cmdline:gmatch("%z?(%-%-enable%-features=[^%z]*)") do flags[#flags + 1] = a end
+    assert.same({ "--enable-features=OverlayScrollbar,WebMCP" }, flags)
+    local page = b:new_page(server.url("/webmcp.html"))
+    assert.equal("ok", page:evaluate("window.registered"))
+    b:close()
+  end)
+end)
+
 describe("WebMCP off", function()
   it("a browser without the flag lists only devtools groups", function()
     local b = dt.launch()
