@@ -52,6 +52,7 @@ describe("WebMCP tools", function()
     local dev, mcp = by_kind(groups, "devtools"), by_kind(groups, "webmcp")
     assert.equal(1, #dev)
     assert.equal("classic", dev[1].name)
+    assert.equal("devtools", dev[1]:tool("hello").kind)
     assert.equal(1, #mcp)
     local g = mcp[1]
     assert.equal(server.url("/webmcp.html"), g.frame.url)

@@ -150,7 +150,10 @@ end
 -- the main frame first, then frames in the order their tools appeared.
 function M.add_groups(page, groups, deadline)
   for _, g in ipairs(groups) do
-    if g.kind == nil then g.kind = "devtools" end
+    if g.kind == nil then
+      g.kind = "devtools"
+      for _, t in ipairs(g.tools) do t.kind = "devtools" end
+    end
   end
   local st = state(page)
   if deadline then enable_children(page, st, deadline) end
