@@ -27,7 +27,7 @@ build = {
     ["devtools_tools.core"] = {
       sources = {
         "src/core.c", "src/fs.c", "src/json.c", "src/pipe.c", "src/process.c",
-        "src/regex.c", "src/transport.c", "src/ws.c",
+        "src/poll.c", "src/regex.c", "src/transport.c", "src/ws.c",
       },
       libraries = { "websockets", "pcre2-8", "m" },
       incdirs = { "$(LIBWEBSOCKETS_INCDIR)", "$(PCRE2_INCDIR)" },
