@@ -26,8 +26,8 @@ build = {
   modules = {
     ["devtools_tools.core"] = {
       sources = {
-        "src/core.c", "src/fs.c", "src/json.c", "src/pipe.c", "src/process.c",
-        "src/poll.c", "src/regex.c", "src/transport.c", "src/ws.c",
+        "src/core.c", "src/fs.c", "src/json.c", "src/pipe.c", "src/poll.c", "src/process.c",
+        "src/regex.c", "src/transport.c", "src/ws.c",
       },
       libraries = { "websockets", "pcre2-8", "m" },
       incdirs = { "$(LIBWEBSOCKETS_INCDIR)", "$(PCRE2_INCDIR)" },
@@ -37,6 +37,8 @@ build = {
     ["devtools_tools.errors"] = "lua/devtools_tools/errors.lua",
     ["devtools_tools.json"] = "lua/devtools_tools/json.lua",
     ["devtools_tools.cdp"] = "lua/devtools_tools/cdp.lua",
+    ["devtools_tools.loop"] = "lua/devtools_tools/loop.lua",
+    ["devtools_tools.task"] = "lua/devtools_tools/task.lua",
     ["devtools_tools.browser"] = "lua/devtools_tools/browser.lua",
     ["devtools_tools.page"] = "lua/devtools_tools/page.lua",
     ["devtools_tools.discovery"] = "lua/devtools_tools/discovery.lua",

@@ -114,6 +114,16 @@ describe("cdp.Connection", function()
     assert.equal("too_large", e.code)
   end)
 
+  it("raises protocol_error for a message that is JSON but not an object", function()
+    for _, bad in ipairs({ json.decode("[1, 2]"), "text", 42, true }) do
+      local t = fake({ ["X.y"] = function() return { bad } end })
+      local c = cdp.new(t, { timeout = 2 })
+      local err = H.error_of(c.call, c, "X.y")
+      assert.are.equal("protocol_error", err.code)
+      assert.matches("not an object", err.message)
+    end
+  end)
+
   it("checks timeouts", function()
     local c = cdp.new(fake({}))
     assert.equal("bad_argument", H.error_of(c.call, c, "X", nil, { timeout = -1 }).code)

@@ -198,7 +198,7 @@ describe("calling tools", function()
     assert.equal("tool_not_found", e.code)
     assert.matches("^Tool nope not found %(nearest: ", e.message)
     assert.equal("never", e.details.nearest)
-    assert.equal(9, #e.details.available)
+    assert.equal(13, #e.details.available)
     assert.equal("add", e.details.available[1])
     e = H.error_of(page.call, page, "ad")
     assert.equal("add", e.details.nearest)
@@ -322,7 +322,7 @@ describe("calling tools", function()
   end)
 
   it("pipelines call_many: every request is written before the first reply is read", function()
-    local log, restore = H.spy_transport(page.conn, "return rt.batch(specs, els, limitMs")
+    local log, restore, stats = H.spy_transport(page.conn, "return rt.batch(specs, els, limitMs")
     local ok, res = pcall(page.call_many, page, {
       { "add", { a = 1, b = 1 } }, { "slowEcho", { ms = 30 } }, { "add", { a = 2, b = 2 } },
       { "echo", { i = 4 } }, { "add", { a = 3, b = 3 } },
@@ -335,14 +335,15 @@ describe("calling tools", function()
     assert.same({ i = 4 }, res[4])
     assert.equal(6, res[5])
     assert.equal(5, res.n)
-    -- calls to one document travel as one request
+    -- calls to one document travel as one request, its reply decoded in place
     assert.same({ "send", "reply" }, log)
+    assert.equal(1, stats.decoded_in_place)
   end)
 
   it("call_many sends one request per document, all before reading any reply", function()
     local p2 = open("/frames.html")
     local groups = p2:discover()
-    local log, restore = H.spy_transport(p2.conn, "return rt.batch(specs, els, limitMs")
+    local log, restore, stats = H.spy_transport(p2.conn, "return rt.batch(specs, els, limitMs")
     local ok, res = pcall(p2.call_many, p2, {
       { groups[3]:tool("whoami") }, { "whoami" }, { groups[2]:tool("whoami") },
       { "where-cross" }, { groups[1]:tool("mainOnly") }, { "nope" },
@@ -354,6 +355,7 @@ describe("calling tools", function()
     assert.equal(server.url("/frames.html"), res[5])
     assert.equal("tool_not_found", res[6].code)
     assert.same({ "send", "send", "send", "reply", "reply", "reply" }, log)
+    assert.equal(3, stats.decoded_in_place)
     p2:close()
   end)
 
@@ -404,9 +406,14 @@ describe("disconnection", function()
     local page = b:new_page(server.url("/tools.html"))
     page:discover()
     local pid = b.process:pid()
-    local killer = core.spawn({ "/bin/sh", "-c", "sleep 0.3; kill -9 " .. pid })
-    local e = H.error_of(page.call, page, "never", {}, { timeout = 20 })
+    -- killed once the tool has started, not before the call
+    local killer
+    H.on_console(page, "started", function()
+      killer = core.spawn({ "/bin/kill", "-9", tostring(pid) })
+    end)
+    local e = H.error_of(page.call, page, "logThenNever", {}, { timeout = 20 })
     assert.equal("disconnected", e.code)
+    assert.is_not_nil(killer, "the browser was not killed during the call")
     killer:close(0)
     b:close()
   end)

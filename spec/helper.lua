@@ -98,26 +98,55 @@ end
 
 -- Wraps a connection's transport to record, in order, "send" for each
 -- request matching pattern and "reply" for each reply to one of them.
--- Returns the log and a function that puts the real transport back.
+-- Every argument is forwarded as given (the path users run, e.g. recv's
+-- in-place decoding of tool replies). Returns the log, a function that puts
+-- the real transport back, and stats: stats.decoded_in_place counts replies
+-- to matching requests the transport decoded in place (result.json).
 function H.spy_transport(conn, pattern)
   local real = conn.transport
-  local log, ids = {}, {}
+  local log, ids, stats = {}, {}, { decoded_in_place = 0 }
   conn.transport = setmetatable({
-    send = function(_, msg, deadline)
+    send = function(_, msg, ...)
       if msg:find(pattern, 1, true) then
         ids[tonumber(msg:match('"id":(%d+)'))] = true
         log[#log + 1] = "send"
       end
-      return real:send(msg, deadline)
+      return real:send(msg, ...)
     end,
-    recv = function(_, deadline, decode)
-      local m, err, code, head = real:recv(deadline, decode)
-      if m and ids[m.id] then log[#log + 1] = "reply" end
+    recv = function(_, ...)
+      local m, err, code, head = real:recv(...)
+      if type(m) == "table" and ids[m.id] then
+        log[#log + 1] = "reply"
+        local r = m.result and m.result.result
+        if r and r.json ~= nil then stats.decoded_in_place = stats.decoded_in_place + 1 end
+      end
       return m, err, code, head
     end,
   }, { __index = function(_, k) return function(_, ...) return real[k](real, ...) end end })
-  return log, function() conn.transport = real end
+  return log, function() conn.transport = real end, stats
 end
+
+-- on_console(page, text, fn): runs fn() (once) when the page's main frame
+-- logs `text` with console.log, from inside the connection's event loop:
+-- a spec can act at the moment a tool has started. Returns a function that
+-- removes the hook. fn must not wait.
+function H.on_console(page, text, fn)
+  local conn, session = page.conn, page.session
+  local orig = page._listener
+  local done = false
+  conn:listen(session, function(method, params, s)
+    if not done and method == "Runtime.consoleAPICalled" and params.args and params.args[1]
+        and params.args[1].value == text then
+      done = true
+      fn()
+    end
+    if orig then return orig(method, params, s) end
+  end)
+  return function() conn:listen(session, orig) end
+end
+
+-- The interpreter the specs run under (the build directory is named after it).
+H.lua = H.build:match("([^/]+)$") or "lua5.4"
 
 -- Runs fn and returns the dt.Error it raised (fails if it raised none or
 -- raised something else).

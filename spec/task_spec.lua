@@ -265,6 +265,14 @@ for _, L in ipairs(loops) do
       end)
     end
 
+    it("cancelling a task during launch ends the child and raises cancelled", function()
+      local task = dt.async(function() return dt.launch() end)
+      assert.is_false(task.done)                     -- waiting for the browser's first reply
+      task:cancel()
+      assert.is_true(task.done)
+      assert.are.equal("cancelled", H.error_of(task.wait, task).code)
+    end)
+
     it("a browser killed while three tasks wait: all three get disconnected", function()
       local b = dt.launch()
       local p = b:new_page(page_url())

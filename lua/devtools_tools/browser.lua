@@ -18,8 +18,8 @@ local observe = require "devtools_tools.observe"
 
 local raise = errors.raise
 local now = core.now
-local type, tostring, ipairs, pairs, setmetatable, tonumber, select =
-      type, tostring, ipairs, pairs, setmetatable, tonumber, select
+local type, tostring, ipairs, setmetatable, tonumber =
+      type, tostring, ipairs, setmetatable, tonumber
 local concat = table.concat
 
 local M = {}
@@ -87,6 +87,8 @@ local function new_browser(conn, fields)
   conn:listen(nil, function(method, params) b:_on_event(method, params) end)
   return b
 end
+-- For unit specs: a Browser over a connection made elsewhere (a fake transport).
+M._new = new_browser
 
 local function tail(s, n)
   s = s or ""
@@ -163,10 +165,21 @@ function M.launch(opts)
   local conn = cdp.new(transport, { timeout = timeout })
   local ok, version = errors.catch(conn.call, conn, "Browser.getVersion", nil,
     { timeout = math.max(0, deadline - now()) })
+  if not ok and version.code == "cancelled" then
+    -- The task launching it was cancelled: end the child, say so.
+    conn:close()
+    proc:close(0)
+    error(version, 0)
+  end
   if not ok then
     -- Died or hung during start-up: say why, with what it printed.
     conn:close()
-    proc:wait(now() + 1)
+    if tasks.current() then
+      local d = now() + 1
+      while proc:running() and now() < d do tasks.sleep(0.01) end
+    else
+      proc:wait(now() + 1)
+    end
     local why = proc:stderr()
     local status, detail = proc:kill(0)
     proc:close(0)
@@ -260,6 +273,7 @@ function M.connect(url, opts)
     { timeout = math.max(0, deadline - now()) })
   if not ok then
     conn:close()
+    if version.code == "cancelled" then error(version, 0) end
     raise(version.code == "timeout" and "timeout" or "connect_failed",
       "connect: " .. url .. ": " .. version.message)
   end

@@ -18,10 +18,20 @@ local raise = errors.raise
 local now = core.now
 local array_mt = core.array_mt
 local json_decode = core.json_decode
-local type, tostring, tonumber, ipairs, setmetatable, getmetatable, error, math_max =
-      type, tostring, tonumber, ipairs, setmetatable, getmetatable, error, math.max
+local type, tostring, tonumber, ipairs, setmetatable, getmetatable, error =
+      type, tostring, tonumber, ipairs, setmetatable, getmetatable, error
 
 local M = {}
+
+local is_error, pcall = errors.is_error, pcall
+
+-- try(fn, ...) -> true, result | false, dt.Error; anything else is
+-- re-raised (errors.catch without its packing, for one result)
+local function try(fn, a, b, c, d)
+  local ok, r = pcall(fn, a, b, c, d)
+  if not ok and not is_error(r) then error(r, 0) end
+  return ok, r
+end
 
 local function decode_page_json(text, what)
   local v, err = json_decode(text)
@@ -108,7 +118,7 @@ end
 local function batch_limit_ms(deadline)
   local left = deadline - now()
   if left <= 0 then return 0 end
-  local margin = left * 0.1
+  local margin = left * 0.25
   if margin > 0.25 then margin = 0.25 end
   return math.floor((left - margin) * 1000)
 end
@@ -274,7 +284,7 @@ function M.call_many(entries, deadline, keep)
       local ok1, v = errors.catch(entry.tool._call, entry.tool, entry.args, deadline)
       if ok1 then results[i] = v; ok, c = true, nil else ok, c = false, v end
     else
-      ok, c = errors.catch(prepare, entry.tool, entry.args, "call_many entry " .. i, deadline)
+      ok, c = try(prepare, entry.tool, entry.args, "call_many entry " .. i, deadline)
     end
     if not ok then
       fail(i, c)
@@ -303,7 +313,9 @@ function M.call_many(entries, deadline, keep)
       local ok, envs = errors.catch(await_reply, tool, b.id, deadline, b.has_els)
       if ok and (getmetatable(envs) ~= array_mt or #envs ~= #b.calls) then
         if type(envs) == "table" and envs.error then
-          ok, envs = errors.catch(open_envelope, b.calls[1], envs, deadline)
+          -- one envelope for the whole batch (e.g. the document is gone)
+          local _
+          _, envs = errors.catch(open_envelope, b.calls[1], envs, deadline)
           ok = false
         else
           ok, envs = false, errors.new("protocol_error", "call_many: unexpected reply from the page")

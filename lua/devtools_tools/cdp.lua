@@ -29,8 +29,8 @@ local now = core.now
 local raise = errors.raise
 local encode = json.encode
 local current_task = tasks.current
-local type, tonumber, pairs, next, setmetatable, tostring, pcall, error =
-      type, tonumber, pairs, next, setmetatable, tostring, pcall, error
+local type, tonumber, pairs, next, setmetatable, getmetatable, tostring, pcall, error =
+      type, tonumber, pairs, next, setmetatable, getmetatable, tostring, pcall, error
 local io_stderr, sformat = io.stderr, string.format
 
 local M = {}
@@ -148,6 +148,11 @@ end
 local function pump(self, deadline)
   local msg, err, code, head = self.transport:recv(deadline, true, self.json_ids)
   if msg ~= nil and M.log.on then log_received(msg) end
+  if msg ~= nil and (type(msg) ~= "table" or getmetatable(msg) == core.array_mt) then
+    -- JSON, but not a CDP message (an array, a string, a number...).
+    raise("protocol_error", "unreadable message from the browser: a JSON "
+      .. (type(msg) == "table" and "array" or type(msg)) .. ", not an object")
+  end
   if msg == nil then
     if code == "timeout" then return false end
     if code == "too_large" then
@@ -180,11 +185,20 @@ local wake_waiters, rearm
 
 -- Blocking: read until pred() or the deadline. Tasks waiting meanwhile on
 -- this connection are woken through their loop afterwards.
+-- Past the deadline a wait still takes what has already arrived (a
+-- deadline of now() means "is it there yet?"), but at most LATE_READS
+-- messages: a peer that streams without pause cannot hold it.
+local LATE_READS = 256
+
 local function wait_blocking(self, pred, deadline)
   local ok, res = pcall(function()
+    local late = 0
     while not pred() do
       if self.closed then disconnected(self) end
-      if now() >= deadline then return false end     -- even while messages stream in
+      if now() >= deadline then
+        late = late + 1
+        if late > LATE_READS then return false end
+      end
       if not pump(self, deadline) then return pred() end
     end
     return true
@@ -199,7 +213,15 @@ local function wait_in_task(self, task, pred, deadline)
   while true do
     if pred() then return true end
     if self.closed then disconnected(self) end
-    if now() >= deadline then return false end
+    if now() >= deadline then
+      -- What has arrived already still counts (see LATE_READS).
+      local late = 0
+      while late < LATE_READS and not self.closed and not pred() and pump(self, 0) do
+        late = late + 1
+      end
+      if next(self.waiters) then wake_waiters(self, true) end
+      return pred()
+    end
     local w = { task = task, pred = pred, seq = task.seq + 1 }
     self.waiters[w] = true
     rearm(self, task.driver)

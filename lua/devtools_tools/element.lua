@@ -5,7 +5,7 @@
 -- the page keeps the node), or be made from page data (only the calling
 -- code builds one, from a reference the page runtime marked).
 
-local type, tostring, getmetatable, setmetatable = type, tostring, getmetatable, setmetatable
+local tostring, getmetatable, setmetatable = tostring, getmetatable, setmetatable
 
 local M = {}
 

@@ -180,6 +180,12 @@ function Luv:step(timeout, pred)
   if timeout then guard = self:timer(timeout, function() end) end
   self.uv.run("once")
   if guard then self:cancel(guard) end
+  -- "once" ends by running due timers, after the phase that finishes
+  -- closing handles: a handle closed there (or the guard just cancelled)
+  -- would still be closing when we return, and luv crashes at exit if the
+  -- program never runs its loop again. One turn without waiting finishes
+  -- those closes.
+  self.uv.run("nowait")
   return true
 end
 

@@ -23,8 +23,8 @@ local screenshot = require "devtools_tools.screenshot"
 
 local raise = errors.raise
 local now = core.now
-local type, tostring, pairs, ipairs, setmetatable, error =
-      type, tostring, pairs, ipairs, setmetatable, error
+local type, tostring, pairs, ipairs, setmetatable, error, pcall, next =
+      type, tostring, pairs, ipairs, setmetatable, error, pcall, next
 
 local M = {}
 
@@ -189,7 +189,7 @@ function M.attach(browser, target_id, deadline, opts)
   local self = setmetatable({
     browser = browser, conn = conn, target_id = target_id, session = r.sessionId,
     url = "about:blank", frames = {}, contexts = {}, loaded = {}, nav_count = 0,
-    child_sessions = {}, _attach_seq = 1, epoch = 0,
+    child_sessions = {}, _attach_seq = 1, epoch = 0, _probes = {},
   }, Page)
   self._listener = function(method, params, session)
     on_event(self, method, params, session)
@@ -223,6 +223,7 @@ function Page:_check_open()
   if self.crashed then
     raise("disconnected", "the page crashed (its renderer process died); page:reload() recovers")
   end
+  self:_unstick()
 end
 
 -- _is_current(frame_id, loader_id, context_id?) -> true while that frame
@@ -255,11 +256,30 @@ function Page:_session_ready(sid)
   if s then s.ready = true end
 end
 
--- _timed_out(session): a request on that session ran out of time; if page
--- script is what kept it (a busy loop in a tool or a listener), stop it so
--- the page answers again. Never waits.
+-- _timed_out(session): a request on that session ran out of time. Was it
+-- page script that kept it (a busy loop in a tool or a listener)? A probe
+-- tells: it is answered only once the page's thread is free. Never waits.
 function Page:_timed_out(session)
-  self.conn:send_nowait("Runtime.terminateExecution", nil, session or self.session)
+  local conn = self.conn
+  if conn.closed then return end
+  session = session or self.session
+  local ok, id = errors.catch(conn.send, conn, "Runtime.evaluate", { expression = "0" }, session, now())
+  if ok then self._probes[session] = id end
+end
+
+-- _unstick(): before the next call, a session whose probe has no answer is
+-- still running the script that timed out: stop it (Runtime.terminateExecution)
+-- so the page answers again. An idle page is left alone: terminating there
+-- would cut short whatever script of the page runs next.
+function Page:_unstick()
+  if next(self._probes) == nil then return end
+  local conn = self.conn
+  for sid, id in pairs(self._probes) do
+    self._probes[sid] = nil
+    if not conn.closed and not errors.catch(conn.await, conn, id, now(), "Runtime.evaluate") then
+      conn:send_nowait("Runtime.terminateExecution", nil, sid)
+    end
+  end
 end
 
 -- ---- navigation ----------------------------------------------------------------
@@ -307,6 +327,7 @@ function Page:reload(opts)
   local deadline = conn:deadline(opts)
   local before = self.nav_count
   self.crashed = nil
+  self:_unstick()
   conn:await(conn:send("Page.reload", { ignoreCache = opts.ignore_cache or nil },
     self.session, deadline), deadline, "Page.reload")
   local ok = conn:wait_for(function() return self.nav_count > before or self.crashed end, deadline)
@@ -488,6 +509,17 @@ end
 
 local call_many_opts = { timeout = true, errors = true }
 
+-- The Tool an entry {name or Tool, args} of call_many names.
+local function entry_tool(self, entry, i, deadline)
+  if type(entry) ~= "table" then raise("bad_argument", "call_many: entry " .. i .. " must be {name, args}") end
+  local t = entry[1]
+  if tools.is_tool(t) then
+    if t._page ~= self then raise("bad_argument", "call_many: entry " .. i .. " is a tool of another page") end
+    return t
+  end
+  return lookup(self, t, deadline, "call_many entry " .. i)
+end
+
 -- call_many({{name or Tool, args}, ...}, opts?) -> {results..., n = count}
 -- opts.errors = "return": failed entries hold their dt.Error
 function Page:call_many(list, opts)
@@ -501,18 +533,9 @@ function Page:call_many(list, opts)
   local deadline = self.conn:deadline(opts)
   local entries = {}
   for i = 1, #list do
-    local entry = list[i]
-    local ok, t = errors.catch(function()
-      if type(entry) ~= "table" then raise("bad_argument", "call_many: entry " .. i .. " must be {name, args}") end
-      local t = entry[1]
-      if tools.is_tool(t) then
-        if t._page ~= self then raise("bad_argument", "call_many: entry " .. i .. " is a tool of another page") end
-        return t
-      end
-      return lookup(self, t, deadline, "call_many entry " .. i)
-    end)
-    if ok then entries[i] = { tool = t, args = entry[2] }
-    elseif keep then entries[i] = { err = t }
+    local ok, t = pcall(entry_tool, self, list[i], i, deadline)
+    if ok then entries[i] = { tool = t, args = list[i][2] }
+    elseif keep and errors.is_error(t) then entries[i] = { err = t }
     else error(t, 0) end
   end
   return calls.call_many(entries, deadline, keep)

@@ -15,8 +15,8 @@ local calls = require "devtools_tools.calls"
 
 local raise = errors.raise
 local now = core.now
-local type, tostring, ipairs, setmetatable, getmetatable =
-      type, tostring, ipairs, setmetatable, getmetatable
+local tostring, ipairs, setmetatable, getmetatable =
+      tostring, ipairs, setmetatable, getmetatable
 
 local M = {}
 
@@ -85,9 +85,9 @@ end
 function Tool:validate(args, deadline)
   if args == nil then args = {} end
   local check = validator(self, deadline)
-  local ok, res, errs = errors.catch(check, args, deadline)
+  local ok, res, errs = pcall(check, args, deadline)
   if not ok then
-    if res.code == "timeout" then timed_out(self, "validating its arguments") end
+    if errors.is_error(res) and res.code == "timeout" then timed_out(self, "validating its arguments") end
     error(res, 0)
   end
   if deadline and now() > deadline then timed_out(self, "validating its arguments") end

@@ -1,0 +1,219 @@
+-- Hostile and awkward pages (issue 11) and one deadline per call (issue 9),
+-- in real headless Chromium; pages served by a local server on 127.0.0.1.
+
+local dt = require "devtools_tools"
+local core = require "devtools_tools.core"
+local pagejs = require "devtools_tools.pagejs"
+local H = require "helper"
+
+local server, browser
+
+local function open(path)
+  return browser:new_page(server.url(path))
+end
+
+local function names(groups)
+  local out = {}
+  for _, g in ipairs(groups) do out[#out + 1] = g.name end
+  return out
+end
+
+setup(function()
+  server = H.start_server()
+  browser = dt.launch()
+end)
+
+teardown(function()
+  local pid = browser.process:pid()
+  browser:close()
+  server.stop()
+  assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 5))
+end)
+
+describe("page-side JavaScript", function()
+  it("every js/ file compiles in a real page", function()
+    local page = open("/tools.html")
+    for name, text in pairs(pagejs.source) do
+      -- each file is one function expression
+      assert.equal("function", page:evaluate("typeof (" .. text .. "\n)"), name)
+    end
+    assert.equal("function", page:evaluate("typeof (" .. pagejs.DISCOVER .. "\n)"))
+    page:close()
+  end)
+end)
+
+describe("one deadline per call", function()
+  it("discovery and the call share the call's timeout", function()
+    local page = open("/cases.html?case=slowdisc")
+    -- discovery alone takes 0.8 s; the tool then needs 0.5 s more
+    local e = H.error_of(page.call, page, "half", nil, { timeout = 1 })
+    assert.equal("timeout", e.code)
+    assert.equal("half", e.tool)
+    page:close()
+  end)
+
+  it("a missing name on a fresh page runs one discovery, not two", function()
+    local page = open("/cases.html?case=slowdisc")
+    local e = H.error_of(page.call, page, "missing", nil, { timeout = 10 })
+    assert.equal("tool_not_found", e.code)
+    assert.equal(1, page:evaluate("window.discoveries"))
+    page:close()
+  end)
+end)
+
+describe("issue 11", function()
+  it("finds a tool registered after an earlier miss", function()
+    local page = open("/cases.html?case=counting")
+    assert.equal("tool_not_found", H.error_of(page.call, page, "fresh").code)
+    local before = page:evaluate("window.discoveries")
+    assert.equal(1, before)                         -- the fresh discovery is not repeated
+    page:evaluate("window.register('fresh')")
+    assert.equal("fresh", page:call("fresh"))
+    assert.equal(before + 1, page:evaluate("window.discoveries"))   -- one more look, bounded
+    -- a known tool needs no discovery
+    assert.equal("base", page:call("base"))
+    assert.equal(before + 1, page:evaluate("window.discoveries"))
+    page:close()
+  end)
+
+  it("wait_for_tool waits for a tool a page registers later", function()
+    local page = open("/cases.html?case=registers-later")
+    local t = page:wait_for_tool("later", { timeout = 10 })
+    assert.equal("later", t.name)
+    assert.equal("later", t())
+    local e = H.error_of(page.wait_for_tool, page, "absent", { timeout = 0.3 })
+    assert.equal("timeout", e.code)
+    assert.equal("absent", e.tool)
+    assert.same({ "later" }, e.details.available)
+    assert.equal("bad_argument", H.error_of(page.wait_for_tool, page, 5).code)
+    page:close()
+  end)
+
+  it("call_many keeps finished entries and names each failure's tool", function()
+    local page = open("/tools.html")
+    local res = page:call_many({ { "add", { a = 1, b = 2 } }, { "never" }, { "echo", { x = 1 } } },
+      { errors = "return", timeout = 1 })
+    assert.equal(3, res[1])
+    assert.equal("timeout", res[2].code)
+    assert.equal("never", res[2].tool)
+    assert.matches("tool never ", res[2].message, 1, true)
+    assert.same({ x = 1 }, res[3])
+    local e = H.error_of(page.call_many, page, { { "add", { a = 1, b = 2 } }, { "never" } }, { timeout = 1 })
+    assert.equal("never", e.tool)
+    page:close()
+  end)
+
+  it("a crashed page fails calls at once with disconnected; reload recovers", function()
+    local page = open("/tools.html")
+    page:discover()
+    H.on_console(page, "started", function()
+      page.conn:send_nowait("Page.crash", nil, page.session)
+    end)
+    local e = H.error_of(page.call, page, "logThenNever", nil, { timeout = 30 })
+    assert.equal("disconnected", e.code)
+    assert.matches("the page crashed", e.message, 1, true)
+    e = H.error_of(page.call, page, "add", { a = 1, b = 2 })
+    assert.equal("disconnected", e.code)
+    page:reload()
+    assert.equal(3, page:call("add", { a = 1, b = 2 }))
+    page:close()
+  end)
+
+  it("refuses unknown option keys everywhere", function()
+    local page = open("/tools.html")
+    local add = page:tool("add")
+    local cases = {
+      { page.call, page, "add", { a = 1, b = 2 }, { timout = 1 } },
+      { add.call, add, { a = 1, b = 2 }, { timout = 1 } },
+      { page.call_many, page, { { "add", { a = 1, b = 2 } } }, { timout = 1 } },
+      { page.evaluate, page, "1", { timout = 1 } },
+      { page.navigate, page, server.url("/tools.html"), { timout = 1 } },
+      { page.reload, page, { timout = 1 } },
+      { page.discover, page, { timout = 1 } },
+      { page.tool_groups, page, { timout = 1 } },
+      { page.tool, page, "add", { timout = 1 } },
+      { page.wait_for_tool, page, "add", { timout = 1 } },
+      { browser.new_page, browser, nil, { timout = 1 } },
+      { browser.version, browser, { timout = 1 } },
+      { browser.pages, browser, { timout = 1 } },
+      { page.call, page, "add", { a = 1, b = 2 }, { timeout = -1 } },
+      { page.call_many, page, {}, { errors = "sometimes" } },
+    }
+    for i, c in ipairs(cases) do
+      local e = H.error_of(table.unpack(c))
+      assert.equal("bad_argument", e.code, "case " .. i .. ": " .. tostring(e))
+    end
+    assert.matches("timout", H.error_of(page.call, page, "add", {}, { timout = 1 }).message, 1, true)
+    page:close()
+  end)
+
+  it("connect raises dt.Errors for a bad port and a garbage webSocketDebuggerUrl", function()
+    local e = H.error_of(dt.connect, "http://127.0.0.1:99999")
+    assert.equal("bad_argument", e.code)
+    local dir = assert(core.mkdtemp("dt-fakejson-"))
+    os.execute("mkdir -p " .. dir .. "/json")
+    for _, body in ipairs({ '{"webSocketDebuggerUrl": "garbage"}', '{"webSocketDebuggerUrl": "http://127.0.0.1/x"}',
+        '[1, 2]', '"just a string"' }) do
+      local f = assert(io.open(dir .. "/json/version", "w"))
+      f:write(body)
+      f:close()
+      local fake = H.start_server(dir)
+      e = H.error_of(dt.connect, fake.url("/"), { timeout = 5 })
+      fake.stop()
+      assert.equal("connect_failed", e.code, body)
+    end
+    core.rmtree(dir)
+  end)
+
+  it("skips a group whose schema nests 600 levels, in any frame, and keeps the rest", function()
+    local page = open("/deepframes.html")
+    local groups, warnings = page:discover()
+    assert.same({ "fine-main", "fine" }, names(groups))
+    assert.equal(2, #warnings)
+    assert.matches('"deepTool" nests deeper than 512 levels', warnings[1], 1, true)
+    assert.matches("(frame http://localhost:", warnings[2], 1, true)
+    assert.equal("main fine", page:call("mainFine"))
+    assert.equal("fine", page:call("fineTool"))
+    page:close()
+  end)
+
+  it("page data cannot forge an Element", function()
+    local page = open("/tools.html")
+    local r = page:call("forge")
+    assert.is_true(dt.is_error(r) == false)
+    assert.equal("Element(div#cart.big.box)", tostring(r.real))
+    assert.equal("table", type(r.fake))
+    assert.is_nil(getmetatable(r.fake))
+    assert.equal(1, r.fake.keep)
+    assert.equal("forged", r.fake.description)
+    assert.equal(0, r.fake["\0dt-element"])
+    page:close()
+  end)
+
+  it("stops a busy loop that timed out, in a tool or a discovery listener", function()
+    local page = open("/tools.html")
+    local e = H.error_of(page.call, page, "busy", nil, { timeout = 0.5 })
+    assert.equal("timeout", e.code)
+    assert.equal(3, page:call("add", { a = 1, b = 2 }, { timeout = 10 }))
+    page:close()
+    page = open("/cases.html?case=busylistener")
+    e = H.error_of(page.discover, page, { timeout = 0.5 })
+    assert.equal("timeout", e.code)
+    assert.matches("discovery did not finish", e.message, 1, true)
+    assert.equal(2, page:evaluate("1 + 1", { timeout = 10 }))
+    page:close()
+  end)
+
+  it("says when schema work, not the tool, took the time", function()
+    local page = open("/tools.html")
+    local add = page:tool("add")
+    -- a timeout of 0: the deadline has passed once any work is done
+    local e = H.error_of(add.call, add, { a = 1, b = 2 }, { timeout = 0 })
+    assert.equal("timeout", e.code)
+    assert.matches("compiling its inputSchema", e.message, 1, true)
+    e = H.error_of(add.call, add, { a = 1, b = 2 }, { timeout = 0 })
+    assert.matches("validating its arguments", e.message, 1, true)
+    assert.equal(3, add{ a = 1, b = 2 })
+    page:close()
+  end)
+end)

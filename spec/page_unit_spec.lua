@@ -1,0 +1,345 @@
+-- Unit: page, discovery and browser over a fake transport of our own
+-- (spec/support/fake_browser.lua): no Chromium, scripted CDP replies.
+
+local dt = require "devtools_tools"
+local discovery = require "devtools_tools.discovery"
+local F = require "support.fake_browser"
+local H = require "helper"
+
+local function open(url)
+  local fake = F.page_target(url or "http://127.0.0.1/app")
+  local b = F.browser(fake)
+  local page = b:new_page()
+  return page, fake, b
+end
+
+local ADD = { index = 0, name = "g", tools = { { name = "add", description = "adds",
+  inputSchema = { type = "object", properties = { a = { type = "number" } }, required = { "a" } } } } }
+
+describe("page (fake transport)", function()
+  it("attaches with every set-up command written before the first reply is read", function()
+    local page, fake = open()
+    assert.same({ "Page.enable", "Page.setLifecycleEventsEnabled", "Runtime.enable",
+      "Target.setAutoAttach", "Page.getFrameTree" }, fake:methods("S1"))
+    assert.equal("F1", page.main_frame)
+    assert.equal("http://127.0.0.1/app", page.url)
+    assert.equal("Page(http://127.0.0.1/app)", tostring(page))
+  end)
+
+  it("refuses unknown option keys before sending anything", function()
+    local page, fake = open()
+    local n = #fake.sent
+    for _, c in ipairs({
+      { page.evaluate, page, "1", { timout = 1 } }, { page.call, page, "x", nil, { timout = 1 } },
+      { page.discover, page, { wait = true } }, { page.reload, page, { timeout = "1" } },
+      { page.call_many, page, {}, { error = "return" } }, { page.wait_for_tool, page, "x", { tiemout = 1 } },
+    }) do
+      assert.equal("bad_argument", H.error_of(table.unpack(c)).code)
+    end
+    assert.equal(n, #fake.sent)
+  end)
+
+  it("maps evaluate's outcomes to values and codes", function()
+    local page, fake = open()
+    local scenarios = {
+      { reply = { result = { type = "number", value = 42 } }, value = 42 },
+      { reply = { result = { type = "number", unserializableValue = "Infinity" } }, value = math.huge },
+      { reply = { result = { type = "object", subtype = "null" } }, value = dt.null },
+      { reply = { result = { type = "undefined" } }, value = nil },
+      { reply = { result = { type = "object" }, exceptionDetails = { text = "Uncaught",
+          exception = { type = "object", description = "Error: boom\n    at <anonymous>:1:7" } } },
+        code = "js_error", message = "Error: boom" },
+      { reply = { error = { code = -32000, message = "Execution context was destroyed." } }, code = "navigated" },
+      { reply = { error = { code = -32000, message = "Object reference chain is too long" } }, code = "js_error" },
+      { reply = F.NO_REPLY, code = "timeout" },
+    }
+    for i, s in ipairs(scenarios) do
+      fake.on["Runtime.evaluate"] = function() return s.reply end
+      local ok, v = pcall(page.evaluate, page, "x", { timeout = 0.05 })
+      if s.code then
+        assert.is_false(ok, "scenario " .. i)
+        assert.equal(s.code, v.code, "scenario " .. i)
+        if s.message then assert.equal(s.message, v.message) end
+      else
+        assert.is_true(ok, tostring(v))
+        assert.equal(s.value, v, "scenario " .. i)
+      end
+    end
+    -- the timeout left a probe on the session; unanswered (a busy page),
+    -- the next call first stops the script that kept it
+    assert.equal(0, fake:count("Runtime.terminateExecution"))
+    fake.on["Runtime.evaluate"] = function() return { result = { type = "number", value = 1 } } end
+    assert.equal(1, page:evaluate("1"))
+    assert.equal(1, fake:count("Runtime.terminateExecution"))
+    -- an idle page (its probe answered) is left alone
+    fake.on["Runtime.evaluate"] = function(p)
+      if p.expression == "0" then return { result = { type = "number", value = 0 } } end
+      return F.NO_REPLY
+    end
+    assert.equal("timeout", H.error_of(page.evaluate, page, "x", { timeout = 0.05 }).code)
+    fake.on["Runtime.evaluate"] = function() return { result = { type = "number", value = 1 } } end
+    assert.equal(1, page:evaluate("1"))
+    assert.equal(1, fake:count("Runtime.terminateExecution"))
+  end)
+
+  it("fails a waiting call at once with disconnected when the renderer crashes", function()
+    local page, fake = open()
+    fake.on["Runtime.evaluate"] = function(_, session, _, f)
+      f:event("Inspector.targetCrashed", {}, session)
+      return F.NO_REPLY
+    end
+    local e = H.error_of(page.evaluate, page, "1", { timeout = 30 })
+    assert.equal("disconnected", e.code)
+    assert.matches("the page crashed", e.message, 1, true)
+    assert.equal("disconnected", H.error_of(page.evaluate, page, "1").code)
+    assert.matches("crashed", tostring(page))
+  end)
+
+  it("tracks documents: a navigated frame makes its tools stale", function()
+    local page, fake = open()
+    F.with_tools(fake, { ADD })
+    local add = page:tool("add")
+    assert.equal("called", add{ a = 1 })
+    assert.is_true(page:_is_current("F1", "L1"))
+    fake:event("Page.frameNavigated", { frame = { id = "F1", url = "http://127.0.0.1/next",
+      securityOrigin = "http://127.0.0.1", loaderId = "L2" } }, "S1")
+    local e = H.error_of(add.call, add, { a = 1 })
+    assert.equal("stale", e.code)
+    assert.is_false(page:_is_current("F1", "L1"))
+    assert.equal("http://127.0.0.1/next", page.url)
+  end)
+
+  it("caches discovery per document and looks again once on a miss", function()
+    local page, fake = open()
+    local counter = { n = 0 }
+    local groups = { ADD }
+    F.with_tools(fake, function() return groups end, counter)
+    -- a fresh discovery that misses is not repeated within the same call
+    assert.equal("tool_not_found", H.error_of(page.call, page, "late").code)
+    assert.equal(1, counter.n)
+    assert.equal("called", page:call("add", { a = 1 }))      -- cached
+    assert.equal(1, counter.n)
+    groups = { ADD, { index = 1, name = "h", tools = { { name = "late", description = "d",
+      inputSchema = { type = "object" } } } } }
+    assert.equal("called", page:call("late"))                -- a miss in the cache: one more look
+    assert.equal(2, counter.n)
+    local e = H.error_of(page.call, page, "ad")
+    assert.equal(3, counter.n)
+    -- one call_many missing two names looks again once, not once per name
+    local res = page:call_many({ { "x" }, { "y" }, { "add", { a = 1 } } }, { errors = "return" })
+    assert.equal(4, counter.n)
+    assert.equal("tool_not_found", res[1].code)
+    assert.equal("tool_not_found", res[2].code)
+    assert.equal("called", res[3])
+    assert.equal("add", e.details.nearest)
+    assert.same({ "add", "late" }, e.details.available)
+  end)
+
+  it("validates before sending and sends one request per call", function()
+    local page, fake = open()
+    F.with_tools(fake, { ADD })
+    page:discover()
+    local n = fake:count("Runtime.callFunctionOn")
+    assert.equal("invalid_params", H.error_of(page.call, page, "add", { a = "x" }).code)
+    assert.equal("bad_argument", H.error_of(page.call, page, "add", { 1, 2 }).code)
+    assert.equal(n, fake:count("Runtime.callFunctionOn"))
+    page:call("add", { a = 1 })
+    assert.equal(n + 1, fake:count("Runtime.callFunctionOn"))
+  end)
+
+  it("sends the arguments schema.shape gives (when the schema module has it), not changing the caller's table", function()
+    local schema = require "devtools_tools.schema"
+    local saved = schema.shape
+    local page, fake = open()
+    F.with_tools(fake, { { index = 0, name = "g", tools = { { name = "list", description = "d",
+      inputSchema = { type = "object", properties = { items = { type = "array" } } } } } } })
+    local seen
+    schema.shape = function(...)          -- a stand-in: marks `items` as an array, in a copy
+      seen = { n = select("#", ...), ... }
+      local value = select(2, ...)
+      local copy = {}
+      for k, v in pairs(value) do copy[k] = v end
+      copy.items = dt.array {}
+      return copy
+    end
+    local args = { items = {} }
+    local ok, err = pcall(page.call, page, "list", args)
+    schema.shape = saved
+    assert(ok, tostring(err))
+    assert.equal(2, seen.n)
+    assert.equal(page:tool("list")._validator, seen[1])
+    assert.equal(args, seen[2])
+    local sent = fake.sent[#fake.sent]
+    assert.equal("Runtime.callFunctionOn", sent.method)
+    assert.equal(dt.array_mt, getmetatable(sent.params.arguments[1].value[4].items))
+    assert.is_nil(getmetatable(args.items))
+  end)
+
+  it("call_many: entries that settled keep their results, each failure names its tool", function()
+    local page, fake = open()
+    local two = { index = 0, name = "g", tools = { ADD.tools[1],
+      { name = "never", description = "d", inputSchema = { type = "object" } } } }
+    F.with_tools(fake, { two })
+    fake.on_call = function()
+      return { result = { type = "string",
+        value = '[{"n":0,"v":3},{"error":{"kind":"pending","message":"did not settle"}}]' } }
+    end
+    local res = page:call_many({ { "add", { a = 1 } }, { "never" }, { "nope" } }, { errors = "return" })
+    assert.equal(3, res[1])
+    assert.equal("timeout", res[2].code)
+    assert.equal("never", res[2].tool)
+    assert.equal("tool_not_found", res[3].code)
+    assert.equal(3, res.n)
+  end)
+
+  it("closes once and is forgotten by its browser", function()
+    local page, fake, b = open()
+    assert.equal(page, b.pages_by_session.S1)
+    page:close()
+    page:close()
+    assert.equal(1, fake:count("Target.closeTarget"))
+    assert.is_nil(b.pages_by_session.S1)
+    assert.equal("disconnected", H.error_of(page.evaluate, page, "1").code)
+  end)
+end)
+
+describe("discovery (fake transport)", function()
+  it("orders frames: main, same-process children depth-first, then out-of-process ones by attach order", function()
+    local trees = {
+      S1 = { frame = { id = "M", url = "m" }, childFrames = {
+        { frame = { id = "A", url = "a", parentId = "M" }, childFrames = { { frame = { id = "A1", url = "a1", parentId = "A" } } } },
+        { frame = { id = "B", url = "b", parentId = "M" } } } },
+      X2 = { frame = { id = "X2", url = "x2" } },
+      X1 = { frame = { id = "X1", url = "x1" } },
+      Y = { frame = { id = "Y", url = "y" } },
+    }
+    local children = { X1 = { parent_frame = "M", order = 1 }, X2 = { parent_frame = "M", order = 2 },
+      Y = { parent_frame = "A", order = 3 }, Z = { parent_frame = "M", order = 0 } }   -- Z: no tree (gone)
+    local ids = {}
+    for _, f in ipairs(discovery.ordered_frames("S1", children, trees)) do ids[#ids + 1] = f.id end
+    assert.same({ "M", "A", "A1", "Y", "B", "X1", "X2" }, ids)
+  end)
+
+  it("builds groups and tools bound to their frame, and keeps page names as data", function()
+    local page, fake = open()
+    F.with_tools(fake, { { index = 0, name = "__index", description = "__gc", tools = {
+      { name = "__call", description = "d", inputSchema = { type = "object" } } } } })
+    local groups, warnings = page:discover()
+    assert.same({}, warnings)
+    assert.equal("__index", groups[1].name)
+    assert.equal("__call", groups[1].tools[1].name)
+    assert.equal("function", type(groups[1].tool))
+    assert.equal(groups[1].tools[1], groups[1]:tool("__call"))
+    assert.equal("F1", groups[1].frame.id)
+  end)
+
+  it("turns an unreadable answer from one frame into a warning", function()
+    local page, fake = open()
+    F.with_tools(fake, {})
+    fake.on["Runtime.callFunctionOn"] = function()
+      return { result = { type = "string", value = "{not json" } }
+    end
+    local groups, warnings = page:discover()
+    assert.same({}, groups)
+    assert.equal(1, #warnings)
+    assert.matches("unreadable", warnings[1], 1, true)
+  end)
+
+  it("dispatches nothing in a frame without a listener", function()
+    local page, fake = open()
+    F.with_tools(fake, { ADD })
+    fake.on["DOMDebugger.getEventListeners"] = function() return { listeners = {} } end
+    assert.same({}, (page:discover()))
+    assert.equal(0, fake:count("Runtime.callFunctionOn"))
+  end)
+
+  it("reports a listener that never finishes as a timeout naming discovery", function()
+    local page, fake = open()
+    F.with_tools(fake, { ADD })
+    fake.on["Runtime.callFunctionOn"] = function() return F.NO_REPLY end
+    local evaluate = fake.on["Runtime.evaluate"]
+    fake.on["Runtime.evaluate"] = function(p, ...)   -- the listener keeps the page busy
+      if p.expression == "0" then return F.NO_REPLY end
+      return evaluate(p, ...)
+    end
+    local e = H.error_of(page.discover, page, { timeout = 0.05 })
+    assert.equal("timeout", e.code)
+    assert.matches("discovery did not finish", e.message, 1, true)
+    assert.equal(0, fake:count("Runtime.terminateExecution"))
+    assert.equal(1, page:evaluate("1"))                -- stops the listener first
+    assert.equal(1, fake:count("Runtime.terminateExecution"))
+  end)
+end)
+
+describe("the Lua layer's modules", function()
+  it("require each other without a cycle, lazy or not", function()
+    local lfs = require "lfs"
+    local deps = {}
+    for file in lfs.dir("lua/devtools_tools") do
+      local name = file:match("^(.-)%.lua$")
+      if name then
+        local f = assert(io.open("lua/devtools_tools/" .. file))
+        local src = f:read("*a")
+        f:close()
+        deps[name] = {}
+        for dep in src:gmatch("require%s*%(?%s*[\"']devtools_tools%.([%w_]+)[\"']") do
+          deps[name][#deps[name] + 1] = dep
+        end
+      end
+    end
+    assert.is_not_nil(deps.page)
+    local state = {}
+    local function visit(m, path)
+      if state[m] == "done" then return end
+      assert(state[m] ~= "open", "require cycle: " .. table.concat(path, " -> ") .. " -> " .. m)
+      state[m] = "open"
+      path[#path + 1] = m
+      for _, d in ipairs(deps[m] or {}) do visit(d, path) end
+      path[#path] = nil
+      state[m] = "done"
+    end
+    for m in pairs(deps) do visit(m, {}) end
+  end)
+end)
+
+describe("browser (fake transport)", function()
+  it("lists page targets only", function()
+    local fake = F.new({ ["Target.getTargets"] = function()
+      return { targetInfos = { { type = "page", targetId = "P", url = "u", title = "t", attached = false },
+        { type = "service_worker", targetId = "W", url = "w" } } }
+    end })
+    local b = F.browser(fake)
+    assert.same({ { id = "P", url = "u", title = "t", attached = false } }, b:pages())
+  end)
+
+  it("marks a page closed when its target detaches", function()
+    local fake = F.page_target("about:blank")
+    local b = F.browser(fake)
+    local page = b:new_page()
+    fake:event("Target.detachedFromTarget", { sessionId = "S1" })
+    b.conn:poll()
+    assert.is_true(page.closed)
+    assert.is_nil(b.pages_by_session.S1)
+  end)
+
+  it("refuses bad options and bad URLs with dt.Errors, before any connection", function()
+    assert.equal("bad_argument", H.error_of(dt.launch, { timout = 1 }).code)
+    assert.equal("bad_argument", H.error_of(dt.connect, "http://127.0.0.1:99999").code)
+    assert.equal("bad_argument", H.error_of(dt.connect, "ftp://127.0.0.1:1").code)
+    assert.equal("connect_failed", H.error_of(dt.connect, "http://example.com:9222").code)
+    local fake = F.new()
+    local b = F.browser(fake)
+    assert.equal("bad_argument", H.error_of(b.new_page, b, nil, { timout = 1 }).code)
+    assert.equal("bad_argument", H.error_of(b.attach, b, 5).code)
+    assert.equal(0, #fake.sent)
+  end)
+
+  it("a connected browser is only disconnected on close", function()
+    local fake = F.new()
+    local b = F.browser(fake)
+    b:close()
+    assert.equal(0, fake:count("Browser.close"))
+    assert.is_true(fake.closed)
+    assert.equal("disconnected", H.error_of(b.version, b).code)
+  end)
+end)

@@ -1,0 +1,125 @@
+-- A fake of our own transport for the unit specs of page, discovery and
+-- browser: a Lua table with send/recv/pending/close that plays a scripted
+-- Chromium. `on[method] = function(params, session, msg, fake) -> result |
+-- {error = {code, message}} | fake.NO_REPLY` answers a command; fake:event()
+-- queues an event. Nothing here waits: an empty queue is a timeout at once.
+
+local json = require "devtools_tools.json"
+local cdp = require "devtools_tools.cdp"
+
+local F = {}
+
+F.NO_REPLY = setmetatable({}, { __tostring = function() return "NO_REPLY" end })
+
+function F.new(on)
+  local t = { sent = {}, queue = {}, closed = false, on = on or {} }
+  function t:send(text)
+    if self.closed then return nil, "gone", "closed" end
+    local msg = json.decode(text)
+    self.sent[#self.sent + 1] = msg
+    local fn = self.on[msg.method]
+    local r = {}
+    if fn then r = fn(msg.params, msg.sessionId, msg, self) end
+    if r ~= F.NO_REPLY then
+      local reply = { id = msg.id, sessionId = msg.sessionId }
+      if type(r) == "table" and r.error then reply.error = r.error else reply.result = r or {} end
+      self.queue[#self.queue + 1] = reply
+    end
+    return true
+  end
+  -- recv(deadline, decode, ids): replies whose id is in ids carry a JSON
+  -- text in result.result.value, decoded in place as the real transports do
+  function t:recv(_, _, ids)
+    local m = table.remove(self.queue, 1)
+    if m then
+      local rr = m.result and m.result.result
+      if ids and ids[m.id] and rr and type(rr.value) == "string" then
+        local ok, v = pcall(json.decode, rr.value)
+        if ok then rr.json = v else rr.json_error = tostring(v) end
+        rr.value = nil
+      end
+      return m
+    end
+    if self.closed then return nil, "gone", "closed" end
+    return nil, "timed out", "timeout"
+  end
+  function t:pending() return #self.queue > 0 end
+  function t:close() self.closed = true end
+  function t:event(method, params, session)
+    self.queue[#self.queue + 1] = { method = method, params = params, sessionId = session }
+  end
+  -- methods(session?) -> the methods sent, in order (on one session if given)
+  function t:methods(session)
+    local out = {}
+    for _, m in ipairs(self.sent) do
+      if session == nil or m.sessionId == session then out[#out + 1] = m.method end
+    end
+    return out
+  end
+  function t:count(method)
+    local n = 0
+    for _, m in ipairs(self.sent) do if m.method == method then n = n + 1 end end
+    return n
+  end
+  return t
+end
+
+-- A page target "T1" with session "S1", main frame "F1" at url, one
+-- execution context (id 7). Returns the fake and the handlers to extend.
+function F.page_target(url)
+  local fake
+  fake = F.new({
+    ["Target.createTarget"] = function() return { targetId = "T1" } end,
+    ["Target.attachToTarget"] = function() return { sessionId = "S1" } end,
+    ["Runtime.enable"] = function(_, session, _, f)
+      f:event("Runtime.executionContextCreated", { context = { id = 7, uniqueId = "u7",
+        origin = "http://127.0.0.1", auxData = { isDefault = true, frameId = "F1" } } }, session)
+      return {}
+    end,
+    ["Page.getFrameTree"] = function()
+      return { frameTree = { frame = { id = "F1", url = url, securityOrigin = "http://127.0.0.1",
+        loaderId = "L1" } } }
+    end,
+    ["Target.closeTarget"] = function() return { success = true } end,
+  })
+  return fake
+end
+
+-- A Browser over the fake (no process), as dt.connect makes one.
+function F.browser(fake, timeout)
+  local browser = require "devtools_tools.browser"
+  local conn = cdp.new(fake, { timeout = timeout or 5 })
+  return browser._new(conn, { timeout = timeout or 5, launched = false, url = "fake" })
+end
+
+-- The reply a discovery call gives: the page's JSON text.
+function F.discovery_value(groups, warnings)
+  return { result = { type = "string", value = json.encode({ groups = groups,
+    warnings = warnings or json.array {} }) } }
+end
+
+-- Handlers that make F1 answer discovery with `groups`, counting dispatches.
+function F.with_tools(fake, groups, counter)
+  fake.on["Runtime.evaluate"] = function(p)
+    if p.expression == "window" then return { result = { type = "object", objectId = "W" .. tostring(p.contextId) } } end
+    return { result = { type = "number", value = 1 } }
+  end
+  fake.on["DOMDebugger.getEventListeners"] = function()
+    return { listeners = { { type = "devtoolstooldiscovery" } } }
+  end
+  fake.on["Runtime.callFunctionOn"] = function(p, s, m, f)
+    if p.functionDeclaration:find("discoverDevtoolsTools", 1, true) then
+      if counter then counter.n = counter.n + 1 end
+      return F.discovery_value(type(groups) == "function" and groups() or groups)
+    end
+    if fake.on_call then return fake.on_call(p, s, m, f) end
+    if p.functionDeclaration:find("batchDevtoolsTools", 1, true) then
+      local envs = {}
+      for i = 1, #p.arguments[1].value do envs[i] = '{"n":0,"v":"called"}' end
+      return { result = { type = "string", value = "[" .. table.concat(envs, ",") .. "]" } }
+    end
+    return { result = { type = "string", value = '{"n":0,"v":"called"}' } }
+  end
+end
+
+return F
