@@ -53,11 +53,17 @@ end
 
 local EVENTS = { console = true, request = true, response = true, navigated = true, crashed = true }
 
--- attach(page, deadline, history): sets up the page's records and enables
--- the Network domain on its session. history: {console = n, requests = n}.
-function M.attach(page, deadline, history)
+-- The domains a page enables beside the library's own: WebMCP is
+-- experimental, and a browser without it answers with an error, which
+-- attach_finish forgives (as it does for the others, on odd targets).
+local ENABLE = { "Network.enable", "Log.enable", "WebMCP.enable" }
+
+-- attach_send(page, deadline, history) -> ids: sets up the page's records
+-- and sends the enables, before the page's own set-up replies are read.
+-- history: {console = n, requests = n}.
+function M.attach_send(page, deadline, history)
   history = history or {}
-  local st = {
+  page._obs = {
     seq = 0,
     console = ring(history.console or M.DEFAULT_HISTORY),
     requests = ring(history.requests or M.DEFAULT_HISTORY),
@@ -65,12 +71,16 @@ function M.attach(page, deadline, history)
     listeners = {},         -- event name -> list of functions
     cdp_listeners = {},     -- CDP method -> list of functions (a plain table: names are data)
   }
-  page._obs = st
+  local ids = {}
+  for i, m in ipairs(ENABLE) do ids[i] = page.conn:send(m, nil, page.session, deadline) end
+  return ids
+end
+
+-- attach_finish(page, ids, deadline): awaits the enables' replies.
+function M.attach_finish(page, ids, deadline)
   local conn = page.conn
-  local ids = { conn:send("Network.enable", nil, page.session, deadline),
-                conn:send("Log.enable", nil, page.session, deadline) }
-  for _, id in ipairs(ids) do
-    local ok, err = errors.catch(conn.await, conn, id, deadline, "Network.enable")
+  for i, id in ipairs(ids) do
+    local ok, err = errors.catch(conn.await, conn, id, deadline, ENABLE[i])
     if not ok and err.code ~= "protocol_error" then error(err, 0) end
   end
 end
@@ -281,7 +291,6 @@ end
 
 -- ---- the dispatcher hook ---------------------------------------------------------
 
-local AUX_ENABLE = { "Network.enable", "Log.enable" }
 
 -- dispatch(page, method, params, session): called by the page's event
 -- dispatcher after its own handlers, for every event of its sessions.
@@ -300,7 +309,7 @@ function M.dispatch(page, method, params, session)
   elseif method == "Target.attachedToTarget" and params.targetInfo
       and params.targetInfo.type == "iframe" then
     -- An out-of-process iframe: its requests and messages are ours too.
-    for _, m in ipairs(AUX_ENABLE) do page.conn:send_nowait(m, nil, params.sessionId) end
+    for _, m in ipairs(ENABLE) do page.conn:send_nowait(m, nil, params.sessionId) end
   end
   local l = st.cdp_listeners[method]
   if l then emit(page, st, l, method, params, session) end

@@ -195,6 +195,8 @@ function M.attach(browser, target_id, deadline, opts)
     on_event(self, method, params, session)
   end
   conn:listen(self.session, self._listener)
+  -- issue 14: console, network and WebMCP records, enabled with the rest
+  local extra = observe.attach_send(self, deadline, (opts and opts.history) or browser.history)
   local res = pipelined(conn, self.session, {
     { "Page.enable" },
     { "Page.setLifecycleEventsEnabled", { enabled = true } },
@@ -203,8 +205,7 @@ function M.attach(browser, target_id, deadline, opts)
     { "Page.getFrameTree" },
   }, deadline)
   local tree = res[5].frameTree.frame
-  observe.attach(self, deadline, (opts and opts.history) or browser.history)  -- issue 14
-  webmcp.attach(self)
+  observe.attach_finish(self, extra, deadline)           -- issue 14
   self.main_frame = tree.id
   self.url = tree.url
   if not self.frames[tree.id] then

@@ -6,7 +6,9 @@
 --
 -- The registry is kept from events (toolsAdded, toolsRemoved, a frame that
 -- navigates or goes away), so discovery reads it without a round trip of
--- its own; a call is WebMCP.invokeTool, answered by a toolResponded event.
+-- its own (the domain is enabled with the page's other records, in
+-- devtools_tools.observe); a call is WebMCP.invokeTool, answered by a
+-- toolResponded event.
 --
 -- What it must never do: trust the page to validate arguments (Chromium
 -- does not check them against inputSchema: we do, before sending), use a
@@ -35,13 +37,6 @@ local function state(page)
     page._webmcp = st
   end
   return st
-end
-
--- attach(page): enables the domain on the page's session without waiting
--- (a browser without it answers with an error, which is dropped).
-function M.attach(page)
-  state(page)
-  page.conn:send_nowait("WebMCP.enable", nil, page.session)
 end
 
 local function drop(st, pred)
@@ -104,12 +99,6 @@ end
 
 handlers["Page.frameDetached"] = function(_, st, p)
   if p.reason ~= "swap" then drop(st, function(o) return o.frame_id == p.frameId end) end
-end
-
-handlers["Target.attachedToTarget"] = function(page, _, p)
-  if p.targetInfo and p.targetInfo.type == "iframe" then
-    page.conn:send_nowait("WebMCP.enable", nil, p.sessionId)
-  end
 end
 
 handlers["Target.detachedFromTarget"] = function(_, st, p)
