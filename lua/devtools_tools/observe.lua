@@ -92,7 +92,7 @@ end
 
 -- Calls the listeners of one event; a failing listener becomes a console
 -- record (so it is seen) and never reaches the connection's reader.
-local function emit(page, st, list, event, ...)
+local function emit(st, list, event, ...)
   if not list or #list == 0 then return end
   local copy = { unpack(list) }
   for _, fn in ipairs(copy) do
@@ -155,7 +155,7 @@ local function record_console(page, st, rec, session)
   rec.time = now()
   rec.session = session or page.session
   push(st.console, rec)
-  emit(page, st, st.listeners.console, "console", rec)
+  emit(st, st.listeners.console, "console", rec)
 end
 
 local handlers = {}
@@ -224,7 +224,7 @@ local function new_request(page, st, p, session)
     st.inflight[key(old.session, old.id)] = nil
   end
   st.inflight[key(rec.session, rec.id)] = rec
-  emit(page, st, st.listeners.request, "request", rec)
+  emit(st, st.listeners.request, "request", rec)
   return rec
 end
 
@@ -239,12 +239,12 @@ local function set_response(rec, resp, ts)
   rec.timing.response = ts
 end
 
-local function finish(page, st, rec, ts)
+local function finish(st, rec, ts)
   rec.done = true
   rec.timing.finished = ts
   if ts and rec.timing.start then rec.timing.duration = ts - rec.timing.start end
   st.inflight[key(rec.session, rec.id)] = nil
-  emit(page, st, st.listeners.response, "response", rec)
+  emit(st, st.listeners.response, "response", rec)
 end
 
 handlers["Network.requestWillBeSent"] = function(page, st, p, session)
@@ -253,7 +253,7 @@ handlers["Network.requestWillBeSent"] = function(page, st, p, session)
     -- A redirect keeps the request id: the hop ends here, a new record starts.
     set_response(prev, p.redirectResponse, p.timestamp)
     prev.redirected_to = p.request and p.request.url
-    finish(page, st, prev, p.timestamp)
+    finish(st, prev, p.timestamp)
   end
   new_request(page, st, p, session)
 end
@@ -275,7 +275,7 @@ handlers["Network.loadingFinished"] = function(page, st, p, session)
   local rec = st.inflight[key(session or page.session, p.requestId)]
   if rec then
     rec.sizes.transferred = p.encodedDataLength or rec.sizes.transferred
-    finish(page, st, rec, p.timestamp)
+    finish(st, rec, p.timestamp)
   end
 end
 
@@ -285,7 +285,7 @@ handlers["Network.loadingFailed"] = function(page, st, p, session)
     rec.failed = p.errorText or "failed"
     rec.canceled = p.canceled or nil
     rec.blocked = p.blockedReason
-    finish(page, st, rec, p.timestamp)
+    finish(st, rec, p.timestamp)
   end
 end
 
@@ -302,17 +302,17 @@ function M.dispatch(page, method, params, session)
   if method == "Page.frameNavigated" then
     local f = params.frame
     if f and f.parentId == nil and (session == nil or session == page.session) then
-      emit(page, st, st.listeners.navigated, "navigated", { url = page.url, frame = f.id })
+      emit(st, st.listeners.navigated, "navigated", { url = page.url, frame = f.id })
     end
   elseif method == "Inspector.targetCrashed" and (session == nil or session == page.session) then
-    emit(page, st, st.listeners.crashed, "crashed", { url = page.url })
+    emit(st, st.listeners.crashed, "crashed", { url = page.url })
   elseif method == "Target.attachedToTarget" and params.targetInfo
       and params.targetInfo.type == "iframe" then
     -- An out-of-process iframe: its requests and messages are ours too.
     for _, m in ipairs(ENABLE) do page.conn:send_nowait(m, nil, params.sessionId) end
   end
   local l = st.cdp_listeners[method]
-  if l then emit(page, st, l, method, params, session) end
+  if l then emit(st, l, method, params, session) end
 end
 
 -- ---- public methods (installed on Page) ----------------------------------------

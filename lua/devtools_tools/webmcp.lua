@@ -87,7 +87,7 @@ handlers["WebMCP.toolResponded"] = function(_, st, p)
 end
 
 -- A new document in a frame: the tools of the old one are gone.
-handlers["Page.frameNavigated"] = function(page, st, p)
+handlers["Page.frameNavigated"] = function(_, st, p)
   local f = p.frame
   if not f then return end
   drop(st, function(o) return o.frame_id == f.id and o.loader ~= f.loaderId end)
