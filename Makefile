@@ -38,18 +38,22 @@ BUSTED     ?= /usr/bin/busted
 MODULE  := $(BUILD)/devtools_tools/core.so
 SRCS    := $(wildcard src/*.c)
 OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
-LUAMODS := $(wildcard lua/devtools_tools/*.lua)
+# the library's modules; the Neovim plugin's (nvim.lua, nvim/, health.lua)
+# are used from the runtimepath only, so `make install` leaves them out
+LUAMODS := $(filter-out lua/devtools_tools/nvim.lua lua/devtools_tools/health.lua,$(wildcard lua/devtools_tools/*.lua))
 # the page-side JavaScript, read at run time from js/ next to the modules
 JSFILES := $(wildcard lua/devtools_tools/js/*.js)
+# the validator's pieces (devtools_tools.schema.*)
+SCHEMAMODS := $(wildcard lua/devtools_tools/schema/*.lua)
 SUPPORT_SRCS := $(wildcard spec/support/*.c)
 SUPPORT := $(patsubst spec/support/%.c,$(BUILD)/support/%,$(SUPPORT_SRCS))
 ALL_CFLAGS = -std=c99 -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -I$(LUA_INCDIR)
 
-.PHONY: all deps test check-c demo bench bench-jansson conformance install uninstall clean asan valgrind
+.PHONY: all deps test check-c demo bench bench-jansson conformance install uninstall clean asan valgrind nvim
 
 all: $(MODULE)
 
-$(BUILD)/obj/%.o: src/%.c src/dt.h src/compat.h
+$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -84,6 +88,17 @@ build/app/server: examples/app/server.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c99 $(WARN) $(CFLAGS) $(LDFLAGS) -o $@.tmp $< $(APP_LIBS)
 	mv -f $@.tmp $@
+
+# Neovim: the core built for Neovim's LuaJIT (5.1 ABI, so one build also
+# loads in lua5.1 and luajit) and copied to lua/devtools_tools/core.so, where
+# Neovim's own loader finds it on the runtimepath. Git ignores it; the
+# Lua 5.4 build and `make install` do not use it. Renamed into place, so a
+# running Neovim that loaded the old file is not disturbed.
+NVIM_CORE = lua/devtools_tools/core.so
+nvim:
+	$(MAKE) -s LUA=luajit all
+	cp build/luajit/devtools_tools/core.so $(NVIM_CORE).tmp
+	mv -f $(NVIM_CORE).tmp $(NVIM_CORE)
 
 # Installs missing Debian packages when run as root; otherwise names the command.
 deps:
@@ -137,14 +152,16 @@ demo: deps all app
 	DEVTOOLS_TOOLS_BUILD=$(BUILD) $(LUA) examples/demo.lua build/app/server
 
 install: all
-	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js
+	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js \
+		$(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/schema
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so
 	install -m 644 $(LUAMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/
 	install -m 644 $(JSFILES) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js/
+	install -m 644 $(SCHEMAMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/schema/
 
 uninstall:
 	rm -f $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so
 	rm -rf $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools
 
 clean:
-	rm -rf build
+	rm -rf build $(NVIM_CORE)

@@ -377,7 +377,7 @@ local function bare_start(exe, url)
     local loads, replies = {}, {}
     local function send(s) assert(t:send(s, deadline)) end
     local function pump()
-      local m, err = t:recv(deadline, true)
+      local m, err = t:recv_cdp(deadline)
       if not m then error("bare: " .. tostring(err)) end
       if m.method == "Page.lifecycleEvent" and m.params.name == "load" then
         loads[m.params.loaderId] = true

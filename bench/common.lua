@@ -81,7 +81,7 @@ local function route(conn, msg)
 end
 
 local function recv(conn, deadline)
-  local msg, err, code = conn.transport:recv(deadline, true)
+  local msg, err, code = conn.transport:recv_cdp(deadline)
   if msg == nil then error("raw recv: " .. tostring(err) .. " (" .. tostring(code) .. ")", 0) end
   return msg
 end

@@ -26,8 +26,10 @@ build = {
   modules = {
     ["devtools_tools.core"] = {
       sources = {
-        "src/core.c", "src/fs.c", "src/json.c", "src/pipe.c", "src/poll.c", "src/process.c",
-        "src/regex.c", "src/transport.c", "src/ws.c",
+        "src/buf.c", "src/cdp_decode.c", "src/class.c", "src/clock.c", "src/codes.c",
+        "src/core.c", "src/fs.c", "src/http.c", "src/json.c", "src/net.c", "src/pipe.c",
+        "src/poll.c", "src/process.c", "src/regex.c", "src/ring.c", "src/transport.c",
+        "src/ws.c",
       },
       libraries = { "websockets", "pcre2-8", "m" },
       incdirs = { "$(LIBWEBSOCKETS_INCDIR)", "$(PCRE2_INCDIR)" },
@@ -50,6 +52,14 @@ build = {
     ["devtools_tools.calls"] = "lua/devtools_tools/calls.lua",
     ["devtools_tools.pagejs"] = "lua/devtools_tools/pagejs.lua",
     ["devtools_tools.schema"] = "lua/devtools_tools/schema.lua",
+    ["devtools_tools.schema.values"] = "lua/devtools_tools/schema/values.lua",
+    ["devtools_tools.schema.uri"] = "lua/devtools_tools/schema/uri.lua",
+    ["devtools_tools.schema.meta"] = "lua/devtools_tools/schema/meta.lua",
+    ["devtools_tools.schema.context"] = "lua/devtools_tools/schema/context.lua",
+    ["devtools_tools.schema.compile"] = "lua/devtools_tools/schema/compile.lua",
+    ["devtools_tools.schema.keywords"] = "lua/devtools_tools/schema/keywords.lua",
+    ["devtools_tools.schema.check"] = "lua/devtools_tools/schema/check.lua",
+    ["devtools_tools.schema.generate"] = "lua/devtools_tools/schema/generate.lua",
     ["devtools_tools.formats"] = "lua/devtools_tools/formats.lua",
     ["devtools_tools.observe"] = "lua/devtools_tools/observe.lua",
     ["devtools_tools.webmcp"] = "lua/devtools_tools/webmcp.lua",

@@ -29,6 +29,7 @@ local function fake(replies)
     while core.now() < deadline do core.sleep(0.001) end
     return nil, "timed out", "timeout"
   end
+  t.recv_cdp = t.recv     -- the queue holds decoded messages already
   function t:pending() return #self.queue > 0 end
   function t:close() self.closed = true end
   return t

@@ -113,8 +113,8 @@ function H.spy_transport(conn, pattern)
       end
       return real:send(msg, ...)
     end,
-    recv = function(_, ...)
-      local m, err, code, head = real:recv(...)
+    recv_cdp = function(_, ...)
+      local m, err, code, head = real:recv_cdp(...)
       if type(m) == "table" and ids[m.id] then
         log[#log + 1] = "reply"
         local r = m.result and m.result.result

@@ -204,6 +204,29 @@ describe("issue 11", function()
     page:close()
   end)
 
+  it("sends an empty table as [] where the schema says array (lua-cjson's [] too)", function()
+    local page = open("/tools.html")
+    local r = page:call("list", { items = {} })
+    assert.is_true(r.isArray)
+    local ok, cjson = pcall(require, "cjson")
+    if ok then
+      r = page:call("list", cjson.decode('{"items": []}'))
+      assert.is_true(r.isArray)
+    end
+    r = page:call("list", dt.json.decode('{"items": []}'))
+    assert.is_true(r.isArray)
+    page:close()
+  end)
+
+  it("accepts an Element where the schema says only type object; the page gets the element", function()
+    local page = open("/tools.html")
+    local el = page:call("elements").cart
+    local r = page:call("objectArg", { target = el })
+    assert.is_true(r.isElement)
+    assert.equal("DIV", r.tag)
+    page:close()
+  end)
+
   it("says when schema work, not the tool, took the time", function()
     local page = open("/tools.html")
     local add = page:tool("add")
@@ -211,6 +234,7 @@ describe("issue 11", function()
     local e = H.error_of(add.call, add, { a = 1, b = 2 }, { timeout = 0 })
     assert.equal("timeout", e.code)
     assert.matches("compiling its inputSchema", e.message, 1, true)
+    assert.is_true(add:validate({ a = 1, b = 2 }))   -- compiled now, without a deadline
     e = H.error_of(add.call, add, { a = 1, b = 2 }, { timeout = 0 })
     assert.matches("validating its arguments", e.message, 1, true)
     assert.equal(3, add{ a = 1, b = 2 })

@@ -19,6 +19,31 @@ describe("packaging", function()
   before_each(function() dir = assert(core.mkdtemp("dt-pkg-")) end)
   after_each(function() core.rmtree(dir) end)
 
+  it("the rockspec lists every C source and every library module", function()
+    local f = assert(io.open("rockspec/devtools_tools-scm-1.rockspec"))
+    local spec = f:read("*a")
+    f:close()
+    local lfs = require "lfs"
+    for name in lfs.dir("src") do
+      if name:match("%.c$") then
+        assert.is_truthy(spec:find('"src/' .. name .. '"', 1, true), "rockspec misses src/" .. name)
+      end
+    end
+    local function walk(dir, mod)
+      for name in lfs.dir(dir) do
+        local path = dir .. "/" .. name
+        if name:match("%.lua$") and name ~= "nvim.lua" and name ~= "health.lua" then
+          local m = name == "init.lua" and mod or (mod .. "." .. name:gsub("%.lua$", ""))
+          assert.is_truthy(spec:find('["' .. m .. '"]', 1, true), "rockspec misses " .. m)
+        elseif not name:match("^%.") and name ~= "nvim" and name ~= "js"
+            and lfs.attributes(path, "mode") == "directory" then
+          walk(path, mod .. "." .. name)
+        end
+      end
+    end
+    walk("lua/devtools_tools", "devtools_tools")
+  end)
+
   it("make install honours DESTDIR and PREFIX", function()
     local out, rc = sh(("make -s install DESTDIR=%s PREFIX=/opt/dt"):format(dir))
     assert.equal(0, rc, out)

@@ -12,7 +12,7 @@ local H = require "helper"
 local function fake_transport()
   local t = { sent = {}, inbox = {}, closed = false }
   function t:send(msg) self.sent[#self.sent + 1] = json.decode(msg); return true end
-  function t:recv()
+  function t:recv_cdp()
     if self.closed then return nil, "gone", "closed" end
     local m = table.remove(self.inbox, 1)
     if m == nil then return nil, "nothing", "timeout" end
@@ -162,7 +162,7 @@ describe("one deadline per call", function()
   it("holds while a peer streams events without pause", function()
     local t = fake_transport()
     local n = 0
-    function t:recv()
+    function t:recv_cdp()
       n = n + 1
       if n > 2e6 then return nil, "gone", "closed" end      -- an old bug would end here
       return { method = "Fake.event", params = {} }

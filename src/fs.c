@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs.h"
 #include "dt.h"
 
 /* Removes everything below the directory open as dfd; closes dfd. */

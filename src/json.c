@@ -17,8 +17,9 @@
  *    the time and x2.9 the memory (3 runs, best of 5 each, on the 2-core VM).
  *
  * Value mapping (the Lua side documents it in lua/devtools_tools/json.lua):
- * objects <-> plain tables, arrays <-> tables with metatable DT_ARRAY_MT
- * (or plain sequences 1..n when encoding), null <-> light userdata NULL,
+ * objects <-> plain tables (an empty one marked JSON_OBJECT_MT), arrays <->
+ * tables with metatable DT_ARRAY_MT (or plain sequences 1..n, or a
+ * __jsontype of "array", when encoding; see table_kind), null <-> light userdata NULL,
  * integers stay integers on 5.3+. Numbers are read and written in the "C"
  * locale whatever the program's locale is.
  *
@@ -31,8 +32,12 @@
  * Large results (a tool's 8-50 MB of JSON) shaped what the decoder does:
  * each table is created at the size of the last one closed at its depth
  * (arrays of similar records), strings are unescaped into malloc'd scratch
- * freed when the decode ends, and dt_json_decode_cdp can set a reply's JSON
- * text aside so that it is decoded without ever being a Lua string.
+ * freed when the decode ends, and a caller can have one string (a CDP reply's
+ * JSON text: see dt_json_aside, and cdp_decode.c for the CDP rule) set aside
+ * so that it is decoded without ever being a Lua string.
+ *
+ * Failures are codes of base.h: DT_ESYNTAX, DT_ETOODEEP, DT_EBADVALUE and
+ * DT_ENOMEM for our own allocations (Lua's raise as Lua errors).
  *
  * The collector is left alone. With a small live heap it marks the value
  * being built at each doubling (about 40% of decoding 8 MB of records);
@@ -54,9 +59,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "dt.h"
 
 #define JSONBUF_MT "devtools_tools.jsonbuf"
+/* Marks a decoded empty object ({}), so that it stays distinct from a
+ * decoded [] and from a Lua caller's ambiguous {}; __jsontype = "object". */
+#define JSON_OBJECT_MT "devtools_tools.object"
 #define SMALL_LEVELS 64         /* levels kept in a C array before spilling */
 
 /* ---- the "C" locale, created once and never freed ---------------------- */
@@ -164,18 +173,18 @@ typedef struct jdec {
 	unsigned char *scratch; /* box->data, or NULL before the first need */
 	size_t scratch_cap;     /* box->cap */
 	int fixed;              /* scratch is a set-aside text sized to fit: never grown */
-	/* A CDP reply's tool result set aside (dt_json_decode_cdp) */
-	int ids;                /* stack index of the table of wanted reply ids, or 0 */
-	int match;              /* levels of result.result.value matched by the keys
+	/* One string set aside (dt_json_aside), or rule NULL */
+	const dt_json_aside *rule;
+	int match;              /* levels of rule->path matched by the keys
 	                         * of the open containers, 0..3 */
-	int key_id;             /* the pending top-level key is "id" */
-	int id_ok;              /* the top-level "id" was a key of ids */
+	int key_id;             /* the pending top-level key is rule->gate_key */
+	int id_ok;              /* its value was a key of rule->gate */
 	int aside;              /* the text was set aside */
 	int tbl_slot;           /* stack slot: the table that lacks "value" */
 	int text_slot;          /* stack slot: the jtext (userdata) holding the text */
 	/* Decoding a set-aside text: pages before rel were given back */
 	unsigned char *rel;     /* page-aligned; NULL when not releasing */
-	const char *code;       /* "syntax" or "too_deep" once failed */
+	int code;               /* DT_ESYNTAX, DT_ETOODEEP or DT_ENOMEM once failed */
 	char *err;
 	size_t errsz;
 } jdec;
@@ -183,7 +192,7 @@ typedef struct jdec {
 static void dec_fail(jdec *d, const unsigned char *p, const char *what)
 {
 	size_t off = (size_t)(p - d->start);
-	d->code = "syntax";
+	d->code = DT_ESYNTAX;
 	if (d->errsz == 0)
 		return;
 	if (p >= d->end)
@@ -218,11 +227,11 @@ static dt_buf *push_box(lua_State *L)
 /* Makes room for need bytes of scratch, keeping its contents. The bytes
  * are malloc'd, not a Lua userdata, so that growing leaves no garbage
  * behind (realloc, mremap for big blocks) and json_decode can free them the
- * moment it is done. Raises on out of memory, which leaks nothing. */
-static void scratch_reserve(jdec *d, size_t need)
+ * moment it is done. Returns 0, or -1 after failing with DT_ENOMEM. */
+static int scratch_reserve(jdec *d, size_t need)
 {
 	if (need <= d->scratch_cap)
-		return;
+		return 0;
 	if (d->fixed)               /* cannot happen: the text was sized to its input */
 		luaL_error(d->L, "JSON decoder: set-aside text overflow");
 	if (d->box == NULL) {
@@ -230,10 +239,15 @@ static void scratch_reserve(jdec *d, size_t need)
 		lua_replace(d->L, d->scratch_slot);         /* ... (slot = box) */
 	}
 	d->box->len = 0;
-	if (dt_buf_reserve(d->box, need) != 0)      /* owns: box->data, freed by json_decode or __gc */
-		luaL_error(d->L, "not enough memory for a JSON string of %zu bytes", need);
+	if (dt_buf_reserve(d->box, need) != 0) {    /* owns: box->data, freed by json_decode or __gc */
+		d->code = DT_ENOMEM;
+		if (d->errsz > 0)
+			snprintf(d->err, d->errsz, "out of memory for a JSON string of %zu bytes", need);
+		return -1;
+	}
 	d->scratch = (unsigned char *)d->box->data;
 	d->scratch_cap = d->box->cap;
+	return 0;
 }
 
 /* ---- set-aside text: a tool result's JSON, unescaped, waiting to be decoded */
@@ -350,7 +364,8 @@ static const unsigned char *dec_string_bytes(jdec *d, const unsigned char *p,
 		unsigned long cp;
 		long h;
 		if (len > 0) {
-			scratch_reserve(d, n + len + 8);
+			if (scratch_reserve(d, n + len + 8) != 0)
+				return NULL;
 			memcpy(d->scratch + n, run, len);
 			n += len;
 		}
@@ -365,7 +380,8 @@ static const unsigned char *dec_string_bytes(jdec *d, const unsigned char *p,
 			return NULL;
 		}
 		/* *p == '\\' */
-		scratch_reserve(d, n + 8);
+		if (scratch_reserve(d, n + 8) != 0)
+			return NULL;
 		if (end - p < 2) {
 			dec_fail(d, p + 1, "unterminated escape");
 			return NULL;
@@ -465,16 +481,17 @@ static int key_is(lua_State *L, const char *lit, size_t litlen)
 	return n == litlen && memcmp(k, lit, n) == 0;
 }
 
-/* Tracks the keys that lead to result.result.value (and the top-level
- * "id") while a reply is decoded with ids. The key is on top. */
+/* Tracks the keys that lead to the rule's path (and its top-level gate
+ * key) while decoding with a set-aside rule. The key is on top. */
 static void track_key(jdec *d, int depth)
 {
-	static const char *const path[] = { NULL, "result", "result", "value" };
+	const char *want;
 	if (depth > 3 || d->match < depth - 1)
 		return;
-	d->match = key_is(d->L, path[depth], strlen(path[depth])) ? depth : depth - 1;
+	want = d->rule->path[depth - 1];
+	d->match = key_is(d->L, want, strlen(want)) ? depth : depth - 1;
 	if (depth == 1)
-		d->key_id = key_is(d->L, "id", 2);
+		d->key_id = key_is(d->L, d->rule->gate_key, strlen(d->rule->gate_key));
 }
 
 static const double pow10_exact[] = {
@@ -588,7 +605,8 @@ static const unsigned char *dec_number(jdec *d, const unsigned char *p)
 		size_t len = (size_t)(p - start);
 		char *tok = small;
 		if (len >= sizeof small) {
-			scratch_reserve(d, len + 1);
+			if (scratch_reserve(d, len + 1) != 0)
+				return NULL;
 			tok = (char *)d->scratch;
 		}
 		memcpy(tok, start, len);
@@ -638,7 +656,7 @@ value:
 		dlevel *l;
 		int obj = *p == '{';
 		if (depth >= max_depth || !lua_checkstack(L, 4)) {
-			d->code = "too_deep";
+			d->code = DT_ETOODEEP;
 			if (d->errsz > 0)
 				snprintf(d->err, d->errsz,
 				         "nesting deeper than %d at byte offset %zu%s",
@@ -660,10 +678,11 @@ value:
 		if (p < end && *p == (obj ? '}' : ']')) {       /* empty: no hint taken */
 			p++;
 			lua_createtable(L, 0, 0);                   /* ... t */
-			if (!obj) {
+			if (!obj)
 				lua_pushvalue(L, d->mt_slot);           /* ... arr mt */
-				lua_setmetatable(L, -2);                /* ... arr */
-			}
+			else
+				luaL_getmetatable(L, JSON_OBJECT_MT);   /* ... obj omt */
+			lua_setmetatable(L, -2);                    /* ... t */
 			goto value_done;
 		}
 		if (obj)
@@ -735,7 +754,7 @@ value_done:                     /* a complete value is on top */
 		d->key_id = 0;
 		if (lua_type(L, -1) == LUA_TNUMBER) {
 			lua_pushvalue(L, -1);                       /* ... obj "id" v v */
-			lua_rawget(L, d->ids);                      /* ... obj "id" v ids[v] */
+			lua_rawget(L, d->rule->gate);               /* ... obj "id" v ids[v] */
 			d->id_ok = lua_toboolean(L, -1);
 			lua_pop(L, 1);                              /* ... obj "id" v */
 		}
@@ -780,7 +799,7 @@ key:
 	p = dec_string(d, p + 1);                               /* ... obj key */
 	if (p == NULL)
 		return 0;
-	if (d->ids != 0)
+	if (d->rule != NULL)
 		track_key(d, depth);
 	p = skip_ws(p, end);
 	if (p >= end || *p != ':') {
@@ -792,13 +811,13 @@ key:
 }
 
 /* Decodes s[0..len): pushes the value and returns 1, or pushes nothing,
- * writes err and sets *code ("syntax" or "too_deep") and returns 0.
- * ids: see dt_json_decode_cdp (0: none); with a text set aside, pushes the
- * value, the table lacking "value" and the text, and returns 3.
+ * writes err and sets *code (DT_ESYNTAX, DT_ETOODEEP, DT_ENOMEM) and
+ * returns 0. rule: see dt_json_aside (NULL: none); with a text set aside,
+ * pushes the value, the table lacking path[2] and the text, and returns 3.
  * rel: page-aligned, inside s: s is ours and its pages from rel on may be
  * given back as decoding moves past them (NULL: s is left alone). */
 static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
-                       char *err, size_t errsz, const char **code, int ids,
+                       char *err, size_t errsz, int *code, const dt_json_aside *rule,
                        unsigned char *rel)
 {
 	jdec d;
@@ -820,7 +839,7 @@ static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 	d.levels_slot = base + 3;
 	d.tbl_slot = base + 4;
 	d.text_slot = base + 5;
-	d.ids = ids;
+	d.rule = rule;
 	d.rel = rel;
 	d.err = err;
 	d.errsz = errsz;
@@ -840,23 +859,21 @@ static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 	} else {
 		lua_settop(L, base);                /* ... */
 		if (code != NULL)
-			*code = d.code ? d.code : "syntax";
+			*code = d.code ? d.code : DT_ESYNTAX;
 	}
 	return ok;
 }
 
 int dt_json_decode(lua_State *L, const char *s, size_t len, int max_depth,
-                   char *err, size_t errsz)
+                   const dt_json_aside *aside, char *err, size_t errsz, int *code)
 {
-	return json_decode(L, s, len, max_depth, err, errsz, NULL, 0, NULL);
-}
-
-int dt_json_decode_cdp(lua_State *L, const char *s, size_t len, int ids,
-                       char *err, size_t errsz)
-{
-	if (ids < 0)
-		ids = lua_gettop(L) + ids + 1;          /* absolute: the decoder pushes */
-	return json_decode(L, s, len, DT_JSON_MAX_DEPTH, err, errsz, NULL, ids, NULL);
+	dt_json_aside abs;
+	if (aside != NULL && aside->gate < 0) {
+		abs = *aside;
+		abs.gate = lua_gettop(L) + aside->gate + 1;   /* absolute: the decoder pushes */
+		aside = &abs;
+	}
+	return json_decode(L, s, len, max_depth, err, errsz, code, aside, NULL);
 }
 
 void dt_json_decode_aside(lua_State *L)
@@ -865,7 +882,7 @@ void dt_json_decode_aside(lua_State *L)
 	unsigned char *rel = page_up(t->data);
 	char err[256];
 	int ok = json_decode(L, (const char *)t->data, t->len, DT_JSON_MAX_DEPTH,
-	                     err, sizeof err, NULL, 0, rel); /* ... tbl text [value] */
+	                     err, sizeof err, NULL, NULL, rel); /* ... tbl text [value] */
 	/* The text is garbage now; give back what is still resident of a big
 	 * one at once rather than at the next collection. */
 	if (t->len >= REL_STEP)
@@ -893,14 +910,14 @@ typedef struct jenc {
 	dt_buf *b;              /* owned by a userdata with __gc on the stack */
 	int mt_slot;            /* stack slot: the array metatable */
 	int levels_slot;        /* stack slot: userdata behind levels (when spilled) */
-	const char *code;       /* "bad_value" or "too_deep" once failed */
+	int code;               /* DT_EBADVALUE, DT_ETOODEEP or DT_ENOMEM once failed */
 	char err[160];
 } jenc;
 
-static int enc_fail(jenc *e, const char *code, const char *fmt, ...)
+static int enc_fail(jenc *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static int enc_fail(jenc *e, const char *code, const char *fmt, ...)
+static int enc_fail(jenc *e, int code, const char *fmt, ...)
 {
 	va_list ap;
 	e->code = code;
@@ -917,7 +934,7 @@ static int need(jenc *e, size_t n)
 		return 1;
 	if (dt_buf_reserve(e->b, n) == 0)
 		return 1;
-	return enc_fail(e, "bad_value", "out of memory while encoding");
+	return enc_fail(e, DT_ENOMEM, "out of memory while encoding");
 }
 
 #define PUTC(b, c) ((b)->data[(b)->len++] = (char)(c))
@@ -1010,7 +1027,7 @@ static int put_double(jenc *e, double x)
 			uselocale(old);
 	}
 	if (len < 0 || (size_t)len >= sizeof tmp)
-		return enc_fail(e, "bad_value", "cannot format number");
+		return enc_fail(e, DT_EBADVALUE, "cannot format number");
 	return put(e, tmp, (size_t)len);
 }
 
@@ -1126,7 +1143,7 @@ static int enc_string(jenc *e, const unsigned char *s, size_t len)
 			continue;
 		}
 	invalid:
-		return enc_fail(e, "bad_value", "invalid UTF-8 in a string at byte offset %zu", i);
+		return enc_fail(e, DT_EBADVALUE, "invalid UTF-8 in a string at byte offset %zu", i);
 	}
 	if (!need(e, 1))
 		return 0;
@@ -1134,18 +1151,34 @@ static int enc_string(jenc *e, const unsigned char *s, size_t len)
 	return 1;
 }
 
-/* Is the table on top an array? Returns its length, or -1 for an object.
- * Arrays: the array metatable (elements 1..rawlen), or keys exactly 1..n
- * with n > 0. Needs 2 free stack slots; leaves the stack as it was. */
-static lua_Integer table_kind(jenc *e)
+/* The one decision of what a table is in JSON (json_kind below exposes it
+ * to the validator). With a metatable: DT_ARRAY_MT, or __jsontype "array"
+ * (dkjson's convention), is an array of elements 1..rawlen; __jsontype
+ * "object" (JSON_OBJECT_MT, dkjson) is an object. Otherwise, keys exactly
+ * 1..n with n > 0 make an array, no keys at all an empty table (written
+ * as {}), anything else an object. Returns the array's length, KIND_OBJECT
+ * or KIND_EMPTY. Needs 2 free stack slots; leaves the stack as it was. */
+#define KIND_OBJECT (-1)
+#define KIND_EMPTY (-2)
+static lua_Integer table_kind(lua_State *L, int mt_slot)
 {
-	lua_State *L = e->L;
 	lua_Integer count = 0, max = 0;
 	if (lua_getmetatable(L, -1)) {                  /* ... t mt */
-		int is = lua_rawequal(L, -1, e->mt_slot);
-		lua_pop(L, 1);                              /* ... t */
-		if (is)
+		const char *jt;
+		if (lua_rawequal(L, -1, mt_slot)) {
+			lua_pop(L, 1);                          /* ... t */
 			return (lua_Integer)dt_rawlen(L, -1);
+		}
+		int marked;                                 /* 1 array, -1 object, 0 neither */
+		lua_pushliteral(L, "__jsontype");           /* ... t mt "__jsontype" */
+		lua_rawget(L, -2);                          /* ... t mt jt */
+		jt = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+		marked = strcmp(jt, "array") == 0 ? 1 : strcmp(jt, "object") == 0 ? -1 : 0;
+		lua_pop(L, 2);                              /* ... t */
+		if (marked > 0)
+			return (lua_Integer)dt_rawlen(L, -1);
+		if (marked < 0)
+			return KIND_OBJECT;
 	}
 	lua_pushnil(L);                                 /* ... t nil */
 	while (lua_next(L, -2)) {                       /* ... t k v */
@@ -1154,7 +1187,7 @@ static lua_Integer table_kind(jenc *e)
 #if LUA_VERSION_NUM >= 503
 		if (!lua_isinteger(L, -1)) {
 			lua_pop(L, 1);                          /* ... t */
-			return -1;
+			return KIND_OBJECT;
 		}
 		k = lua_tointeger(L, -1);
 #else
@@ -1162,20 +1195,22 @@ static lua_Integer table_kind(jenc *e)
 			double dk = lua_type(L, -1) == LUA_TNUMBER ? (double)lua_tonumber(L, -1) : 0.5;
 			if (dk != floor(dk) || dk < 1 || dk > 9e15) {
 				lua_pop(L, 1);                      /* ... t */
-				return -1;
+				return KIND_OBJECT;
 			}
 			k = (lua_Integer)dk;
 		}
 #endif
 		if (k < 1) {
 			lua_pop(L, 1);                          /* ... t */
-			return -1;
+			return KIND_OBJECT;
 		}
 		count++;
 		if (k > max)
 			max = k;
 	}                                               /* ... t */
-	return count > 0 && max == count ? count : -1;
+	if (count == 0)
+		return KIND_EMPTY;
+	return max == count ? count : KIND_OBJECT;
 }
 
 /* Writes the key at idx (string or integer) and the ':' after it. */
@@ -1193,13 +1228,13 @@ static int enc_key(jenc *e, int idx)
 		int64_t v;
 #if LUA_VERSION_NUM >= 503
 		if (!lua_isinteger(L, idx))
-			return enc_fail(e, "bad_value", "table key %.17g is neither a string nor an integer",
+			return enc_fail(e, DT_EBADVALUE, "table key %.17g is neither a string nor an integer",
 			                (double)lua_tonumber(L, idx));
 		v = (int64_t)lua_tointeger(L, idx);
 #else
 		double dk = lua_tonumber(L, idx);
 		if (dk != floor(dk) || fabs(dk) >= 9223372036854775808.0)
-			return enc_fail(e, "bad_value", "table key %.17g is neither a string nor an integer", dk);
+			return enc_fail(e, DT_EBADVALUE, "table key %.17g is neither a string nor an integer", dk);
 		v = (int64_t)dk;
 #endif
 		q = fmt_int(tmp, v);
@@ -1210,7 +1245,7 @@ static int enc_key(jenc *e, int idx)
 		e->b->len += (size_t)(tmp + 24 - q);
 		PUTC(e->b, '"');
 	} else {
-		return enc_fail(e, "bad_value", "table key of type %s is neither a string nor an integer",
+		return enc_fail(e, DT_EBADVALUE, "table key of type %s is neither a string nor an integer",
 		                lua_typename(L, t));
 	}
 	if (!need(e, 1))
@@ -1254,21 +1289,23 @@ value:                          /* ... v */
 	}
 	case LUA_TLIGHTUSERDATA:
 		if (lua_touserdata(L, -1) != NULL)
-			return enc_fail(e, "bad_value", "cannot encode a light userdata other than null");
+			return enc_fail(e, DT_EBADVALUE, "cannot encode a light userdata other than null");
 		if (!put(e, "null", 4))
 			return 0;
 		break;
 	case LUA_TTABLE: {
 		lua_Integer n;
 		if (depth >= max_depth || !lua_checkstack(L, 4))
-			return enc_fail(e, "too_deep", "nesting deeper than %d (a cycle?)%s", depth,
+			return enc_fail(e, DT_ETOODEEP, "nesting deeper than %d (a cycle?)%s", depth,
 			                depth >= max_depth ? "" : " (the Lua stack is full)");
 		if ((size_t)depth + 1 >= lv_cap) {
 			lv = grow_slot(L, e->levels_slot, lv, lv_cap * sizeof *lv,
 			               2 * lv_cap * sizeof *lv);
 			lv_cap *= 2;
 		}
-		n = table_kind(e);
+		n = table_kind(L, e->mt_slot);
+		if (n == KIND_EMPTY)
+			n = KIND_OBJECT;                        /* a plain {} is written as {} */
 		depth++;
 		lv[depth].i = 0;
 		lv[depth].n = n;
@@ -1283,7 +1320,7 @@ value:                          /* ... v */
 		goto next;
 	}
 	default:
-		return enc_fail(e, "bad_value", "cannot encode a %s", luaL_typename(L, -1));
+		return enc_fail(e, DT_EBADVALUE, "cannot encode a %s", luaL_typename(L, -1));
 	}
 	lua_pop(L, 1);              /* the finished value */
 
@@ -1374,10 +1411,7 @@ static int l_json_encode(lua_State *L)
 	ok = enc_run(&e, max_depth);                    /* v opts mt levels buf [...] */
 	if (!ok) {
 		dt_buf_free(b);                             /* frees: the partial text */
-		lua_pushnil(L);
-		lua_pushstring(L, e.err);
-		lua_pushstring(L, e.code ? e.code : "bad_value");
-		return 3;
+		return dt_push_fail(L, e.code ? e.code : DT_EBADVALUE, e.err);
 	}
 	lua_pushlstring(L, b->data ? b->data : "", b->len);   /* ... json */
 	dt_buf_free(b);                                 /* frees: b->data; __gc does it on raise */
@@ -1391,13 +1425,23 @@ static int l_json_decode(lua_State *L)
 	const char *s = luaL_checklstring(L, 1, &len);
 	int max_depth = opt_max_depth(L, 2);
 	char err[256];
-	const char *code = NULL;
-	if (json_decode(L, s, len, max_depth, err, sizeof err, &code, 0, NULL))
+	int code = DT_OK;
+	if (json_decode(L, s, len, max_depth, err, sizeof err, &code, NULL, NULL))
 		return 1;                                   /* ... value */
-	lua_pushnil(L);
-	lua_pushstring(L, err);
-	lua_pushstring(L, code);
-	return 3;
+	return dt_push_fail(L, code, err);
+}
+
+/* core.json_kind(t) -> "array" | "object" | "empty": what the encoder
+ * makes of table t (see table_kind); "empty" is a plain {}, written as {}
+ * and, for the schema validator, either an empty array or an empty object. */
+static int l_json_kind(lua_State *L)
+{
+	lua_Integer n;
+	luaL_checktype(L, 1, LUA_TTABLE);
+	lua_settop(L, 1);                               /* t */
+	n = table_kind(L, lua_upvalueindex(1));
+	lua_pushvalue(L, lua_upvalueindex(n == KIND_EMPTY ? 4 : n == KIND_OBJECT ? 3 : 2));
+	return 1;                                       /* t kind */
 }
 
 void dt_json_open(lua_State *L)
@@ -1407,6 +1451,16 @@ void dt_json_open(lua_State *L)
 		{"json_decode", l_json_decode},
 		{NULL, NULL}
 	};
+	luaL_newmetatable(L, JSON_OBJECT_MT);           /* M omt */
+	lua_pushliteral(L, "object");
+	lua_setfield(L, -2, "__jsontype");
+	lua_setfield(L, -2, "object_mt");               /* M */
+	luaL_getmetatable(L, DT_ARRAY_MT);              /* M mt */
+	lua_pushliteral(L, "array");
+	lua_pushliteral(L, "object");
+	lua_pushliteral(L, "empty");                    /* M mt "array" "object" "empty" */
+	lua_pushcclosure(L, l_json_kind, 4);            /* M kind */
+	lua_setfield(L, -2, "json_kind");               /* M */
 	if (luaL_newmetatable(L, JSONBUF_MT)) {         /* M bmt */
 		lua_pushcfunction(L, jsonbuf_gc);
 		lua_setfield(L, -2, "__gc");

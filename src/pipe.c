@@ -8,8 +8,13 @@
  * (and drain the child's stderr into its ring), so pipelined requests cannot
  * deadlock against replies filling the other pipe.
  *
+ * For a foreign event loop: fds() gives the reply pipe, the request pipe
+ * and the stderr pipe; recv(0) and flush(0) serve whatever is ready and
+ * never wait.
+ *
  * The receive buffer is scanned for the terminator only over bytes not yet
- * scanned: rescanning from the start is quadratic on large messages. */
+ * scanned: rescanning from the start is quadratic on large messages.
+ * Depends on: pipe.h (transport.h, ring.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dt.h"
+#include "pipe.h"
 
 typedef struct {
 	dt_transport base;
@@ -38,24 +43,6 @@ typedef struct {
 	dt_buf out;         /* queued bytes not yet written */
 	size_t out_off;     /* first unwritten byte in out */
 } pipe_t;
-
-int dt_ring_drain(dt_ring *r, int fd)
-{
-	char buf[4096];
-	for (;;) {
-		ssize_t n = read(fd, buf, sizeof buf);
-		if (n > 0) {
-			if (r != NULL)
-				dt_ring_push(r, buf, (size_t)n);
-			continue;
-		}
-		if (n == 0)
-			return -1;
-		if (errno == EINTR)
-			continue;
-		return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
-	}
-}
 
 /* Drops the bytes handed out by the previous recv and compacts when the
  * dead prefix is large, so the buffer does not creep. */
@@ -78,15 +65,15 @@ static void settle(pipe_t *p)
 }
 
 /* One read of what is there now (one, so that recv scans and applies the
- * size limit between reads). Returns -1 on a read error other than EAGAIN. */
+ * size limit between reads). Returns DT_OK, or after dt_transport_fail
+ * DT_ENOMEM (the pipe is still fine) or DT_ECLOSED (a read error other
+ * than EAGAIN). */
 static int read_some(pipe_t *p)
 {
 	size_t room = p->in.len < (1u << 20) ? 65536 : p->in.len / 4;
 	ssize_t n;
-	if (dt_buf_reserve(&p->in, room) != 0) {
-		dt_transport_fail(&p->base, DT_ECLOSED, "out of memory reading a message");
-		return -1;
-	}
+	if (dt_buf_reserve(&p->in, room) != 0)
+		return dt_transport_fail(&p->base, DT_ENOMEM, "out of memory reading a message");
 	do {
 		n = read(p->rfd, p->in.data + p->in.len, p->in.cap - p->in.len);
 	} while (n < 0 && errno == EINTR);
@@ -95,10 +82,10 @@ static int read_some(pipe_t *p)
 	else if (n == 0)
 		p->eof = 1;
 	else if (errno != EAGAIN && errno != EWOULDBLOCK) {
-		dt_transport_fail(&p->base, DT_ECLOSED, "reading from the browser: %s", strerror(errno));
-		return -1;
+		return dt_transport_fail(&p->base, DT_ECLOSED, "reading from the browser: %s",
+		                         strerror(errno));
 	}
-	return 0;
+	return DT_OK;
 }
 
 /* Writes queued bytes until the pipe is full. Returns -1 if the pipe broke. */
@@ -150,12 +137,8 @@ static int pump(pipe_t *p, double deadline, int want_read)
 		return dt_transport_fail(&p->base, DT_ECLOSED, "poll: %s", strerror(errno));
 	if (rc == 0)
 		return DT_ETIMEOUT;
-	if (ei >= 0 && fds[ei].revents) {
-		if (dt_ring_drain(p->ring, p->errfd) < 0) {
-			close(p->errfd);
-			p->errfd = -1;
-		}
-	}
+	if (ei >= 0 && fds[ei].revents)
+		dt_ring_drain_fd(p->ring, &p->errfd);
 	if (wi >= 0 && fds[wi].revents) {
 		if (fds[wi].revents & (POLLERR | POLLHUP)) {
 			p->base.closed = 1;
@@ -167,13 +150,15 @@ static int pump(pipe_t *p, double deadline, int want_read)
 		}
 	}
 	if (ri >= 0 && fds[ri].revents) {
-		if (read_some(p) != 0) {
+		rc = read_some(p);
+		if (rc == DT_ECLOSED)
 			p->base.closed = 1;
-			return DT_ECLOSED;
-		}
+		return rc;
 	}
 	return DT_OK;
 }
+
+static int pipe_flush(dt_transport *t, double deadline);
 
 static int pipe_send(dt_transport *t, const char *msg, size_t len, double deadline)
 {
@@ -181,24 +166,11 @@ static int pipe_send(dt_transport *t, const char *msg, size_t len, double deadli
 	if (p->wfd < 0 || t->closed)
 		return dt_transport_fail(t, DT_ECLOSED, "the browser closed the pipe");
 	if (dt_buf_reserve(&p->out, len + 1) != 0)
-		return dt_transport_fail(t, DT_ETOOLARGE, "out of memory queueing %zu bytes", len);
+		return dt_transport_fail(t, DT_ENOMEM, "out of memory queueing %zu bytes", len);
 	memcpy(p->out.data + p->out.len, msg, len);      /* the message and its NUL */
 	p->out.data[p->out.len + len] = '\0';
 	p->out.len += len + 1;
-	if (write_some(p) != 0) {
-		t->closed = 1;
-		return DT_ECLOSED;
-	}
-	while (p->out_off < p->out.len) {
-		int rc = pump(p, deadline, 1);
-		if (rc == DT_ETIMEOUT)
-			return dt_transport_fail(t, DT_ETIMEOUT,
-				"timed out writing to the browser (%zu bytes still queued)",
-				p->out.len - p->out_off);
-		if (rc != DT_OK)
-			return rc;
-	}
-	return DT_OK;
+	return pipe_flush(t, deadline);
 }
 
 static int pipe_recv(dt_transport *t, double deadline, const char **msg, size_t *len)
@@ -262,6 +234,42 @@ static int pipe_recv(dt_transport *t, double deadline, const char **msg, size_t 
 	}
 }
 
+static int pipe_flush(dt_transport *t, double deadline)
+{
+	pipe_t *p = (pipe_t *)t;
+	if (p->out_off < p->out.len && (p->wfd < 0 || t->closed))
+		return dt_transport_fail(t, DT_ECLOSED, "the browser closed the pipe");
+	if (write_some(p) != 0) {
+		t->closed = 1;
+		return DT_ECLOSED;
+	}
+	while (p->out_off < p->out.len) {
+		/* Reads too: a browser blocked writing replies stops reading. */
+		int rc = pump(p, deadline, 1);
+		if (rc == DT_ETIMEOUT)
+			return dt_transport_fail(t, DT_ETIMEOUT,
+				"timed out writing to the browser (%zu bytes still queued)",
+				p->out.len - p->out_off);
+		if (rc != DT_OK)
+			return rc;
+	}
+	return DT_OK;
+}
+
+static size_t pipe_queued(dt_transport *t)
+{
+	pipe_t *p = (pipe_t *)t;
+	return p->out.len - p->out_off;
+}
+
+static void pipe_fds(dt_transport *t, int fds[3])
+{
+	pipe_t *p = (pipe_t *)t;
+	fds[0] = p->eof ? -1 : p->rfd;
+	fds[1] = p->wfd;
+	fds[2] = p->errfd;
+}
+
 static void pipe_release(dt_transport *t)
 {
 	settle((pipe_t *)t);
@@ -274,12 +282,6 @@ static int pipe_pending(dt_transport *t)
 	return from < p->in.len && memchr(p->in.data + from, '\0', p->in.len - from) != NULL;
 }
 
-static int pipe_fd(dt_transport *t)
-{
-	pipe_t *p = (pipe_t *)t;
-	return p->eof ? -1 : p->rfd;
-}
-
 static void pipe_close(dt_transport *t)
 {
 	pipe_t *p = (pipe_t *)t;
@@ -288,7 +290,7 @@ static void pipe_close(dt_transport *t)
 	if (p->rfd >= 0)
 		close(p->rfd);
 	if (p->errfd >= 0) {
-		dt_ring_drain(p->ring, p->errfd);
+		dt_ring_drain(p->ring, p->errfd);   /* never blocks: non-blocking fd */
 		close(p->errfd);
 	}
 	p->wfd = p->rfd = p->errfd = -1;
@@ -311,7 +313,7 @@ static void pipe_describe(dt_transport *t, char *buf, size_t n)
 }
 
 static const dt_transport_ops pipe_ops = {
-	"pipe", pipe_send, pipe_recv, pipe_fd, pipe_pending,
+	"pipe", pipe_send, pipe_recv, pipe_flush, pipe_queued, pipe_fds, pipe_pending,
 	pipe_close, pipe_destroy, pipe_describe, pipe_release
 };
 

@@ -7,7 +7,19 @@
  * its pid, and so its process group id, from being reused until we have
  * killed the group; only then is it reaped. The last-resort cleanup lives
  * here, on the userdata, because __gc on plain tables never runs on
- * LuaJIT/5.1. */
+ * LuaJIT/5.1.
+ *
+ * A child with a cleanup_dir (or opts.reaper) also gets a reaper: a small
+ * /bin/sh, in a session of its own, that waits on a socket whose other end
+ * only we hold. When we close the process we tell it "done" and it exits;
+ * when our process ends any other way (SIGKILL included) it reads EOF,
+ * kills the child's process group and whatever holds its output pipe, and
+ * removes the directory. No signal handler is installed in the host.
+ *
+ * __gc never waits long: it kills the group at once (no grace), waits at
+ * most GC_WAIT for the exit, and if the child is not gone by then leaves
+ * the directory to the reaper and the zombie to the next spawn (or exit).
+ * Depends on: pipe.h, ring.h, fs.h. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -19,13 +31,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "pipe.h"
+#include "ring.h"
+#include "fs.h"
 #include "dt.h"
+
+#define DT_PROCESS_MT "devtools_tools.Process"
+#define GC_WAIT 0.2             /* seconds __gc waits for a killed child to exit */
 
 extern char **environ;
 
@@ -39,6 +58,7 @@ typedef struct proc_s {
 	dt_ring *ring;          /* shared with the pipe transport; one ref */
 	char *cleanup_dir;      /* owned; removed by close, or NULL */
 	unsigned long err_ino;  /* inode of the child's stdout/stderr pipe */
+	int reaper_fd;          /* our end of the reaper's socket, or -1 */
 	struct proc_s *next_live;   /* in the list of children not closed yet */
 } proc_t;
 
@@ -71,14 +91,31 @@ static proc_t *check_proc(lua_State *L)
 	return (proc_t *)luaL_checkudata(L, 1, DT_PROCESS_MT);
 }
 
-static void sleep_ms(int ms)
+/* Children __gc killed but could not wait for: reaped at the next spawn
+ * and at exit, so that no zombie stays for the program's life. */
+#define MAX_ORPHANS 64
+static pid_t orphans[MAX_ORPHANS];
+
+static void reap_orphans(void)
 {
-	struct timespec ts;
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
+	int i;
+	for (i = 0; i < MAX_ORPHANS; i++)
+		if (orphans[i] > 0 && waitpid(orphans[i], NULL, WNOHANG) != 0)
+			orphans[i] = 0;     /* reaped, or not ours any more */
 }
+
+static void add_orphan(pid_t pid)
+{
+	int i;
+	for (i = 0; i < MAX_ORPHANS; i++) {
+		if (orphans[i] <= 0) {
+			orphans[i] = pid;
+			return;
+		}
+	}
+}
+
+#define sleep_ms dt_sleep_ms
 
 /* Has the child exited? Records its status, does not reap. */
 static int poll_exit(proc_t *p)
@@ -114,10 +151,7 @@ static int wait_exit(proc_t *p, double deadline)
 		int ms = dt_poll_ms(deadline);
 		if (ms == 0)
 			return 0;
-		if (p->errfd >= 0 && dt_ring_drain(p->ring, p->errfd) < 0) {
-			close(p->errfd);
-			p->errfd = -1;
-		}
+		dt_ring_drain_fd(p->ring, &p->errfd);
 		if (p->pidfd >= 0) {
 			struct pollfd fds[2];
 			int n = 1;
@@ -161,21 +195,26 @@ static void kill_pipe_holders(proc_t *p)
 	closedir(d);
 }
 
-/* Ends the child: SIGTERM, then SIGKILL after grace seconds, then the
- * rest of its process group and whatever else holds its output pipe;
- * reaps it. Idempotent. */
-static void end_child(proc_t *p, double grace)
+/* Ends the child: SIGTERM, then SIGKILL after grace seconds (grace < 0:
+ * SIGKILL to the whole group at once), then the rest of its process group
+ * and whatever else holds its output pipe; reaps it. Waits at most
+ * kill_wait seconds for the exit after SIGKILL; returns 0 (not reaped) if
+ * the child outlived that. Idempotent. */
+static int end_child_within(proc_t *p, double grace, double kill_wait)
 {
 	if (p->pid == 0)
-		return;
+		return 1;
 	if (!poll_exit(p)) {
 		if (grace > 0) {
 			kill(p->pid, SIGTERM);
 			wait_exit(p, dt_now() + grace);
 		}
 		if (!poll_exit(p)) {
+			if (grace < 0)
+				kill(-p->pid, SIGKILL);
 			kill(p->pid, SIGKILL);
-			wait_exit(p, dt_now() + 5.0);
+			if (!wait_exit(p, dt_now() + kill_wait))
+				return 0;
 		}
 	}
 	/* The unreaped leader still holds the group id: no reuse is possible. */
@@ -193,6 +232,24 @@ static void end_child(proc_t *p, double grace)
 		close(p->errfd);
 		p->errfd = -1;
 	}
+	return 1;
+}
+
+static void end_child(proc_t *p, double grace)
+{
+	end_child_within(p, grace, 5.0);
+}
+
+/* Tells the reaper we cleaned up ourselves (done) or, with done 0, lets it
+ * do the cleanup now; either way closes our end. */
+static void release_reaper(proc_t *p, int done)
+{
+	if (p->reaper_fd < 0)
+		return;
+	if (done)
+		(void)send(p->reaper_fd, "done\n", 5, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(p->reaper_fd);
+	p->reaper_fd = -1;
 }
 
 static void remove_dir(proc_t *p)
@@ -223,6 +280,97 @@ static void close_all(int *fds, int n)
 	for (i = 0; i < n; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+}
+
+/* The reaper's script. $1: the child's pid (its process group), $2: the
+ * inode of its output pipe, $3: the directory to remove (may be empty).
+ * The outer shell backgrounds the watcher and exits at once (we reap it
+ * in start_reaper); the watcher is then nobody's child of ours. It reads
+ * fd 3 (an explicit redirection: a background job's stdin is /dev/null):
+ * a line means we cleaned up; EOF means we are gone. */
+static const char reaper_script[] =
+	"( read -r line <&3 && exit 0\n"
+	"  kill -KILL -- \"-$1\" \"$1\" 2>/dev/null\n"
+	"  for f in /proc/[0-9]*/fd/2; do\n"
+	"    [ \"$(readlink \"$f\" 2>/dev/null)\" = \"pipe:[$2]\" ] || continue\n"
+	"    p=${f#/proc/}; kill -KILL \"${p%%/*}\" 2>/dev/null\n"
+	"  done\n"
+	"  [ -n \"$3\" ] || exit 0\n"
+	"  i=0\n"
+	"  while [ -e \"$3\" ] && [ $i -lt 50 ]; do\n"
+	"    rm -rf -- \"$3\" 2>/dev/null; [ -e \"$3\" ] && sleep 0.1; i=$((i+1))\n"
+	"  done ) 3<&3 &\n";
+
+/* Starts the reaper for child pid. Returns our end of its socket, or -1
+ * (no /bin/sh, out of descriptors: the atexit handler and __gc remain). */
+static int start_reaper(pid_t pid, unsigned long ino, const char *dir)
+{
+	int sv[2];
+	char pidstr[24], inostr[24];
+	const char *cargs[8];
+	char *args[8];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	pid_t sh;
+	int err, i;
+	if (access("/bin/sh", X_OK) != 0)
+		return -1;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		return -1;
+	snprintf(pidstr, sizeof pidstr, "%ld", (long)pid);
+	snprintf(inostr, sizeof inostr, "%lu", ino);
+	cargs[0] = "/bin/sh";
+	cargs[1] = "-c";
+	cargs[2] = reaper_script;
+	cargs[3] = "devtools_tools-reaper";     /* $0 */
+	cargs[4] = pidstr;
+	cargs[5] = inostr;
+	cargs[6] = dir != NULL ? dir : "";
+	cargs[7] = NULL;
+	for (i = 0; i < 8; i++) {
+		/* exec takes char *const[]; it does not write through them. */
+		union { const char *c; char *m; } u;
+		u.c = cargs[i];
+		args[i] = u.m;
+	}
+	{
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+		posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+		posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+#endif
+		posix_spawnattr_init(&at);
+		sigemptyset(&none);
+		sigfillset(&all);
+		posix_spawnattr_setsigmask(&at, &none);
+		posix_spawnattr_setsigdefault(&at, &all);
+		/* A session of its own: the terminal's ^C and hangup, sent to our
+		 * process group, must not end it. */
+#ifdef POSIX_SPAWN_SETSID
+		posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
+		                         | POSIX_SPAWN_SETSID);
+#else
+		posix_spawnattr_setpgroup(&at, 0);
+		posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
+		                         | POSIX_SPAWN_SETPGROUP);
+#endif
+		err = posix_spawn(&sh, "/bin/sh", &fa, &at, args, environ);
+		posix_spawn_file_actions_destroy(&fa);
+		posix_spawnattr_destroy(&at);
+	}
+	close(sv[1]);
+	if (err != 0) {
+		close(sv[0]);
+		return -1;
+	}
+	/* The outer shell exits as soon as it has backgrounded the watcher. */
+	while (waitpid(sh, NULL, 0) < 0 && errno == EINTR)
+		;
+	return sv[0];
 }
 
 /* opts.env: {NAME = value} added to (or replacing in) the environment.
@@ -290,12 +438,14 @@ static char **build_env(lua_State *L, int opts)
  * argv: {path, arg1, ...}; path is executed as is (no PATH search, no
  * shell). opts: pipe (bool: give the child fds 3 and 4 as a CDP pipe and
  * return the Transport too), stderr_size (bytes of stderr to keep, default
- * 65536), cleanup_dir (removed when the process is closed). */
+ * 65536), cleanup_dir (removed when the process is closed, or by the reaper
+ * if this program ends without closing it), reaper (start the reaper even
+ * without a cleanup_dir). Failures: "spawn_failed", "no_memory". */
 static int l_spawn(lua_State *L)
 {
 	int argc, i, err;
 	char **argv, **envp;
-	int want_pipe = 0;
+	int want_pipe = 0, want_reaper = 0;
 	size_t ring_size = 65536;
 	const char *cleanup = NULL;
 	int to_child[2] = {-1, -1}, from_child[2] = {-1, -1}, errp[2] = {-1, -1};
@@ -317,7 +467,9 @@ static int l_spawn(lua_State *L)
 			ring_size = (size_t)luaL_checknumber(L, -1);
 		lua_getfield(L, 2, "cleanup_dir");
 		cleanup = lua_tostring(L, -1);         /* kept alive by opts */
-		lua_pop(L, 3);
+		lua_getfield(L, 2, "reaper");
+		want_reaper = lua_toboolean(L, -1);
+		lua_pop(L, 4);
 	}
 	argv = (char **)lua_newuserdata(L, sizeof(char *) * (size_t)(argc + 1));
 	for (i = 0; i < argc; i++) {
@@ -334,6 +486,7 @@ static int l_spawn(lua_State *L)
 	}
 	argv[argc] = NULL;
 	envp = build_env(L, 2);                    /* owned by a userdata on the stack */
+	reap_orphans();
 
 	/* posix_spawn reports a failed exec on glibc, but not everywhere (not
 	 * under valgrind, for one): check first, so the message is always ours. */
@@ -346,7 +499,7 @@ static int l_spawn(lua_State *L)
 	}
 	ring = dt_ring_new(ring_size);             /* owns: one ref, given to p below */
 	if (ring == NULL)
-		return luaL_error(L, "out of memory");
+		return dt_push_fail(L, DT_ENOMEM, "out of memory for the child's output ring");
 	if ((want_pipe && (pipe2(to_child, O_CLOEXEC) != 0 || pipe2(from_child, O_CLOEXEC) != 0))
 	    || pipe2(errp, O_CLOEXEC) != 0) {
 		int e = errno;
@@ -423,8 +576,11 @@ static int l_spawn(lua_State *L)
 #else
 	p->pidfd = -1;
 #endif
+	p->reaper_fd = -1;
 	if (cleanup != NULL)
 		p->cleanup_dir = strdup(cleanup);                 /* owns: cleanup_dir */
+	if (cleanup != NULL || want_reaper)
+		p->reaper_fd = start_reaper(pid, p->err_ino, cleanup);  /* owns: reaper_fd */
 	luaL_getmetatable(L, DT_PROCESS_MT);
 	lua_setmetatable(L, -2);
 	live_add(p);
@@ -436,7 +592,10 @@ static int l_spawn(lua_State *L)
 			int fds[3] = {to_child[1], from_child[0], errp[0]};
 			close_all(fds, 3);
 			end_child(p, 0);
-			return luaL_error(L, "out of memory");
+			remove_dir(p);
+			release_reaper(p, 1);
+			live_remove(p);
+			return dt_push_fail(L, DT_ENOMEM, "out of memory for the pipe transport");
 		}
 		dt_transport_push(L, t);                          /* ... argv proc tr */
 		return 2;
@@ -479,7 +638,7 @@ static int push_status(lua_State *L, proc_t *p)
 }
 
 /* proc:wait([deadline]) -> "exit", code | "signal", signo | nil, message, "timeout"
- * Waits without reaping; close() reaps. */
+ * Waits without reaping; close() reaps. wait(0) never blocks. */
 static int l_wait(lua_State *L)
 {
 	proc_t *p = check_proc(L);
@@ -504,41 +663,76 @@ static int l_kill(lua_State *L)
 	return push_status(L, p);
 }
 
+/* proc:exit_fd() -> fd | nil: a descriptor that becomes readable when
+ * the child exits (a Linux pidfd), for event loops; nil where there is
+ * none (kernel < 5.3, or once closed): then poll wait(0) on a timer. */
+static int l_exit_fd(lua_State *L)
+{
+	proc_t *p = check_proc(L);
+	if (p->pidfd < 0)
+		lua_pushnil(L);
+	else
+		lua_pushinteger(L, p->pidfd);
+	return 1;
+}
+
 /* proc:stderr() -> the last bytes the child wrote to stdout/stderr */
 static int l_stderr(lua_State *L)
 {
 	proc_t *p = check_proc(L);
-	if (p->errfd >= 0 && dt_ring_drain(p->ring, p->errfd) < 0) {
-		close(p->errfd);
-		p->errfd = -1;
-	}
+	dt_ring_drain_fd(p->ring, &p->errfd);
 	dt_ring_pushlua(L, p->ring);
 	return 1;
 }
 
-/* proc:close([grace]): kill as above (default grace 2 s), reap, remove
- * cleanup_dir. Idempotent. __gc and __close use grace 0. */
-static int close_with(lua_State *L, double grace)
+static void drop_ring(proc_t *p)
 {
-	proc_t *p = check_proc(L);
-	end_child(p, grace);
-	remove_dir(p);
-	live_remove(p);
 	if (p->ring != NULL) {
 		dt_ring_unref(p->ring);
 		p->ring = NULL;
 	}
+}
+
+/* proc:close([grace]): kill as above (default grace 2 s), reap, remove
+ * cleanup_dir, dismiss the reaper. Idempotent. */
+static int l_close(lua_State *L)
+{
+	proc_t *p = check_proc(L);
+	end_child(p, luaL_optnumber(L, 2, 2.0));
+	remove_dir(p);
+	release_reaper(p, 1);
+	live_remove(p);
+	drop_ring(p);
 	return 0;
 }
 
-static int l_close(lua_State *L)
-{
-	return close_with(L, luaL_optnumber(L, 2, 2.0));
-}
-
+/* __gc and __close: SIGKILL to the group at once; if the child is gone
+ * within GC_WAIT, reap it and remove cleanup_dir (bounded retries);
+ * otherwise leave the directory to the reaper (told to act now) and the
+ * zombie to the next spawn or exit. Never blocks for long. */
 static int l_gc(lua_State *L)
 {
-	return close_with(L, 0);
+	proc_t *p = check_proc(L);
+	if (p->pid != 0 && !end_child_within(p, -1, GC_WAIT)) {
+		add_orphan(p->pid);
+		p->pid = 0;
+		if (p->pidfd >= 0)
+			close(p->pidfd);
+		p->pidfd = -1;
+		if (p->errfd >= 0)
+			close(p->errfd);
+		p->errfd = -1;
+		if (p->reaper_fd >= 0) {
+			release_reaper(p, 0);           /* EOF: it kills and removes now */
+			free(p->cleanup_dir);           /* frees: cleanup_dir (the reaper has its own) */
+			p->cleanup_dir = NULL;
+		}
+	}
+	remove_dir(p);
+	release_reaper(p, 1);
+	live_remove(p);
+	drop_ring(p);
+	return 0;
 }
 
 static int l_tostring(lua_State *L)
@@ -561,7 +755,9 @@ static void end_all_at_exit(void)
 		live_list = p->next_live;
 		end_child(p, 0);
 		remove_dir(p);
+		release_reaper(p, 1);
 	}
+	reap_orphans();
 }
 
 void dt_process_open(lua_State *L)
@@ -577,21 +773,12 @@ void dt_process_open(lua_State *L)
 		{"wait", l_wait},
 		{"kill", l_kill},
 		{"stderr", l_stderr},
+		{"exit_fd", l_exit_fd},
 		{"close", l_close},
 		{NULL, NULL}
 	};
-	luaL_newmetatable(L, DT_PROCESS_MT);        /* M mt */
-	luaL_newlib(L, methods);                    /* M mt methods */
-	lua_setfield(L, -2, "__index");             /* M mt */
-	lua_pushcfunction(L, l_gc);
-	lua_setfield(L, -2, "__gc");
-	lua_pushcfunction(L, l_gc);
-	lua_setfield(L, -2, "__close");
-	lua_pushcfunction(L, l_tostring);
-	lua_setfield(L, -2, "__tostring");
-	lua_pushliteral(L, DT_PROCESS_MT);
-	lua_setfield(L, -2, "__name");
-	lua_pop(L, 1);                              /* M */
+	static const dt_class cls = { DT_PROCESS_MT, methods, l_gc, l_tostring };
+	dt_class_register(L, &cls);
 
 	lua_pushcfunction(L, l_spawn);
 	lua_setfield(L, -2, "spawn");

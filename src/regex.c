@@ -40,6 +40,8 @@
 
 #include "dt.h"
 
+#define DT_REGEX_MT "devtools_tools.Regex"
+
 #define MAX_NEST 256          /* deepest group nesting we parse */
 
 /* ECMA-262 WhiteSpace and LineTerminator, as PCRE2 class items. */
@@ -966,7 +968,9 @@ static dt_regex *check_regex(lua_State *L)
 	return (dt_regex *)luaL_checkudata(L, 1, DT_REGEX_MT);  /* raises */
 }
 
-/* core.regex_compile(pattern) -> Regex | nil, message */
+/* core.regex_compile(pattern) -> Regex | nil, message, code
+ * code: "syntax" (not an ECMA-262 pattern, or one PCRE2 cannot take) or
+ * "no_memory". */
 static int l_regex_compile(lua_State *L)
 {
 	size_t n;
@@ -990,30 +994,27 @@ static int l_regex_compile(lua_State *L)
 	else
 		memcpy(msg, t.err, sizeof msg);
 	translator_free(&t);
-	if (!ok) {
-		lua_pushnil(L);
-		lua_pushfstring(L, "invalid regular expression: %s", msg);
-		return 2;
-	}
+	if (!ok)
+		return dt_push_failf(L, strcmp(msg, "out of memory") == 0 ? DT_ENOMEM : DT_ESYNTAX,
+		                     "invalid regular expression: %s", msg);
 	if (r->code == NULL) {
 		pcre2_get_error_message(errcode, (PCRE2_UCHAR *)msg, sizeof msg);
-		lua_pushnil(L);
-		lua_pushfstring(L, "unsupported regular expression: %s", msg);
-		return 2;
+		return dt_push_failf(L, errcode == PCRE2_ERROR_NOMEMORY ? DT_ENOMEM : DT_ESYNTAX,
+		                     "unsupported regular expression: %s", msg);
 	}
 	r->jit = pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE) == 0;  /* else interpreted */
 	r->md = pcre2_match_data_create_from_pattern(r->code, NULL);   /* owns: r->md */
 	r->source = malloc(n + 1);                                      /* owns: r->source */
 	if (r->md == NULL || r->source == NULL) {
 		regex_release(r);
-		return luaL_error(L, "out of memory");
+		return dt_push_fail(L, DT_ENOMEM, "out of memory compiling a regular expression");
 	}
 	memcpy(r->source, s, n + 1);
 	r->srclen = n;
 	return 1;
 }
 
-/* core.regex_check(pattern) -> true | nil, message */
+/* core.regex_check(pattern) -> true | nil, message, code (as regex_compile) */
 static int l_regex_check(lua_State *L)
 {
 	size_t n;
@@ -1027,9 +1028,8 @@ static int l_regex_check(lua_State *L)
 		lua_pushboolean(L, 1);
 		return 1;
 	}
-	lua_pushnil(L);
-	lua_pushfstring(L, "invalid regular expression: %s", msg);
-	return 2;
+	return dt_push_failf(L, strcmp(msg, "out of memory") == 0 ? DT_ENOMEM : DT_ESYNTAX,
+	                     "invalid regular expression: %s", msg);
 }
 
 /* regex:test(subject) -> boolean | nil, message */
@@ -1107,22 +1107,7 @@ void dt_regex_open(lua_State *L)
 		{"regex_check", l_regex_check},
 		{NULL, NULL}
 	};
-	luaL_newmetatable(L, DT_REGEX_MT);          /* M mt */
-	lua_pushliteral(L, DT_REGEX_MT);
-	lua_setfield(L, -2, "__name");
-	lua_newtable(L);                            /* M mt methods */
-	lua_pushvalue(L, -2);                       /* M mt methods mt */
-	luaL_setfuncs(L, methods, 1);               /* M mt methods */
-	lua_setfield(L, -2, "__index");             /* M mt */
-	lua_pushvalue(L, -1);                       /* M mt mt */
-	lua_pushcclosure(L, l_regex_close, 1);      /* M mt close */
-	lua_setfield(L, -2, "__gc");                /* M mt */
-	lua_pushvalue(L, -1);
-	lua_pushcclosure(L, l_regex_close, 1);
-	lua_setfield(L, -2, "__close");
-	lua_pushvalue(L, -1);
-	lua_pushcclosure(L, l_regex_tostring, 1);
-	lua_setfield(L, -2, "__tostring");
-	lua_pop(L, 1);                              /* M */
+	static const dt_class cls = { DT_REGEX_MT, methods, l_regex_close, l_regex_tostring };
+	dt_class_register(L, &cls);                 /* methods see the metatable as upvalue 1 */
 	luaL_setfuncs(L, funcs, 0);
 }

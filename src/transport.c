@@ -1,16 +1,19 @@
-/* transport.c - the Lua face of every transport (pipe, websocket).
+/* transport.c - the Lua face of every transport (pipe, websocket): raw
+ * messages in and out, and what a foreign event loop needs.
  *
  * A Transport userdata points at heap state (dt_transport) that the
  * transport's own code allocates and frees: libwebsockets may call back
  * into that state until its context is destroyed, so it must not live in
  * memory Lua's collector owns. close() is idempotent and is what __gc and
- * __close call. */
+ * __close call; it never waits on the peer for long (the websocket's close
+ * handshake is bounded by a quarter second). Depends on: transport.h. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "transport.h"
 #include "dt.h"
 
 typedef struct {
@@ -39,21 +42,34 @@ static tr_ud *check_ud(lua_State *L)
 	return (tr_ud *)luaL_checkudata(L, 1, DT_TRANSPORT_MT);
 }
 
-/* Pushes nil, message, code and returns 3. */
-static int push_fail(lua_State *L, const char *msg, int code)
+dt_transport *dt_transport_check(lua_State *L, int arg)
 {
-	lua_pushnil(L);
-	lua_pushstring(L, msg);
-	lua_pushstring(L, dt_code_name(code));
+	return ((tr_ud *)luaL_checkudata(L, arg, DT_TRANSPORT_MT))->t;
+}
+
+int dt_transport_push_fail(lua_State *L, dt_transport *t, int code)
+{
+	dt_push_fail(L, code, t->err);              /* nil, message, code */
+	if (code == DT_ETOOLARGE) {
+		lua_pushlstring(L, t->head, t->head_len);   /* ..., head */
+		return 4;
+	}
 	return 3;
+}
+
+void dt_transport_release(dt_transport *t)
+{
+	if (t->ops->release != NULL)
+		t->ops->release(t);
 }
 
 static int push_closed(lua_State *L)
 {
-	return push_fail(L, "transport is closed", DT_ECLOSED);
+	return dt_push_fail(L, DT_ECLOSED, "transport is closed");
 }
 
-/* transport:send(message [, deadline]) -> true | nil, message, code */
+/* transport:send(message [, deadline]) -> true | nil, message, code
+ * A deadline of 0 (or past) writes what fits now and queues the rest. */
 static int l_send(lua_State *L)
 {
 	tr_ud *u = check_ud(L);
@@ -63,81 +79,63 @@ static int l_send(lua_State *L)
 	int rc;
 	if (u->t == NULL)
 		return push_closed(L);
-	if (len > u->t->limit) {
-		char buf[160];
-		snprintf(buf, sizeof buf, "message of %zu bytes is over the limit of %zu bytes",
-		         len, u->t->limit);
-		return push_fail(L, buf, DT_ETOOLARGE);
-	}
+	if (len > u->t->limit)
+		return dt_push_failf(L, DT_ETOOLARGE,
+		                     "message of %zu bytes is over the limit of %zu bytes",
+		                     len, u->t->limit);
 	rc = u->t->ops->send(u->t, msg, len, deadline);
 	if (rc != DT_OK)
-		return push_fail(L, u->t->err, rc);
+		return dt_transport_push_fail(L, u->t, rc);
 	lua_pushboolean(L, 1);
 	return 1;
 }
 
-static void release(dt_transport *t)
-{
-	if (t->ops->release != NULL)
-		t->ops->release(t);
-}
-
-/* transport:recv([deadline [, decode [, ids]]]) -> message | nil, message, code [, head]
- * On too_large, head holds the first bytes of the dropped message.
- * With decode true the JSON text is decoded straight from the receive
- * buffer (no intermediate Lua string); a message that is not JSON gives
- * code "bad_message". Either way the message is a copy by the time we
- * return, so the transport's buffer is released at once.
- * ids (with decode): a table whose keys are ids of replies that carry a
- * JSON text as a string result (Runtime.callFunctionOn / evaluate with
- * returnByValue). For such a reply, written {"id":N,"result":{"result":
- * {"type":"string","value":"<text>"}}}, the text is decoded in place of
- * the string: result.result.json holds its value and there is no
- * result.result.value (no Lua string of the text is ever made, and the
- * receive buffer is gone before the text is decoded); a text that is not
- * JSON gives result.result.json_error, the decoder's message, instead.
- * Any other message decodes as without ids. */
+/* transport:recv([deadline]) -> message | nil, message, code [, head]
+ * The next message as a string. On too_large, head holds the first bytes
+ * of the dropped message. A deadline of 0 (or past) never waits: it
+ * services both directions once and returns "timeout" if no message is
+ * complete. The transport's buffer is released before we return. */
 static int l_recv(lua_State *L)
 {
 	tr_ud *u = check_ud(L);
 	double deadline = dt_optdeadline(L, 2);
-	int decode = lua_toboolean(L, 3);
-	int ids = 0;
 	const char *msg;
 	size_t len;
 	int rc;
-	if (!lua_isnoneornil(L, 4)) {
-		luaL_checktype(L, 4, LUA_TTABLE);
-		ids = 4;
-	}
 	if (u->t == NULL)
 		return push_closed(L);
 	u->t->head_len = 0;
 	rc = u->t->ops->recv(u->t, deadline, &msg, &len);
-	if (rc == DT_ETOOLARGE) {                 /* nil, message, code, head */
-		push_fail(L, u->t->err, rc);
-		lua_pushlstring(L, u->t->head, u->t->head_len);
-		return 4;
-	}
 	if (rc != DT_OK)
-		return push_fail(L, u->t->err, rc);
-	if (!decode) {
-		lua_pushlstring(L, msg, len);               /* ... message */
-		release(u->t);
-		return 1;
-	} else {
-		char err[200];
-		int n = dt_json_decode_cdp(L, msg, len, ids, err, sizeof err);
-		release(u->t);                              /* msg is dangling from here */
-		if (n == 3)                                 /* ... value tbl text */
-			dt_json_decode_aside(L);                /* ... value */
-		if (n > 0)
-			return 1;                               /* ... value */
-		lua_pushnil(L);
-		lua_pushfstring(L, "message is not valid JSON: %s", err);
-		lua_pushliteral(L, "bad_message");
-		return 3;
-	}
+		return dt_transport_push_fail(L, u->t, rc);
+	lua_pushlstring(L, msg, len);               /* ... message */
+	dt_transport_release(u->t);
+	return 1;
+}
+
+/* transport:flush([deadline]) -> true | nil, message, code
+ * Writes queued bytes until none is left, the deadline ("timeout": the
+ * rest stays queued) or the peer is gone ("closed"). */
+static int l_flush(lua_State *L)
+{
+	tr_ud *u = check_ud(L);
+	double deadline = dt_optdeadline(L, 2);
+	int rc;
+	if (u->t == NULL)
+		return push_closed(L);
+	rc = u->t->ops->flush(u->t, deadline);
+	if (rc != DT_OK)
+		return dt_transport_push_fail(L, u->t, rc);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* transport:queued() -> bytes queued and not yet written (0 once closed) */
+static int l_queued(lua_State *L)
+{
+	tr_ud *u = check_ud(L);
+	lua_pushnumber(L, u->t ? (lua_Number)u->t->ops->queued(u->t) : 0);
+	return 1;
 }
 
 /* transport:pending() -> true when a complete message is already buffered */
@@ -148,16 +146,40 @@ static int l_pending(lua_State *L)
 	return 1;
 }
 
-/* transport:fd() -> descriptor to poll for readability, or nil once closed */
-static int l_fd(lua_State *L)
+static void push_fd(lua_State *L, int fd)
 {
-	tr_ud *u = check_ud(L);
-	int fd = u->t ? u->t->ops->fd(u->t) : -1;
 	if (fd < 0)
 		lua_pushnil(L);
 	else
 		lua_pushinteger(L, fd);
+}
+
+/* transport:fd() -> descriptor to poll for readability, or nil once closed */
+static int l_fd(lua_State *L)
+{
+	tr_ud *u = check_ud(L);
+	int fds[3] = {-1, -1, -1};
+	if (u->t != NULL)
+		u->t->ops->fds(u->t, fds);
+	push_fd(L, fds[0]);
 	return 1;
+}
+
+/* transport:fds() -> rfd, wfd, errfd: what an event loop watches.
+ * rfd readable: call recv(0). wfd writable while queued() > 0: call
+ * flush(0). errfd (pipe only: the child's stderr) readable: call recv(0),
+ * which drains it (a child blocked on a full stderr stops answering).
+ * Each is nil when closed or not there; a websocket gives its socket twice. */
+static int l_fds(lua_State *L)
+{
+	tr_ud *u = check_ud(L);
+	int fds[3] = {-1, -1, -1};
+	if (u->t != NULL)
+		u->t->ops->fds(u->t, fds);
+	push_fd(L, fds[0]);
+	push_fd(L, fds[1]);
+	push_fd(L, fds[2]);
+	return 3;
 }
 
 /* transport:limit([bytes]) -> bytes: the largest message either way */
@@ -176,7 +198,7 @@ static int l_limit(lua_State *L)
 	return 1;
 }
 
-/* transport:kind() -> "pipe" | "websocket" */
+/* transport:kind() -> "pipe" | "websocket" | "closed" */
 static int l_kind(lua_State *L)
 {
 	tr_ud *u = check_ud(L);
@@ -214,108 +236,21 @@ static int l_tostring(lua_State *L)
 	return 1;
 }
 
-/* ---- the stderr ring --------------------------------------------------- */
-
-dt_ring *dt_ring_new(size_t cap)
-{
-	dt_ring *r = calloc(1, sizeof *r);          /* owns: r, freed by the last unref */
-	if (r == NULL)
-		return NULL;
-	r->data = malloc(cap > 0 ? cap : 1);        /* owns: r->data */
-	if (r->data == NULL) {
-		free(r);
-		return NULL;
-	}
-	r->cap = cap > 0 ? cap : 1;
-	r->refs = 1;
-	return r;
-}
-
-void dt_ring_ref(dt_ring *r)
-{
-	if (r != NULL)
-		r->refs++;
-}
-
-void dt_ring_unref(dt_ring *r)
-{
-	if (r != NULL && --r->refs == 0) {
-		free(r->data);
-		free(r);
-	}
-}
-
-void dt_ring_push(dt_ring *r, const char *p, size_t n)
-{
-	size_t i;
-	if (n >= r->cap) {                 /* keep only the tail */
-		p += n - r->cap;
-		n = r->cap;
-	}
-	for (i = 0; i < n; i++) {
-		size_t at = (r->start + r->len) % r->cap;
-		r->data[at] = p[i];
-		if (r->len < r->cap)
-			r->len++;
-		else
-			r->start = (r->start + 1) % r->cap;
-	}
-}
-
-#define TRIM_ABOVE ((size_t)4 << 20)
-
-void dt_buf_trim(dt_buf *b)
-{
-	size_t cap;
-	char *p;
-	if (b->cap <= TRIM_ABOVE)
-		return;
-	if (b->len == 0) {
-		dt_buf_free(b);                 /* frees: b->data */
-		return;
-	}
-	if (b->len > b->cap / 4)
-		return;
-	cap = b->len < 32768 ? 65536 : 2 * b->len;
-	p = realloc(b->data, cap);          /* owns: b->data (shrunk; NULL keeps the old block) */
-	if (p != NULL) {
-		b->data = p;
-		b->cap = cap;
-	}
-}
-
-void dt_ring_pushlua(lua_State *L, const dt_ring *r)
-{
-	luaL_Buffer b;
-	size_t i;
-	luaL_buffinit(L, &b);
-	for (i = 0; r != NULL && i < r->len; i++)
-		luaL_addchar(&b, r->data[(r->start + i) % r->cap]);
-	luaL_pushresult(&b);
-}
-
 void dt_transport_open(lua_State *L)
 {
 	static const luaL_Reg methods[] = {
 		{"send", l_send},
 		{"recv", l_recv},
+		{"flush", l_flush},
+		{"queued", l_queued},
 		{"pending", l_pending},
 		{"fd", l_fd},
+		{"fds", l_fds},
 		{"limit", l_limit},
 		{"kind", l_kind},
 		{"close", l_close},
 		{NULL, NULL}
 	};
-	luaL_newmetatable(L, DT_TRANSPORT_MT);       /* M mt */
-	luaL_newlib(L, methods);                     /* M mt methods */
-	lua_setfield(L, -2, "__index");              /* M mt */
-	lua_pushcfunction(L, l_close);
-	lua_setfield(L, -2, "__gc");
-	lua_pushcfunction(L, l_close);
-	lua_setfield(L, -2, "__close");
-	lua_pushcfunction(L, l_tostring);
-	lua_setfield(L, -2, "__tostring");
-	lua_pushliteral(L, DT_TRANSPORT_MT);
-	lua_setfield(L, -2, "__name");
-	lua_pop(L, 1);                               /* M */
+	static const dt_class cls = { DT_TRANSPORT_MT, methods, l_close, l_tostring };
+	dt_class_register(L, &cls);
 }

@@ -1,5 +1,5 @@
-/* ws.c - the WebSocket transport (libwebsockets) and a plain HTTP GET for
- * /json/version.
+/* ws.c - the WebSocket transport (libwebsockets). Depends on: transport.h,
+ * net.h.
  *
  * Each connection has an lws context of its own, so that waiting on one
  * never services (or is delayed by) another, and closing one destroys
@@ -40,6 +40,8 @@
 
 #include <libwebsockets.h>
 
+#include "transport.h"
+#include "net.h"
 #include "dt.h"
 
 #define WS_FRAG ((size_t)256 * 1024)   /* bytes per outgoing fragment */
@@ -67,6 +69,7 @@ typedef struct {
 	char peer[96];              /* "host:port", for messages and __tostring */
 	char why[200];              /* why the connection failed or ended */
 	unsigned status;            /* HTTP status of a refused handshake, or 0 */
+	int oom;                    /* the connection ended for want of memory */
 
 	dt_buf in;          /* [rx_hdr][bytes]... then the message being received */
 	size_t in_start;    /* first queued message not yet handed out */
@@ -186,6 +189,7 @@ static int on_receive(ws_t *w, struct lws *wsi, const char *p, size_t n)
 	return 0;
 oom:
 	snprintf(w->why, sizeof w->why, "out of memory receiving a message");
+	w->oom = 1;
 	return -1;                                  /* lws closes the connection */
 }
 
@@ -298,7 +302,7 @@ static const struct lws_protocols ws_protocols[] = {
 
 static int fail_gone(ws_t *w)
 {
-	return dt_transport_fail(&w->base, DT_ECLOSED, "%s",
+	return dt_transport_fail(&w->base, w->oom ? DT_ENOMEM : DT_ECLOSED, "%s",
 	                         w->why[0] ? w->why : "the connection is closed");
 }
 
@@ -308,10 +312,42 @@ static int send_done(ws_t *w)
 	       || (!output_pending(w) && (w->wsi == NULL || !lws_partial_buffered(w->wsi)));
 }
 
-static int ws_send(dt_transport *t, const char *msg, size_t len, double deadline)
+/* Bytes not yet handed to the socket; a part lws holds (it copies what
+ * the socket did not take) counts as one byte: lws does not say how many. */
+static size_t ws_queued(dt_transport *t)
+{
+	ws_t *w = (ws_t *)t;
+	size_t n = w->out.len - w->out_off;
+	if (n == 0 && w->wsi != NULL && w->state == WS_OPEN && lws_partial_buffered(w->wsi))
+		n = 1;
+	return n;
+}
+
+static int ws_flush(dt_transport *t, double deadline)
 {
 	ws_t *w = (ws_t *)t;
 	int rc;
+	if (w->state != WS_OPEN || w->wsi == NULL) {
+		if (!output_pending(w))
+			return DT_OK;           /* nothing to write: recv reports the end */
+		reset_output(w);
+		return fail_gone(w);
+	}
+	rc = serve_until(w, deadline, send_done);
+	if (w->state == WS_GONE) {
+		reset_output(w);
+		return fail_gone(w);
+	}
+	if (rc == DT_ETIMEOUT)
+		return dt_transport_fail(t, DT_ETIMEOUT,
+			"timed out writing to %s (%zu bytes still queued)", w->peer,
+			w->out.len - w->out_off);
+	return DT_OK;
+}
+
+static int ws_send(dt_transport *t, const char *msg, size_t len, double deadline)
+{
+	ws_t *w = (ws_t *)t;
 	if (w->state != WS_OPEN || w->wsi == NULL)
 		return fail_gone(w);
 	/* Drop what lws already took when it is most of the buffer. */
@@ -324,22 +360,13 @@ static int ws_send(dt_transport *t, const char *msg, size_t len, double deadline
 		w->lens_head = 0;
 	}
 	if (dt_buf_reserve(&w->out, len) != 0 || dt_buf_reserve(&w->lens, sizeof len) != 0)
-		return dt_transport_fail(t, DT_ETOOLARGE, "out of memory queueing %zu bytes", len);
+		return dt_transport_fail(t, DT_ENOMEM, "out of memory queueing %zu bytes", len);
 	memcpy(w->out.data + w->out.len, msg, len);
 	w->out.len += len;
 	memcpy(w->lens.data + w->lens.len, &len, sizeof len);
 	w->lens.len += sizeof len;
 	lws_callback_on_writable(w->wsi);
-	rc = serve_until(w, deadline, send_done);
-	if (w->state == WS_GONE) {
-		reset_output(w);
-		return fail_gone(w);
-	}
-	if (rc == DT_ETIMEOUT)
-		return dt_transport_fail(t, DT_ETIMEOUT,
-			"timed out writing to %s (%zu bytes still queued)", w->peer,
-			w->out.len - w->out_off);
-	return DT_OK;
+	return ws_flush(t, deadline);
 }
 
 /* Drops the entry handed out by the previous recv and compacts when the
@@ -406,10 +433,12 @@ static int ws_pending(dt_transport *t)
 	return w->in_start + w->consumed < w->in_done;
 }
 
-static int ws_fd(dt_transport *t)
+/* The socket twice (read and write), no third. */
+static void ws_fds(dt_transport *t, int fds[3])
 {
 	ws_t *w = (ws_t *)t;
-	return w->wsi != NULL ? (int)lws_get_socket_fd(w->wsi) : -1;
+	fds[0] = fds[1] = w->wsi != NULL ? (int)lws_get_socket_fd(w->wsi) : -1;
+	fds[2] = -1;
 }
 
 static int close_done(ws_t *w)
@@ -452,7 +481,7 @@ static void ws_describe(dt_transport *t, char *buf, size_t n)
 }
 
 static const dt_transport_ops ws_ops = {
-	"websocket", ws_send, ws_recv, ws_fd, ws_pending,
+	"websocket", ws_send, ws_recv, ws_flush, ws_queued, ws_fds, ws_pending,
 	ws_close, ws_destroy, ws_describe, ws_release
 };
 
@@ -463,38 +492,12 @@ static int connect_done(ws_t *w)
 	return w->state != WS_CONNECTING;
 }
 
-/* Formats "host:port", bracketing an IPv6 address. */
-static void format_peer(char *buf, size_t n, const char *host, int port)
-{
-	if (strchr(host, ':') != NULL)
-		snprintf(buf, n, "[%s]:%d", host, port);
-	else
-		snprintf(buf, n, "%s:%d", host, port);
-}
-
-static int push_fail(lua_State *L, int code, const char *msg)
-{
-	lua_pushnil(L);
-	lua_pushstring(L, msg);
-	lua_pushstring(L, dt_code_name(code));
-	return 3;
-}
-
-/* Reads the port argument: an integer in 1..65535. */
-static int check_port(lua_State *L, int arg)
-{
-	lua_Number n = luaL_checknumber(L, arg);
-	luaL_argcheck(L, n >= 1 && n <= 65535 && n == (lua_Number)(int)n, arg,
-	              "port must be an integer in 1..65535");
-	return (int)n;
-}
-
 /* core.ws_connect(host, port, path [, opts]) -> Transport | nil, message, code
  * opts: deadline (absolute, core.now() clock), limit (bytes), host_header. */
 static int l_ws_connect(lua_State *L)
 {
 	const char *host = luaL_checkstring(L, 1);
-	int port = check_port(L, 2);
+	int port = dt_check_port(L, 2);
 	const char *path = luaL_checkstring(L, 3);
 	const char *host_header = NULL;
 	double deadline = -1;
@@ -532,7 +535,7 @@ static int l_ws_connect(lua_State *L)
 	w->base.limit = limit;
 	w->state = WS_CONNECTING;
 	reset_output(w);
-	format_peer(w->peer, sizeof w->peer, host, port);
+	dt_format_peer(w->peer, sizeof w->peer, host, port);
 
 	lws_set_log_level(0, NULL);                        /* before the context, or lws prints */
 	memset(&info, 0, sizeof info);
@@ -546,7 +549,7 @@ static int l_ws_connect(lua_State *L)
 	w->ctx = lws_create_context(&info);                /* owns: ctx, destroyed by ws_close */
 	if (w->ctx == NULL) {
 		ws_destroy(&w->base);
-		return push_fail(L, DT_ECONNECT, "cannot create a libwebsockets context");
+		return dt_push_fail(L, DT_ECONNECT, "cannot create a libwebsockets context");
 	}
 
 	memset(&ci, 0, sizeof ci);
@@ -581,324 +584,15 @@ static int l_ws_connect(lua_State *L)
 		}
 		ws_close(&w->base);
 		ws_destroy(&w->base);                          /* frees: w */
-		return push_fail(L, code, msg);
+		return dt_push_fail(L, code, msg);
 	}
 	w->why[0] = '\0';
 	dt_transport_push(L, &w->base);                    /* ... tr; owns: w */
 	return 1;
 }
 
-/* ---- core.http_get: one GET on a plain socket ------------------------------------ */
-
-#define HTTP_MAX_HEAD ((size_t)64 * 1024)
-#define HTTP_MAX_BODY ((size_t)1024 * 1024)
-
-/* Waits for events on fd until deadline: 1 ready, 0 timed out, -1 error. */
-static int wait_fd(int fd, short events, double deadline)
-{
-	struct pollfd p;
-	int rc;
-	p.fd = fd;
-	p.events = events;
-	do {
-		p.revents = 0;
-		rc = poll(&p, 1, dt_poll_ms(deadline));
-	} while (rc < 0 && errno == EINTR);
-	return rc < 0 ? -1 : rc > 0;
-}
-
-/* Connects to host:port by the first address that takes the connection.
- * Returns the socket, or -1 with *code and err set. */
-static int http_connect(const char *host, int port, double deadline, int *code,
-                        char *err, size_t errsz)
-{
-	struct addrinfo hints, *res = NULL, *ai;
-	char portstr[16];
-	int fd = -1, rc;
-	memset(&hints, 0, sizeof hints);
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	/* Only numeric addresses and localhost: no DNS lookups here. */
-	hints.ai_flags = AI_NUMERICSERV | (strcmp(host, "localhost") == 0 ? 0 : AI_NUMERICHOST);
-	snprintf(portstr, sizeof portstr, "%d", port);
-	*code = DT_ECONNECT;
-	rc = getaddrinfo(host, portstr, &hints, &res);      /* owns: res */
-	if (rc != 0) {
-		snprintf(err, errsz, "cannot use host %s: %s", host, gai_strerror(rc));
-		return -1;
-	}
-	snprintf(err, errsz, "no address to connect to");
-	for (ai = res; ai != NULL; ai = ai->ai_next) {
-		int soerr = 0;
-		socklen_t sl = sizeof soerr;
-		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
-			snprintf(err, errsz, "socket: %s", strerror(errno));
-			continue;
-		}
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-			break;
-		if (errno == EINPROGRESS) {
-			rc = wait_fd(fd, POLLOUT, deadline);
-			if (rc == 0) {
-				*code = DT_ETIMEOUT;
-				snprintf(err, errsz, "timed out connecting");
-				close(fd);
-				fd = -1;
-				break;
-			}
-			if (rc > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0
-			    && soerr == 0)
-				break;
-			errno = rc < 0 ? errno : soerr;
-		}
-		snprintf(err, errsz, "%s", strerror(errno));
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	if (fd >= 0)
-		*code = DT_OK;
-	return fd;
-}
-
-/* Finds the value of header name (case-insensitive) in head[0..n); copies
- * it to val. Returns 1 if found. */
-static int find_header(const char *head, size_t n, const char *name, char *val, size_t valsz)
-{
-	size_t nl = strlen(name);
-	const char *p = memchr(head, '\n', n), *end = head + n;
-	while (p != NULL && p + 1 < end) {
-		const char *line = p + 1, *eol = memchr(line, '\n', (size_t)(end - line));
-		if (eol == NULL)
-			eol = end;
-		if ((size_t)(eol - line) > nl && strncasecmp(line, name, nl) == 0 && line[nl] == ':') {
-			const char *v = line + nl + 1;
-			size_t k;
-			while (v < eol && (*v == ' ' || *v == '\t'))
-				v++;
-			k = (size_t)(eol - v);
-			while (k > 0 && (v[k - 1] == '\r' || v[k - 1] == ' ' || v[k - 1] == '\t'))
-				k--;
-			if (k >= valsz)
-				k = valsz - 1;
-			memcpy(val, v, k);
-			val[k] = '\0';
-			return 1;
-		}
-		p = eol < end ? eol : NULL;
-	}
-	return 0;
-}
-
-/* The status of "HTTP/1.x NNN ...", or -1. */
-static int parse_status(const char *p, size_t n)
-{
-	size_t i = 8;
-	int status = 0, digits = 0;
-	if (n < 12 || memcmp(p, "HTTP/1.", 7) != 0 || p[i] != ' ')
-		return -1;
-	while (i < n && p[i] == ' ')
-		i++;
-	for (; i < n && digits < 3 && p[i] >= '0' && p[i] <= '9'; i++, digits++)
-		status = status * 10 + (p[i] - '0');
-	return digits == 3 ? status : -1;
-}
-
-/* Walks a chunked body p[0..n) (NUL-terminated). With decode, moves the
- * payload to the front and sets *out to its length. Returns 1 when the body
- * is complete, 0 when more is needed, -1 when it is malformed, -2 when the
- * payload is over HTTP_MAX_BODY. */
-static int dechunk(char *p, size_t n, int decode, size_t *out)
-{
-	size_t in = 0, len = 0;
-	for (;;) {
-		char *eol = memchr(p + in, '\n', n - in), *endp;
-		unsigned long size;
-		if (eol == NULL)
-			return 0;
-		size = strtoul(p + in, &endp, 16);    /* stops at the line's CR, ';' or LF */
-		if (endp == p + in)
-			return -1;
-		if (size > HTTP_MAX_BODY)
-			return -2;
-		in = (size_t)(eol - p) + 1;
-		if (size == 0)
-			break;                             /* trailers, if any, are ignored */
-		if (size + 2 > n - in)
-			return 0;
-		if (decode)
-			memmove(p + len, p + in, size);
-		len += size;
-		in += size;
-		if (p[in] == '\r')
-			in++;
-		if (p[in] != '\n')
-			return -1;
-		in++;
-		if (len > HTTP_MAX_BODY)
-			return -2;
-	}
-	*out = len;
-	return 1;
-}
-
-/* core.http_get(host, port, path [, deadline]) -> status, body | nil, message, code
- * A plain HTTP/1.1 GET with "Connection: close" and no Origin header; the
- * body is read by Content-Length, chunks or until the server closes, and
- * may not exceed 1 MiB. */
-static int l_http_get(lua_State *L)
-{
-	const char *host = luaL_checkstring(L, 1);
-	int port = check_port(L, 2);
-	const char *path = luaL_checkstring(L, 3);
-	double deadline = dt_optdeadline(L, 4);
-	char peer[96], err[256], req[2048], val[64];
-	dt_buf in = {NULL, 0, 0};
-	size_t reqlen, sent = 0, head = 0, body_len = 0, want = (size_t)-1;
-	int fd, code = DT_OK, status = 0, chunked = 0, eof = 0;
-
-	luaL_argcheck(L, path[0] == '/' && strpbrk(path, " \r\n") == NULL, 3,
-	              "path must start with '/' and hold no spaces or line breaks");
-	luaL_argcheck(L, strpbrk(host, " \r\n/") == NULL, 1, "bad host");
-	format_peer(peer, sizeof peer, host, port);
-	reqlen = (size_t)snprintf(req, sizeof req,
-		"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nAccept: */*\r\n\r\n", path, peer);
-	luaL_argcheck(L, reqlen < sizeof req, 3, "path too long");
-
-	fd = http_connect(host, port, deadline, &code, err, sizeof err);
-	if (fd < 0) {
-		char msg[400];
-		snprintf(msg, sizeof msg, "%s %s: %s", code == DT_ETIMEOUT ? "timed out connecting to"
-		         : "cannot connect to", peer, err);
-		return push_fail(L, code, msg);
-	}
-	while (sent < reqlen) {
-		ssize_t n = send(fd, req + sent, reqlen - sent, MSG_NOSIGNAL);
-		if (n > 0) {
-			sent += (size_t)n;
-		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-			if (wait_fd(fd, POLLOUT, deadline) == 0) {
-				code = DT_ETIMEOUT;
-				snprintf(err, sizeof err, "timed out sending the request");
-				goto done;
-			}
-		} else {
-			code = DT_ECONNECT;
-			snprintf(err, sizeof err, "sending the request: %s", strerror(errno));
-			goto done;
-		}
-	}
-
-	/* Read until the headers and the body they announce are in, or EOF. */
-	while (!eof && (head == 0 || in.len < want)) {
-		ssize_t n;
-		if (dt_buf_reserve(&in, 65536) != 0) {
-			code = DT_ETOOLARGE;
-			snprintf(err, sizeof err, "out of memory reading the response");
-			goto done;
-		}
-		n = recv(fd, in.data + in.len, in.cap - in.len - 1, 0);
-		if (n > 0) {
-			size_t from = in.len > 3 ? in.len - 3 : 0;
-			in.len += (size_t)n;
-			in.data[in.len] = '\0';       /* the parsers below may run to a NUL */
-			if (head == 0) {
-				char *e = memmem(in.data + from, in.len - from, "\r\n\r\n", 4);
-				if (e != NULL) {
-					head = (size_t)(e - in.data) + 4;
-					status = parse_status(in.data, head);
-					if (status < 100) {
-						code = DT_ECONNECT;
-						snprintf(err, sizeof err, "the answer is not HTTP");
-						goto done;
-					}
-					if (find_header(in.data, head, "Transfer-Encoding", val, sizeof val)
-					    && strstr(val, "chunked") != NULL)
-						chunked = 1;
-					else if (find_header(in.data, head, "Content-Length", val, sizeof val)) {
-						unsigned long long cl = strtoull(val, NULL, 10);
-						if (cl > HTTP_MAX_BODY) {
-							code = DT_ETOOLARGE;
-							snprintf(err, sizeof err, "the response body of %llu bytes "
-							         "is over the limit of %zu bytes", cl, HTTP_MAX_BODY);
-							goto done;
-						}
-						want = head + (size_t)cl;
-					}
-					if (status == 204 || status == 304 || (status >= 100 && status < 200))
-						want = head;
-				} else if (in.len > HTTP_MAX_HEAD) {
-					code = DT_ETOOLARGE;
-					snprintf(err, sizeof err, "the response headers are over %zu bytes",
-					         HTTP_MAX_HEAD);
-					goto done;
-				}
-			}
-			/* (chunk framing may add to the payload) */
-			if (head > 0 && in.len - head > HTTP_MAX_BODY * (chunked ? 4 : 1)) {
-				code = DT_ETOOLARGE;
-				snprintf(err, sizeof err, "the response body is over the limit of %zu bytes",
-				         HTTP_MAX_BODY);
-				goto done;
-			}
-			if (chunked && dechunk(in.data + head, in.len - head, 0, &body_len) != 0)
-				break;                     /* complete, or malformed: see below */
-		} else if (n == 0) {
-			eof = 1;
-		} else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-			int rc = wait_fd(fd, POLLIN, deadline);
-			if (rc == 0) {
-				code = DT_ETIMEOUT;
-				snprintf(err, sizeof err, "timed out reading the response");
-				goto done;
-			}
-		} else {
-			code = DT_ECONNECT;
-			snprintf(err, sizeof err, "reading the response: %s", strerror(errno));
-			goto done;
-		}
-	}
-	if (head == 0 || (want != (size_t)-1 && in.len < want)) {
-		code = DT_ECONNECT;
-		snprintf(err, sizeof err, "the connection closed before the whole response came");
-		goto done;
-	}
-	body_len = (want != (size_t)-1 ? want : in.len) - head;
-	if (chunked) {
-		int rc = dechunk(in.data + head, in.len - head, 1, &body_len);
-		if (rc == -2) {
-			body_len = HTTP_MAX_BODY + 1;          /* reported below */
-		} else if (rc != 1) {
-			code = DT_ECONNECT;
-			snprintf(err, sizeof err, "malformed or cut chunked body");
-			goto done;
-		}
-	}
-	if (body_len > HTTP_MAX_BODY) {
-		code = DT_ETOOLARGE;
-		snprintf(err, sizeof err, "the response body is over the limit of %zu bytes",
-		         HTTP_MAX_BODY);
-		goto done;
-	}
-done:
-	close(fd);
-	if (code != DT_OK) {
-		char msg[400];
-		dt_buf_free(&in);
-		snprintf(msg, sizeof msg, "GET http://%s%s: %s", peer, path, err);
-		return push_fail(L, code, msg);
-	}
-	lua_pushinteger(L, status);
-	lua_pushlstring(L, in.data + head, body_len);
-	dt_buf_free(&in);
-	return 2;
-}
-
 void dt_ws_open(lua_State *L)
 {
 	lua_pushcfunction(L, l_ws_connect);
 	lua_setfield(L, -2, "ws_connect");
-	lua_pushcfunction(L, l_http_get);
-	lua_setfield(L, -2, "http_get");
 }

@@ -6,7 +6,10 @@
 --   https://github.com/json-schema-org/JSON-Schema-Test-Suite);
 --   -v lists every failing test; filter keeps files whose path contains it.
 -- Remote $refs to http://localhost:1234/... are served from SUITE_DIR/remotes
--- through the schema loader; nothing touches the network.
+-- through the schema loader; nothing touches the network. The suite is read
+-- with plain dt.json.decode (nothing marked), and a case passes only when
+-- both engines (generated and closures) give the expected verdict and the
+-- same errors.
 
 local build, suite = arg[1], arg[2]
 if not build or not suite then
@@ -26,19 +29,23 @@ local schema = require "devtools_tools.schema"
 local json = require "devtools_tools.json"
 local decode = json.decode
 
--- A decoded `{}` is a plain empty table, which the schema module takes as
--- both an empty array and an empty object (a Lua caller's `{}` is
--- ambiguous). In the suite's data it is a JSON object, so say so the way
--- the schema module understands: a metatable with __jsontype = "object".
-local object_mt = { __jsontype = "object" }
-local function mark_objects(v)
-  if type(v) == "table" then
-    if getmetatable(v) == nil and next(v) == nil then
-      return setmetatable(v, object_mt)
+-- Plain dt.json.decode, nothing marked: a decoded {} is an object and a
+-- decoded [] an array, as the validator sees them.
+
+-- Same verdict and same errors, field by field (nil when they agree).
+local FIELDS = { "path", "keyword", "message", "schema_path", "property", "received", "allowed" }
+local function differ(a, b)
+  if (a == nil) ~= (b == nil) then return "one engine gave no errors" end
+  if a == nil then return nil end
+  if #a ~= #b then return ("%d errors against %d"):format(#a, #b) end
+  for i = 1, #a do
+    for _, f in ipairs(FIELDS) do
+      if a[i][f] ~= b[i][f] then
+        return ("error %d, %s: %s against %s"):format(i, f, tostring(a[i][f]), tostring(b[i][f]))
+      end
     end
-    for _, x in pairs(v) do mark_objects(x) end
   end
-  return v
+  return nil
 end
 
 local function read(path)
@@ -65,7 +72,7 @@ local function loader(uri)
   local rel = uri:match("^http://localhost:1234/(.*)$")
   if not rel or rel:find("..", 1, true) then return nil end
   local s = read(remotes .. rel)
-  return s and mark_objects(decode(s)) or nil
+  return s and decode(s) or nil
 end
 
 local folders = { "draft7", "draft7/optional", "draft7/optional/format" }
@@ -77,10 +84,10 @@ for _, folder in ipairs(folders) do
   for _, name in ipairs(list(dir)) do
     local path = folder .. "/" .. name
     if not filter or path:find(filter, 1, true) then
-      local groups = mark_objects(decode(assert(read(dir .. "/" .. name))))
+      local groups = decode(assert(read(dir .. "/" .. name)))
       local fp, ff = 0, 0
       for _, group in ipairs(groups) do
-        -- the generated check and the closures it is written from must agree
+        -- the generated engine and the closure engine must agree: verdicts and errors
         local ok, validator = pcall(schema.compile, group.schema, { loader = loader })
         local ok2, closures = pcall(schema.compile, group.schema,
                                     { loader = loader, closures = true })
@@ -91,7 +98,7 @@ for _, folder in ipairs(folders) do
           elseif not ok2 then
             why = "compile (closures): " .. tostring(closures)
           else
-            local rok, valid = pcall(validator, case.data)
+            local rok, valid, errs1 = pcall(validator, case.data)
             local rok2, valid2, errs = pcall(closures, case.data)
             if not rok then
               why = "error: " .. tostring(valid)
@@ -101,6 +108,8 @@ for _, folder in ipairs(folders) do
               why = "expected " .. tostring(case.valid) .. ", got " .. tostring(valid)
             elseif valid2 ~= valid then
               why = "generated check and closures disagree"
+            elseif differ(errs1, errs) then
+              why = "generated check and closures report different errors: " .. differ(errs1, errs)
             elseif not valid and (type(errs) ~= "table" or not errs[1]
                                   or errs[1].message == "is invalid") then
               why = "invalid, but no error explains why"

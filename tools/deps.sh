@@ -9,6 +9,8 @@ libwebsockets-dev libpcre2-dev libsqlite3-dev lua-cjson lua-busted chromium"
 PKGS="$PKGS locales"
 # the sample app's server (jansson), its spec (sqlite3 shell, LuaSocket)
 PKGS="$PKGS libjansson-dev sqlite3 lua-socket luarocks"
+# the Neovim plugin's spec drives Debian's headless Neovim
+PKGS="$PKGS neovim"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -3,7 +3,7 @@
 -- Correlates commands and replies by id, routes events to the session that
 -- owns them (flattened target sessions: `sessionId` at the top level) and
 -- puts a deadline on every wait. It speaks CDP over any transport object with
--- send(msg, deadline) and recv(deadline, decode) (the C transports, or a fake
+-- send(msg, deadline) and recv_cdp(deadline, ids) (the C transports, or a fake
 -- in unit specs); it never touches a socket itself and knows nothing of pages
 -- or tools.
 --
@@ -146,7 +146,7 @@ end
 
 -- Reads and routes one message. Returns false on timeout.
 local function pump(self, deadline)
-  local msg, err, code, head = self.transport:recv(deadline, true, self.json_ids)
+  local msg, err, code, head = self.transport:recv_cdp(deadline, self.json_ids)
   if msg ~= nil and M.log.on then log_received(msg) end
   if msg ~= nil and (type(msg) ~= "table" or getmetatable(msg) == core.array_mt) then
     -- JSON, but not a CDP message (an array, a string, a number...).

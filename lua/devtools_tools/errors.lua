@@ -22,6 +22,29 @@ M.codes = {
   disconnected = true, protocol_error = true, too_large = true, cancelled = true,
 }
 
+-- The C core's failure codes (src/base.h, core.codes) and the dt.Error
+-- code each becomes: the one place that decides it. Out of memory in C
+-- (no_memory) is a protocol_error: the message could not be taken in,
+-- and the connection stays usable; a C code not listed here is a bug.
+M.from_c_codes = {
+  timeout = "timeout",
+  closed = "disconnected",
+  too_large = "too_large",
+  connect_failed = "connect_failed",
+  spawn_failed = "launch_failed",
+  bad_message = "protocol_error",
+  syntax = "protocol_error",        -- text that is not JSON (or not a regex)
+  too_deep = "protocol_error",      -- nesting over the decoder's limit
+  bad_value = "bad_argument",       -- a Lua value JSON cannot hold
+  no_memory = "protocol_error",
+  system = "protocol_error",
+}
+
+-- from_c(c_code) -> the dt.Error code for a C failure code
+function M.from_c(c_code)
+  return M.from_c_codes[c_code] or "protocol_error"
+end
+
 local Error = {}
 Error.__index = Error
 Error.__name = "devtools_tools.Error"

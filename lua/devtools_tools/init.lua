@@ -85,7 +85,7 @@ local dt = {
   array_mt = core.array_mt,
   array = json.array,
   json = { encode = json.encode, decode = json.decode, null = core.null,
-    array = json.array, array_mt = core.array_mt },
+    array = json.array, array_mt = core.array_mt, object_mt = json.object_mt, kind = json.kind },
 }
 
 return dt

@@ -3,16 +3,20 @@
 -- Values:
 --   JSON null   <-> json.null, a light userdata NULL (equal to cjson.null)
 --   JSON array  <-> a table whose metatable is json.array_mt; decoding sets it
---   JSON object <-> a plain table
+--   JSON object <-> a plain table; an empty one decodes carrying
+--               json.object_mt, so that decoded {} and [] stay distinct
 --   numbers     integer literals that fit int64 decode to Lua integers (on
 --               5.3+), everything else to floats; floats encode in their
 --               shortest form, 3.0 as 3, NaN and +-Infinity as null
--- When encoding, a table is an array if it carries json.array_mt (elements
--- 1..#t, holes become null) or if its keys are exactly the integers 1..n
--- (n > 0). Any other table is an object: integer keys are written as
--- decimal strings, keys of other types are an error. So an empty table
--- encodes as {} - use json.array{} (or json.array()) to send []. Other
--- metatables are ignored: tables are read raw, without __index or __pairs.
+-- When encoding, a table is an array if it carries json.array_mt or a
+-- metatable with __jsontype = "array" (dkjson's convention; elements 1..#t,
+-- holes become null) or if its keys are exactly the integers 1..n (n > 0).
+-- Any other table is an object (__jsontype = "object" forces it): integer
+-- keys are written as decimal strings, keys of other types are an error.
+-- So an empty plain table encodes as {} - use json.array{} (or
+-- json.array()) to send []. json.kind(t) tells which, and is what the
+-- schema validator asks: the C encoder owns the decision. Tables are read
+-- raw, without __index or __pairs.
 --
 -- It must never change how any other JSON library in the program behaves,
 -- and holds no settings: limits are passed per call (opts.max_depth,
@@ -24,19 +28,24 @@ local errors = require("devtools_tools.errors")
 local setmetatable, getmetatable, type = setmetatable, getmetatable, type
 local c_encode, c_decode = core.json_encode, core.json_decode
 local array_mt = core.array_mt
+local c_kind = core.json_kind
 
 local M = {}
 
 M.null = core.null
 M.array_mt = array_mt
+M.object_mt = core.object_mt
 
 -- encode(value, opts?) -> string; raises bad_argument for a value JSON
 -- cannot hold (functions, invalid UTF-8, odd keys) or nesting deeper than
--- opts.max_depth (also what a cycle gives).
+-- opts.max_depth (also what a cycle gives); protocol_error when out of
+-- memory (errors.from_c).
 function M.encode(value, opts)
   local s, message, code = c_encode(value, opts)
   if s == nil then
-    errors.raise("bad_argument", "cannot encode as JSON: " .. message, { details = { code = code } })
+    -- bad_value and too_deep are the caller's; no_memory is not
+    local dt_code = (code == "too_deep") and "bad_argument" or errors.from_c(code)
+    errors.raise(dt_code, "cannot encode as JSON: " .. message, { details = { code = code } })
   end
   return s
 end
@@ -49,7 +58,7 @@ function M.decode(text, opts)
   end
   local v, message, code = c_decode(text, opts)
   if v == nil and message ~= nil then
-    errors.raise("protocol_error", "invalid JSON: " .. message, { details = { code = code } })
+    errors.raise(errors.from_c(code), "invalid JSON: " .. message, { details = { code = code } })
   end
   return v
 end
@@ -62,6 +71,14 @@ function M.array(t)
     errors.raise("bad_argument", "json.array expects a table, got " .. type(t))
   end
   return setmetatable(t, array_mt)
+end
+
+-- kind(t) -> "array" | "object" | "empty" (a plain {}: sent as {}, and
+-- either one for the validator), as the encoder decides; nil for a value
+-- that is not a table
+function M.kind(t)
+  if type(t) ~= "table" then return nil end
+  return c_kind(t)
 end
 
 -- is_array(t) -> true if t carries the array marker

@@ -27,9 +27,9 @@ function F.new(on)
     end
     return true
   end
-  -- recv(deadline, decode, ids): replies whose id is in ids carry a JSON
+  -- recv_cdp(deadline, ids): replies whose id is in ids carry a JSON
   -- text in result.result.value, decoded in place as the real transports do
-  function t:recv(_, _, ids)
+  function t:recv_cdp(_, ids)
     local m = table.remove(self.queue, 1)
     if m then
       local rr = m.result and m.result.result

@@ -1,0 +1,778 @@
+-- devtools_tools.schema.compile: a draft-07 schema to a graph of plain data.
+--
+-- compile(schema, loader, deadline) reads the schema once: it resolves
+-- $id and $ref (remote documents only from the caller's loader, the
+-- draft-07 meta-schema built in), checks that every keyword is well formed
+-- (bad_argument naming where it is wrong), compiles regular expressions,
+-- and returns the root of a graph of nodes, one per schema object. A node
+-- holds its keywords as data (limits, messages, schema locations, child
+-- nodes); it runs nothing. The two engines make functions of it:
+-- schema/check.lua (closures) and schema/generate.lua (Lua source).
+--
+-- Node kinds: "true", "false", "element" (x-mcp-type HTMLElement), "ref"
+-- (a $ref: see target), "node" (everything else). A node reached again
+-- while it is being compiled is marked `cyclic` (recursion through data);
+-- a cycle that never reaches a value is refused. A node the root reaches
+-- in many ways gets `shared`: the engines memoise its verdict per value,
+-- so that a schema cannot make validation exponential.
+--
+-- It must never reach the network, never modify the schema, and never
+-- take longer than the caller's deadline.
+
+local core = require "devtools_tools.core"
+local errors = require "devtools_tools.errors"
+local formats = require "devtools_tools.formats"
+local uri = require "devtools_tools.schema.uri"
+local meta = require "devtools_tools.schema.meta"
+local values = require "devtools_tools.schema.values"
+local context = require "devtools_tools.schema.context"
+
+local type, pairs, ipairs, next, rawget, getmetatable, setmetatable, tostring, tonumber =
+      type, pairs, ipairs, next, rawget, getmetatable, setmetatable, tostring, tonumber
+local concat, sort = table.concat, table.sort
+local sfind, ssub, sgsub, smatch = string.find, string.sub, string.gsub, string.match
+
+local array_mt = core.array_mt
+local regex_compile = core.regex_compile
+local resolve, split_fragment, pct_decode, inner_base =
+      uri.resolve, uri.split_fragment, uri.pct_decode, uri.inner_base
+local num_str, render, is_element = values.num_str, values.render, values.is_element
+local escape_token = context.escape_token
+
+local M = {}
+
+local TRUE = { kind = "true" }
+M.TRUE = TRUE
+
+-- follows $ref aliases to the node that does the work
+local function resolved(n)
+  while n.kind == "ref" do n = n.target end
+  return n
+end
+M.resolved = resolved
+
+---------------------------------------------------------- schema shape
+
+local function bad(loc, msg)
+  errors.raise("bad_argument", "invalid schema at " .. loc .. ": " .. msg)
+end
+
+local function is_arrayish(t)
+  if type(t) ~= "table" then return false end
+  local mt = getmetatable(t)
+  if mt == array_mt or rawget(t, 1) ~= nil then return true end
+  return mt == nil and next(t) == nil
+end
+
+local function is_object(t)
+  if type(t) ~= "table" then return false end
+  local mt = getmetatable(t)
+  return mt ~= array_mt and rawget(t, 1) == nil and not is_element(t)
+end
+
+local function need_array(v, loc)
+  if not is_arrayish(v) then bad(loc, "must be an array") end
+  return v
+end
+
+local function need_object(v, loc)
+  if not is_object(v) then bad(loc, "must be an object") end
+  return v
+end
+
+local function need_number(v, loc)
+  if type(v) ~= "number" or v ~= v then bad(loc, "must be a number") end
+  return v
+end
+
+local function need_count(v, loc)
+  if type(v) ~= "number" or v % 1 ~= 0 or v < 0 then
+    bad(loc, "must be a non-negative integer")
+  end
+  return v
+end
+
+local function need_string(v, loc)
+  if type(v) ~= "string" then bad(loc, "must be a string") end
+  return v
+end
+
+local function unique_strings(v, loc)
+  need_array(v, loc)
+  local seen = {}
+  for i = 1, #v do
+    local s = v[i]
+    if type(s) ~= "string" then bad(loc .. "/" .. (i - 1), "must be a string") end
+    if seen[s] then bad(loc, "must not have duplicate items ('" .. s .. "')") end
+    seen[s] = true
+  end
+  return v
+end
+
+local function sub_loc(loc, key)
+  return loc .. "/" .. escape_token(key)
+end
+
+-- Keywords whose value is a schema, an array of schemas, or a map of them.
+local SCHEMA_KW = {
+  additionalItems = 1, additionalProperties = 1, contains = 1,
+  propertyNames = 1, ["not"] = 1, ["if"] = 1, ["then"] = 1, ["else"] = 1,
+  allOf = 2, anyOf = 2, oneOf = 2,
+  properties = 3, patternProperties = 3, definitions = 3,
+}
+
+local TYPES = { null = true, boolean = true, object = true, array = true,
+                number = true, integer = true, string = true }
+M.TYPES = TYPES
+
+-------------------------------------------------------------- compiler
+
+local Compiler = {}
+Compiler.__index = Compiler
+
+local COMPILE_TICK = 64     -- nodes between two looks at the clock
+
+local function new_compiler(loader, deadline)
+  return setmetatable({
+    loader = loader,
+    deadline = deadline,
+    resources = {},     -- document URI -> { node, outer base }
+    anchors = {},       -- URI#name -> { node, outer base }
+    scanned = {},
+    compiled = {},      -- schema -> inner base -> node
+    pending = {},       -- schema -> inner base -> { node, level }, while compiling it
+    level = 0,          -- data-consuming steps on the current compile path
+    regexes = {},
+    nodes = {},         -- every node made, in order
+    finished = {},      -- the same, in the order their compiling ended
+    main = {},
+  }, Compiler)
+end
+
+-- Registers the $ids (base URIs and plain-name anchors) of a document.
+function Compiler:scan(node, outer)
+  if type(node) ~= "table" or self.scanned[node] then return end
+  self.scanned[node] = true
+  local inner = outer
+  local id = rawget(node, "$id")
+  if type(id) == "string" and rawget(node, "$ref") == nil then
+    local doc, frag = split_fragment(resolve(outer, id))
+    inner = doc
+    if doc ~= split_fragment(outer) and not self.resources[doc] then
+      self.resources[doc] = { node = node, outer = outer }
+    end
+    if frag and frag ~= "" and ssub(frag, 1, 1) ~= "/" then
+      local key = doc .. "#" .. frag
+      if not self.anchors[key] then
+        self.anchors[key] = { node = node, outer = outer }
+      end
+    end
+  end
+  for k, sub in pairs(node) do
+    local kind = SCHEMA_KW[k]
+    if type(sub) == "table" then
+      if kind == 1 then
+        self:scan(sub, inner)
+      elseif kind == 2 or (k == "items" and is_arrayish(sub) and next(sub) ~= nil) then
+        for _, s in ipairs(sub) do self:scan(s, inner) end
+      elseif kind == 3 or k == "dependencies" then
+        for _, s in pairs(sub) do
+          if not is_arrayish(s) then self:scan(s, inner) end
+        end
+      elseif k == "items" then
+        self:scan(sub, inner)
+      end
+    end
+  end
+end
+
+function Compiler:add_document(s, doc)
+  if type(s) ~= "table" and type(s) ~= "boolean" then
+    bad(doc, "a schema must be an object or a boolean")
+  end
+  if not self.resources[doc] then
+    self.resources[doc] = { node = s, outer = doc }
+  end
+  self:scan(s, doc)
+end
+
+function Compiler:resource(doc, loc, ref)
+  local r = self.resources[doc]
+  if r then return r end
+  local s
+  local loader = self.loader
+  if type(loader) == "table" then
+    s = loader[doc]
+    if s == nil then s = loader[doc .. "#"] end
+  elseif loader ~= nil then
+    s = loader(doc)
+  end
+  if s == nil and meta.documents[doc] then s = meta.documents[doc]() end
+  if s == nil then
+    bad(loc, "cannot resolve $ref \"" .. ref .. "\": no schema for \"" .. doc ..
+        "\" (remote schemas come only from opts.loader)")
+  end
+  self:add_document(s, doc)
+  return self.resources[doc]
+end
+
+-- Follows a JSON pointer; returns the node and the base URI around it.
+local function walk(root, outer, ptr)
+  local node, base = root, outer
+  if ptr == "" then return node, base end
+  local i = 2
+  while true do
+    local j = sfind(ptr, "/", i, true)
+    local tok = ssub(ptr, i, j and j - 1 or -1)
+    tok = sgsub(sgsub(tok, "~1", "/"), "~0", "~")
+    if type(node) ~= "table" then return nil end
+    base = inner_base(node, base)
+    local child
+    if is_arrayish(node) and smatch(tok, "^%d+$") then
+      child = node[tonumber(tok) + 1]
+    else
+      child = node[tok]
+    end
+    if child == nil then return nil end
+    node = child
+    if not j then break end
+    i = j + 1
+  end
+  return node, base
+end
+
+function Compiler:location(doc, frag)
+  if self.main[doc] then return "#" .. frag end
+  return doc .. "#" .. frag
+end
+
+function Compiler:ref(ref, base, loc)
+  local full = resolve(base, ref)
+  local doc, frag = split_fragment(full)
+  frag = frag or ""
+  if frag == "" or ssub(frag, 1, 1) == "/" then
+    local res = self:resource(doc, loc, ref)
+    local ptr = pct_decode(frag)
+    local target, outer = walk(res.node, res.outer, ptr)
+    if target == nil then bad(loc, "$ref \"" .. ref .. "\" points at nothing") end
+    return self:compile(target, outer, self:location(doc, ptr))
+  end
+  local a = self.anchors[doc .. "#" .. frag]
+  if not a then
+    self:resource(doc, loc, ref)
+    a = self.anchors[doc .. "#" .. frag]
+  end
+  if not a then bad(loc, "$ref \"" .. ref .. "\" points at nothing") end
+  return self:compile(a.node, a.outer, self:location(doc, frag))
+end
+
+-- A schema applied to another value (an item, a property): the step
+-- consumes data, so a cycle through it is not an infinite loop.
+function Compiler:deeper(s, base, loc)
+  self.level = self.level + 1
+  local n = self:compile(s, base, loc)
+  self.level = self.level - 1
+  return n
+end
+
+-- Compiles a schema found at loc, with `outer` the base URI around it.
+function Compiler:compile(s, outer, loc)
+  if s == true then return TRUE end
+  if s == false then return { kind = "false", loc = loc } end
+  if not is_object(s) then bad(loc, "a schema must be an object or a boolean") end
+  local base = inner_base(s, outer)
+  local done = self.compiled[s]
+  if done and done[base] then return done[base] end
+  local pend = self.pending[s]
+  if pend and pend[base] then
+    local p = pend[base]
+    if p.level == self.level then
+      bad(loc, "circular $ref that never reaches a value")
+    end
+    p.node.cyclic = true
+    return p.node
+  end
+  local nodes = self.nodes
+  if #nodes % COMPILE_TICK == 0 then
+    context.check_deadline(self.deadline, context.COMPILE_LATE)
+  end
+  local node = { kind = "pending", loc = loc }
+  nodes[#nodes + 1] = node
+  if not pend then pend = {}; self.pending[s] = pend end
+  pend[base] = { node = node, level = self.level }
+  self:build(node, s, base, loc)
+  pend[base] = nil
+  self.finished[#self.finished + 1] = node
+  if not done then done = {}; self.compiled[s] = done end
+  done[base] = node
+  return node
+end
+
+function Compiler:regex(p, loc)
+  local r = self.regexes[p]
+  if r then return r end
+  local msg
+  r, msg = regex_compile(p)
+  if not r then bad(loc, msg) end
+  self.regexes[p] = r
+  return r
+end
+
+-------------------------------------------------------- keyword builders
+
+-- Each builder reads its keyword from the schema object `s` and records it
+-- in node `n`: the simplest keywords as fields (read inline by the
+-- engines), the others as records { kw = name, ... } appended to the list
+-- for any value (n.any) or for strings, numbers, arrays, objects (n.str,
+-- n.num, n.arr, n.obj). Child schemas are nodes.
+
+local K = {}
+
+local function push(list, rec)
+  list[#list + 1] = rec
+  return rec
+end
+
+function K.type(_, s, n, loc)
+  local t = s.type
+  local names = {}
+  if type(t) == "string" then
+    names[1] = t
+  else
+    need_array(t, loc)
+    if #t == 0 then bad(loc, "must not be empty") end
+    for i = 1, #t do names[i] = t[i] end
+  end
+  local mask = {}
+  for _, name in ipairs(names) do
+    if not TYPES[name] then bad(loc, "unknown type \"" .. tostring(name) .. "\"") end
+    if mask[name] then bad(loc, "must not have duplicate items") end
+    mask[name] = true
+  end
+  n.tmask = mask
+  n.tmsg = "must be " .. concat(names, ",")
+  n.tloc = loc
+end
+
+function K.enum(_, s, n, loc)
+  local vals = need_array(s.enum, loc)
+  local set, tables, nt = {}, {}, 0
+  for i = 1, #vals do
+    local x = vals[i]
+    if type(x) == "table" then
+      nt = nt + 1
+      tables[nt] = x
+    elseif x == x then
+      set[x] = true
+    end
+  end
+  push(n.any, { kw = "enum", set = set, tables = tables, nt = nt, loc = loc,
+                msg = "must be equal to one of the allowed values",
+                allowed = render(vals) })
+end
+
+function K.const(_, s, n, loc)
+  push(n.any, { kw = "const", value = s.const, loc = loc, msg = "must be equal to constant",
+                allowed = render(s.const) })
+end
+
+-- The simplest keywords: { limit, message, location } in the node.
+local function bound(name, op)
+  K[name] = function(_, s, n, loc)
+    local b = need_number(s[name], loc)
+    n[name] = { b, "must be " .. op .. " " .. num_str(b), loc }
+  end
+end
+bound("maximum", "<=")
+bound("minimum", ">=")
+bound("exclusiveMaximum", "<")
+bound("exclusiveMinimum", ">")
+
+function K.multipleOf(_, s, n, loc)
+  local m = need_number(s.multipleOf, loc)
+  if m <= 0 then bad(loc, "must be greater than 0") end
+  push(n.num, { kw = "multipleOf", m = m, msg = "must be multiple of " .. num_str(m), loc = loc })
+end
+
+local function limit(name, what, cmp)
+  K[name] = function(_, s, n, loc)
+    local lim = need_count(s[name], loc)
+    n[name] = { lim, "must NOT have " .. cmp .. " than " .. num_str(lim) .. " " .. what, loc }
+  end
+end
+limit("maxLength", "characters", "more")
+limit("minLength", "characters", "fewer")
+limit("maxItems", "items", "more")
+limit("minItems", "items", "fewer")
+
+function K.pattern(c, s, n, loc)
+  local p = need_string(s.pattern, loc)
+  local r = c:regex(p, loc)
+  n.pattern = { r, 'must match pattern "' .. p .. '"', loc }
+end
+
+function K.format(_, s, n, loc)
+  local name = need_string(s.format, loc)
+  local f, list = formats.string[name], n.str
+  if f == nil then f, list = formats.number[name], n.num end
+  if type(f) ~= "function" then return end      -- unknown: ignored, as ajv
+  push(list, { kw = "format", f = f, msg = 'must match format "' .. name .. '"', loc = loc })
+end
+
+function K.items(c, s, n, loc, base, nloc)
+  local items = s.items
+  if is_arrayish(items) and next(items) ~= nil or getmetatable(items) == array_mt then
+    local nodes, count = {}, #items
+    for i = 1, count do nodes[i] = c:deeper(items[i], base, loc .. "/" .. (i - 1)) end
+    local addl = s.additionalItems
+    local rec = { kw = "tuple", nodes = nodes, n = count, aloc = nloc .. "/additionalItems" }
+    if addl == false then
+      rec.addmsg = "must NOT have more than " .. count .. " items"
+    elseif addl ~= nil and addl ~= true then
+      rec.addnode = c:deeper(addl, base, nloc .. "/additionalItems")
+    end
+    push(n.arr, rec)
+    return
+  end
+  local f = c:deeper(items, base, loc)
+  if f ~= TRUE then n.items = f end
+end
+
+function K.additionalItems(c, s, _, loc, base)
+  -- applied by K.items when items is an array; otherwise ignored, but a
+  -- malformed value is still an error
+  if s.items == nil or not is_arrayish(s.items) then
+    c:deeper(s.additionalItems, base, loc)
+  end
+end
+
+function K.contains(c, s, n, loc, base)
+  push(n.arr, { kw = "contains", node = c:deeper(s.contains, base, loc), loc = loc,
+                msg = "must contain at least 1 valid item(s)" })
+end
+
+local function count_limit(name, cmp)
+  K[name] = function(_, s, n, loc)
+    local lim = need_count(s[name], loc)
+    push(n.obj, { kw = name, lim = lim, more = cmp == "more", loc = loc,
+                  msg = "must NOT have " .. cmp .. " than " .. num_str(lim) .. " properties" })
+  end
+end
+count_limit("maxProperties", "more")
+count_limit("minProperties", "fewer")
+
+function K.uniqueItems(_, s, n, loc)
+  local u = s.uniqueItems
+  if type(u) ~= "boolean" then bad(loc, "must be a boolean") end
+  if u then push(n.arr, { kw = "uniqueItems", loc = loc }) end
+end
+
+function K.required(_, s, n, loc)
+  local req = unique_strings(s.required, loc)
+  local count = #req
+  if count == 0 then return end
+  local names, msgs = {}, {}
+  for i = 1, count do
+    names[i] = req[i]
+    msgs[i] = "must have required property '" .. req[i] .. "'"
+  end
+  n.required = { names, msgs, loc }
+end
+
+-- properties, patternProperties and additionalProperties work together.
+function K.properties(c, s, n, loc, base, nloc)
+  local props = s.properties
+  local pats = s.patternProperties
+  local addl = s.additionalProperties
+  local keys, nodes, set, np = {}, {}, {}, 0
+  if props ~= nil then
+    need_object(props, loc)
+    for k in pairs(props) do
+      if type(k) ~= "string" then bad(loc, "property names must be strings") end
+      keys[#keys + 1] = k
+    end
+    sort(keys)
+    for _, k in ipairs(keys) do
+      local f = c:deeper(props[k], base, sub_loc(loc, k))
+      set[k] = true
+      if f ~= TRUE then
+        np = np + 1
+        nodes[np] = f
+        keys[np] = k
+      end
+    end
+    for i = np + 1, #keys do keys[i] = nil end
+  end
+  local rxs, pnodes, npat = {}, {}, 0
+  if pats ~= nil then
+    local patloc = nloc .. "/patternProperties"
+    need_object(pats, patloc)
+    local plist = {}
+    for p in pairs(pats) do
+      if type(p) ~= "string" then bad(patloc, "property names must be strings") end
+      plist[#plist + 1] = p
+    end
+    sort(plist)
+    for _, p in ipairs(plist) do
+      npat = npat + 1
+      rxs[npat] = c:regex(p, sub_loc(patloc, p))
+      pnodes[npat] = c:deeper(pats[p], base, sub_loc(patloc, p))
+    end
+  end
+  local aloc = nloc .. "/additionalProperties"
+  local addnode, addno
+  if addl == false then
+    addno = true
+  elseif addl ~= nil and addl ~= true then
+    addnode = c:deeper(addl, base, aloc)
+    if addnode == TRUE then addnode = nil end
+  end
+  local addmsg = "must NOT have additional properties"
+  if npat == 0 and (addno or addnode) then
+    -- one pass over the value's keys does properties and the rest
+    local map = {}
+    for k in pairs(set) do map[k] = TRUE end
+    for i = 1, np do map[keys[i]] = nodes[i] end
+    n.merged = { map = map, addno = addno, addnode = addnode, msg = addmsg, loc = aloc }
+    return
+  end
+  if np > 0 then n.props = { keys = keys, nodes = nodes } end
+  if npat == 0 and not addno and not addnode then return end
+  push(n.obj, { kw = "patternProperties", set = set, rxs = rxs, nodes = pnodes, n = npat,
+                addno = addno, addnode = addnode, msg = addmsg, aloc = aloc })
+end
+
+function K.propertyNames(c, s, n, loc, base)
+  local f = c:deeper(s.propertyNames, base, loc)
+  if f == TRUE then return end
+  push(n.obj, { kw = "propertyNames", node = f, loc = loc })
+end
+
+function K.dependencies(c, s, n, loc, base)
+  local deps = need_object(s.dependencies, loc)
+  local keys = {}
+  for k in pairs(deps) do
+    if type(k) ~= "string" then bad(loc, "property names must be strings") end
+    keys[#keys + 1] = k
+  end
+  sort(keys)
+  local list = {}
+  for _, k in ipairs(keys) do
+    local d, dloc = deps[k], sub_loc(loc, k)
+    if is_arrayish(d) and (getmetatable(d) == array_mt or next(d) ~= nil) then
+      unique_strings(d, dloc)
+      local names, msgs = {}, {}
+      for i = 1, #d do
+        names[i] = d[i]
+        msgs[i] = "must have property " .. d[i] .. " when property " .. k .. " is present"
+      end
+      if #names > 0 then list[#list + 1] = { key = k, names = names, msgs = msgs, loc = dloc } end
+    else
+      local f = c:compile(d, base, dloc)
+      if f ~= TRUE then list[#list + 1] = { key = k, node = f } end
+    end
+  end
+  if #list > 0 then push(n.obj, { kw = "dependencies", list = list }) end
+end
+
+local function schema_list(c, s, name, loc, base)
+  local list = need_array(s[name], loc)
+  if #list == 0 then bad(loc, "must not be empty") end
+  local nodes = {}
+  for i = 1, #list do nodes[i] = c:compile(list[i], base, loc .. "/" .. (i - 1)) end
+  return nodes
+end
+
+function K.allOf(c, s, n, loc, base)
+  push(n.any, { kw = "allOf", nodes = schema_list(c, s, "allOf", loc, base) })
+end
+
+function K.anyOf(c, s, n, loc, base)
+  push(n.any, { kw = "anyOf", nodes = schema_list(c, s, "anyOf", loc, base), loc = loc,
+                msg = "must match a schema in anyOf" })
+end
+
+function K.oneOf(c, s, n, loc, base)
+  push(n.any, { kw = "oneOf", nodes = schema_list(c, s, "oneOf", loc, base), loc = loc,
+                msg = "must match exactly one schema in oneOf" })
+end
+
+K["not"] = function(c, s, n, loc, base)
+  push(n.any, { kw = "not", node = c:compile(s["not"], base, loc), loc = loc,
+                msg = "must NOT be valid" })
+end
+
+K["if"] = function(c, s, n, loc, base, ploc)
+  local iff = c:compile(s["if"], base, loc)
+  local thenf = s["then"] ~= nil and c:compile(s["then"], base, ploc .. "/then") or nil
+  local elsef = s["else"] ~= nil and c:compile(s["else"], base, ploc .. "/else") or nil
+  if thenf == TRUE then thenf = nil end
+  if elsef == TRUE then elsef = nil end
+  if not thenf and not elsef then return end
+  push(n.any, { kw = "if", cond = iff, ["then"] = thenf, ["else"] = elsef, ploc = ploc })
+end
+
+-- then/else alone do nothing, but must still be schemas.
+K["then"] = function(c, s, _, loc, base)
+  if s["if"] == nil then c:compile(s["then"], base, loc) end
+end
+K["else"] = function(c, s, _, loc, base)
+  if s["if"] == nil then c:compile(s["else"], base, loc) end
+end
+
+function K.definitions(c, s, _, loc, base)
+  local defs = need_object(s.definitions, loc)
+  for k, d in pairs(defs) do
+    if type(k) ~= "string" then bad(loc, "names must be strings") end
+    c:deeper(d, base, sub_loc(loc, k))  -- checks it; $refs find it compiled
+  end
+end
+
+K.patternProperties = function(c, s, n, _, base, nloc)
+  if s.properties == nil then K.properties(c, s, n, nloc .. "/properties", base, nloc) end
+end
+K.additionalProperties = function(c, s, n, _, base, nloc)
+  if s.properties == nil and s.patternProperties == nil then
+    K.properties(c, s, n, nloc .. "/properties", base, nloc)
+  end
+end
+
+for _, name in ipairs { "$id", "$schema", "$comment", "title", "description",
+                        "contentMediaType", "contentEncoding" } do
+  K[name] = function(_, s, _, loc) need_string(s[name], loc) end
+end
+K.examples = function(_, s, _, loc) need_array(s.examples, loc) end
+K.readOnly = function(_, s, _, loc)
+  if type(s.readOnly) ~= "boolean" then bad(loc, "must be a boolean") end
+end
+K.writeOnly = function(_, s, _, loc)
+  if type(s.writeOnly) ~= "boolean" then bad(loc, "must be a boolean") end
+end
+
+-- Keywords in a fixed order, so that errors come out in a stable order.
+local ORDER = {
+  "$id", "$schema", "$comment", "title", "description", "examples",
+  "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "definitions",
+  "type", "enum", "const",
+  "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+  "maxLength", "minLength", "pattern", "format",
+  "items", "additionalItems", "contains", "maxItems", "minItems", "uniqueItems",
+  "required", "properties", "patternProperties", "additionalProperties",
+  "propertyNames", "dependencies", "maxProperties", "minProperties",
+  "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+}
+
+-- What a node checks, for the engines: which kinds of value it looks at.
+local function summarise(n)
+  n.has_str = n.str[1] or n.maxLength or n.minLength or n.pattern
+  n.has_num = n.num[1] or n.maximum or n.minimum or n.exclusiveMaximum or n.exclusiveMinimum
+  n.has_arr = n.arr[1] or n.items or n.maxItems or n.minItems
+  n.has_obj = n.obj[1] or n.required or n.props or n.merged
+  n.has_any = n.any[1]
+  n.trivial = not (n.tmask or n.has_any or n.has_str or n.has_num or n.has_arr or n.has_obj)
+end
+
+function Compiler:build(n, s, base, loc)
+  local ref = rawget(s, "$ref")
+  if ref ~= nil then                    -- draft-07: siblings are ignored
+    if type(ref) ~= "string" then bad(sub_loc(loc, "$ref"), "must be a string") end
+    n.kind = "ref"
+    n.target = self:ref(ref, base, loc)
+    return
+  end
+  if rawget(s, "x-mcp-type") == "HTMLElement" then
+    n.kind = "element"
+    n.loc = sub_loc(loc, "x-mcp-type")
+    return
+  end
+  n.any, n.str, n.num, n.arr, n.obj = {}, {}, {}, {}, {}
+  for _, name in ipairs(ORDER) do
+    if rawget(s, name) ~= nil then
+      local kloc = sub_loc(loc, name)
+      if SCHEMA_KW[name] == 1 then
+        local v = s[name]
+        if v ~= true and v ~= false and not is_object(v) then
+          bad(kloc, "must be a schema (an object or a boolean)")
+        end
+      end
+      K[name](self, s, n, kloc, base, loc)
+    end
+  end
+  summarise(n)
+  n.kind = "node"
+end
+
+-- Marks the nodes that two or more same-value applicators use (through
+-- $ref aliases): their verdicts are memoised per value.
+-- The child nodes a node applies (one entry per use).
+local function edges(n)
+  local out = {}
+  local function add(c) if c then out[#out + 1] = resolved(c) end end
+  add(n.items)
+  if n.props then for _, c in ipairs(n.props.nodes) do add(c) end end
+  if n.merged then
+    for _, c in next, n.merged.map do add(c) end
+    add(n.merged.addnode)
+  end
+  for _, list in ipairs { n.any, n.str, n.num, n.arr, n.obj } do
+    for _, r in ipairs(list) do
+      add(r.node); add(r.addnode); add(r.cond); add(r["then"]); add(r["else"])
+      for _, c in ipairs(r.nodes or {}) do add(c) end
+      for _, d in ipairs(r.list or {}) do add(d.node) end
+    end
+  end
+  return out
+end
+
+local SHARED_PATHS = 16     -- more ways than this from the root to a node: memoised
+
+-- Counts the ways from the root to each node (back edges of cycles left
+-- out), in reverse post-order, which is topological: a node reached more
+-- than SHARED_PATHS ways gets `shared`, and its verdict is memoised per
+-- value, so that a schema (anyOf of the same $ref twice, level after
+-- level) cannot make validation exponential. A $ref found cyclic makes its
+-- target cyclic: the engines count nesting at the node that does the work.
+local function mark_shared(root, finished)
+  local pos = {}
+  for i, n in ipairs(finished) do
+    pos[n] = i
+    if n.kind == "ref" and n.cyclic then resolved(n).cyclic = true end
+  end
+  local paths = { [resolved(root)] = 1 }
+  for i = #finished, 1, -1 do
+    local n = finished[i]
+    local p = paths[n]
+    if p and n.kind == "node" then
+      if p > SHARED_PATHS then n.shared = true end
+      for _, c in ipairs(edges(n)) do
+        if c.kind == "node" and pos[c] and pos[c] < i then
+          local q = (paths[c] or 0) + p
+          paths[c] = q < 1e9 and q or 1e9
+        end
+      end
+    end
+  end
+end
+
+-- compile(schema, loader?, deadline?) -> root node, bounded (true when some
+-- node is shared or cyclic: then the checks use the run state), arrays
+-- (true when some node says type "array" and not "object": schema.shape
+-- has work to do)
+function M.compile(s, loader, deadline)
+  local c = new_compiler(loader, deadline)
+  c.main[""] = true
+  c:add_document(s, "")
+  c.main[inner_base(s, "")] = true
+  local root = c:compile(s, "", "#")
+  mark_shared(root, c.finished)
+  context.check_deadline(deadline, context.COMPILE_LATE)
+  local bounded, arrays = false, false
+  for _, n in ipairs(c.nodes) do
+    if n.shared or n.cyclic then bounded = true end
+    local tm = n.tmask
+    if tm and tm.array and not tm.object then arrays = true end
+  end
+  return root, bounded, arrays
+end
+
+return M

@@ -1,0 +1,223 @@
+-- devtools_tools.schema.values: what a value is, for the validator.
+--
+-- The kind of a table (array, object, empty, element) comes from the JSON
+-- encoder's own decision (core.json_kind), so the validator checks exactly
+-- what will be sent; only an Element, which the encoder never sees, is
+-- known here (is_element is the one place that knows one). Also: JSON
+-- equality, code-point length, exact multipleOf, number text, and a short
+-- capped rendering of a value for error messages.
+--
+-- It must never modify a value, call user code other than a metatable's
+-- __len, or hold state between calls.
+
+local core = require "devtools_tools.core"
+
+local type, next, rawget, getmetatable, tostring, tonumber =
+      type, next, rawget, getmetatable, tostring, tonumber
+local floor, huge = math.floor, math.huge
+local concat = table.concat
+local sfind, ssub, sformat, sgsub, smatch = string.find, string.sub, string.format,
+                                             string.gsub, string.match
+
+local null, array_mt, json_kind = core.null, core.array_mt, core.json_kind
+
+local M = {}
+
+local ELEMENT_NAME = "devtools_tools.Element"
+
+-- An element reference (discovery's Element objects, by their __name).
+local function is_element(v)
+  local mt = getmetatable(v)
+  return type(mt) == "table" and rawget(mt, "__name") == ELEMENT_NAME
+end
+M.is_element = is_element
+
+-- kind(t) -> "array" | "object" | "empty" (a plain {}: both) | "element",
+-- for a table t.
+local function kind(t)
+  local mt = getmetatable(t)
+  if mt == array_mt then return "array" end
+  if mt ~= nil and is_element(t) then return "element" end
+  return json_kind(t)
+end
+M.kind = kind
+
+-- For equality a plain {} is an object, as the encoder sends it.
+local function eq_is_array(t)
+  return getmetatable(t) == array_mt or json_kind(t) == "array"
+end
+
+local function deep_equal(a, b)
+  if a == b then return true end
+  if type(a) ~= "table" or type(b) ~= "table" then return false end
+  if is_element(a) or is_element(b) then return false end
+  local arr = eq_is_array(a)
+  if arr ~= eq_is_array(b) then return false end
+  if arr then
+    local n = #a
+    if n ~= #b then return false end
+    for i = 1, n do
+      if not deep_equal(a[i], b[i]) then return false end
+    end
+    return true
+  end
+  local n = 0
+  for k, va in next, a do
+    local vb = rawget(b, k)
+    if vb == nil or not deep_equal(va, vb) then return false end
+    n = n + 1
+  end
+  for _ in next, b do n = n - 1 end
+  return n == 0
+end
+M.deep_equal = deep_equal
+
+-- Code points in a UTF-8 string (a stray byte counts as one).
+function M.ulen(s)
+  local n = #s
+  if not sfind(s, "[\128-\255]") then return n end
+  local _, cont = sgsub(s, "[\128-\191]", "")
+  return n - cont
+end
+
+local function num_str(x)
+  if x % 1 == 0 and x > -1e15 and x < 1e15 then return sformat("%d", x) end
+  if x ~= x or x == huge or x == -huge then return tostring(x) end
+  local s
+  for p = 15, 17 do
+    s = sformat("%." .. p .. "g", x)
+    if tonumber(s) == x then break end
+  end
+  return s
+end
+M.num_str = num_str
+
+-- An object key as the encoder writes it.
+function M.key_string(k)
+  if type(k) == "string" then return k end
+  if type(k) == "number" then return num_str(k) end
+  return tostring(k)
+end
+
+-- x > 0 as digits * 10^exp with at most 14 digits (exact in a double too).
+local function decimal(x)
+  local s = num_str(x)
+  local int, frac, ex = smatch(s, "^(%d+)%.?(%d*)[eE]?([-+]?%d*)$")
+  if not int then return nil end
+  local digits = sgsub(int .. frac, "^0+", "")
+  local e10 = (tonumber(ex) or 0) - #frac
+  if digits == "" then return 0, 0 end
+  local tz = #smatch(digits, "0*$")
+  if tz > 0 then
+    digits = ssub(digits, 1, #digits - tz)
+    e10 = e10 + tz
+  end
+  if #digits > 14 then return nil end
+  return tonumber(digits), e10
+end
+
+-- Is x a multiple of m (> 0)? Exact for decimals as written (0.3 is a
+-- multiple of 0.1); falls back to division for numbers with many digits.
+function M.multiple_of(x, m)
+  if x < 0 then x = -x end
+  if x == 0 then return true end
+  if x % 1 == 0 and m % 1 == 0 and x < 2 ^ 53 then return x % m == 0 end
+  if x ~= x or x == huge then return false end
+  local a, p = decimal(x)
+  local b, q = decimal(m)
+  if a and b then
+    if p >= q then
+      local r = a % b
+      for _ = 1, p - q do
+        if r == 0 then break end
+        r = (r * 10) % b
+      end
+      return r == 0
+    end
+    local bb = b
+    for _ = 1, q - p do
+      bb = bb * 10
+      if bb > a then return false end
+    end
+    return a % bb == 0
+  end
+  local ratio = x / m
+  return ratio == floor(ratio) and ratio ~= huge
+end
+
+---------------------------------------------------------------- rendering
+
+local RENDER_MAX = 60       -- characters of a rendered value in a message
+
+-- Appends a JSON-like rendering of v to out until `room` characters are
+-- used; returns the room left (< 0: cut).
+-- s cut to at most n bytes, never inside a UTF-8 sequence
+local function cut(s, n)
+  if #s <= n then return s end
+  s = ssub(s, 1, n)
+  local lead = sfind(s, "[\192-\255][\128-\191]*$")
+  if lead then s = ssub(s, 1, lead - 1) end
+  return s
+end
+
+M.cut = cut
+
+local function put(out, s, room)
+  out[#out + 1] = s
+  return room - #s
+end
+
+local function render_into(v, out, room, depth)
+  local tv = type(v)
+  if room < 0 then return room end
+  if tv == "string" then
+    v = cut(v, room)
+    return put(out, sformat("%q", v):gsub("\\\n", "\\n"), room)
+  elseif tv == "number" then
+    return put(out, num_str(v), room)
+  elseif tv == "boolean" then
+    return put(out, tostring(v), room)
+  elseif v == null or v == nil then       -- nil: a hole in an array, sent as null
+    return put(out, "null", room)
+  elseif tv ~= "table" then
+    return put(out, "a " .. tv, room)
+  end
+  if is_element(v) then
+    return put(out, "Element(" .. tostring(rawget(v, "description")) .. ")", room)
+  end
+  if depth > 3 then return put(out, "...", room) end
+  local k = kind(v)
+  if k == "array" then
+    room = put(out, "[", room)
+    for i = 1, #v do
+      if i > 1 then room = put(out, ",", room) end
+      room = render_into(v[i], out, room, depth + 1)
+      if room < 0 then return room end
+    end
+    return put(out, "]", room)
+  end
+  room = put(out, "{", room)
+  local first = true
+  for key, x in next, v do
+    if not first then room = put(out, ",", room) end
+    first = false
+    room = render_into(M.key_string(key), out, room, depth + 1)
+    room = put(out, ":", room)
+    room = render_into(x, out, room, depth + 1)
+    if room < 0 then return room end
+  end
+  return put(out, "}", room)
+end
+
+-- render(v, max?) -> a short text for v: JSON-like, cut to about max
+-- characters (60) with "..." at the end when cut.
+function M.render(v, max)
+  max = max or RENDER_MAX
+  local out = {}
+  local room = render_into(v, out, max, 0)
+  local s = concat(out)
+  if room < 0 or #s > max then s = cut(s, max) .. "..." end
+  return s
+end
+
+return M

@@ -1,0 +1,618 @@
+-- The Neovim plugin, end to end: a clean clone of this repository built
+-- with `make nvim` and put on the runtimepath of Debian's headless Neovim
+-- (`nvim --headless -u NONE`), driving real headless Chromium against the
+-- sample app and the spec fixtures. Runs under lua5.4 busted: it only
+-- spawns nvim. Each test writes a Lua script that nvim runs; the script
+-- records what the plugin showed (notifications, command-line messages,
+-- buffers) into a JSON file read back here, and ends with cquit on failure.
+-- The skeleton and pretty-printing helpers are plain Lua, tested directly.
+-- The clone holds what is committed: uncommitted edits are not tested here.
+
+local core = require "devtools_tools.core"
+local json = require "devtools_tools.json"
+local H = require "helper"
+local app_server = require "support.app_server"
+
+local q = app_server.quote
+
+local function read(path)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+local function write(path, s)
+  local f = assert(io.open(path, "w"))
+  f:write(s)
+  f:close()
+end
+
+-- A pid that still runs (not a zombie).
+local function alive(pid)
+  local stat = read("/proc/" .. pid .. "/stat")
+  if not stat then return false end
+  local state = stat:match("%) (%a)")
+  return state ~= nil and state ~= "Z" and state ~= "X"
+end
+
+-- ---- pure helpers, under lua5.4 ------------------------------------------------------------
+
+describe("nvim.skeleton", function()
+  local skeleton = require "devtools_tools.nvim.skeleton"
+
+  local cases = {
+    { "required keys in order, enum's first value, defaults",
+      { type = "object", properties = { tableName = { type = "string", enum = { "feature_flags", "orders" } },
+        limit = { type = "integer", minimum = 1, default = 5 }, note = { type = "string" } },
+        required = { "tableName" } },
+      { tableName = "feature_flags", limit = 5 }, '{"tableName":"feature_flags","limit":5}' },
+    { "type placeholders; minimum for numbers",
+      { type = "object", properties = { s = { type = "string" }, n = { type = "number" },
+        i = { type = "integer", minimum = 3 }, b = { type = "boolean" }, a = { type = "array" },
+        o = { type = "object" }, z = { type = "null" }, u = { type = { "null", "boolean" } } },
+        required = { "s", "n", "i", "b", "a", "o", "z", "u" } },
+      { s = "", n = 0, i = 3, b = false, a = json.array{}, o = {}, z = json.null, u = false } },
+    { "local $ref to definitions",
+      { type = "object", definitions = { leadId = { type = "integer", minimum = 1 } },
+        properties = { leadId = { ["$ref"] = "#/definitions/leadId" } }, required = { "leadId" } },
+      { leadId = 1 } },
+    { "nested objects, const, anyOf's first branch, arrays with minItems",
+      { type = "object", properties = { o = { type = "object", properties = { k = { const = "x" } }, required = { "k" } },
+        v = { anyOf = { { type = "string" }, { type = "number" } } },
+        l = { type = "array", minItems = 1, items = { type = "integer" } } }, required = { "o", "v", "l" } },
+      { o = { k = "x" }, v = "", l = { 0 } } },
+    { "a required key without a schema is null", { type = "object", required = { "x" } }, { x = json.null } },
+    { "a hostile or empty schema gives {}", { ["$ref"] = "#/nowhere" }, {} },
+    { "a ref loop ends", { ["$ref"] = "#" }, {} },
+    { "names are data", { type = "object", properties = { __index = { type = "string" } }, required = { "__index" } },
+      { __index = "" } },
+  }
+  for _, c in ipairs(cases) do
+    it(c[1], function()
+      local text = skeleton.build(json.decode(json.encode(c[2])))
+      assert.same(c[3], json.decode(text))
+      if c[4] then assert.equal(c[4], text) end
+    end)
+  end
+
+  it("lists every parameter, required ones first", function()
+    local p = skeleton.parameters({ type = "object", properties = { b = {}, a = {}, r = {} }, required = { "r" } })
+    assert.same({ { name = "r", required = true }, { name = "a", required = false },
+      { name = "b", required = false } }, p)
+  end)
+end)
+
+describe("nvim.pretty", function()
+  local pretty = require "devtools_tools.nvim.pretty"
+
+  it("indents the library's JSON without changing it", function()
+    local v = { a = json.array{}, b = {}, c = { 1, 2.5, { x = 'a,b:"{[' } }, d = json.null, e = "\\" }
+    local text = pretty.encode(v)
+    assert.same(json.decode(json.encode(v)), json.decode(text))
+    assert.truthy(text:find('\n  "c": [\n    1,\n    2.5,\n    {\n      "x": "a,b:\\"{["\n    }\n  ]', 1, true), text)
+    assert.truthy(text:find('"a": []', 1, true))
+    assert.truthy(text:find('"b": {}', 1, true))
+  end)
+
+  it("shows a JS undefined as null and scalars as they are", function()
+    assert.equal("null", pretty.encode(nil))
+    assert.equal('"x"', pretty.encode("x"))
+    assert.equal("42", pretty.encode(42))
+  end)
+
+  it("shows Elements by name", function()
+    local el = setmetatable({ description = "div#cart" },
+      { __name = "devtools_tools.Element", __tostring = function(e) return "Element(" .. e.description .. ")" end })
+    assert.same({ found = "Element(div#cart)" }, json.decode(pretty.encode({ found = el })))
+  end)
+end)
+
+-- ---- Neovim, end to end ------------------------------------------------------------------------
+
+-- What every driver script starts with. ARGS comes from the spec; R is
+-- written to RESULT at the end.
+local PRELUDE = [==[
+local CORE_BEFORE = package.loaded["devtools_tools.core"] ~= nil
+local dt = require "devtools_tools"
+local nv = require "devtools_tools.nvim"
+local ARGS = dt.json.decode(%q)
+local RESULT = %q
+local R = { notes = {}, echoes = {} }
+local real_notify = vim.notify
+vim.notify = function(msg, level, o)
+  R.notes[#R.notes + 1] = { msg = msg, level = level }
+  return real_notify(msg, level, o)
+end
+local real_echo = vim.api.nvim_echo
+vim.api.nvim_echo = function(chunks, history, o)
+  local t = {}
+  for _, c in ipairs(chunks) do t[#t + 1] = c[1] end
+  R.echoes[#R.echoes + 1] = table.concat(t)
+  return real_echo(chunks, history, o)
+end
+local function idle(sec)
+  local ok = vim.wait((sec or 60) * 1000, function() return not nv.status().busy end, 10)
+  assert(ok, "still busy: " .. tostring(nv.status().doing))
+end
+local function run(cmd, sec) vim.cmd(cmd); idle(sec) end
+local function bufnr(name)
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_get_name(b) == name then return b end
+  end
+end
+local function lines(buf) return vim.api.nvim_buf_get_lines(buf or 0, 0, -1, false) end
+local function text(buf) return table.concat(lines(buf), "\n") end
+local function result() return dt.json.decode(text(assert(bufnr("devtools://result"), "no result buffer"))) end
+local function pid() return tonumber((nv.status().browser or ""):match("pid (%%d+)")) end
+local function finish(ok, err)
+  if not ok then R.error = tostring(err) end
+  local f = assert(io.open(RESULT, "w"))
+  f:write(dt.json.encode(R))
+  f:close()
+  vim.cmd(ok and "qa!" or "cquit 3")
+end
+]==]
+
+describe("the Neovim plugin", function()
+  local root, tmp, plug, app, fixtures, seq = nil, nil, nil, nil, nil, 0
+
+  setup(function()
+    root = H.sh("pwd"):gsub("%s+$", "")
+    tmp = assert(core.mkdtemp("dt-nvim-spec-"))
+    plug = tmp .. "/devtools_tools"
+    -- A clean clone of what is committed, built the way plugin managers do.
+    local out, rc = H.sh(("git clone -q %s %s && make -s -C %s nvim"):format(q(root), q(plug), q(plug)))
+    assert(rc == 0, "clone and make nvim failed: " .. out)
+    app = assert(app_server.start())
+    fixtures = H.start_server()
+  end)
+
+  teardown(function()
+    if app then app:stop() end
+    if fixtures then fixtures.stop() end
+    if tmp then core.rmtree(tmp) end
+  end)
+
+  -- Runs body (Lua) in headless nvim with the plugin on the runtimepath;
+  -- returns R as the script left it, and nvim's stderr. finish() quits;
+  -- a script that dies before it reaches the `cquit 9` after it.
+  local function nvim(body, args, timeout)
+    seq = seq + 1
+    local script, res, err = ("%s/script%d.lua"):format(tmp, seq), ("%s/result%d.json"):format(tmp, seq),
+      ("%s/stderr%d.txt"):format(tmp, seq)
+    write(script, PRELUDE:format(json.encode(args or {}), res)
+      .. "\nfinish(xpcall(function()\n" .. body .. "\nend, debug.traceback))\n")
+    -- What fails before finish() (the prelude, a module that does not load)
+    -- is written to the result file too.
+    local boot = script .. ".boot.lua"
+    write(boot, ("local ok, e = xpcall(dofile, debug.traceback, %q)\n"
+      .. "if not ok then local f = io.open(%q, 'w'); f:write(e); f:close(); vim.cmd('cquit 3') end\n")
+      :format(script, res .. ".err"))
+    local _, rc = H.sh(("cd %s && timeout %d nvim --headless -u NONE -i NONE -n --cmd %s --cmd 'set loadplugins' -c %s -c 'cquit 9' </dev/null 2>%s")
+      :format(q(tmp), timeout or 120, q("set rtp^=" .. plug), q("luafile " .. boot), q(err)))
+    local raw = read(res)
+    local stderr = read(err) or ""
+    assert(raw, "the script wrote no result (exit " .. tostring(rc) .. "): " .. (read(res .. ".err") or "") .. stderr)
+    local R = json.decode(raw)
+    assert(R.error == nil, "the script failed: " .. tostring(R.error) .. "\nstderr: " .. stderr)
+    assert.equal(0, rc, stderr)
+    return R, stderr
+  end
+
+  local function notes_text(R)
+    local t = {}
+    for _, n in ipairs(R.notes) do t[#t + 1] = n.msg end
+    return table.concat(t, "\n")
+  end
+
+  local function echoed(R, s)
+    for _, e in ipairs(R.echoes) do
+      if e:find(s, 1, true) then return true end
+    end
+    return false
+  end
+
+  it("installs from a clean clone: make nvim puts the core where Neovim's loader finds it, ignored by git", function()
+    assert.truthy(H.exists(plug .. "/lua/devtools_tools/core.so"))
+    local out, rc = H.sh(("git -C %s status --porcelain"):format(q(plug)))
+    assert.equal(0, rc)
+    assert.equal("", out)
+    -- make install is the Lua 5.4 library, without the Neovim files
+    out, rc = H.sh(("make -s -n -C %s install DESTDIR=/nonexistent"):format(q(plug)))
+    assert.equal(0, rc, out)
+    assert.truthy(out:find("install -m 755 build/lua5.4/devtools_tools/core.so", 1, true), out)
+    assert.truthy(out:find("lua/devtools_tools/init.lua", 1, true), out)
+    assert.falsy(out:find("nvim", 1, true), out)
+    assert.falsy(out:find("health", 1, true), out)
+    local R = nvim([[
+      R.command = vim.fn.exists(":DevTools")
+      R.cpath_has_plugin = package.cpath:find(ARGS.plug, 1, true) ~= nil
+      R.core_loaded_before = CORE_BEFORE
+      local core = require "devtools_tools.core"
+      R.json = core.json_encode({ a = 1 })
+      R.so = vim.api.nvim_get_runtime_file("lua/devtools_tools/core.so", true)
+      R.jit = jit and jit.version
+    ]], { plug = plug })
+    assert.equal(2, R.command)                    -- :DevTools is defined by plugin/
+    assert.is_false(R.core_loaded_before)         -- and nothing loads before first use
+    assert.is_false(R.cpath_has_plugin)           -- found through the runtimepath alone
+    assert.equal('{"a":1}', R.json)
+    assert.equal(plug .. "/lua/devtools_tools/core.so", R.so[1])
+    assert.truthy(R.jit:find("LuaJIT", 1, true))
+  end)
+
+  it("launch, tools, call, eval, open and close against the sample app", function()
+    local R = nvim([[
+      run("DevTools launch " .. ARGS.url)
+      R.status = nv.status()
+      R.pid = pid()
+      -- The app mounts its support widget (a cross-origin iframe with tools
+      -- of its own) once its session has loaded: list again until it is there.
+      for _ = 1, 50 do
+        run("DevTools tools")
+        if lines()[1]:find("4 groups", 1, true) then break end
+        vim.wait(100)
+      end
+      R.tools_name = vim.api.nvim_buf_get_name(0)
+      R.tools = lines()
+      -- colours: syntax/devtools_tools.vim
+      vim.cmd("syntax on")
+      vim.bo.filetype = "devtools_tools"
+      R.syn = {}
+      for i, l in ipairs(R.tools) do
+        local col = (l:find("%S") or 1)
+        if l:match("^  queryDatabaseTable") or l:match("^app%-debug") or i == 1 then
+          R.syn[#R.syn + 1] = vim.fn.synIDattr(vim.fn.synID(i, col, 1), "name")
+        end
+      end
+      run('DevTools call queryDatabaseTable {"tableName": "orders", "limit": 2}')
+      R.rows = result().rows
+      R.result_ft = vim.bo[bufnr("devtools://result")].filetype
+      R.result_bufs = 0
+      for _, b in ipairs(vim.api.nvim_list_bufs()) do
+        if vim.api.nvim_buf_get_name(b) == "devtools://result" then R.result_bufs = R.result_bufs + 1 end
+      end
+      run("DevTools eval document.title + '|' + (1 || 2)")
+      R.title = result()
+      run("DevTools open " .. ARGS.fixture)
+      R.opened = nv.status().url
+      run("DevTools call add {\"a\": 2, \"b\": 40}")
+      R.sum = result()
+      local buf = bufnr("devtools://result")
+      R.same_result_buf = buf ~= nil and #vim.tbl_filter(function(b)
+        return vim.api.nvim_buf_get_name(b) == "devtools://result" end, vim.api.nvim_list_bufs()) == 1
+      run("DevTools close")
+      R.closed = nv.status()
+    ]], { url = app.url, fixture = fixtures.url("/tools.html") })
+    -- progress in the command line for the long steps
+    assert.truthy(echoed(R, "launching Chromium"), table.concat(R.echoes, "\n"))
+    assert.truthy(echoed(R, "opening " .. app.url))
+    assert.truthy(echoed(R, "discovering tools"))
+    assert.truthy(echoed(R, "opening " .. fixtures.url("/tools.html")))
+    assert.equal(app.url, R.status.url)
+    assert.truthy(R.pid)
+    -- the tool list: groups, their frames (the widget is a cross-origin iframe), tools, descriptions
+    assert.equal("devtools://tools", R.tools_name)
+    local all = table.concat(R.tools, "\n")
+    local port = app.url:match(":(%d+)/")
+    for _, s in ipairs({ "app-debug  [frame " .. app.url .. "]", "sales-dashboard", "shop  [frame",
+      "support-widget  [frame http://localhost:" .. port .. "/widget.html",
+      "  queryDatabaseTable(tableName*, limit)", "  reassignLead(leadId*, repId*)", "  getSupportTickets(status)",
+      "Reads rows from the app's database", "4 groups, 13 tools" }) do
+      assert.truthy(all:find(s, 1, true), "tool list lacks " .. s .. ":\n" .. all)
+    end
+    -- the call's rows are the database's
+    local out = app_server.sqlite(app.db, "select id, total_cents from orders order by id limit 2")
+    local want = {}
+    for id, total in out:gmatch("(%d+)|(%d+)") do want[#want + 1] = { id = tonumber(id), total = tonumber(total) } end
+    assert.equal(2, #want)
+    assert.equal(2, #R.rows)
+    for i, w in ipairs(want) do
+      assert.equal(w.id, R.rows[i].id)
+      assert.equal(w.total, R.rows[i].total_cents)
+    end
+    assert.same({ "devtoolsToolsHeader", "devtoolsToolsGroup", "devtoolsToolsTool" }, R.syn)
+    assert.equal("json", R.result_ft)
+    assert.equal(1, R.result_bufs)
+    assert.truthy(R.title:find("|1$"), R.title)   -- `|` belongs to the expression
+    assert.equal(fixtures.url("/tools.html"), R.opened)
+    assert.equal(42, R.sum)
+    assert.is_true(R.same_result_buf)
+    assert.is_nil(R.closed.browser)
+    assert.is_nil(R.closed.url)
+    assert.equal("", notes_text(R))               -- no error on the way
+    assert.is_false(alive(R.pid))                 -- close ended Chromium
+  end)
+
+  it("the argument buffer: <CR> on a tool, a JSON skeleton, :w calls it; a schema error lists each path", function()
+    local R = nvim([[
+      nv.setup({ keymaps = { open_tool = "<CR>" }, timeout = 20 })
+      R.bad_setup = select(2, pcall(nv.setup, { bogus = 1 }))
+      run("DevTools launch " .. ARGS.url)
+      run("DevTools tools")
+      local tools = vim.api.nvim_get_current_buf()
+      local function open(name)
+        vim.api.nvim_set_current_buf(tools)
+        for i, l in ipairs(lines(tools)) do
+          if l:match("^  " .. name .. "%(") then
+            vim.api.nvim_win_set_cursor(0, { i, 0 })
+            vim.cmd("execute \"normal \\<CR>\"")
+            return vim.api.nvim_get_current_buf()
+          end
+        end
+        error("no line for " .. name)
+      end
+      local b = open("queryDatabaseTable")
+      R.name = vim.api.nvim_buf_get_name(b)
+      R.ft, R.bt = vim.bo[b].filetype, vim.bo[b].buftype
+      R.skeleton = text(b)
+      R.skeleton_modified = vim.bo[b].modified
+      R.reassign = text(open("reassignLead"))
+      R.cart = text(open("addToCart"))
+      -- edit and write: the tool is called with the buffer's JSON; a new
+      -- discovery gives new Tool objects, and the same buffer
+      run("DevTools tools")
+      tools = vim.api.nvim_get_current_buf()
+      b = open("queryDatabaseTable")
+      R.reopened_same = b == bufnr(R.name)
+      vim.api.nvim_buf_set_lines(b, 0, -1, false, { '{"tableName": "orders",', '"limit": 3}' })
+      vim.cmd("write")
+      idle()
+      R.rows = #result().rows
+      R.after_write_modified = vim.bo[b].modified
+      -- a schema error: nothing is sent, every path is listed, the buffer stays modified
+      vim.api.nvim_set_current_buf(b)
+      vim.api.nvim_buf_set_lines(b, 0, -1, false, { '{"tableName": "nope", "limit": 0, "extra": 1}' })
+      local before = #R.notes
+      vim.cmd("write")
+      idle()
+      R.schema_notes = { unpack(R.notes, before + 1) }
+      R.after_error_modified = vim.bo[b].modified
+      -- not JSON at all
+      vim.api.nvim_buf_set_lines(b, 0, -1, false, { '{"tableName": ' })
+      before = #R.notes
+      pcall(vim.cmd, "write")           -- reported at once: the error aborts :write
+      idle()
+      R.json_notes = { unpack(R.notes, before + 1) }
+    ]], { url = app.url })
+    assert.equal("bad_argument", R.bad_setup.code)
+    assert.equal("devtools://call/app-debug/queryDatabaseTable", R.name)
+    assert.equal("json", R.ft)
+    assert.equal("acwrite", R.bt)
+    assert.same({ tableName = "feature_flags", limit = 5 }, json.decode(R.skeleton))
+    assert.truthy(R.skeleton:find('\n  "tableName": "feature_flags",\n  "limit": 5\n', 1, true), R.skeleton)
+    assert.is_false(R.skeleton_modified)
+    assert.same({ leadId = 1, repId = 1 }, json.decode(R.reassign))
+    assert.same({ productId = 1 }, json.decode(R.cart))
+    assert.is_true(R.reopened_same)
+    assert.equal(3, R.rows)
+    assert.is_false(R.after_write_modified)
+    assert.equal(1, #R.schema_notes)
+    local msg = R.schema_notes[1].msg
+    assert.equal(4, R.schema_notes[1].level)      -- vim.log.levels.ERROR
+    assert.truthy(msg:find("^devtools_tools: invalid_params: Invalid parameters for tool queryDatabaseTable:"), msg)
+    for _, line in ipairs({ "\n  /tableName: ", "(enum)", "\n  /limit: must be >= 1 (minimum)", "(additionalProperties)" }) do
+      assert.truthy(msg:find(line, 1, true), "missing " .. line .. " in:\n" .. msg)
+    end
+    assert.is_true(R.after_error_modified)
+    assert.equal(1, #R.json_notes)
+    assert.truthy(R.json_notes[1].msg:find("^devtools_tools: bad_argument: the argument buffer is not valid JSON"),
+      R.json_notes[1].msg)
+  end)
+
+  it("reports errors with their code, completes subcommands and tool names", function()
+    local R = nvim([[
+      R.no_page = pcall(vim.cmd, "DevTools tools")
+      R.complete_sub = vim.fn.getcompletion("DevTools c", "cmdline")
+      R.complete_all = nv.complete("", "DevTools ")
+      -- a url that does not load: the browser and its blank page stay
+      run("DevTools launch http://127.0.0.1:9/nothing")
+      R.failed_launch = nv.status()
+      run("DevTools launch " .. ARGS.fixture)
+      R.complete_tool = vim.fn.getcompletion("DevTools call sl", "cmdline")
+      R.complete_after = nv.complete("", "DevTools call add ")
+      run("DevTools call nope")
+      run("DevTools call fail {\"kind\": \"error\"}")
+      run("DevTools eval (() => { throw new Error('boom') })()")
+      pcall(vim.cmd, "DevTools call add {\"a\": 1")
+      pcall(vim.cmd, "DevTools frobnicate")
+      -- the timeout option is the deadline of a whole command
+      nv.setup({ timeout = 1 })
+      run("DevTools call slowEcho {\"ms\": 5000}")
+      nv.setup({})
+      -- groups the page got wrong are listed as warnings
+      run("DevTools open " .. ARGS.invalid)
+      run("DevTools tools")
+      R.invalid_list = lines()
+      R.not_busy = pcall(vim.cmd, "DevTools cancel")
+    ]], { fixture = fixtures.url("/tools.html"), invalid = fixtures.url("/cases.html?case=invalid") })
+    assert.same({ "connect", "close", "call", "cancel" }, R.complete_sub)
+    local list = table.concat(R.invalid_list, "\n")
+    assert.truthy(list:find("\nwarning: Invalid toolGroup", 1, true), list)
+    assert.same({ "launch", "connect", "open", "close", "tools", "call", "eval", "cancel" }, R.complete_all)
+    assert.same({ "slowEcho" }, R.complete_tool)
+    assert.equal("about:blank", R.failed_launch.url)
+    assert.truthy(R.failed_launch.browser)
+    assert.same({}, R.complete_after)
+    local notes = notes_text(R)
+    for _, s in ipairs({
+      "devtools_tools: no page: :DevTools launch [url] or :DevTools connect [endpoint] first",
+      "devtools_tools: tool_not_found: Tool nope not found",
+      "devtools_tools: tool_error: ",
+      "devtools_tools: js_error: Error: boom",
+      "devtools_tools: bad_argument: call add: the arguments are not valid JSON",
+      "devtools_tools: unknown subcommand 'frobnicate'\n  :DevTools launch [url]",
+      "devtools_tools: nothing is running",
+      "devtools_tools: timeout: ",
+      "devtools_tools: protocol_error: navigate: http://127.0.0.1:9/nothing: net::ERR_",
+    }) do
+      assert.truthy(notes:find(s, 1, true), "missing " .. s .. " in:\n" .. notes)
+    end
+  end)
+
+  it("connects to a running browser and leaves it running on close", function()
+    local dir = assert(core.mkdtemp("dt-nvim-port-"))
+    local chrome = os.getenv("DEVTOOLS_TOOLS_CHROME") or "/usr/lib/chromium/chromium"
+    local proc = assert(core.spawn({ chrome, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic",
+      "--remote-debugging-port=0", "--user-data-dir=" .. dir, "about:blank" }, { cleanup_dir = dir }))
+    local port
+    assert(H.wait_for(function()
+      port = tonumber((read(dir .. "/DevToolsActivePort") or ""):match("^(%d+)\n"))
+      return port ~= nil
+    end, 30), "no DevToolsActivePort")
+    local ok, err = pcall(function()
+      local R = nvim([[
+        run("DevTools connect http://127.0.0.1:" .. ARGS.port)
+        R.status = nv.status()
+        run("DevTools open " .. ARGS.fixture)
+        run("DevTools call add {\"a\": 20, \"b\": 22}")
+        R.sum = result()
+        run("DevTools close")
+        R.closed = nv.status()
+      ]], { port = port, fixture = fixtures.url("/tools.html") })
+      assert.equal("", notes_text(R))
+      assert.truthy(echoed(R, "connecting to http://127.0.0.1:" .. port))
+      assert.truthy(R.status.browser:find("connected to http://127.0.0.1:" .. port, 1, true), R.status.browser)
+      assert.equal(42, R.sum)
+      assert.is_nil(R.closed.browser)
+      assert.is_true(proc:running())            -- someone else's browser keeps running
+    end)
+    proc:close(2)
+    assert(ok, err)
+  end)
+
+  it("quitting the editor ends the browser it launched and removes its profile", function()
+    local R = nvim([[
+      run("DevTools launch " .. ARGS.fixture)
+      R.pid = pid()
+      vim.cmd("DevTools call never")        -- quit while a call is running
+      R.busy = nv.status().busy
+      local f = assert(io.open("/proc/" .. R.pid .. "/cmdline"))
+      R.profile = f:read("*a"):match("%-%-user%-data%-dir=([^%z]+)")
+      f:close()
+      R.profile_existed = vim.loop.fs_stat(R.profile) ~= nil
+    ]], { fixture = fixtures.url("/tools.html") })
+    assert.is_true(R.busy)
+    assert.truthy(R.pid)
+    assert.is_true(R.profile_existed)
+    assert.truthy(H.wait_for(function() return not alive(R.pid) end, 10))
+    assert.falsy(H.exists(R.profile), "the temporary profile is left behind: " .. R.profile)
+  end);
+
+  it("keeps the editor's timer ticking during a 2 s call, and cancels", function()
+    local R = nvim([[
+      run("DevTools launch " .. ARGS.fixture)
+      local ticks = 0
+      local timer = vim.loop.new_timer()
+      timer:start(50, 50, function() ticks = ticks + 1 end)
+      vim.cmd('DevTools call slowEcho {"ms": 2000}')
+      R.busy = nv.status().busy
+      idle()
+      timer:stop()
+      timer:close()
+      R.ticks, R.result = ticks, result()
+      vim.cmd("DevTools call never")
+      R.busy2 = nv.status().busy
+      R.refused = pcall(vim.cmd, "DevTools eval 1")
+      vim.cmd("DevTools cancel")
+      idle(10)
+      run("DevTools eval 6 * 7")
+      R.after_cancel = result()
+      -- close while a call is running: the call is cancelled, then the browser closed
+      R.pid = pid()
+      vim.cmd("DevTools call never")
+      vim.cmd("DevTools close")
+      idle(20)
+      R.closed = nv.status()
+    ]], { fixture = fixtures.url("/tools.html") })
+    assert.is_true(R.busy)                        -- :DevTools call returned at once
+    assert.truthy(R.ticks >= 25, "the timer ticked " .. R.ticks .. " times")
+    assert.same({ ms = 2000 }, R.result)
+    assert.is_true(R.busy2)
+    local notes = notes_text(R)
+    assert.truthy(notes:find("devtools_tools: busy (calling eval", 1, true) or notes:find("devtools_tools: busy (", 1, true), notes)
+    assert.truthy(notes:find("devtools_tools: cancelled: ", 1, true), notes)
+    assert.equal(42, R.after_cancel)
+    assert.is_nil(R.closed.browser)
+    assert.is_false(R.closed.busy)
+    assert.truthy(H.wait_for(function() return not alive(R.pid) end, 10))
+    local cancels = select(2, notes:gsub("devtools_tools: cancelled: ", ""))
+    assert.equal(2, cancels)
+  end)
+
+  it("cancelling a launch reports cancelled and leaves no browser", function()
+    local R = nvim([[
+      vim.cmd("DevTools launch")
+      vim.cmd("DevTools cancel")
+      idle()
+      R.status = nv.status()
+    ]])
+    local notes = notes_text(R)
+    assert.truthy(notes:find("^devtools_tools: cancelled: "), notes)
+    assert.falsy(notes:find("launch_failed", 1, true), notes)
+    assert.is_nil(R.status.browser)
+  end)
+
+  it(":checkhealth devtools_tools reports OK", function()
+    local R = nvim([[
+      vim.cmd("checkhealth devtools_tools")
+      R.report = lines()
+    ]])
+    local report = table.concat(R.report, "\n")
+    assert.truthy(report:find("OK: core built for this Neovim: " .. plug .. "/lua/devtools_tools/core.so", 1, true), report)
+    assert.truthy(report:find("INFO: Lua engine: LuaJIT", 1, true), report)
+    assert.truthy(report:find("OK: found /[^\n]*chrom[^\n]*: [^\n]*Chrom[^\n]*/%d+"), report)
+    assert.truthy(report:find("OK: smoke test: launch, a data: page, discovery and a tool call", 1, true), report)
+    assert.falsy(report:find("ERROR", 1, true), report)
+    assert.truthy(report:find("OK: commands run as tasks on vim.loop", 1, true), report)
+    assert.falsy(report:find("WARNING", 1, true), report)
+  end)
+
+  it("has help: helptags builds without warnings and every command, option and API function has a tag", function()
+    local out, rc = H.sh(("cd %s && nvim --headless -u NONE -i NONE -n -c %s -c 'qa!' </dev/null"):format(
+      q(tmp), q("helptags " .. plug .. "/doc")))
+    assert.equal(0, rc, out)
+    assert.equal("", out)
+    local tags = read(plug .. "/doc/tags")
+    assert.equal("", (H.sh(("git -C %s status --porcelain"):format(q(plug)))))   -- doc/tags is ignored
+    for _, t in ipairs({ "devtools_tools", ":DevTools", ":DevTools-launch", ":DevTools-connect", ":DevTools-open",
+      ":DevTools-close", ":DevTools-tools", ":DevTools-call", ":DevTools-eval", ":DevTools-cancel",
+      "devtools_tools.setup()", "devtools_tools-executable", "devtools_tools-headless", "devtools_tools-timeout",
+      "devtools_tools-connect", "devtools_tools-keymaps", "devtools_tools.launch()", "devtools_tools.connect()",
+      "devtools_tools.async()", "devtools_tools.use_loop()", "devtools_tools.wait_all()",
+      "devtools_tools.sleep()", "devtools_tools.current_task()", "devtools_tools.debug()", "devtools_tools-Page", "devtools_tools-Tool",
+      "devtools_tools-health", "devtools_tools-install" }) do
+      assert.truthy(tags:find("\n" .. t:gsub("%p", "%%%0") .. "\t") or tags:find("^" .. t:gsub("%p", "%%%0") .. "\t"),
+        "no tag " .. t)
+    end
+    local R = nvim([[
+      vim.cmd("help :DevTools-call")
+      R.file = vim.fn.expand("%:t")
+      R.line = vim.api.nvim_get_current_line()
+    ]])
+    assert.equal("devtools_tools.txt", R.file)
+    assert.truthy(R.line:find("*:DevTools-call*", 1, true))
+  end)
+
+  it("has LuaLS annotations for the public API in a ---@meta file that nothing loads", function()
+    local path = plug .. "/types/devtools_tools.lua"
+    local src = assert(read(path))
+    assert.truthy(src:match("^%-%-%-@meta"))
+    assert(loadfile(path))                        -- it parses
+    for _, f in ipairs({ "dt.launch", "dt.connect", "dt.is_error", "dt.array", "dt.use_loop", "dt.async",
+      "dt.wait_all", "dt.sleep", "dt.current_task", "dt.debug",
+      "Browser:version", "Browser:pages", "Browser:new_page", "Browser:attach", "Browser:close",
+      "Page:navigate", "Page:reload", "Page:evaluate", "Page:discover", "Page:tool_groups", "Page:tool",
+      "Page:call", "Page:call_many", "Page:close", "ToolGroup:tool", "Tool:call", "Tool:validate",
+      "Task:wait", "Task:cancel", "json.encode", "json.decode", "schema.compile", "nvim.setup" }) do
+      local at = src:find("\nfunction " .. f .. "(", 1, true)
+      assert.truthy(at, "no function " .. f)
+      local before = src:sub(1, at - 1):match("([^\n]*)$")
+      assert.truthy(before:match("^%-%-%-"), "no annotation above " .. f)
+    end
+    assert.falsy(H.exists(plug .. "/lua/devtools_tools/_meta.lua"))
+  end)
+end)

@@ -1,0 +1,62 @@
+/* cdp_decode.c - the one C file that knows the shape of a CDP message.
+ *
+ * transport:recv_cdp(deadline [, ids]) is what the CDP layer (cdp.lua)
+ * reads with: the next message decoded from JSON straight out of the
+ * transport's receive buffer (no intermediate Lua string of it), and a
+ * tool's JSON result decoded in place. It is added to the Transport
+ * methods here, so transport.c stays a carrier of bytes.
+ * Depends on: transport.h, json.h. */
+#include "transport.h"
+#include "json.h"
+#include "dt.h"
+
+/* transport:recv_cdp([deadline [, ids]]) -> message | nil, message, code [, head]
+ * The next message, decoded; one that is not JSON gives "bad_message" (or
+ * "no_memory"); other failures are recv's. ids: a table whose keys are
+ * ids of replies that carry a JSON text as a string result
+ * (Runtime.callFunctionOn / evaluate with returnByValue). For such a
+ * reply, written {"id":N,"result":{"result":{"type":"string","value":
+ * "<text>"}}} with "id" before "result", the text is decoded in place of
+ * the string: result.result.json holds its value and there is no
+ * result.result.value (no Lua string of the text is ever made, and the
+ * receive buffer is gone before the text is decoded); a text that is not
+ * JSON gives result.result.json_error, the decoder's message, instead.
+ * Any other message decodes as it is. */
+static int l_recv_cdp(lua_State *L)
+{
+	dt_transport *t = dt_transport_check(L, 1);
+	double deadline = dt_optdeadline(L, 2);
+	dt_json_aside aside = { "id", 0, { "result", "result", "value" } };
+	const char *msg;
+	size_t len;
+	char err[200];
+	int rc, n, code = DT_OK;
+	if (!lua_isnoneornil(L, 3)) {
+		luaL_checktype(L, 3, LUA_TTABLE);
+		aside.gate = 3;
+	}
+	if (t == NULL)
+		return dt_push_fail(L, DT_ECLOSED, "transport is closed");
+	t->head_len = 0;
+	rc = t->ops->recv(t, deadline, &msg, &len);
+	if (rc != DT_OK)
+		return dt_transport_push_fail(L, t, rc);
+	n = dt_json_decode(L, msg, len, DT_JSON_MAX_DEPTH, aside.gate ? &aside : NULL,
+	                   err, sizeof err, &code);
+	dt_transport_release(t);                    /* msg is dangling from here */
+	if (n == 3)                                 /* ... value tbl text */
+		dt_json_decode_aside(L);                /* ... value */
+	if (n > 0)
+		return 1;                               /* ... value */
+	return dt_push_failf(L, code == DT_ENOMEM ? DT_ENOMEM : DT_EBADMSG,
+	                     "message is not valid JSON: %s", err);
+}
+
+void dt_cdp_decode_open(lua_State *L)
+{
+	luaL_getmetatable(L, DT_TRANSPORT_MT);      /* M mt */
+	lua_getfield(L, -1, "__index");             /* M mt methods */
+	lua_pushcfunction(L, l_recv_cdp);
+	lua_setfield(L, -2, "recv_cdp");
+	lua_pop(L, 2);                              /* M */
+}

@@ -1,0 +1,30 @@
+/* class.c - the one way a userdata class is registered.
+ *
+ * Every class gets the same shape (LuaSocket, luv): a namespaced metatable
+ * with __name, __index (its methods), __gc and __close (the same
+ * idempotent close, which never waits on I/O) and __tostring. Depends on:
+ * base.h only. */
+#include "base.h"
+
+void dt_class_register(lua_State *L, const dt_class *c)
+{
+	int mt;
+	luaL_newmetatable(L, c->name);              /* ... mt */
+	mt = lua_gettop(L);
+	lua_pushstring(L, c->name);
+	lua_setfield(L, mt, "__name");
+	lua_newtable(L);                            /* ... mt methods */
+	lua_pushvalue(L, mt);                       /* ... mt methods mt */
+	luaL_setfuncs(L, c->methods, 1);            /* ... mt methods */
+	lua_setfield(L, mt, "__index");             /* ... mt */
+	lua_pushvalue(L, mt);
+	lua_pushcclosure(L, c->close, 1);           /* ... mt close */
+	lua_setfield(L, mt, "__gc");
+	lua_pushvalue(L, mt);
+	lua_pushcclosure(L, c->close, 1);
+	lua_setfield(L, mt, "__close");
+	lua_pushvalue(L, mt);
+	lua_pushcclosure(L, c->tostring, 1);
+	lua_setfield(L, mt, "__tostring");
+	lua_pop(L, 1);                              /* ... */
+}

@@ -1,0 +1,33 @@
+/* json.h - the JSON codec, for the C code that decodes wire bytes.
+ * Depends on: base.h. Used by: cdp_decode.c. */
+#ifndef DT_JSON_H
+#define DT_JSON_H
+
+#include "base.h"
+
+#define DT_JSON_MAX_DEPTH 1000
+
+/* A string to set aside rather than make a Lua string of: the one at
+ * path[0].path[1].path[2] from the top level, when the top-level member
+ * gate_key comes before it and its value is a key with a true value in
+ * the table at stack index gate. Its text is unescaped into a userdata
+ * and decoded as JSON afterwards (dt_json_decode_aside). */
+typedef struct dt_json_aside {
+	const char *gate_key;
+	int gate;                   /* stack index of the table of wanted values */
+	const char *path[3];
+} dt_json_aside;
+
+/* Decodes s[0..len) and pushes the value; returns 1. With aside and the
+ * string found: pushes the value, the table lacking path[2] and the text,
+ * and returns 3. On failure pushes nothing, writes a message to err, sets
+ * *code (DT_ESYNTAX, DT_ETOODEEP, DT_ENOMEM) and returns 0. The text does
+ * not point into s, so s may go before dt_json_decode_aside. */
+int dt_json_decode(lua_State *L, const char *s, size_t len, int max_depth,
+                   const dt_json_aside *aside, char *err, size_t errsz, int *code);
+/* Stack: table text. Decodes the text into table.json, or on failure sets
+ * table.json_error to why it is not JSON; gives back the text's pages as
+ * it goes and pops both. */
+void dt_json_decode_aside(lua_State *L);
+
+#endif

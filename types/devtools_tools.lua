@@ -1,0 +1,306 @@
+---@meta devtools_tools
+-- LuaLS annotations of devtools_tools' public API: what editors complete
+-- and check. This file is never loaded: it lives outside lua/, so neither
+-- require() nor Neovim's runtimepath loader can reach it. Point LuaLS at
+-- the plugin directory (workspace.library) to use it.
+-- Errors and timeouts: see README.md, "Errors and timeouts".
+
+---@alias devtools_tools.ErrorCode
+---| "bad_argument"   # a call was given arguments of the wrong kind
+---| "launch_failed"  # Chromium is missing or died at start-up
+---| "connect_failed" # refused connection, non-loopback host, failed handshake
+---| "tool_not_found" # Tool <name> not found
+---| "invalid_params" # arguments failed the tool's inputSchema; details lists {path, keyword, message}
+---| "tool_error"     # the tool threw or rejected
+---| "js_error"       # an evaluate expression threw
+---| "timeout"        # the call did not finish within its timeout
+---| "stale"          # a Tool or Element from a document that is gone
+---| "navigated"      # the frame navigated during the call
+---| "disconnected"   # the browser or page went away
+---| "protocol_error" # the browser answered with an error or something unreadable
+---| "too_large"      # a message over the transport's limit
+---| "cancelled"      # a task's wait was cancelled
+
+---Every failure the library raises.
+---@class devtools_tools.Error
+---@field code devtools_tools.ErrorCode
+---@field message string
+---@field tool? string the tool's name, where one is involved
+---@field details? any e.g. a list of devtools_tools.SchemaError for invalid_params
+
+---One problem found by schema validation.
+---@class devtools_tools.SchemaError
+---@field path string JSON pointer into the arguments, "" for the whole value
+---@field keyword string the JSON Schema keyword that failed
+---@field message string
+---@field schema_path? string
+
+---@class devtools_tools.CallOpts
+---@field timeout? number seconds; default: the browser's timeout
+
+---@class devtools_tools.LaunchOpts
+---@field executable? string Chromium binary (default: $DEVTOOLS_TOOLS_CHROME, then a search of PATH)
+---@field headless? boolean default true
+---@field args? string[] extra command-line flags
+---@field user_data_dir? string default: a fresh temporary profile, removed on close
+---@field timeout? number default deadline of every call, seconds (30)
+
+---@class devtools_tools.ConnectOpts
+---@field allow_remote? boolean accept a non-loopback host
+---@field timeout? number seconds (30)
+
+---@class devtools_tools.CallManyOpts: devtools_tools.CallOpts
+---@field errors? "raise"|"return" "return": failed entries hold their devtools_tools.Error
+
+---@class devtools_tools.Frame
+---@field id string
+---@field url string
+---@field origin string
+
+---@class devtools_tools.PageInfo
+---@field id string target id, for Browser:attach
+---@field url string
+---@field title string
+---@field attached boolean
+
+---@class devtools_tools.Version
+---@field product string
+---@field protocolVersion string
+---@field revision string
+---@field userAgent string
+---@field jsVersion string
+
+---A running browser, launched or connected.
+---@class devtools_tools.Browser
+---@field executable? string the binary a launched browser runs
+---@field timeout number default deadline of every call, seconds
+local Browser = {}
+---@param opts? devtools_tools.CallOpts
+---@return devtools_tools.Version
+function Browser:version(opts) end
+---Targets of type page.
+---@param opts? devtools_tools.CallOpts
+---@return devtools_tools.PageInfo[]
+function Browser:pages(opts) end
+---A new page, navigated to url (its load awaited).
+---@param url? string
+---@param opts? devtools_tools.CallOpts
+---@return devtools_tools.Page
+function Browser:new_page(url, opts) end
+---@param target_id string
+---@param opts? devtools_tools.CallOpts
+---@return devtools_tools.Page
+function Browser:attach(target_id, opts) end
+---A launched browser exits (its temporary profile removed); a connected one is disconnected. Idempotent.
+function Browser:close() end
+
+---One page target.
+---@class devtools_tools.Page
+---@field url string
+local Page = {}
+---Navigates and waits for the new document's load event.
+---@param url string
+---@param opts? devtools_tools.CallOpts
+---@return devtools_tools.Page
+function Page:navigate(url, opts) end
+---@param opts? devtools_tools.CallOpts
+---@return devtools_tools.Page
+function Page:reload(opts) end
+---Runs JavaScript in the main frame; promises are awaited; the value comes back as JSON data.
+---@param expression string
+---@param opts? devtools_tools.CallOpts
+---@return any
+function Page:evaluate(expression, opts) end
+---Fresh discovery in every frame.
+---@param opts? devtools_tools.CallOpts
+---@return devtools_tools.ToolGroup[] groups
+---@return table[] warnings
+function Page:discover(opts) end
+---Cached discovery while no frame changed document.
+---@param opts? devtools_tools.CallOpts
+---@return devtools_tools.ToolGroup[] groups
+---@return table[] warnings
+function Page:tool_groups(opts) end
+---The first tool of that name: the main frame first, then frames in document order.
+---@param name string
+---@param opts? devtools_tools.CallOpts
+---@return devtools_tools.Tool|nil
+function Page:tool(name, opts) end
+---@param name string
+---@param args? table named arguments (a JSON object)
+---@param opts? devtools_tools.CallOpts
+---@return any
+function Page:call(name, args, opts) end
+---Pipelined calls: every request is written before the first reply is read.
+---@param list {[1]: string|devtools_tools.Tool, [2]: table?}[]
+---@param opts? devtools_tools.CallManyOpts
+---@return table results in order, with field n
+function Page:call_many(list, opts) end
+---@param opts? devtools_tools.CallOpts
+function Page:close(opts) end
+
+---The tools one listener registered in one frame.
+---@class devtools_tools.ToolGroup
+---@field name string
+---@field description? string
+---@field tools devtools_tools.Tool[]
+---@field frame devtools_tools.Frame
+local ToolGroup = {}
+---@param name string
+---@return devtools_tools.Tool|nil
+function ToolGroup:tool(name) end
+
+---A tool of a page; call it like a function: tool(args).
+---@class devtools_tools.Tool
+---@field name string
+---@field description string
+---@field input_schema table JSON Schema draft-07
+---@field group devtools_tools.ToolGroup
+---@overload fun(args?: table, opts?: devtools_tools.CallOpts): any
+local Tool = {}
+---@param args? table
+---@param opts? devtools_tools.CallOpts
+---@return any
+function Tool:call(args, opts) end
+---Checks args against inputSchema; nothing is sent.
+---@param args? table
+---@return boolean ok
+---@return devtools_tools.Error|nil err an invalid_params error
+function Tool:validate(args) end
+
+---A DOM element a tool returned; pass it back as an argument.
+---@class devtools_tools.Element
+---@field backend_node_id integer
+---@field description string e.g. "div#cart"
+---@field frame devtools_tools.Frame
+
+---A function running as a coroutine on the loop of dt.use_loop.
+---@class devtools_tools.Task
+---@field done boolean
+local Task = {}
+---What the task's function returned, or raises its error. Inside another
+---task it suspends that task; outside, it runs the loop until the task ends.
+---@param timeout? number seconds (then a `timeout` error; the task goes on)
+---@return any
+function Task:wait(timeout) end
+---Makes the task's pending wait, and every later one, raise `cancelled`.
+---@return boolean running true if the task had not ended
+function Task:cancel() end
+
+---@class devtools_tools.json
+---@field null lightuserdata JSON null (equal to cjson.null)
+---@field array_mt table the metatable of decoded arrays
+local json = {}
+---@param value any
+---@param opts? {max_depth?: integer}
+---@return string
+function json.encode(value, opts) end
+---@param text string
+---@param opts? {max_depth?: integer}
+---@return any
+function json.decode(text, opts) end
+---@generic T: table
+---@param t? T
+---@return T
+function json.array(t) end
+
+---@class devtools_tools
+---@field _VERSION string
+---@field null lightuserdata JSON null
+---@field array_mt table
+---@field json devtools_tools.json
+---@field Error table the metatable of devtools_tools.Error
+local dt = {}
+---Starts headless Chromium over --remote-debugging-pipe.
+---@param opts? devtools_tools.LaunchOpts
+---@return devtools_tools.Browser
+function dt.launch(opts) end
+---Attaches to a running browser: http://host:port or ws://host:port/devtools/browser/<id>.
+---@param url string
+---@param opts? devtools_tools.ConnectOpts
+---@return devtools_tools.Browser
+function dt.connect(url, opts) end
+---@param x any
+---@return boolean
+function dt.is_error(x) end
+---Marks t to be sent as a JSON array (dt.array{} is sent as []).
+---@generic T: table
+---@param t? T
+---@return T
+function dt.array(t) end
+---The luv-compatible loop tasks run on (vim.uv, vim.loop, require "luv").
+---@param loop table
+function dt.use_loop(loop) end
+---Runs fn(...) as a task, at once until its first wait; library calls inside
+---it yield to the loop instead of blocking. on_done runs on the loop when it ends.
+---@param fn fun(...): any
+---@param on_done? fun(ok: boolean, result_or_err: any, ...)
+---@param ... any arguments of fn
+---@return devtools_tools.Task
+function dt.async(fn, on_done, ...) end
+---Waits for several tasks; their results in order (the first failure is raised once all ended).
+---@param tasks devtools_tools.Task[]
+---@param timeout? number seconds
+---@return any[]
+function dt.wait_all(tasks, timeout) end
+---Suspends the running task for seconds (blocks outside a task).
+---@param seconds number
+function dt.sleep(seconds) end
+---The task running now, or nil outside tasks.
+---@return devtools_tools.Task|nil
+function dt.current_task() end
+---"cdp" writes every CDP message to stderr; false or nil stops.
+---@param what? "cdp"|false
+function dt.debug(what) end
+
+---@class devtools_tools.schema
+local schema = {}
+---@param s table|boolean a JSON Schema draft-07
+---@param opts? {loader?: table|fun(uri: string): table}
+---@return fun(value: any): boolean, devtools_tools.SchemaError[]?
+function schema.compile(s, opts) end
+---@param errs devtools_tools.SchemaError[]
+---@param sep? string
+---@return string
+function schema.format_errors(errs, sep) end
+
+---Options of the Neovim plugin; all optional.
+---@class devtools_tools.nvim.Options
+---@field executable? string Chromium binary for :DevTools launch
+---@field headless? boolean default true
+---@field timeout? number seconds, default 30
+---@field connect? string endpoint of :DevTools connect without an argument
+---@field keymaps? false|{open_tool?: string|false} tool list mappings (default <CR>)
+
+---@class devtools_tools.nvim.Status
+---@field busy boolean a command is running
+---@field doing? string what it is doing
+---@field url? string the page's URL
+---@field browser? string
+
+---The Neovim plugin, require("devtools_tools.nvim").
+---@class devtools_tools.nvim
+local nvim = {}
+---@param opts? devtools_tools.nvim.Options
+---@return devtools_tools.nvim
+function nvim.setup(opts) end
+---Runs ":DevTools <line>".
+---@param line string
+function nvim.command(line) end
+---@param arglead string
+---@param cmdline string
+---@return string[]
+function nvim.complete(arglead, cmdline) end
+---@return devtools_tools.nvim.Status
+function nvim.status() end
+---@return devtools_tools.nvim.Options
+function nvim.options() end
+---@param tool devtools_tools.Tool
+---@return integer bufnr
+function nvim.open_args(tool) end
+---@param value any
+---@param title? string
+---@return integer bufnr
+function nvim.show_result(value, title) end
+
+return dt
