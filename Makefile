@@ -113,7 +113,8 @@ deps:
 # The last line adds both runs up: "N passed, N failed[, N skipped]".
 LUAJIT_SPECS = spec/json_spec.lua spec/schema_spec.lua spec/regex_spec.lua spec/cdp_spec.lua \
 	spec/pipe_transport_spec.lua spec/discovery_spec.lua spec/lifetime_spec.lua \
-	spec/page_unit_spec.lua spec/hostile_spec.lua spec/task_spec.lua
+	spec/page_unit_spec.lua spec/hostile_spec.lua spec/task_spec.lua spec/observe_spec.lua \
+	spec/webmcp_spec.lua spec/observe_unit_spec.lua
 test: deps check-c all $(SUPPORT) app
 	@rm -f build/spec-totals; \
 	SPEC_TOTALS=build/spec-totals sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD); \

@@ -55,7 +55,7 @@ local ok, err = xpcall(function()
 
   say("- launching headless Chromium")
   local t0 = core.now()
-  browser = dt.launch()
+  browser = dt.launch({ webmcp = true })      -- the app registers a WebMCP tool too
   say("  %s in %.0f ms", browser:version().product, (core.now() - t0) * 1000)
 
   say("- opening the app")

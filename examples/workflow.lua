@@ -1,6 +1,7 @@
 -- workflow.lua: a multi-step debugging workflow over the tools a page
--- exposes. Cache statistics -> state at cart.items -> rows of orders -> a
--- diagnosis that names each bug with the numbers that prove it.
+-- exposes. Cache statistics and the requests around one action -> state at
+-- cart.items -> rows of orders -> a diagnosis that names each bug with the
+-- numbers that prove it.
 --
 --   lua5.4 examples/workflow.lua http://127.0.0.1:8080/
 --   devtools-tools run examples/workflow.lua http://127.0.0.1:8080/
@@ -59,18 +60,25 @@ function M.run(page, opts)
   -- session has loaded: wait for the app, then give the widget a moment.
   page:call("getFeatureFlags")
   local groups
+  local function devtools_groups()
+    local n = 0
+    for _, g in ipairs(groups) do if g.kind == "devtools" then n = n + 1 end end
+    return n
+  end
   for _ = 1, 50 do
     groups = page:discover()
-    if #groups > 3 then break end
+    if devtools_groups() > 3 then break end
     require("devtools_tools.core").sleep(0.1)
   end
+  -- Both kinds: devtoolstooldiscovery groups, and WebMCP tools (listed when
+  -- the browser runs with WebMCP on: dt.launch{webmcp = true})
   local rows = {}
   for _, g in ipairs(groups) do
     local names = {}
     for _, t in ipairs(g.tools) do names[#names + 1] = t.name end
-    rows[#rows + 1] = { g.name, g.frame.origin, table.concat(names, ", ") }
+    rows[#rows + 1] = { g.kind, g.name, g.frame.origin, table.concat(names, ", ") }
   end
-  log(report.format({ "group", "frame origin", "tools" }, rows))
+  log(report.format({ "kind", "group", "frame origin", "tools" }, rows))
 
   -- 1. Cache statistics around one action: reassigning a lead.
   step(log, 2, total, "cache statistics around reassigning a lead")
@@ -81,8 +89,19 @@ function M.run(page, opts)
     if r.id ~= lead.repId then rep = r break end
   end
   local before = page:call("getCacheStatistics")
-  page:call("reassignLead", { leadId = lead.id, repId = rep.id })
+  -- page:observe brackets the action: the requests that went out during it
+  local seen = page:observe(function()
+    page:call("reassignLead", { leadId = lead.id, repId = rep.id })
+  end)
   local after = page:call("getCacheStatistics")
+  local req_rows, gets, writes = {}, {}, {}
+  for _, r in ipairs(seen.requests) do
+    local path = r.url:match("^https?://[^/]+(/.*)$") or r.url
+    req_rows[#req_rows + 1] = { r.method, path, r.status or r.failed or "?", r.sizes.body,
+      r.timing.duration and ("%.1f ms"):format(r.timing.duration * 1000) or "" }
+    if r.method == "GET" then gets[#gets + 1] = path else writes[#writes + 1] = r.method .. " " .. path end
+  end
+  log(report.format({ "method", "request during the reassignment", "status", "bytes", "time" }, req_rows))
   local per_key = {}
   for _, k in ipairs(before.keys) do per_key[k.key] = k end
   local key_rows, refetched = {}, 0
@@ -98,9 +117,12 @@ function M.run(page, opts)
     findings[#findings + 1] = { bug = "cache-invalidate-all", line = ((
       "reassigning lead %d to %s refetched %d cache keys (misses %d -> %d, entries %d -> %d, "
       .. "last invalidation scope %q dropped %d entries) where 1 was needed: "
+      .. "%d requests went out (%s, then %d GETs: %s): "
       .. "reassignLead throws the whole cache away instead of updating one entry"):format(
       lead.id, rep.name, refetched, before.misses, after.misses, before.entries, after.entries,
-      tostring(inv and inv.scope), inv and inv.entriesDropped or 0)) }
+      tostring(inv and inv.scope), inv and inv.entriesDropped or 0,
+      #seen.requests, table.concat(writes, ", "), #gets, table.concat(gets, ", "))),
+      requests = seen.requests }
   end
 
   -- 2. State at cart.items: what the cart holds and what the badge says.
@@ -185,7 +207,7 @@ if ... ~= "workflow" and rawget(_G, "page") and rawget(_G, "browser") then
   M.run(rawget(_G, "page"))
 elseif ... ~= "workflow" then
   local url = arg and arg[1] or error("usage: lua5.4 examples/workflow.lua URL", 0)
-  local browser = dt.launch()       -- Lua 5.4: local browser <close> = dt.launch()
+  local browser = dt.launch({ webmcp = true })  -- Lua 5.4: local browser <close> = ...
   local ok, err = pcall(function() M.run(browser:new_page(url)) end)
   browser:close()
   if not ok then io.stderr:write(tostring(err), "\n") os.exit(1) end

@@ -19,8 +19,9 @@ local ADD = { index = 0, name = "g", tools = { { name = "add", description = "ad
 describe("page (fake transport)", function()
   it("attaches with every set-up command written before the first reply is read", function()
     local page, fake = open()
-    assert.same({ "Page.enable", "Page.setLifecycleEventsEnabled", "Runtime.enable",
-      "Target.setAutoAttach", "Page.getFrameTree" }, fake:methods("S1"))
+    assert.same({ "Network.enable", "Log.enable", "WebMCP.enable", "Page.enable",
+      "Page.setLifecycleEventsEnabled", "Runtime.enable", "Target.setAutoAttach",
+      "Page.getFrameTree" }, fake:methods("S1"))
     assert.equal("F1", page.main_frame)
     assert.equal("http://127.0.0.1/app", page.url)
     assert.equal("Page(http://127.0.0.1/app)", tostring(page))

@@ -284,6 +284,7 @@ end
 
 -- call_tool(tool, args, deadline) -> value
 function M.call_tool(tool, args, deadline)
+  if tool._call then return tool._call(tool, args, deadline) end   -- issue 14: a WebMCP tool
   local c = prepare(tool, args, "tool " .. tostring(tool.name), deadline)
   send_call(c, deadline)
   return open_envelope(c, await_reply(tool, c.id, deadline, c.els ~= nil), deadline)
@@ -308,12 +309,16 @@ function M.call_many(entries, deadline, keep)
     local ok, c
     if entry.err then
       ok, c = false, entry.err
+    elseif entry.tool._call then
+      -- issue 14: a WebMCP tool is called on its own, in list order
+      local ok1, v = errors.catch(entry.tool._call, entry.tool, entry.args, deadline)
+      if ok1 then results[i] = v; ok, c = true, nil else ok, c = false, v end
     else
       ok, c = try(prepare, entry.tool, entry.args, "call_many entry " .. i, deadline)
     end
     if not ok then
       fail(i, c)
-    else
+    elseif c then
       c.index = i
       local key = c.tool._session .. "\0" .. c.tool._context
       local b = by_doc[key]
