@@ -52,7 +52,7 @@ describe("devtools-tools", function()
 
   describe("help and usage", function()
     it("answers --help on every subcommand, with status 0", function()
-      for _, cmd in ipairs({ "list", "call", "eval", "run", "browser" }) do
+      for _, cmd in ipairs({ "list", "call", "eval", "screenshot", "run", "browser" }) do
         local out, err, rc = run(cmd .. " --help")
         assert.equal(0, rc, err)
         assert.matches("^Usage: devtools%-tools " .. cmd, out)
@@ -258,6 +258,37 @@ describe("devtools-tools", function()
       assert.equal("exit", how, err)
       assert.equal(130, code, err)
       assert.equal("devtools-tools: interrupted\n", err)
+    end)
+  end)
+
+  describe("screenshot", function()
+    -- width and height from a PNG's IHDR chunk
+    local function png_size(path)
+      local f = assert(io.open(path, "rb"))
+      local head = f:read(24)
+      f:close()
+      assert.equal("\137PNG\r\n\26\n", head:sub(1, 8))
+      local function u32(i) local a, b, c, d = head:byte(i, i + 3) return ((a * 256 + b) * 256 + c) * 256 + d end
+      return u32(17), u32(21)
+    end
+
+    it("writes a PNG of the viewport, of the whole page, of one element", function()
+      local out = dir .. "/shot.png"
+      local _, err, rc = run("screenshot " .. url .. " " .. shq(out))
+      assert.equal(0, rc, err)
+      local w, h = png_size(out)
+      local vw, vh = run("eval --compact " .. url .. " '[innerWidth, innerHeight]'")
+      local size = dt.json.decode(vw)
+      assert.same({ size[1], size[2] }, { w, h }, vh)
+      _, err, rc = run("screenshot --element html " .. url .. " " .. shq(out))
+      assert.equal(0, rc, err)
+      local bw = png_size(out)
+      local bsize = dt.json.decode((run("eval --compact " .. url
+        .. " 'Math.ceil(document.documentElement.getBoundingClientRect().width)'")))
+      assert.equal(bsize, bw)
+      local _, err2, rc2 = run("screenshot --full-page --element body " .. url .. " x.png")
+      assert.equal(2, rc2)
+      assert.matches("exclude each other", err2, 1, true)
     end)
   end)
 
