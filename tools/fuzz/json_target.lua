@@ -220,16 +220,14 @@ local function gen_text(r, depth)
     end
     return "[" .. (#parts == 0 and ws(r) or table.concat(parts, ",")) .. "]", value
   else
-    local parts, value = {}, {}
+    local parts, value, keys = {}, {}, {}
     for i = 1, r:size(8) do
       local kt, kv = gen_string(r)
-      if r:chance(0.1) and next(value) then   -- a repeated key: the last one wins
-        kv = next(value)
-        kt = '"' .. kv:gsub("[%z\1-\31\"\\\128-\255]", function(c)
-          return ("\\u%04x"):format(c:byte())
-        end) .. '"'
-        if not clean_string(kv) or kv:find("[\128-\255]") then kt, kv = gen_string(r) end
+      if r:chance(0.1) and #keys > 0 then      -- a repeated key: the last one wins
+        local k = r:pick(keys)
+        kt, kv = k[1], k[2]
       end
+      keys[#keys + 1] = { kt, kv }
       local t, v = gen_text(r, depth + 1)
       parts[i] = ws(r) .. kt .. ws(r) .. ":" .. ws(r) .. t .. ws(r)
       value[kv] = v
@@ -386,6 +384,8 @@ local function gen_bad(r)
   end
   return v
 end
+
+T.gen_text, T.mutate = gen_text, mutate
 
 ---------------------------------------------------------------- the target
 
