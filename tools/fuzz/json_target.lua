@@ -13,6 +13,8 @@
 --   bad      a Lua value JSON cannot hold; encode must raise bad_argument
 -- For every text, decode returns a value or raises protocol_error; a value
 -- it returns must encode, and decode back to itself. Never anything else.
+-- Generation must stay a pure function of the case's generator (no pairs
+-- order, no clock): a reported case is reproduced by generating it again.
 
 local json = require "devtools_tools.json"
 local dt_errors = require "devtools_tools.errors"

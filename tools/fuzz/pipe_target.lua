@@ -9,7 +9,9 @@
 -- small limit and sometimes decoding, must hand out exactly those
 -- messages (or too_large with the message's first bytes, or bad_message
 -- for text that is not JSON), then "closed" or "timeout"; never a wrong
--- message, a crash or a wait past its deadline.
+-- message, a crash or a wait past its deadline. The peer generates the
+-- case again from (seed, case), so generation must never depend on pairs
+-- order or the clock.
 
 local core = require "devtools_tools.core"
 local json = require "devtools_tools.json"

@@ -8,7 +8,7 @@
 -- (opts.closures) agree on which schemas compile and on every answer; a
 -- validator returns true, or false and a non-empty list of errors that
 -- each have a path, keyword, message and schema_path; neither the schema
--- nor the value is changed.
+-- nor the value is changed. Generation must never depend on pairs order.
 
 local json = require "devtools_tools.json"
 local schema = require "devtools_tools.schema"
