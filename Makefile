@@ -110,8 +110,8 @@ test: deps check-c all $(SUPPORT) app
 	fi; \
 	sh tools/run-specs.sh --totals build/spec-totals
 
-# The whole suite once more with the garbage collector at its most
-# aggressive and a full collection after each spec (spec/gc_helper.lua).
+# The whole suite once more with the garbage collector collecting far more
+# often and a full collection after each spec (spec/gc_helper.lua).
 test-gc: deps all $(SUPPORT) app
 	@SPEC_HELPER=spec/gc_helper.lua sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD)
 
