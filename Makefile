@@ -139,9 +139,10 @@ asan: asan-build
 	$(SANITIZE_ENV) sh tools/run-specs.sh $(LUA) $(BUSTED) build/asan $(wildcard $(C_SPECS))
 
 # Fuzzing on the ASan/UBSan build (tools/fuzz.lua): the JSON codec, the
-# framing of both transports against fake peers, the validator. Seeded and
-# bounded: FUZZ_SEED, FUZZ_ITERATIONS (cases per target) or FUZZ_SECONDS
-# (all targets, default 60), FUZZ_TARGETS=json,pipe,ws,schema; a reported
+# framing of both transports and core.http_get against fake peers, the
+# validator. Seeded and bounded: FUZZ_SEED, FUZZ_ITERATIONS (cases per
+# target) or FUZZ_SECONDS (all targets, default 60),
+# FUZZ_TARGETS=json,pipe,ws,http,schema; a reported
 # case runs again with the FUZZ_CASE line it prints. Ends with "N inputs
 # tried, N crashes, N hangs, N failed checks".
 fuzz: deps asan-build

@@ -3,6 +3,7 @@
 --   peer.lua pipe SEED CASE   writes case CASE of the pipe target to fd 4
 --   peer.lua ws SEED CASE     serves case CASE of the ws target to one
 --                             websocket client (prints "port N" first)
+--   peer.lua http SEED CASE   the same for one HTTP GET
 -- The case is generated again from (SEED, CASE), exactly as the runner
 -- that checks it generated it. A peer ends on its own once its client is
 -- gone (EOF on fd 3, a closed socket), so a killed runner leaves none.
