@@ -117,6 +117,17 @@ static int parse_status(const char *p, size_t n)
 	return digits == 3 ? status : -1;
 }
 
+/* Does the header value hold token, in any case? (Transfer codings are
+ * case-insensitive: "Chunked" is chunked.) */
+static int has_token_ci(const char *val, const char *token)
+{
+	size_t n = strlen(token);
+	for (; *val != '\0'; val++)
+		if (strncasecmp(val, token, n) == 0)
+			return 1;
+	return 0;
+}
+
 /* Walks a chunked body p[0..n) (NUL-terminated). With decode, moves the
  * payload to the front and sets *out to its length. Returns 1 when the body
  * is complete, 0 when more is needed, -1 when it is malformed, -2 when the
@@ -226,7 +237,7 @@ static int l_http_get(lua_State *L)
 						goto done;
 					}
 					if (find_header(in.data, head, "Transfer-Encoding", val, sizeof val)
-					    && strstr(val, "chunked") != NULL)
+					    && has_token_ci(val, "chunked"))
 						chunked = 1;
 					else if (find_header(in.data, head, "Content-Length", val, sizeof val)) {
 						unsigned long long cl = strtoull(val, NULL, 10);
