@@ -52,8 +52,22 @@ end
 
 -- M.source[name] -> the text of js/<name>.js; M.path[name] -> where it was read
 M.source, M.path = {}, {}
+-- What is sent of a file: its text less the lines that are only a `//`
+-- comment (they document the file for its readers; every call would carry
+-- them to the page, and Chromium hashes and parses what it is sent). Code
+-- lines are sent as written.
+local function sendable(text)
+  local out = {}
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    if not line:match("^%s*//") then out[#out + 1] = line end
+  end
+  return (table.concat(out, "\n"):gsub("\n+$", ""))
+end
+
 for _, name in ipairs(NAMES) do
-  M.source[name], M.path[name] = read(name)
+  local text
+  text, M.path[name] = read(name)
+  M.source[name] = sendable(text)
 end
 
 -- The functionDeclaration of the discovery call: installs the runtime, then
