@@ -208,20 +208,23 @@ local function wait_blocking(self, pred, deadline)
   return res
 end
 
+-- Past the deadline inside a task: take what has already arrived (at most
+-- LATE_READS messages, without waiting), then answer.
+local function late_reads(self, pred)
+  local late = 0
+  while late < LATE_READS and not self.closed and not pred() and pump(self, 0) do
+    late = late + 1
+  end
+  if next(self.waiters) then wake_waiters(self, true) end
+  return pred()
+end
+
 -- In a task: register, watch the transport on the task's loop, suspend.
 local function wait_in_task(self, task, pred, deadline)
   while true do
     if pred() then return true end
     if self.closed then disconnected(self) end
-    if now() >= deadline then
-      -- What has arrived already still counts (see LATE_READS).
-      local late = 0
-      while late < LATE_READS and not self.closed and not pred() and pump(self, 0) do
-        late = late + 1
-      end
-      if next(self.waiters) then wake_waiters(self, true) end
-      return pred()
-    end
+    if now() >= deadline then return late_reads(self, pred) end
     local w = { task = task, pred = pred, seq = task.seq + 1 }
     self.waiters[w] = true
     rearm(self, task.driver)
@@ -230,7 +233,11 @@ local function wait_in_task(self, task, pred, deadline)
     rearm(self, task.driver)
     if not ok then error(reason, 0) end                -- cancelled
     if type(reason) == "table" then error(reason, 0) end   -- a fault while reading
-    if reason == "timeout" then return pred() end
+    if reason == "timeout" then
+      -- The deadline's timer: what has arrived but was not read yet still
+      -- counts (as past the deadline above).
+      return late_reads(self, pred)
+    end
   end
 end
 
