@@ -252,6 +252,7 @@ describe("pipe transport", function()
     t:send(reply(9, core.json_encode(text)), soon(30))
     assert.equal(text, t:recv_cdp(soon(30), {}).result.result.value)
     assert.has_error(function() t:recv_cdp(soon(), 5) end)
+    assert.has_error(function() t:recv(soon(), true) end)      -- the old decode flag
     -- a wanted reply that is not JSON itself: bad_message, as without ids
     t:send('{"id":9,"result":{"result":{"type":"string","value":"[\\q]"}}}', soon())
     local m2, err, code = t:recv_cdp(soon(), { [9] = true })
@@ -345,5 +346,277 @@ describe("process", function()
     end
     collectgarbage(); collectgarbage()
     assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 5))
+  end)
+end)
+
+-- ---- what event loops need --------------------------------------------------
+
+local socket = require "socket"
+local lfs = require "lfs"
+
+-- Waits (select, through LuaSocket's getfd protocol) until one of rfds is
+-- readable or one of wfds writable, or the deadline; returns two sets of fds.
+local function ready(rfds, wfds, deadline)
+  local function objs(fds)
+    local t = {}
+    for _, fd in ipairs(fds) do t[#t + 1] = { fd = fd, getfd = function(o) return o.fd end } end
+    return t
+  end
+  local r, w = socket.select(objs(rfds), objs(wfds), math.max(0, deadline - core.now()))
+  local rs, ws = {}, {}
+  for _, o in ipairs(r or {}) do rs[o.fd] = true end
+  for _, o in ipairs(w or {}) do ws[o.fd] = true end
+  return rs, ws
+end
+
+local function link(path)
+  local a = lfs.symlinkattributes(path)
+  return a and a.target
+end
+
+describe("pipe transport, driven by an event loop", function()
+  it("fds() names our ends of the child's fds 4 and 3 and of its stderr", function()
+    local proc, t = echo_child()
+    local r, w, e = t:fds()
+    assert.is_number(r); assert.is_number(w); assert.is_number(e)
+    assert.equal(r, t:fd())
+    local pid = proc:pid()
+    -- the same pipes, seen from both sides
+    assert.matches("^pipe:", link("/proc/self/fd/" .. r))
+    assert.equal(link("/proc/" .. pid .. "/fd/4"), link("/proc/self/fd/" .. r))
+    assert.equal(link("/proc/" .. pid .. "/fd/3"), link("/proc/self/fd/" .. w))
+    assert.equal(link("/proc/" .. pid .. "/fd/2"), link("/proc/self/fd/" .. e))
+    t:close()
+    local r2, w2, e2 = t:fds()
+    assert.is_nil(r2); assert.is_nil(w2); assert.is_nil(e2)
+    proc:close()
+  end)
+
+  it("recv(0) returns timeout at once and writes what send(msg, 0) queued", function()
+    local proc, t = echo_child()
+    local t0 = core.now()
+    local m, _, code = t:recv(0)
+    assert.is_nil(m)
+    assert.equal("timeout", code)
+    assert.is_true(core.now() - t0 < 1, "recv(0) waited")
+    -- the child stops reading for a while: send(…, 0) writes what fits and
+    -- queues the rest
+    assert.is_true(t:send("!stall 1500", soon()))
+    local big = string.rep("q", 6 * 1024 * 1024)
+    local ok, err, code2 = t:send(big, 0)
+    assert.is_nil(ok)
+    assert.equal("timeout", code2)
+    assert.matches("still queued", err)
+    assert.is_true(t:queued() > 0)
+    -- only recv(0), woken by the fds: it must write the rest for the echo to come
+    local r, w = t:fds()
+    local deadline = soon(30)
+    local got
+    while not got and core.now() < deadline do
+      ready({ r }, t:queued() > 0 and { w } or {}, deadline)
+      got = t:recv(0)
+    end
+    assert.is_true(got == big)
+    assert.equal(0, t:queued())
+    t:close(); proc:close()
+  end)
+
+  it("recv(0) drains the child's stderr (a child blocked on it would never exit)", function()
+    -- 1 MiB to stderr is far more than a pipe holds; then it exits
+    local proc, t = core.spawn({ "/bin/sh", "-c",
+      "head -c 1048576 /dev/zero | tr '\\0' x >&2; echo done >&2" }, { pipe = true })
+    assert(proc, t)
+    local _, _, e = t:fds()
+    local xfd = proc:exit_fd()
+    local deadline = soon(30)
+    while not proc:wait(0) and core.now() < deadline do
+      ready(xfd and { e, xfd } or { e }, {}, deadline)
+      local m, _, code = t:recv(0)
+      assert.is_nil(m)
+      assert.is_true(code == "timeout" or code == "closed")
+    end
+    assert.equal("exit", (proc:wait(0)))
+    assert.matches("xdone\n$", proc:stderr())
+    t:close(); proc:close()
+  end)
+
+  it("flush(deadline) writes the queue, or times out keeping it, or reports closed", function()
+    -- an echo child reads: flush empties the queue (reading the echo meanwhile)
+    local proc, t = echo_child()
+    assert.is_true(t:send("!stall 1500", soon()))
+    local big = string.rep("f", 6 * 1024 * 1024)
+    t:send(big, 0)
+    assert.is_true(t:queued() > 0)
+    assert.is_true(t:flush(soon(30)))
+    assert.equal(0, t:queued())
+    assert.is_true(t:recv(soon(30)) == big)
+    assert.is_true(t:flush(0))                      -- nothing queued
+    t:close(); proc:close()
+    -- sleep never reads: the bytes stay queued
+    local proc2, t2 = core.spawn({ "/bin/sleep", "30" }, { pipe = true })
+    t2:send(big, 0)
+    local left = t2:queued()
+    assert.is_true(left > 0)
+    local ok, err, code = t2:flush(core.now() + 0.2)
+    assert.is_nil(ok)
+    assert.equal("timeout", code)
+    assert.matches("still queued", err)
+    assert.equal(left, t2:queued())
+    proc2:kill(0)
+    ok, err, code = t2:flush(soon())
+    assert.is_nil(ok)
+    assert.equal("closed", code)
+    t2:close(); proc2:close()
+    assert.equal(0, t2:queued())
+    assert.equal("closed", select(3, t2:flush(0)))
+  end)
+end)
+
+describe("process, for event loops", function()
+  it("wait(0) never blocks, and exit_fd() becomes readable when the child exits", function()
+    local proc, t = echo_child()
+    local v, _, code = proc:wait(0)
+    assert.is_nil(v)
+    assert.equal("timeout", code)
+    local xfd = proc:exit_fd()
+    if xfd == nil then
+      pending("no pidfd on this kernel: exit_fd() is nil, poll wait(0) instead")
+      t:close(); proc:close()
+      return
+    end
+    assert.is_number(xfd)
+    assert.is_nil(next((ready({ xfd }, {}, 0))))     -- running: not readable
+    t:send("!exit", soon())
+    assert.is_true(ready({ xfd }, {}, soon(10))[xfd])
+    assert.equal("exit", (proc:wait(0)))
+    assert.equal(0, select(2, proc:wait(0)))
+    t:close(); proc:close()
+    assert.is_nil(proc:exit_fd())
+  end)
+
+  it("__gc kills at once and removes the cleanup directory", function()
+    local dir = core.mkdtemp("dt-spec-gc-")
+    local pid
+    do
+      -- ignores SIGTERM: a finalizer that tried it first would wait
+      local proc = assert(core.spawn({ "/bin/sh", "-c", "trap '' TERM; sleep 30 & wait" },
+        { cleanup_dir = dir }))
+      pid = proc:pid()
+      assert.is_true(H.wait_for(function() return H.live_in_group(pid) >= 2 end, 5))
+    end
+    collectgarbage(); collectgarbage()
+    assert.is_false(H.exists(dir))
+    assert.equal(0, H.live_in_group(pid))
+  end)
+end)
+
+-- ---- the reaper: a profile must not outlive its owner -------------------------
+
+local interp = H.build:find("luajit", 1, true) and "/usr/bin/luajit" or "/usr/bin/lua5.4"
+
+-- Starts a Lua child running code (the library on its paths); returns its
+-- Process and the captures of pattern in what it prints.
+local function lua_child(code, pattern)
+  local pre = ("package.path = './lua/?.lua;./lua/?/init.lua;' .. package.path; "
+    .. "package.cpath = './%s/?.so;' .. package.cpath; "):format(H.build)
+  local proc = assert(core.spawn({ interp, "-e", pre .. code }))
+  local caps
+  local ok = H.wait_for(function()
+    caps = { proc:stderr():match(pattern) }
+    return caps[1] ~= nil or not proc:running()
+  end, 30)
+  assert(ok and caps[1], "the Lua child printed: " .. proc:stderr())
+  return proc, (unpack or table.unpack)(caps)
+end
+
+local function alive(pid)
+  local f = io.open("/proc/" .. pid .. "/stat")
+  if not f then return false end
+  local st = f:read("*l") or ""
+  f:close()
+  local state = st:match("%) (%a)")
+  return state ~= nil and state ~= "Z" and state ~= "X"
+end
+
+describe("the reaper", function()
+  it("kills the child and removes its directory when the owner is SIGKILLed", function()
+    local owner, pid, dir = lua_child([[
+      local core = require "devtools_tools.core"
+      local dir = core.mkdtemp("dt-spec-reaper-")
+      local f = io.open(dir .. "/file", "w"); f:write("x"); f:close()
+      local p = core.spawn({ "/bin/sleep", "300" }, { cleanup_dir = dir })
+      io.stderr:write("child ", p:pid(), " dir ", dir, "\n")
+      core.sleep(300)
+    ]], "child (%d+) dir (%S+)\n")
+    assert.is_true(alive(tonumber(pid)))
+    assert.is_true(H.exists(dir))
+    assert.equal(1, #H.live_with_arg(dir))            -- the reaper, waiting
+    owner:kill(0)                                     -- SIGKILL: no atexit, no __gc
+    assert.is_true(H.wait_for(function()
+      return not alive(tonumber(pid)) and not H.exists(dir)
+    end, 10), "the child or its directory outlived its owner")
+    assert.is_true(H.wait_for(function() return #H.live_with_arg(dir) == 0 end, 10))
+    owner:close()
+  end)
+
+  it("is dismissed, doing nothing, when the owner closes the process itself", function()
+    local dir = core.mkdtemp("dt-spec-reaper-")
+    local proc = assert(core.spawn({ "/bin/sleep", "300" }, { cleanup_dir = dir }))
+    assert.equal(1, #H.live_with_arg(dir))
+    proc:close(0)
+    assert.is_false(H.exists(dir))
+    assert.is_true(H.wait_for(function() return #H.live_with_arg(dir) == 0 end, 10))
+    -- a reaper on request, without a directory
+    local p2 = assert(core.spawn({ "/bin/sleep", "300" }, { reaper = true }))
+    local pid = p2:pid()
+    p2:close(0)
+    assert.is_false(alive(pid))
+  end)
+
+  it("ends Chromium and removes its profile when the Lua process is SIGKILLed", function()
+    if checked_malloc then
+      pending("Chromium does not start under the ASan/valgrind preload the child inherits")
+      return
+    end
+    local owner, pid, dir = lua_child([[
+      local dt = require "devtools_tools"
+      local b = dt.launch()
+      assert(b:version())
+      io.stderr:write("chromium ", b.process:pid(), " profile ", b.user_data_dir, "\n")
+      require("devtools_tools.core").sleep(300)
+    ]], "chromium (%d+) profile (%S+)\n")
+    pid = tonumber(pid)
+    assert.is_true(alive(pid))
+    assert.is_true(H.exists(dir))
+    owner:kill(0)
+    assert.is_true(H.wait_for(function()
+      return H.live_in_group(pid) == 0 and not H.exists(dir)
+    end, 20), "Chromium or its profile outlived the Lua process")
+    owner:close()
+  end)
+end)
+
+describe("C failure codes", function()
+  it("has one list, and errors.from_c maps each to a dt.Error code", function()
+    local errors = require "devtools_tools.errors"
+    local n = 0
+    for name, v in pairs(core.codes) do
+      n = n + 1
+      assert.equal(name, v)
+      assert.is_not_nil(errors.from_c_codes[name], "no dt.Error code for C code " .. name)
+      assert.is_true(errors.codes[errors.from_c(name)], name)
+    end
+    for name in pairs(errors.from_c_codes) do
+      assert.equal(name, core.codes[name], "errors.lua maps a code C never returns: " .. name)
+    end
+    assert.equal(11, n)
+    assert.equal("protocol_error", errors.from_c("no_memory"))
+    assert.equal("protocol_error", errors.from_c("bad_message"))
+    assert.equal("disconnected", errors.from_c("closed"))
+    -- what the core returns is in the list
+    assert.equal(core.codes.syntax, select(3, core.json_decode("{")))
+    assert.equal(core.codes.too_deep, select(3, core.json_decode("[[1]]", { max_depth = 1 })))
+    assert.equal(core.codes.bad_value, select(3, core.json_encode(print)))
+    assert.equal(core.codes.syntax, select(3, core.regex_compile("(")))
   end)
 end)

@@ -81,6 +81,15 @@ describe("websocket transport", function()
     assert.are.equal('{"count":1,"code":1000}', roundtrip(t, '{"cmd":"closes"}'))
   end)
 
+  it("sends a close frame from __gc too, without waiting for the answer", function()
+    t = connect()
+    assert.are.equal('{"count":0,"code":0}', roundtrip(t, '{"cmd":"closes"}'))
+    t = nil
+    collectgarbage(); collectgarbage()
+    t = connect()
+    assert.are.equal('{"count":1,"code":1000}', roundtrip(t, '{"cmd":"closes"}'))
+  end)
+
   it("closes idempotently", function()
     t = connect()
     t:close()
@@ -251,6 +260,67 @@ describe("websocket transport", function()
     assert.are.equal("late", got)
   end)
 
+  it("fds() gives the socket twice and no third; nil once closed", function()
+    t = connect()
+    local r, w, e = t:fds()
+    assert.is_number(r)
+    assert.are.equal(r, w)
+    assert.is_nil(e)
+    assert.are.equal(t:fd(), r)
+    t:close()
+    r, w, e = t:fds()
+    assert.is_nil(r); assert.is_nil(w); assert.is_nil(e)
+  end)
+
+  it("is driven by recv(0) and flush(0) when its socket is ready", function()
+    t = connect()
+    local socket = require("socket")
+    local fd = t:fds()
+    local sock = { getfd = function() return fd end }
+    local t0 = core.now()
+    local m, _, code = t:recv(0)
+    assert.is_nil(m)
+    assert.are.equal("timeout", code)
+    assert.is_true(core.now() - t0 < 1, "recv(0) waited")
+    -- the server stalls: 16 MiB cannot all go out now
+    assert.is_true(t:send('{"cmd":"stall","ms":300}', core.now() + 5))
+    local big = string.rep("w", 16 * MiB)
+    local ok, err, code2 = t:send(big, 0)
+    assert.is_nil(ok)
+    assert.are.equal("timeout", code2)
+    assert.matches("still queued", err)
+    assert.is_true(t:queued() > 0)
+    local deadline = core.now() + 60
+    local got
+    while not got and core.now() < deadline do
+      local wset = t:queued() > 0 and { sock } or {}
+      socket.select({ sock }, wset, math.max(0, deadline - core.now()))
+      if t:queued() > 0 then
+        ok, _, code2 = t:flush(0)
+        assert.is_true(ok or code2 == "timeout")
+      end
+      got = t:recv(0)
+    end
+    assert.is_true(got == big)
+    assert.are.equal(0, t:queued())
+  end)
+
+  it("flush(deadline) times out keeping the queue, then finishes it", function()
+    t = connect()
+    assert.is_true(t:send('{"cmd":"stall","ms":700}', core.now() + 5))
+    local big = string.rep("v", 64 * MiB)
+    t:send(big, 0)
+    local ok, msg, code = t:flush(core.now() + 0.1)
+    assert.is_nil(ok)
+    assert.are.equal("timeout", code)
+    assert.matches("still queued", msg)
+    assert.is_true(t:queued() > 0)
+    assert.is_true(t:flush(core.now() + 60))
+    assert.are.equal(0, t:queued())
+    assert.is_true(assert(t:recv(core.now() + 60)) == big)
+    assert.is_true(t:flush(0))
+  end)
+
   it("keeps a message queued after a send timeout and sends it later", function()
     t = connect()
     -- the server stops reading for a while, so 64 MiB cannot all go out
@@ -356,6 +426,72 @@ describe("websocket transport", function()
     assert.are.equal("ok", roundtrip(t, "ok"))
   end)
 
+  describe("core.http_start", function()
+    local socket = require("socket")
+
+    -- An event loop's round: waits until the request's socket is ready.
+    local function wait_ready(req, deadline)
+      local r, w = req:fds()
+      local function o(fd) return fd and { { getfd = function() return fd end } } or {} end
+      socket.select(o(r), o(w), math.max(0, deadline - core.now()))
+    end
+
+    it("returns at once and finishes through step() when its socket is ready", function()
+      local req = assert(core.http_start("127.0.0.1", port, "/json/version", core.now() + 10))
+      assert.matches("^HttpRequest%(GET http://127.0.0.1:%d+/json/version, %a+%)$", tostring(req))
+      local deadline = core.now() + 10
+      local status, body = req:step()
+      local r, w
+      while status == false and core.now() < deadline do
+        r, w = req:fds()
+        assert.is_true(r ~= nil or w ~= nil, "going, with nothing to watch")
+        wait_ready(req, deadline)
+        status, body = req:step()
+      end
+      assert.are.equal(200, status)
+      assert.matches('"webSocketDebuggerUrl"', body, 1, true)
+      assert.are.same({ 200, body }, { req:step() })       -- the outcome, again
+      r, w = req:fds()
+      assert.is_nil(r); assert.is_nil(w)
+      assert.matches("done%)$", tostring(req))
+      req:close()
+      assert.are.equal("closed", select(3, req:step()))
+    end)
+
+    it("gives the same answers as http_get (the same machine)", function()
+      local req = assert(core.http_start("127.0.0.1", port, "/nothing-here", core.now() + 10))
+      assert.are.equal(404, (req:step(core.now() + 10)))
+      req:close()
+    end)
+
+    it("fails with timeout at its deadline, and connect_failed on a refused port", function()
+      local server, sport = helper.silent_listener()
+      local t0 = core.now()
+      local req = assert(core.http_start("127.0.0.1", sport, "/json/version", t0 + 0.3))
+      assert.is_false(req:step())
+      local ok, msg, code = req:step(t0 + 30)       -- cut at the request's deadline
+      assert.is_nil(ok)
+      assert.are.equal("timeout", code)
+      assert.matches("timed out reading the response", msg, 1, true)
+      assert.is_true(core.now() - t0 < 15)
+      req:close()
+      server:close()
+      local rport = helper.refused_port()
+      local req2, m2, c2 = core.http_start("127.0.0.1", rport, "/x", core.now() + 10)
+      if req2 then                                  -- refused later, while it is stepped
+        local st
+        st, m2, c2 = req2:step()
+        while st == false do
+          wait_ready(req2, core.now() + 10)
+          st, m2, c2 = req2:step()
+        end
+        req2:close()
+      end
+      assert.are.equal("connect_failed", c2)
+      assert.matches("127.0.0.1:" .. rport, m2, 1, true)
+    end)
+  end)
+
   describe("core.http_get", function()
     it("gets /json/version", function()
       local status, body = core.http_get("127.0.0.1", port, "/json/version", core.now() + 10)
@@ -457,5 +593,99 @@ describe("connection failures", function()
     assert.has_error(function() core.ws_connect("127.0.0.1", 80, "x") end)
     assert.has_error(function() core.ws_connect("", 80, "/x") end)
     assert.has_error(function() core.ws_connect("127.0.0.1", 80, "/x", { limit = 0 }) end)
+  end)
+end)
+
+describe("ws_connect{async = true}", function()
+  local socket = require("socket")
+
+  -- One round of an event loop: waits until the transport's socket is
+  -- readable (or writable while bytes are queued) or the deadline.
+  local function wait_ready(t, deadline)
+    local fd = t:fds()
+    if fd == nil then return end
+    local o = { getfd = function() return fd end }
+    socket.select({ o }, t:queued() > 0 and { o } or {}, math.max(0, deadline - core.now()))
+  end
+
+  it("returns at once, connecting; recv(0)/flush(0) drive the handshake", function()
+    local proc, port = helper.start()
+    local t = assert(core.ws_connect("127.0.0.1", port, "/devtools/browser/test",
+      { async = true, deadline = core.now() + 10 }))
+    assert.are.equal("connecting", t:state())
+    assert.is_number((t:fds()))                     -- something to watch already
+    -- a message sent while connecting is queued, and goes once open
+    local ok, _, code = t:send("early", 0)
+    assert.is_nil(ok)
+    assert.are.equal("timeout", code)
+    assert.is_true(t:queued() > 0)
+    local deadline = core.now() + 10
+    local got
+    while not got and core.now() < deadline do
+      wait_ready(t, deadline)
+      t:flush(0)
+      got = t:recv(0)
+    end
+    assert.are.equal("early", got)
+    assert.are.equal("open", t:state())
+    assert.are.equal("after", (function()
+      assert.is_true(t:send("after", core.now() + 5))
+      return t:recv(core.now() + 5)
+    end)())
+    t:close()
+    assert.are.equal("closed", t:state())
+    helper.stop(proc)
+  end)
+
+  it("a blocking recv drives the handshake too", function()
+    local proc, port = helper.start()
+    local t = assert(core.ws_connect("127.0.0.1", port, "/devtools/browser/test",
+      { async = true, deadline = core.now() + 10 }))
+    assert.is_true(t:send("hi", core.now() + 10))
+    assert.are.equal("hi", t:recv(core.now() + 10))
+    t:close()
+    helper.stop(proc)
+  end)
+
+  it("ends closed with timeout when the handshake misses its deadline", function()
+    local server, port = helper.silent_listener()
+    local t0 = core.now()
+    local t = assert(core.ws_connect("127.0.0.1", port, "/x", { async = true, deadline = t0 + 0.3 }))
+    assert.are.equal("connecting", t:state())
+    local m, msg, code = t:recv(0)
+    assert.is_nil(m)
+    assert.are.equal("timeout", code)
+    -- a long wait is cut at the handshake's deadline
+    m, msg, code = t:recv(t0 + 30)
+    assert.is_nil(m)
+    assert.are.equal("timeout", code)
+    assert.matches("timed out connecting to 127.0.0.1:" .. port, msg, 1, true)
+    assert.is_true(core.now() - t0 < 15)
+    local st, why = t:state()
+    assert.are.equal("closed", st)
+    assert.matches("timed out connecting", why)
+    t:close()
+    server:close()
+  end)
+
+  it("reports a refused connection as connect_failed", function()
+    local port = helper.refused_port()
+    local t, msg, code = core.ws_connect("127.0.0.1", port, "/x",
+      { async = true, deadline = core.now() + 10 })
+    if t then                       -- refused later, while it is driven
+      local deadline = core.now() + 10
+      while t:state() == "connecting" and core.now() < deadline do
+        wait_ready(t, deadline)
+        t:recv(0)
+      end
+      local st
+      st, msg = t:state()
+      assert.are.equal("closed", st)
+      local _
+      _, msg, code = t:recv(0)
+      t:close()
+    end
+    assert.are.equal("connect_failed", code)
+    assert.matches("127.0.0.1:" .. port, msg, 1, true)
   end)
 end)

@@ -75,8 +75,9 @@ int dt_push_failf(lua_State *L, int code, const char *fmt, ...)
 typedef struct dt_class {
 	const char *name;           /* registry key and __name, "devtools_tools.X" */
 	const luaL_Reg *methods;    /* __index table; NULL-terminated */
-	lua_CFunction close;        /* __gc and __close: idempotent, never waits on I/O */
+	lua_CFunction close;        /* __close (and __gc when gc is NULL): idempotent */
 	lua_CFunction tostring;     /* __tostring */
+	lua_CFunction gc;           /* __gc, or NULL: never waits on I/O */
 } dt_class;
 /* Creates the metatable (with __name, __index, __gc, __close, __tostring).
  * Every method, close and tostring get the metatable as upvalue 1, so a

@@ -2,7 +2,8 @@
  *
  * Every class gets the same shape (LuaSocket, luv): a namespaced metatable
  * with __name, __index (its methods), __gc and __close (the same
- * idempotent close, which never waits on I/O) and __tostring. Depends on:
+ * idempotent close, or for __gc a variant that never waits on a peer) and
+ * __tostring. Depends on:
  * base.h only. */
 #include "base.h"
 
@@ -18,7 +19,7 @@ void dt_class_register(lua_State *L, const dt_class *c)
 	luaL_setfuncs(L, c->methods, 1);            /* ... mt methods */
 	lua_setfield(L, mt, "__index");             /* ... mt */
 	lua_pushvalue(L, mt);
-	lua_pushcclosure(L, c->close, 1);           /* ... mt close */
+	lua_pushcclosure(L, c->gc != NULL ? c->gc : c->close, 1);   /* ... mt gc */
 	lua_setfield(L, mt, "__gc");
 	lua_pushvalue(L, mt);
 	lua_pushcclosure(L, c->close, 1);

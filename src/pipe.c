@@ -314,7 +314,7 @@ static void pipe_describe(dt_transport *t, char *buf, size_t n)
 
 static const dt_transport_ops pipe_ops = {
 	"pipe", pipe_send, pipe_recv, pipe_flush, pipe_queued, pipe_fds, pipe_pending,
-	pipe_close, pipe_destroy, pipe_describe, pipe_release
+	pipe_close, pipe_destroy, pipe_describe, pipe_release, NULL
 };
 
 dt_transport *dt_pipe_new(int wfd, int rfd, int errfd, dt_ring *ring, long pid)

@@ -777,7 +777,7 @@ void dt_process_open(lua_State *L)
 		{"close", l_close},
 		{NULL, NULL}
 	};
-	static const dt_class cls = { DT_PROCESS_MT, methods, l_gc, l_tostring };
+	static const dt_class cls = { DT_PROCESS_MT, methods, l_gc, l_tostring, NULL };
 	dt_class_register(L, &cls);
 
 	lua_pushcfunction(L, l_spawn);

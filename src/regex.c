@@ -1107,7 +1107,7 @@ void dt_regex_open(lua_State *L)
 		{"regex_check", l_regex_check},
 		{NULL, NULL}
 	};
-	static const dt_class cls = { DT_REGEX_MT, methods, l_regex_close, l_regex_tostring };
+	static const dt_class cls = { DT_REGEX_MT, methods, l_regex_close, l_regex_tostring, NULL };
 	dt_class_register(L, &cls);                 /* methods see the metatable as upvalue 1 */
 	luaL_setfuncs(L, funcs, 0);
 }

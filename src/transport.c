@@ -5,8 +5,8 @@
  * transport's own code allocates and frees: libwebsockets may call back
  * into that state until its context is destroyed, so it must not live in
  * memory Lua's collector owns. close() is idempotent and is what __gc and
- * __close call; it never waits on the peer for long (the websocket's close
- * handshake is bounded by a quarter second). Depends on: transport.h. */
+ * __close call (close() and __close wait at most a quarter second for a
+ * websocket's close handshake; __gc does not wait at all). Depends on: transport.h. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stdio.h>
@@ -102,6 +102,9 @@ static int l_recv(lua_State *L)
 	const char *msg;
 	size_t len;
 	int rc;
+	/* The old recv(deadline, decode, ids): fail loudly, not with a string. */
+	luaL_argcheck(L, lua_isnoneornil(L, 3), 3,
+	              "recv takes only a deadline (decoding is recv_cdp(deadline, ids))");
 	if (u->t == NULL)
 		return push_closed(L);
 	u->t->head_len = 0;
@@ -182,6 +185,35 @@ static int l_fds(lua_State *L)
 	return 3;
 }
 
+/* transport:state() -> "connecting" | "open" | "closed" [, why]
+ * "connecting": an async websocket whose handshake recv/flush still drive.
+ * "closed" with why: the peer went away, the handshake failed, or close(). */
+static int l_state(lua_State *L)
+{
+	tr_ud *u = check_ud(L);
+	int st;
+	if (u->t == NULL) {
+		lua_pushliteral(L, "closed");
+		lua_pushliteral(L, "transport is closed");
+		return 2;
+	}
+	if (u->t->ops->state != NULL)
+		st = u->t->ops->state(u->t);
+	else
+		st = u->t->closed ? DT_STATE_CLOSED : DT_STATE_OPEN;
+	if (st == DT_STATE_CONNECTING) {
+		lua_pushliteral(L, "connecting");
+		return 1;
+	}
+	if (st == DT_STATE_OPEN) {
+		lua_pushliteral(L, "open");
+		return 1;
+	}
+	lua_pushliteral(L, "closed");
+	lua_pushstring(L, u->t->err[0] ? u->t->err : "the peer went away");
+	return 2;
+}
+
 /* transport:limit([bytes]) -> bytes: the largest message either way */
 static int l_limit(lua_State *L)
 {
@@ -221,6 +253,16 @@ static int l_close(lua_State *L)
 	return 0;
 }
 
+/* __gc: close without waiting on the peer (a websocket's close frame is
+ * sent if the socket takes it now; no wait for the answer). */
+static int l_gc(lua_State *L)
+{
+	tr_ud *u = check_ud(L);
+	if (u->t != NULL)
+		u->t->no_wait = 1;
+	return l_close(L);
+}
+
 static int l_tostring(lua_State *L)
 {
 	tr_ud *u = check_ud(L);
@@ -248,9 +290,10 @@ void dt_transport_open(lua_State *L)
 		{"fds", l_fds},
 		{"limit", l_limit},
 		{"kind", l_kind},
+		{"state", l_state},
 		{"close", l_close},
 		{NULL, NULL}
 	};
-	static const dt_class cls = { DT_TRANSPORT_MT, methods, l_close, l_tostring };
+	static const dt_class cls = { DT_TRANSPORT_MT, methods, l_close, l_tostring, l_gc };
 	dt_class_register(L, &cls);
 }

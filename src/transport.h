@@ -41,12 +41,17 @@ typedef struct dt_transport_ops {
 	 * it now rather than at the next recv, so that the buffer one large
 	 * message grew is given back before the caller goes on. */
 	void (*release)(dt_transport *t);
+	/* DT_STATE_*; on CLOSED t->err says why. NULL: open until closed. */
+	int (*state)(dt_transport *t);
 } dt_transport_ops;
+
+enum { DT_STATE_CONNECTING, DT_STATE_OPEN, DT_STATE_CLOSED };
 
 struct dt_transport {
 	const dt_transport_ops *ops;
 	size_t limit;           /* largest message accepted either way, bytes */
 	int closed;             /* set once close ran or the peer went away */
+	int no_wait;            /* close must not wait on the peer (from __gc) */
 	char err[256];          /* message of the last failure */
 	/* On too_large from recv: the first bytes of the dropped message, so
 	 * the caller can tell whose reply it was ({"id":N,...). */

@@ -70,6 +70,9 @@ typedef struct {
 	char why[200];              /* why the connection failed or ended */
 	unsigned status;            /* HTTP status of a refused handshake, or 0 */
 	int oom;                    /* the connection ended for want of memory */
+	int opened;                 /* the handshake completed once */
+	int fail_code;              /* why it is gone, when not DT_ECLOSED (or 0) */
+	double connect_deadline;    /* async connect: the handshake's deadline, or -1 */
 
 	dt_buf in;          /* [rx_hdr][bytes]... then the message being received */
 	size_t in_start;    /* first queued message not yet handed out */
@@ -260,6 +263,9 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 	case LWS_CALLBACK_CLIENT_ESTABLISHED:
 		w->wsi = wsi;
 		w->state = WS_OPEN;
+		w->opened = 1;
+		if (output_pending(w))              /* queued while connecting (async) */
+			lws_callback_on_writable(wsi);
 		break;
 	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
 		w->status = lws_http_client_http_response(wsi);
@@ -300,9 +306,58 @@ static const struct lws_protocols ws_protocols[] = {
 
 /* ---- the transport ops ------------------------------------------------------- */
 
+/* Why a connection that never opened failed: a code and a message. */
+static int connect_failure(ws_t *w, char *msg, size_t n)
+{
+	if (w->state == WS_CONNECTING) {
+		snprintf(msg, n, "timed out connecting to %s", w->peer);
+		return DT_ETIMEOUT;
+	}
+	if (w->status != 0)
+		snprintf(msg, n, "cannot connect to %s: the server answered HTTP %u (%s)",
+		         w->peer, w->status, w->why);
+	else
+		snprintf(msg, n, "cannot connect to %s: %s", w->peer, w->why);
+	return DT_ECONNECT;
+}
+
+/* An async connect: settles a handshake that failed or ran out of time
+ * into WS_GONE with fail_code and why set. */
+static void check_connect(ws_t *w)
+{
+	char msg[sizeof w->why];
+	if (w->opened || w->fail_code != 0)
+		return;
+	if (w->state == WS_CONNECTING && w->connect_deadline >= 0
+	    && dt_now() >= w->connect_deadline) {
+		w->fail_code = connect_failure(w, msg, sizeof msg);
+		memcpy(w->why, msg, sizeof msg);
+		w->state = WS_GONE;
+		w->base.closed = 1;                 /* ws_close destroys what lws holds */
+	} else if (w->state == WS_GONE) {
+		w->fail_code = connect_failure(w, msg, sizeof msg);
+		memcpy(w->why, msg, sizeof msg);
+	}
+}
+
+/* While connecting, no wait goes past the handshake's deadline. */
+static double cap_deadline(const ws_t *w, double deadline)
+{
+	if (w->state == WS_CONNECTING && w->connect_deadline >= 0
+	    && (deadline < 0 || w->connect_deadline < deadline))
+		return w->connect_deadline;
+	return deadline;
+}
+
+/* Async connect: drives the handshake until it ends or the deadline.
+ * Returns DT_OK once open, DT_ETIMEOUT while still connecting, or the
+ * failure (after dt_transport_fail). */
+static int connecting(ws_t *w, double deadline);
+
 static int fail_gone(ws_t *w)
 {
-	return dt_transport_fail(&w->base, w->oom ? DT_ENOMEM : DT_ECLOSED, "%s",
+	int code = w->fail_code ? w->fail_code : w->oom ? DT_ENOMEM : DT_ECLOSED;
+	return dt_transport_fail(&w->base, code, "%s",
 	                         w->why[0] ? w->why : "the connection is closed");
 }
 
@@ -323,10 +378,36 @@ static size_t ws_queued(dt_transport *t)
 	return n;
 }
 
+static int connect_done(ws_t *w)
+{
+	return w->state != WS_CONNECTING;
+}
+
+static int connecting(ws_t *w, double deadline)
+{
+	if (w->state == WS_CONNECTING)
+		serve_until(w, cap_deadline(w, deadline), connect_done);
+	check_connect(w);
+	if (w->state == WS_OPEN)
+		return DT_OK;
+	if (w->state == WS_GONE)
+		return fail_gone(w);
+	return dt_transport_fail(&w->base, DT_ETIMEOUT, "still connecting to %s", w->peer);
+}
+
 static int ws_flush(dt_transport *t, double deadline)
 {
 	ws_t *w = (ws_t *)t;
 	int rc;
+	if (w->state == WS_CONNECTING) {
+		rc = connecting(w, deadline);
+		if (rc == DT_ETIMEOUT && output_pending(w))
+			return dt_transport_fail(t, DT_ETIMEOUT,
+				"timed out connecting to %s (%zu bytes still queued)", w->peer,
+				w->out.len - w->out_off);
+		if (rc != DT_OK)
+			return rc;
+	}
 	if (w->state != WS_OPEN || w->wsi == NULL) {
 		if (!output_pending(w))
 			return DT_OK;           /* nothing to write: recv reports the end */
@@ -348,7 +429,7 @@ static int ws_flush(dt_transport *t, double deadline)
 static int ws_send(dt_transport *t, const char *msg, size_t len, double deadline)
 {
 	ws_t *w = (ws_t *)t;
-	if (w->state != WS_OPEN || w->wsi == NULL)
+	if (w->state == WS_GONE || (w->state == WS_OPEN && w->wsi == NULL))
 		return fail_gone(w);
 	/* Drop what lws already took when it is most of the buffer. */
 	if (w->out_off - LWS_PRE > (w->out.len - LWS_PRE) / 2) {
@@ -365,7 +446,8 @@ static int ws_send(dt_transport *t, const char *msg, size_t len, double deadline
 	w->out.len += len;
 	memcpy(w->lens.data + w->lens.len, &len, sizeof len);
 	w->lens.len += sizeof len;
-	lws_callback_on_writable(w->wsi);
+	if (w->state == WS_OPEN)            /* else ESTABLISHED asks for it */
+		lws_callback_on_writable(w->wsi);
 	return ws_flush(t, deadline);
 }
 
@@ -399,6 +481,11 @@ static int ws_recv(dt_transport *t, double deadline, const char **msg, size_t *l
 	ws_t *w = (ws_t *)t;
 	int rc = DT_OK;
 	settle(w);
+	if (w->state == WS_CONNECTING) {
+		rc = connecting(w, deadline);
+		if (rc != DT_OK)
+			return rc;
+	}
 	if (w->in_start == w->in_done && w->state != WS_GONE)
 		rc = serve_until(w, deadline, recv_done);
 	if (w->in_start < w->in_done) {
@@ -455,7 +542,7 @@ static void ws_close(dt_transport *t)
 			reset_output(w);
 			w->closing = 1;
 			lws_callback_on_writable(w->wsi);
-			serve_until(w, dt_now() + WS_CLOSE_WAIT, close_done);
+			serve_until(w, t->no_wait ? 0 : dt_now() + WS_CLOSE_WAIT, close_done);
 		}
 		lws_context_destroy(w->ctx);        /* frees everything lws holds; calls back */
 		w->ctx = NULL;
@@ -474,6 +561,23 @@ static void ws_destroy(dt_transport *t)
 	free(w);
 }
 
+static int ws_state(dt_transport *t)
+{
+	ws_t *w = (ws_t *)t;
+	if (w->state == WS_CONNECTING) {
+		check_connect(w);
+		if (w->state == WS_GONE)
+			fail_gone(w);               /* t->err says why */
+	}
+	if (w->state == WS_CONNECTING)
+		return DT_STATE_CONNECTING;
+	if (w->state == WS_OPEN && w->wsi != NULL)
+		return DT_STATE_OPEN;
+	if (w->state == WS_GONE && t->err[0] == '\0')
+		fail_gone(w);
+	return DT_STATE_CLOSED;
+}
+
 static void ws_describe(dt_transport *t, char *buf, size_t n)
 {
 	ws_t *w = (ws_t *)t;
@@ -482,18 +586,16 @@ static void ws_describe(dt_transport *t, char *buf, size_t n)
 
 static const dt_transport_ops ws_ops = {
 	"websocket", ws_send, ws_recv, ws_flush, ws_queued, ws_fds, ws_pending,
-	ws_close, ws_destroy, ws_describe, ws_release
+	ws_close, ws_destroy, ws_describe, ws_release, ws_state
 };
 
 /* ---- core.ws_connect ----------------------------------------------------------- */
 
-static int connect_done(ws_t *w)
-{
-	return w->state != WS_CONNECTING;
-}
-
 /* core.ws_connect(host, port, path [, opts]) -> Transport | nil, message, code
- * opts: deadline (absolute, core.now() clock), limit (bytes), host_header. */
+ * opts: deadline (absolute, core.now() clock), limit (bytes), host_header,
+ * async (return at once a transport in the "connecting" state, whose
+ * handshake recv/flush calls drive when its fds are ready; opts.deadline
+ * bounds the handshake, and its failure is then what they return). */
 static int l_ws_connect(lua_State *L)
 {
 	const char *host = luaL_checkstring(L, 1);
@@ -501,6 +603,7 @@ static int l_ws_connect(lua_State *L)
 	const char *path = luaL_checkstring(L, 3);
 	const char *host_header = NULL;
 	double deadline = -1;
+	int async = 0;
 	size_t limit = DT_DEFAULT_LIMIT;
 	struct lws_context_creation_info info;
 	struct lws_client_connect_info ci;
@@ -523,15 +626,18 @@ static int l_ws_connect(lua_State *L)
 		lua_getfield(L, 4, "host_header");             /* ... deadline limit hh */
 		if (!lua_isnil(L, -1))
 			host_header = luaL_checkstring(L, -1);     /* kept alive by opts */
-		lua_pop(L, 3);
+		lua_getfield(L, 4, "async");
+		async = lua_toboolean(L, -1);
+		lua_pop(L, 4);
 	}
 
 	w = calloc(1, sizeof *w);                          /* owns: w, freed by ws_destroy */
 	if (w == NULL || dt_buf_reserve(&w->out, LWS_PRE) != 0) {
 		free(w);
-		return luaL_error(L, "out of memory");
+		return dt_push_fail(L, DT_ENOMEM, "out of memory for a websocket");
 	}
 	w->base.ops = &ws_ops;
+	w->connect_deadline = deadline;
 	w->base.limit = limit;
 	w->state = WS_CONNECTING;
 	reset_output(w);
@@ -568,20 +674,15 @@ static int l_ws_connect(lua_State *L)
 	else if (w->state == WS_CONNECTING)
 		w->wsi = wsi;
 
+	if (async && w->state == WS_CONNECTING) {
+		dt_transport_push(L, &w->base);                /* ... tr; owns: w */
+		return 1;
+	}
 	if (w->state == WS_CONNECTING)
 		serve_until(w, deadline, connect_done);
 	if (w->state != WS_OPEN) {
 		char msg[400];
-		int code = DT_ECONNECT;
-		if (w->state == WS_CONNECTING) {
-			code = DT_ETIMEOUT;
-			snprintf(msg, sizeof msg, "timed out connecting to %s", w->peer);
-		} else if (w->status != 0) {
-			snprintf(msg, sizeof msg, "cannot connect to %s: the server answered HTTP %u (%s)",
-			         w->peer, w->status, w->why);
-		} else {
-			snprintf(msg, sizeof msg, "cannot connect to %s: %s", w->peer, w->why);
-		}
+		int code = connect_failure(w, msg, sizeof msg);
 		ws_close(&w->base);
 		ws_destroy(&w->base);                          /* frees: w */
 		return dt_push_fail(L, code, msg);

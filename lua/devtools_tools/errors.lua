@@ -4,7 +4,8 @@
 -- and, where they apply, `tool` and `details`. The C core returns
 -- `nil, message, code` on runtime failure; this module turns that into an
 -- Error and raises it. It must never swallow an error that is not ours:
--- `catch` re-raises anything else untouched.
+-- `catch` re-raises anything else untouched. `from_c` is the one place that
+-- turns a C failure code into a dt.Error code.
 
 local setmetatable, getmetatable, error, pcall, tostring, type =
       setmetatable, getmetatable, error, pcall, tostring, type

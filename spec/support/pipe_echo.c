@@ -5,6 +5,7 @@
  *   "!split"     -> "split-message" written one byte at a time, slowly
  *   "!two"       -> two messages in one write
  *   "!exit"      -> exits at once (the pipe closes)
+ *   "!stall MS"  -> stops reading for MS milliseconds (so that our writes queue)
  *   anything else -> echoed back */
 #define _DEFAULT_SOURCE
 #include <stdio.h>
@@ -41,6 +42,8 @@ static void answer(const char *m, size_t len)
 		}
 	} else if (len == 4 && memcmp(m, "!two", 4) == 0) {
 		put("one\0two", 8);
+	} else if (len >= 7 && strncmp(m, "!stall ", 7) == 0) {
+		usleep((useconds_t)strtoul(m + 7, NULL, 10) * 1000);
 	} else if (len == 5 && memcmp(m, "!exit", 5) == 0) {
 		exit(0);
 	} else {
