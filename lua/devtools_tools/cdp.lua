@@ -391,10 +391,32 @@ function Conn:send_nowait(method, params, session)
 end
 
 -- await(id, deadline, method) -> result; raises on error, timeout, loss
+-- The blocking wait for one reply, with nothing else to look after (no task
+-- waits on this connection): the common case of a script, read straight,
+-- without the closures of wait_for. Returns true, or false at the deadline;
+-- raises what pump raises, and disconnected.
+local function await_blocking(self, pending, id, deadline)
+  local late = 0
+  while pending[id] == false do
+    if self.closed then disconnected(self) end
+    if now() >= deadline then
+      late = late + 1
+      if late > LATE_READS then return false end
+    end
+    if not pump(self, deadline) then return pending[id] ~= false end
+  end
+  return true
+end
+
 function Conn:await(id, deadline, method)
   local pending = self.pending
   if pending[id] == false then
-    local ok, got = pcall(self.wait_for, self, function() return pending[id] ~= false end, deadline)
+    local ok, got
+    if next(self.waiters) == nil and current_task() == nil then
+      ok, got = pcall(await_blocking, self, pending, id, deadline)
+    else
+      ok, got = pcall(self.wait_for, self, function() return pending[id] ~= false end, deadline)
+    end
     if not ok or not got then
       -- Timed out, cancelled or disconnected: a late reply will be dropped.
       pending[id] = nil
