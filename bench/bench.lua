@@ -37,6 +37,7 @@ local S = {
   pipe_rounds = 20,
   disc_rounds = { small = 30, many = 10, frames = 15 },
   startup_rounds = 5,
+  cli_rounds = 9,           -- runs of each: `devtools-tools list URL` and the same as a script
   json_rounds = 15,
   schema_iters = 20000,
   large = { { mb = 8, rounds = 5 }, { mb = 50, rounds = 2 } },
@@ -460,6 +461,40 @@ local function startup()
   row("  first call (discovery + call)", ms(dc))
 end
 
+-- ---- 6b. the command line's start-up ---------------------------------------------------------
+
+-- `devtools-tools list URL` against the same work as a plain Lua script
+-- (bench/cli_list.lua), each a fresh process under the same interpreter,
+-- alternating; the ratio is what the command line adds to a script.
+local function cli_startup()
+  local url = server.url("/add.html")
+  local lua = (arg and arg[-1]) or "lua5.4"
+  local env = ("LUA_PATH='./lua/?.lua;./lua/?/init.lua;;' LUA_CPATH='./%s/?.so;;' "):format(build)
+  local function shell(cmd)
+    local t0 = now()
+    local ok = os.execute(cmd .. " >/dev/null 2>&1")
+    local t = now() - t0
+    if ok ~= true and ok ~= 0 then error("failed: " .. cmd) end
+    return t
+  end
+  local cli_cmd = ("DEVTOOLS_TOOLS_BUILD=%s XDG_STATE_HOME=/nonexistent %s bin/devtools-tools list -q %s")
+    :format(build, lua, url)
+  local script_cmd = ("%s%s bench/cli_list.lua %s"):format(env, lua, url)
+  shell(cli_cmd); shell(script_cmd)             -- warm the page cache
+  local tc, ts = {}, {}
+  for i = 1, S.cli_rounds do
+    if i % 2 == 1 then
+      tc[#tc + 1] = shell(cli_cmd); ts[#ts + 1] = shell(script_cmd)
+    else
+      ts[#ts + 1] = shell(script_cmd); tc[#tc + 1] = shell(cli_cmd)
+    end
+  end
+  local mc, ms_ = median(tc), median(ts)
+  results.sections.cli = { list_s = summary(tc), script_s = summary(ts) }
+  local r = ratio(mc, ms_)
+  row("devtools-tools list URL", ms(mc), ms(ms_) .. " script", r, "<= 1.15", r <= 1.15)
+end
+
 -- ---- 7. schema validation and JSON ---------------------------------------------------------------
 
 local function schema_bench()
@@ -577,6 +612,8 @@ local LEGEND = {
   "  then Target.createTarget + attachToTarget + Page.enable + navigate + the load event.",
   "  Ours: dt.launch() + new_page(url) + the first page:call (which includes discovery).",
   "memory: a child Lua process making sequential add calls; RSS read before any forced GC.",
+  "command line: `devtools-tools list URL` (launch, page, discovery, table) as a fresh process,",
+  "  against the same work as a plain Lua script (bench/cli_list.lua); medians of alternate runs.",
   "fleet: a child Lua process with its own browsers; one page's rate is one task's sequential",
   "  calls alone, the fleet's all tasks at once on the built-in loop (best of 2 rounds each).",
 }
@@ -665,6 +702,7 @@ local function main()
   -- start-up and child measurements have the machine to themselves.
   browser:close()
   section("start-up", startup)
+  section("command line start-up", cli_startup)
   section("large results", large)
   section("memory", memory)
   section("fleet", fleet)

@@ -6,19 +6,37 @@
 -- Works with any page exposing `queryDatabaseTable({tableName, limit})`
 -- returning {columns, rows}. Bad arguments are refused before anything is
 -- sent: the tool's inputSchema lists the allowed tables.
-package.path = "lua/?.lua;lua/?/init.lua;examples/?.lua;" .. package.path
-package.cpath = "build/lua5.4/?.so;" .. package.cpath
+-- Runs from any directory, under Lua 5.4 or LuaJIT, against the installed
+-- module or, when this file sits in a checkout, the checkout's lua/ and
+-- build/<interpreter>/ (make, or make LUA=luajit; DEVTOOLS_TOOLS_BUILD
+-- overrides the build directory).
+do
+  local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
+  package.path = here .. "/?.lua;" .. package.path
+  local root = here .. "/.."
+  local f = io.open(root .. "/lua/devtools_tools/init.lua")
+  if f then
+    f:close()
+    local build = os.getenv("DEVTOOLS_TOOLS_BUILD")
+      or ("build/" .. (jit and "luajit" or ("lua" .. _VERSION:match("%d+%.%d+"))))
+    if build:sub(1, 1) ~= "/" then build = root .. "/" .. build end
+    package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
+    package.cpath = build .. "/?.so;" .. package.cpath
+  end
+end
 local dt = require "devtools_tools"
 local report = require "report"
 
 local url = arg[1] or error("usage: lua5.4 examples/db_query.lua URL [table] [limit]", 0)
 local table_name = arg[2] or "orders"
-local limit = math.tointeger(tonumber(arg[3] or "5"))
+local limit = tonumber(arg[3] or "5")
+if math.tointeger then limit = math.tointeger(limit) or limit end   -- an integer on 5.3+
 
-local browser <close> = dt.launch()
-local page = browser:new_page(url)
-
-local ok, result = pcall(page.call, page, "queryDatabaseTable", { tableName = table_name, limit = limit })
+local browser = dt.launch()         -- Lua 5.4: local browser <close> = dt.launch()
+local ok, result = pcall(function()
+  return browser:new_page(url):call("queryDatabaseTable", { tableName = table_name, limit = limit })
+end)
+browser:close()
 if not ok then
   io.stderr:write(tostring(result), "\n")   -- e.g. invalid_params: .../tableName must be equal to one of ...
   os.exit(1)

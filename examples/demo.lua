@@ -3,8 +3,24 @@
 -- app and prints its report; stops everything it started, also on failure.
 --
 --   lua5.4 examples/demo.lua [path/to/app/server]
-package.path = "lua/?.lua;lua/?/init.lua;examples/?.lua;" .. package.path
-package.cpath = (os.getenv("DEVTOOLS_TOOLS_BUILD") or "build/lua5.4") .. "/?.so;" .. package.cpath
+-- Runs from any directory, under Lua 5.4 or LuaJIT, against the installed
+-- module or, when this file sits in a checkout, the checkout's lua/ and
+-- build/<interpreter>/ (make, or make LUA=luajit; DEVTOOLS_TOOLS_BUILD
+-- overrides the build directory).
+do
+  local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
+  package.path = here .. "/?.lua;" .. package.path
+  local root = here .. "/.."
+  local f = io.open(root .. "/lua/devtools_tools/init.lua")
+  if f then
+    f:close()
+    local build = os.getenv("DEVTOOLS_TOOLS_BUILD")
+      or ("build/" .. (jit and "luajit" or ("lua" .. _VERSION:match("%d+%.%d+"))))
+    if build:sub(1, 1) ~= "/" then build = root .. "/" .. build end
+    package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
+    package.cpath = build .. "/?.so;" .. package.cpath
+  end
+end
 local dt = require "devtools_tools"
 local core = require "devtools_tools.core"
 local workflow = require "workflow"
@@ -39,7 +55,7 @@ local ok, err = xpcall(function()
 
   say("- launching headless Chromium")
   local t0 = core.now()
-  browser = dt.launch()
+  browser = dt.launch({ webmcp = true })      -- the app registers a WebMCP tool too
   say("  %s in %.0f ms", browser:version().product, (core.now() - t0) * 1000)
 
   say("- opening the app")

@@ -5,21 +5,43 @@
 --
 -- Works with any page exposing a `getFeatureFlags` tool that returns
 -- {flags = {name = {value, source, ...}}}.
-package.path = "lua/?.lua;lua/?/init.lua;examples/?.lua;" .. package.path
-package.cpath = "build/lua5.4/?.so;" .. package.cpath
+-- Runs from any directory, under Lua 5.4 or LuaJIT, against the installed
+-- module or, when this file sits in a checkout, the checkout's lua/ and
+-- build/<interpreter>/ (make, or make LUA=luajit; DEVTOOLS_TOOLS_BUILD
+-- overrides the build directory).
+do
+  local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
+  package.path = here .. "/?.lua;" .. package.path
+  local root = here .. "/.."
+  local f = io.open(root .. "/lua/devtools_tools/init.lua")
+  if f then
+    f:close()
+    local build = os.getenv("DEVTOOLS_TOOLS_BUILD")
+      or ("build/" .. (jit and "luajit" or ("lua" .. _VERSION:match("%d+%.%d+"))))
+    if build:sub(1, 1) ~= "/" then build = root .. "/" .. build end
+    package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
+    package.cpath = build .. "/?.so;" .. package.cpath
+  end
+end
 local dt = require "devtools_tools"
 local report = require "report"
 
 local url = arg[1] or error("usage: lua5.4 examples/feature_flags.lua URL", 0)
 
-local browser <close> = dt.launch()
-local page = browser:new_page(url)
+-- On Lua 5.4 `local browser <close> = dt.launch()` closes it on every way
+-- out; this form also runs on LuaJIT: close it, then report a failure.
+local browser = dt.launch()
+local ok, err = pcall(function()
+  local page = browser:new_page(url)
 
-local result = page:call("getFeatureFlags")
-local rows = {}
-for name, flag in pairs(result.flags) do
-  rows[#rows + 1] = { name, tostring(flag.value), flag.source, flag.description }
-end
-table.sort(rows, function(a, b) return a[1] < b[1] end)
-print(("feature flags of user %s (session %s)"):format(tostring(result.userId), tostring(result.sessionId)))
-report.table({ "flag", "value", "source", "description" }, rows)
+  local result = page:call("getFeatureFlags")
+  local rows = {}
+  for name, flag in pairs(result.flags) do
+    rows[#rows + 1] = { name, tostring(flag.value), flag.source, flag.description }
+  end
+  table.sort(rows, function(a, b) return a[1] < b[1] end)
+  print(("feature flags of user %s (session %s)"):format(tostring(result.userId), tostring(result.sessionId)))
+  report.table({ "flag", "value", "source", "description" }, rows)
+end)
+browser:close()
+if not ok then io.stderr:write(tostring(err), "\n") os.exit(1) end

@@ -18,9 +18,20 @@
 -- connection or dt.sleep, so the pages really run side by side.
 local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
 local root = here .. "/.."
-package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
-package.cpath = root .. "/" .. (os.getenv("DEVTOOLS_TOOLS_BUILD")
-  or (jit and "build/luajit" or "build/lua5.4")) .. "/?.so;" .. package.cpath
+do
+  -- the checkout's lua/ and build/<interpreter>/ when this file sits in one
+  -- (DEVTOOLS_TOOLS_BUILD overrides the build directory), else the
+  -- installed module
+  local f = io.open(root .. "/lua/devtools_tools/init.lua")
+  if f then
+    f:close()
+    local build = os.getenv("DEVTOOLS_TOOLS_BUILD")
+      or ("build/" .. (jit and "luajit" or ("lua" .. _VERSION:match("%d+%.%d+"))))
+    if build:sub(1, 1) ~= "/" then build = root .. "/" .. build end
+    package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
+    package.cpath = build .. "/?.so;" .. package.cpath
+  end
+end
 local dt = require "devtools_tools"
 local core = require "devtools_tools.core"
 

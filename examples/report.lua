@@ -55,7 +55,7 @@ end
 
 -- Money in integer cents -> "59.97"
 function M.money(cents)
-  return string.format("%d.%02d", cents // 100, cents % 100)
+  return string.format("%d.%02d", math.floor(cents / 100), cents % 100)
 end
 
 function M.section(title)

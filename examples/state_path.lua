@@ -4,17 +4,34 @@
 --
 -- Works with any page exposing `getGlobalState({path})`. A missing path is a
 -- tool_error carrying the page's message (it lists the keys that exist).
-package.path = "lua/?.lua;lua/?/init.lua;examples/?.lua;" .. package.path
-package.cpath = "build/lua5.4/?.so;" .. package.cpath
+-- Runs from any directory, under Lua 5.4 or LuaJIT, against the installed
+-- module or, when this file sits in a checkout, the checkout's lua/ and
+-- build/<interpreter>/ (make, or make LUA=luajit; DEVTOOLS_TOOLS_BUILD
+-- overrides the build directory).
+do
+  local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
+  package.path = here .. "/?.lua;" .. package.path
+  local root = here .. "/.."
+  local f = io.open(root .. "/lua/devtools_tools/init.lua")
+  if f then
+    f:close()
+    local build = os.getenv("DEVTOOLS_TOOLS_BUILD")
+      or ("build/" .. (jit and "luajit" or ("lua" .. _VERSION:match("%d+%.%d+"))))
+    if build:sub(1, 1) ~= "/" then build = root .. "/" .. build end
+    package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
+    package.cpath = build .. "/?.so;" .. package.cpath
+  end
+end
 local dt = require "devtools_tools"
 
 local url = arg[1] or error("usage: lua5.4 examples/state_path.lua URL [path]", 0)
 local path = arg[2] or "auth.user"
 
-local browser <close> = dt.launch()
-local page = browser:new_page(url)
-
-local ok, value = pcall(page.call, page, "getGlobalState", { path = path })
+local browser = dt.launch()         -- Lua 5.4: local browser <close> = dt.launch()
+local ok, value = pcall(function()
+  return browser:new_page(url):call("getGlobalState", { path = path })
+end)
+browser:close()
 if not ok then
   -- every failure is a dt.Error with a code: say what happened and stop
   io.stderr:write(tostring(value), "\n")

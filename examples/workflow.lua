@@ -1,14 +1,37 @@
 -- workflow.lua: a multi-step debugging workflow over the tools a page
--- exposes. Cache statistics -> state at cart.items -> rows of orders -> a
--- diagnosis that names each bug with the numbers that prove it.
+-- exposes. Cache statistics and the requests around one action -> state at
+-- cart.items -> rows of orders -> a diagnosis that names each bug with the
+-- numbers that prove it.
 --
 --   lua5.4 examples/workflow.lua http://127.0.0.1:8080/
+--   devtools-tools run examples/workflow.lua http://127.0.0.1:8080/
 --
 -- Written against the sample app (examples/app); copy the steps for your
 -- own pages. Used as a module (`require "workflow"`) it exports run(page),
 -- which `make demo` calls.
-package.path = "lua/?.lua;lua/?/init.lua;examples/?.lua;" .. package.path
-package.cpath = "build/lua5.4/?.so;" .. package.cpath
+--
+-- It changes the app's data: it reassigns a lead, fills the cart and places
+-- an order. The database is rebuilt from seed.sql when the server starts, so
+-- run it against a freshly started server (as `make demo` does) to get the
+-- same diagnosis every time.
+-- Runs from any directory, under Lua 5.4 or LuaJIT, against the installed
+-- module or, when this file sits in a checkout, the checkout's lua/ and
+-- build/<interpreter>/ (make, or make LUA=luajit; DEVTOOLS_TOOLS_BUILD
+-- overrides the build directory).
+do
+  local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
+  package.path = here .. "/?.lua;" .. package.path
+  local root = here .. "/.."
+  local f = io.open(root .. "/lua/devtools_tools/init.lua")
+  if f then
+    f:close()
+    local build = os.getenv("DEVTOOLS_TOOLS_BUILD")
+      or ("build/" .. (jit and "luajit" or ("lua" .. _VERSION:match("%d+%.%d+"))))
+    if build:sub(1, 1) ~= "/" then build = root .. "/" .. build end
+    package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
+    package.cpath = build .. "/?.so;" .. package.cpath
+  end
+end
 local dt = require "devtools_tools"
 local report = require "report"
 
@@ -17,7 +40,7 @@ local M = {}
 local TAX_PERCENT = 8                           -- what the checkout panel charges
 
 local function tax_of(cents)                    -- 8 %, rounded to the cent
-  return (cents * TAX_PERCENT + 50) // 100
+  return math.floor((cents * TAX_PERCENT + 50) / 100)
 end
 
 local function step(log, n, total, what)
@@ -37,18 +60,25 @@ function M.run(page, opts)
   -- session has loaded: wait for the app, then give the widget a moment.
   page:call("getFeatureFlags")
   local groups
+  local function devtools_groups()
+    local n = 0
+    for _, g in ipairs(groups) do if g.kind == "devtools" then n = n + 1 end end
+    return n
+  end
   for _ = 1, 50 do
     groups = page:discover()
-    if #groups > 3 then break end
+    if devtools_groups() > 3 then break end
     require("devtools_tools.core").sleep(0.1)
   end
+  -- Both kinds: devtoolstooldiscovery groups, and WebMCP tools (listed when
+  -- the browser runs with WebMCP on: dt.launch{webmcp = true})
   local rows = {}
   for _, g in ipairs(groups) do
     local names = {}
     for _, t in ipairs(g.tools) do names[#names + 1] = t.name end
-    rows[#rows + 1] = { g.name, g.frame.origin, table.concat(names, ", ") }
+    rows[#rows + 1] = { g.kind, g.name, g.frame.origin, table.concat(names, ", ") }
   end
-  log(report.format({ "group", "frame origin", "tools" }, rows))
+  log(report.format({ "kind", "group", "frame origin", "tools" }, rows))
 
   -- 1. Cache statistics around one action: reassigning a lead.
   step(log, 2, total, "cache statistics around reassigning a lead")
@@ -59,8 +89,19 @@ function M.run(page, opts)
     if r.id ~= lead.repId then rep = r break end
   end
   local before = page:call("getCacheStatistics")
-  page:call("reassignLead", { leadId = lead.id, repId = rep.id })
+  -- page:observe brackets the action: the requests that went out during it
+  local seen = page:observe(function()
+    page:call("reassignLead", { leadId = lead.id, repId = rep.id })
+  end)
   local after = page:call("getCacheStatistics")
+  local req_rows, gets, writes = {}, {}, {}
+  for _, r in ipairs(seen.requests) do
+    local path = r.url:match("^https?://[^/]+(/.*)$") or r.url
+    req_rows[#req_rows + 1] = { r.method, path, r.status or r.failed or "?", r.sizes.body,
+      r.timing.duration and ("%.1f ms"):format(r.timing.duration * 1000) or "" }
+    if r.method == "GET" then gets[#gets + 1] = path else writes[#writes + 1] = r.method .. " " .. path end
+  end
+  log(report.format({ "method", "request during the reassignment", "status", "bytes", "time" }, req_rows))
   local per_key = {}
   for _, k in ipairs(before.keys) do per_key[k.key] = k end
   local key_rows, refetched = {}, 0
@@ -76,9 +117,12 @@ function M.run(page, opts)
     findings[#findings + 1] = { bug = "cache-invalidate-all", line = ((
       "reassigning lead %d to %s refetched %d cache keys (misses %d -> %d, entries %d -> %d, "
       .. "last invalidation scope %q dropped %d entries) where 1 was needed: "
+      .. "%d requests went out (%s, then %d GETs: %s): "
       .. "reassignLead throws the whole cache away instead of updating one entry"):format(
       lead.id, rep.name, refetched, before.misses, after.misses, before.entries, after.entries,
-      tostring(inv and inv.scope), inv and inv.entriesDropped or 0)) }
+      tostring(inv and inv.scope), inv and inv.entriesDropped or 0,
+      #seen.requests, table.concat(writes, ", "), #gets, table.concat(gets, ", "))),
+      requests = seen.requests }
   end
 
   -- 2. State at cart.items: what the cart holds and what the badge says.
@@ -157,12 +201,16 @@ function M.run(page, opts)
   return findings
 end
 
+-- Run by `devtools-tools run examples/workflow.lua URL`: the page is given.
 -- Run as a script: launch Chromium, open the URL, run the workflow.
-if ... ~= "workflow" then
+if ... ~= "workflow" and rawget(_G, "page") and rawget(_G, "browser") then
+  M.run(rawget(_G, "page"))
+elseif ... ~= "workflow" then
   local url = arg and arg[1] or error("usage: lua5.4 examples/workflow.lua URL", 0)
-  local browser <close> = dt.launch()
-  local page = browser:new_page(url)
-  M.run(page)
+  local browser = dt.launch({ webmcp = true })  -- Lua 5.4: local browser <close> = ...
+  local ok, err = pcall(function() M.run(browser:new_page(url)) end)
+  browser:close()
+  if not ok then io.stderr:write(tostring(err), "\n") os.exit(1) end
 end
 
 return M

@@ -22,57 +22,28 @@ external_dependencies = {
   PCRE2 = { header = "pcre2.h", library = "pcre2-8" },
   OPENSSL = { header = "openssl/ssl.h", library = "ssl" },
 }
+-- Built by the Makefile, not the builtin backend: the builtin backend leaves
+-- its objects and core.so in the source tree, and cannot install the command
+-- line's man page. `make rock-install` builds in a temporary directory and
+-- installs the modules (core.so and every lua/devtools_tools/*.lua), the
+-- command line bin/devtools-tools and its man page.
 build = {
-  type = "builtin",
-  modules = {
-    ["devtools_tools.core"] = {
-      sources = {
-        "src/buf.c", "src/cdp_decode.c", "src/class.c", "src/clock.c", "src/codes.c",
-        "src/core.c", "src/fs.c", "src/http.c", "src/json.c", "src/net.c", "src/pipe.c",
-        "src/poll.c", "src/process.c", "src/regex.c", "src/ring.c", "src/transport.c",
-        "src/tls.c", "src/ws.c",
-      },
-      libraries = { "websockets", "ssl", "crypto", "pcre2-8", "m" },
-      incdirs = { "$(LIBWEBSOCKETS_INCDIR)", "$(PCRE2_INCDIR)", "$(OPENSSL_INCDIR)" },
-      libdirs = { "$(LIBWEBSOCKETS_LIBDIR)", "$(PCRE2_LIBDIR)", "$(OPENSSL_LIBDIR)" },
-    },
-    ["devtools_tools"] = "lua/devtools_tools/init.lua",
-    ["devtools_tools.errors"] = "lua/devtools_tools/errors.lua",
-    ["devtools_tools.json"] = "lua/devtools_tools/json.lua",
-    ["devtools_tools.cdp"] = "lua/devtools_tools/cdp.lua",
-    ["devtools_tools.loop"] = "lua/devtools_tools/loop.lua",
-    ["devtools_tools.task"] = "lua/devtools_tools/task.lua",
-    ["devtools_tools.browser"] = "lua/devtools_tools/browser.lua",
-    ["devtools_tools.webdriver"] = "lua/devtools_tools/webdriver.lua",
-    ["devtools_tools.page"] = "lua/devtools_tools/page.lua",
-    ["devtools_tools.discovery"] = "lua/devtools_tools/discovery.lua",
-    ["devtools_tools.options"] = "lua/devtools_tools/options.lua",
-    ["devtools_tools.remote"] = "lua/devtools_tools/remote.lua",
-    ["devtools_tools.element"] = "lua/devtools_tools/element.lua",
-    ["devtools_tools.tools"] = "lua/devtools_tools/tools.lua",
-    ["devtools_tools.marshal"] = "lua/devtools_tools/marshal.lua",
-    ["devtools_tools.calls"] = "lua/devtools_tools/calls.lua",
-    ["devtools_tools.pagejs"] = "lua/devtools_tools/pagejs.lua",
-    ["devtools_tools.schema"] = "lua/devtools_tools/schema.lua",
-    ["devtools_tools.schema.values"] = "lua/devtools_tools/schema/values.lua",
-    ["devtools_tools.schema.uri"] = "lua/devtools_tools/schema/uri.lua",
-    ["devtools_tools.schema.meta"] = "lua/devtools_tools/schema/meta.lua",
-    ["devtools_tools.schema.context"] = "lua/devtools_tools/schema/context.lua",
-    ["devtools_tools.schema.compile"] = "lua/devtools_tools/schema/compile.lua",
-    ["devtools_tools.schema.keywords"] = "lua/devtools_tools/schema/keywords.lua",
-    ["devtools_tools.schema.check"] = "lua/devtools_tools/schema/check.lua",
-    ["devtools_tools.schema.generate"] = "lua/devtools_tools/schema/generate.lua",
-    ["devtools_tools.formats"] = "lua/devtools_tools/formats.lua",
-  },
-  -- The page-side JavaScript goes next to the modules (devtools_tools/js/),
-  -- where devtools_tools.pagejs reads it.
-  install = {
-    lua = {
-      ["devtools_tools.js.runtime"] = "lua/devtools_tools/js/runtime.js",
-      ["devtools_tools.js.discover"] = "lua/devtools_tools/js/discover.js",
-      ["devtools_tools.js.call"] = "lua/devtools_tools/js/call.js",
-      ["devtools_tools.js.batch"] = "lua/devtools_tools/js/batch.js",
-      ["devtools_tools.js.take"] = "lua/devtools_tools/js/take.js",
-    },
+  type = "make",
+  build_pass = false,
+  install_target = "rock-install",
+  install_variables = {
+    LUA = "$(LUA)",
+    LUA_INCDIR = "$(LUA_INCDIR)",
+    CFLAGS = "$(CFLAGS)",
+    LIBFLAG = "$(LIBFLAG)",
+    INST_LIBDIR = "$(LIBDIR)",
+    INST_LUADIR = "$(LUADIR)",
+    INST_BINDIR = "$(BINDIR)",
+    INST_PREFIX = "$(PREFIX)",
+    LWS_INCDIR = "$(LIBWEBSOCKETS_INCDIR)",
+    LWS_LIBDIR = "$(LIBWEBSOCKETS_LIBDIR)",
+    PCRE_LIBDIR = "$(PCRE2_LIBDIR)",
+    SSL_INCDIR = "$(OPENSSL_INCDIR)",
+    SSL_LIBDIR = "$(OPENSSL_LIBDIR)",
   },
 }

@@ -130,7 +130,9 @@ describe("sample app backend", function()
 			local files = {
 				{ "/", "text/html; charset=utf-8", "<script src=\"/app.js\">" },
 				{ "/index.html", "text/html; charset=utf-8", "id=\"cart-badge\"" },
-				{ "/app.js", "text/javascript; charset=utf-8", "devtoolstooldiscovery" },
+				{ "/index.html", "text/html; charset=utf-8", "<script src=\"/tools.js\">" },
+				{ "/app.js", "text/javascript; charset=utf-8", "window.app = {" },
+				{ "/tools.js", "text/javascript; charset=utf-8", "devtoolstooldiscovery" },
 				{ "/style.css", "text/css; charset=utf-8", ".badge" },
 				{ "/widget.html", "text/html; charset=utf-8", "/widget.js" },
 				{ "/widget.js", "text/javascript; charset=utf-8", "support-widget" },

@@ -19,8 +19,9 @@ local ADD = { index = 0, name = "g", tools = { { name = "add", description = "ad
 describe("page (fake transport)", function()
   it("attaches with every set-up command written before the first reply is read", function()
     local page, fake = open()
-    assert.same({ "Page.enable", "Page.setLifecycleEventsEnabled", "Runtime.enable",
-      "Target.setAutoAttach", "Page.getFrameTree" }, fake:methods("S1"))
+    assert.same({ "Network.enable", "Log.enable", "WebMCP.enable", "Page.enable",
+      "Page.setLifecycleEventsEnabled", "Runtime.enable", "Target.setAutoAttach",
+      "Page.getFrameTree" }, fake:methods("S1"))
     assert.equal("F1", page.main_frame)
     assert.equal("http://127.0.0.1/app", page.url)
     assert.equal("Page(http://127.0.0.1/app)", tostring(page))
@@ -139,12 +140,12 @@ describe("page (fake transport)", function()
     local page, fake = open()
     F.with_tools(fake, { ADD })
     page:discover()
-    local n = fake:count("Runtime.callFunctionOn")
+    local n = fake:count_calls()
     assert.equal("invalid_params", H.error_of(page.call, page, "add", { a = "x" }).code)
     assert.equal("bad_argument", H.error_of(page.call, page, "add", { 1, 2 }).code)
-    assert.equal(n, fake:count("Runtime.callFunctionOn"))
+    assert.equal(n, fake:count_calls())
     page:call("add", { a = 1 })
-    assert.equal(n + 1, fake:count("Runtime.callFunctionOn"))
+    assert.equal(n + 1, fake:count_calls())
   end)
 
   it("sends the arguments schema.shape gives (when the schema module has it), not changing the caller's table", function()
@@ -170,8 +171,9 @@ describe("page (fake transport)", function()
     assert.equal(page:tool("list")._validator, seen[1])
     assert.equal(args, seen[2])
     local sent = fake.sent[#fake.sent]
-    assert.equal("Runtime.callFunctionOn", sent.method)
-    assert.equal(dt.array_mt, getmetatable(sent.params.arguments[1].value[4].items))
+    assert.is_table(sent.call)                     -- a tool call, as an expression
+    assert.equal("list", sent.call[3])
+    assert.equal(dt.array_mt, getmetatable(sent.call[4].items))   -- written as []
     assert.is_nil(getmetatable(args.items))
   end)
 

@@ -78,6 +78,9 @@ describe("sample app workflows", function()
     for _, f in ipairs(findings) do by[f.bug] = f.line end
     assert.matches("refetched 8 cache keys %(misses 9 %-> 17", by["cache-invalidate-all"])
     assert.matches("throws the whole cache away", by["cache-invalidate-all"], 1, true)
+    -- counted from page:observe around the reassignment
+    assert.matches("9 requests went out (POST /api/leads/101/assign, then 8 GETs: /api/reps, /api/leads?stage=new,",
+      by["cache-invalidate-all"], 1, true)
     assert.equal("cart: 2 lines holding 3 units, badge shows 2: the badge counts line items, not quantities",
       by["badge-counts-lines"])
     assert.matches("subtotal 61.49 + tax 4.92 + shipping 5.99 = 72.40 as the UI showed it, stored total 72.88",
@@ -93,6 +96,10 @@ describe("the demo", function()
     assert.equal(0, rc, out)
     assert.matches("[1/4] discovering", out, 1, true)
     assert.matches("support-widget", out, 1, true)
+    -- both kinds of tools listed: the app's WebMCP tool beside its groups
+    assert.matches("devtools%s+app%-debug", out)
+    assert.matches("webmcp%s+webmcp%s+http://127%.0%.0%.1:%d+%s+searchProducts", out)
+    assert.matches("POST    /api/leads/101/assign", out, 1, true)
     assert.matches("== diagnosis", out, 1, true)
     assert.matches("throws the whole cache away", out, 1, true)
     assert.matches("the badge counts line items, not quantities", out, 1, true)

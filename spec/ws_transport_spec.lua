@@ -147,11 +147,21 @@ describe("websocket transport", function()
     t = connect()
     assert.is_false(t:pending())
     assert.is_true(t:send('{"cmd":"burst","count":3}', core.now() + 5))
-    core.sleep(0.3)   -- all three wait in the socket: one read takes them
+    -- Serve the socket (flush(0) reads what came, never waits) each time it
+    -- is readable, until a complete message is buffered.
+    local function until_pending()
+      local deadline = core.now() + 5
+      while not t:pending() and core.now() < deadline do
+        core.poll({ t:fd() }, { "r" }, deadline - core.now())
+        t:flush(0)
+      end
+      return t:pending()
+    end
+    assert.is_true(until_pending())
     assert.are.equal("1", t:recv(core.now() + 5))
-    assert.is_true(t:pending())
+    assert.is_true(until_pending())
     assert.are.equal("2", t:recv(core.now() + 5))
-    assert.is_true(t:pending())
+    assert.is_true(until_pending())
     assert.are.equal("3", t:recv(core.now() + 5))
     assert.is_false(t:pending())
   end)
@@ -374,8 +384,13 @@ describe("websocket transport", function()
     t = connect()
     assert.is_true(t:send("first", core.now() + 5))
     assert.is_true(t:send('{"cmd":"close"}', core.now() + 5))
-    -- let both the echo and the close arrive before reading
-    core.sleep(0.2)
+    -- serve the socket until the close has arrived, without taking "first"
+    local deadline = core.now() + 5
+    while t:state() == "open" and core.now() < deadline do
+      core.poll({ t:fd() }, { "r" }, deadline - core.now())
+      t:flush(0)
+    end
+    assert.are_not.equal("open", (t:state()))
     assert.are.equal("first", t:recv(core.now() + 5))
     local ok, _, code = t:recv(core.now() + 5)
     assert.is_nil(ok)

@@ -72,6 +72,17 @@ int dt_http_parse_status(const char *p, size_t n)
 	return digits == 3 ? status : -1;
 }
 
+/* Does the header value hold token, in any case? (Transfer codings are
+ * case-insensitive: "Chunked" is chunked.) */
+static int has_token_ci(const char *val, const char *token)
+{
+	size_t n = strlen(token);
+	for (; *val != '\0'; val++)
+		if (strncasecmp(val, token, n) == 0)
+			return 1;
+	return 0;
+}
+
 /* Walks a chunked body p[0..n) (NUL-terminated). With decode, moves the
  * payload to the front and sets *out to its length. Returns 1 when the body
  * is complete, 0 when more is needed, -1 when it is malformed, -2 when the
@@ -281,7 +292,7 @@ static int parse_head(http_req *h, size_t from)
 	if (h->status < 100)
 		return get_fail(h, DT_ECONNECT, "the answer is not HTTP");
 	if (dt_http_find_header(h->in.data, h->head, "Transfer-Encoding", val, sizeof val)
-	    && strstr(val, "chunked") != NULL) {
+	    && has_token_ci(val, "chunked")) {
 		h->chunked = 1;
 	} else if (dt_http_find_header(h->in.data, h->head, "Content-Length", val, sizeof val)) {
 		unsigned long long cl = strtoull(val, NULL, 10);

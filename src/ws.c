@@ -497,6 +497,12 @@ static int ws_flush(dt_transport *t, double deadline)
 		reset_output(w);
 		return fail_gone(w);
 	}
+	/* Take what has come in too (never waiting): flush serves both
+	 * directions, as recv does, so a loop that calls it when the socket is
+	 * readable or writable keeps the connection moving. */
+	lws_service(w->ctx, -1);
+	if (w->state == WS_GONE && !output_pending(w))
+		return DT_OK;                   /* recv reports the end */
 	rc = serve_until(w, deadline, send_done);
 	if (w->state == WS_GONE) {
 		reset_output(w);

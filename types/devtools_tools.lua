@@ -44,6 +44,8 @@
 ---@field args? string[] extra command-line flags
 ---@field user_data_dir? string default: a fresh temporary profile, removed on close
 ---@field timeout? number default deadline of every call, seconds (30)
+---@field webmcp? boolean turn Chromium's WebMCP on (--enable-features=WebMCP)
+---@field history? devtools_tools.History
 
 ---@class devtools_tools.ConnectOpts
 ---@field allow_remote? boolean accept a non-loopback host
@@ -51,13 +53,64 @@
 ---@field headers? table<string, string> sent on /json/version and the websocket handshake
 ---@field ca_file? string PEM file of the CA that signed the server's certificate
 ---@field insecure? boolean accept any certificate (no chain or name check)
+---@field history? devtools_tools.History
+
+---How many console messages and requests each page keeps (1000 of each).
+---@class devtools_tools.History
+---@field console? integer
+---@field requests? integer
+
+---@class devtools_tools.Location
+---@field url? string
+---@field line? integer 0-based
+---@field column? integer 0-based
+---@field function? string
+
+---A console message, an uncaught exception or a browser log entry.
+---@class devtools_tools.ConsoleMessage
+---@field seq integer position, for opts.since
+---@field level "debug"|"info"|"warning"|"error"
+---@field type string console method, "exception", "entry" (browser log) or "listener_error"
+---@field source? string
+---@field text string
+---@field args any[] the arguments as JSON values
+---@field location? devtools_tools.Location
+---@field frame? string frame id
+---@field exception? {message: string, stack?: string}
+
+---A network request of the page.
+---@class devtools_tools.Request
+---@field seq integer position, for opts.since
+---@field id string CDP request id
+---@field method string
+---@field url string
+---@field type? string resource type (Document, Fetch, Script, ...)
+---@field status? integer
+---@field status_text? string
+---@field mime_type? string
+---@field failed? string the browser's reason, e.g. net::ERR_CONNECTION_REFUSED
+---@field frame? string frame id
+---@field initiator {type?: string, url?: string, line?: integer}
+---@field timing {start?: number, response?: number, finished?: number, duration?: number} seconds
+---@field sizes {transferred: integer, body: integer} bytes
+---@field done boolean
+
+---@class devtools_tools.Observed
+---@field requests devtools_tools.Request[]
+---@field console devtools_tools.ConsoleMessage[]
+---@field since integer
+
+---@class devtools_tools.ScreenshotOpts
+---@field path? string also write the PNG there
+---@field full_page? boolean the whole document, not the viewport
+---@field element? string|devtools_tools.Element a CSS selector or an Element
+---@field timeout? number
 
 ---@class devtools_tools.WebDriverInfo
 ---@field url string the WebDriver endpoint
 ---@field session_id string
 ---@field capabilities table what the endpoint answered
 ---@field cdp string the CDP endpoint attached to
-
 
 ---@class devtools_tools.CallManyOpts: devtools_tools.CallOpts
 ---@field errors? "raise"|"return" "return": failed entries hold their devtools_tools.Error
@@ -104,6 +157,12 @@ function Browser:new_page(url, opts) end
 function Browser:attach(target_id, opts) end
 ---A launched browser exits (its temporary profile removed); a connected one is disconnected. Idempotent.
 function Browser:close() end
+---A raw CDP command on the browser target; a CDP error is a protocol_error.
+---@param method string
+---@param params? table
+---@param opts? devtools_tools.CallOpts
+---@return table
+function Browser:cdp(method, params, opts) end
 
 ---One page target.
 ---@class devtools_tools.Page
@@ -149,10 +208,50 @@ function Page:call(name, args, opts) end
 function Page:call_many(list, opts) end
 ---@param opts? devtools_tools.CallOpts
 function Page:close(opts) end
+---@param opts? {since?: integer|table, level?: string|string[], timeout?: number}
+---@return devtools_tools.ConsoleMessage[]
+function Page:console_messages(opts) end
+---@param opts? {since?: integer|table, url?: string|fun(url: string): boolean}
+---@return devtools_tools.Request[]
+function Page:network_requests(opts) end
+---The body of a finished request (waits for it to finish).
+---@param request devtools_tools.Request
+---@param opts? devtools_tools.CallOpts
+---@return string body
+---@return string|nil mime_type
+function Page:response_body(request, opts) end
+---A position in the page's records: what comes after has a greater seq.
+---@return integer
+function Page:mark() end
+---Runs fn; returns what happened during it, then fn's results.
+---@param fn function
+---@param opts? {timeout?: number, settle?: number}
+---@return devtools_tools.Observed
+---@return any ...
+function Page:observe(fn, opts) end
+---@param event "console"|"request"|"response"|"navigated"|"crashed"
+---@param fn function must not wait
+---@return fun(): boolean remove
+function Page:on(event, fn) end
+---@param event string a CDP event, e.g. "Network.requestWillBeSent"
+---@param fn fun(params: table, session_id: string)
+---@return fun(): boolean remove
+function Page:on_cdp(event, fn) end
+---A raw CDP command on the page's session; a CDP error is a protocol_error.
+---@param method string
+---@param params? table
+---@param opts? devtools_tools.CallOpts
+---@return table
+function Page:cdp(method, params, opts) end
+---A PNG of the viewport, the whole page or one element.
+---@param opts? devtools_tools.ScreenshotOpts
+---@return string png
+function Page:screenshot(opts) end
 
 ---The tools one listener registered in one frame.
 ---@class devtools_tools.ToolGroup
 ---@field name string
+---@field kind "devtools"|"webmcp"
 ---@field description? string
 ---@field tools devtools_tools.Tool[]
 ---@field frame devtools_tools.Frame
@@ -167,6 +266,9 @@ function ToolGroup:tool(name) end
 ---@field description string
 ---@field input_schema table JSON Schema draft-07
 ---@field group devtools_tools.ToolGroup
+---@field kind "devtools"|"webmcp"
+---@field annotations? table WebMCP annotations (readOnly, ...)
+---@field backend_node_id? integer a declarative WebMCP form's node
 ---@overload fun(args?: table, opts?: devtools_tools.CallOpts): any
 local Tool = {}
 ---@param args? table

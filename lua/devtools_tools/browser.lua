@@ -16,6 +16,7 @@ local cdp = require "devtools_tools.cdp"
 local options = require "devtools_tools.options"
 local tasks = require "devtools_tools.task"
 local Page = require "devtools_tools.page"
+local observe = require "devtools_tools.observe"
 
 local raise = errors.raise
 local now = core.now
@@ -98,7 +99,31 @@ local function tail(s, n)
 end
 
 local launch_opts = { executable = true, headless = true, args = true,
-  user_data_dir = true, timeout = true }
+  user_data_dir = true, timeout = true, webmcp = true, history = true }
+
+-- issue 14: {console = n, requests = n}, how many of each a page keeps
+local function check_history(h, fname)
+  if h == nil then return nil end
+  if type(h) ~= "table" then raise("bad_argument", fname .. ": history must be a table") end
+  for k, v in pairs(h) do
+    if (k ~= "console" and k ~= "requests") or type(v) ~= "number" or v < 0 or v % 1 ~= 0 then
+      raise("bad_argument", fname .. ": history takes console = n and requests = n (whole numbers)")
+    end
+  end
+  return h
+end
+
+-- issue 14: webmcp = true turns Chromium's WebMCP feature on, merged into
+-- an --enable-features flag the caller passed (Chromium reads only one).
+local function add_feature(argv, feature)
+  for i, a in ipairs(argv) do
+    if a:find("^%-%-enable%-features=") then
+      argv[i] = a .. "," .. feature
+      return
+    end
+  end
+  argv[#argv + 1] = "--enable-features=" .. feature
+end
 
 -- launch(opts?) -> Browser
 function M.launch(opts)
@@ -127,6 +152,8 @@ function M.launch(opts)
     if type(a) ~= "string" then raise("bad_argument", "launch: args must be strings") end
     argv[#argv + 1] = a
   end
+  if opts.webmcp then add_feature(argv, "WebMCP") end
+  local history = check_history(opts.history, "launch")
   argv[#argv + 1] = "about:blank"
 
   -- Chromium's crash handler keeps its database under $XDG_CONFIG_HOME, not
@@ -165,7 +192,7 @@ function M.launch(opts)
   end
   return new_browser(conn, {
     process = proc, executable = exe, user_data_dir = dir,
-    timeout = timeout, launched = true, _version = version,
+    timeout = timeout, launched = true, _version = version, history = history,
   })
 end
 
@@ -188,7 +215,7 @@ local function parse_url(url)
   return scheme:lower(), host:lower(), port, path
 end
 
-local connect_opts = { allow_remote = true, timeout = true, headers = true,
+local connect_opts = { allow_remote = true, timeout = true, history = true, headers = true,
   ca_file = true, insecure = true }
 
 local default_port = { http = 80, ws = 80, https = 443, wss = 443 }
@@ -256,6 +283,7 @@ end
 -- handshake), ca_file (a private CA, PEM), insecure (no certificate check).
 function M.connect(url, opts)
   opts = check_opts(opts, connect_opts, "connect")
+  local history = check_history(opts.history, "connect")
   if type(url) ~= "string" then
     raise("bad_argument", "connect: url must be a string, got " .. type(url))
   end
@@ -332,7 +360,7 @@ function M.connect(url, opts)
       "connect: " .. url .. ": " .. message)
   end
   return new_browser(conn, { timeout = timeout, launched = false, url = url,
-    _version = version })
+    _version = version, history = history })
 end
 
 -- ---- Browser ------------------------------------------------------------------
@@ -349,6 +377,9 @@ function Browser:_on_event(method, params)
     if page then page:_detached() end
   end
 end
+
+-- cdp(method, params?, opts?) -> result, on the browser target (issue 14)
+Browser.cdp = observe.browser_cdp
 
 -- version() -> {product, protocolVersion, revision, userAgent, jsVersion}
 function Browser:version(opts)

@@ -18,6 +18,9 @@ local raise = errors.raise
 local now = core.now
 local array_mt = core.array_mt
 local json_decode = core.json_decode
+local json_encode = require("devtools_tools.json").encode
+local sfind = string.find
+local next = next
 local type, tostring, tonumber, ipairs, setmetatable, getmetatable, error =
       type, tostring, tonumber, ipairs, setmetatable, getmetatable, error
 
@@ -103,7 +106,22 @@ end
 -- Sends one prepared call; returns after writing.
 local function send_call(c, deadline)
   local tool = c.tool
-  local arguments = { { value = setmetatable({ tool._gi, tool._ti, tool.name, c.args }, array_mt) } }
+  -- A key "__proto__" is data: an object literal (and Chromium's reading of
+  -- callFunctionOn arguments) would take it as the prototype, so such
+  -- arguments travel as JSON text, which the page reads with JSON.parse.
+  local argtext = json_encode(c.args)
+  local proto = sfind(argtext, '"__proto__"', 1, true) ~= nil
+  if not c.els then
+    -- An expression with the arguments as literals (js/call_expr.js).
+    c.id = tool._page.conn:send("Runtime.evaluate", { expression = pagejs.CALL_EXPR_HEAD
+      .. tool._gi .. "," .. tool._ti .. "," .. json_encode(tool.name) .. ","
+      .. (proto and ("JSON.parse(" .. json_encode(argtext) .. ")") or argtext) .. ")",
+      contextId = tool._context, awaitPromise = true, returnByValue = true },
+      tool._session, deadline, true)
+    return
+  end
+  local arguments = { { value = setmetatable({ tool._gi, tool._ti, tool.name,
+    proto and argtext or c.args }, array_mt) } }
   if c.els then
     for _, o in ipairs(resolve_elements({ c }, deadline)) do arguments[#arguments + 1] = o end
   end
@@ -124,12 +142,24 @@ local function batch_limit_ms(deadline)
 end
 
 -- Sends the calls of one batch (one session and context) as one request.
+-- Does v hold a key "__proto__" at any depth? (See send_call.)
+local function has_proto_key(v, depth)
+  if depth > 64 then return true end        -- unusual enough: take the safe way
+  for k, x in next, v do
+    if k == "__proto__" then return true end
+    if type(x) == "table" and has_proto_key(x, depth + 1) then return true end
+  end
+  return false
+end
+
 local function send_batch(b, deadline)
   local specs = setmetatable({}, array_mt)
   local objs = resolve_elements(b.calls, deadline)
   for i, c in ipairs(b.calls) do
     local tool = c.tool
-    specs[i] = setmetatable({ tool._gi, tool._ti, tool.name, c.args, c.el_first,
+    local args = c.args
+    if has_proto_key(args, 0) then args = json_encode(args) end
+    specs[i] = setmetatable({ tool._gi, tool._ti, tool.name, args, c.el_first,
       c.els and #c.els or 0 }, array_mt)
   end
   local arguments = { { value = specs }, { value = batch_limit_ms(deadline) } }
@@ -254,6 +284,7 @@ end
 
 -- call_tool(tool, args, deadline) -> value
 function M.call_tool(tool, args, deadline)
+  if tool._call then return tool._call(tool, args, deadline) end   -- issue 14: a WebMCP tool
   local c = prepare(tool, args, "tool " .. tostring(tool.name), deadline)
   send_call(c, deadline)
   return open_envelope(c, await_reply(tool, c.id, deadline, c.els ~= nil), deadline)
@@ -278,12 +309,16 @@ function M.call_many(entries, deadline, keep)
     local ok, c
     if entry.err then
       ok, c = false, entry.err
+    elseif entry.tool._call then
+      -- issue 14: a WebMCP tool is called on its own, in list order
+      local ok1, v = errors.catch(entry.tool._call, entry.tool, entry.args, deadline)
+      if ok1 then results[i] = v; ok, c = true, nil else ok, c = false, v end
     else
       ok, c = try(prepare, entry.tool, entry.args, "call_many entry " .. i, deadline)
     end
     if not ok then
       fail(i, c)
-    else
+    elseif c then
       c.index = i
       local key = c.tool._session .. "\0" .. c.tool._context
       local b = by_doc[key]

@@ -208,20 +208,23 @@ local function wait_blocking(self, pred, deadline)
   return res
 end
 
+-- Past the deadline inside a task: take what has already arrived (at most
+-- LATE_READS messages, without waiting), then answer.
+local function late_reads(self, pred)
+  local late = 0
+  while late < LATE_READS and not self.closed and not pred() and pump(self, 0) do
+    late = late + 1
+  end
+  if next(self.waiters) then wake_waiters(self, true) end
+  return pred()
+end
+
 -- In a task: register, watch the transport on the task's loop, suspend.
 local function wait_in_task(self, task, pred, deadline)
   while true do
     if pred() then return true end
     if self.closed then disconnected(self) end
-    if now() >= deadline then
-      -- What has arrived already still counts (see LATE_READS).
-      local late = 0
-      while late < LATE_READS and not self.closed and not pred() and pump(self, 0) do
-        late = late + 1
-      end
-      if next(self.waiters) then wake_waiters(self, true) end
-      return pred()
-    end
+    if now() >= deadline then return late_reads(self, pred) end
     local w = { task = task, pred = pred, seq = task.seq + 1 }
     self.waiters[w] = true
     rearm(self, task.driver)
@@ -230,7 +233,11 @@ local function wait_in_task(self, task, pred, deadline)
     rearm(self, task.driver)
     if not ok then error(reason, 0) end                -- cancelled
     if type(reason) == "table" then error(reason, 0) end   -- a fault while reading
-    if reason == "timeout" then return pred() end
+    if reason == "timeout" then
+      -- The deadline's timer: what has arrived but was not read yet still
+      -- counts (as past the deadline above).
+      return late_reads(self, pred)
+    end
   end
 end
 
@@ -384,10 +391,32 @@ function Conn:send_nowait(method, params, session)
 end
 
 -- await(id, deadline, method) -> result; raises on error, timeout, loss
+-- The blocking wait for one reply, with nothing else to look after (no task
+-- waits on this connection): the common case of a script, read straight,
+-- without the closures of wait_for. Returns true, or false at the deadline;
+-- raises what pump raises, and disconnected.
+local function await_blocking(self, pending, id, deadline)
+  local late = 0
+  while pending[id] == false do
+    if self.closed then disconnected(self) end
+    if now() >= deadline then
+      late = late + 1
+      if late > LATE_READS then return false end
+    end
+    if not pump(self, deadline) then return pending[id] ~= false end
+  end
+  return true
+end
+
 function Conn:await(id, deadline, method)
   local pending = self.pending
   if pending[id] == false then
-    local ok, got = pcall(self.wait_for, self, function() return pending[id] ~= false end, deadline)
+    local ok, got
+    if next(self.waiters) == nil and current_task() == nil then
+      ok, got = pcall(await_blocking, self, pending, id, deadline)
+    else
+      ok, got = pcall(self.wait_for, self, function() return pending[id] ~= false end, deadline)
+    end
     if not ok or not got then
       -- Timed out, cancelled or disconnected: a late reply will be dropped.
       pending[id] = nil

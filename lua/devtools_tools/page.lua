@@ -16,6 +16,10 @@ local remote = require "devtools_tools.remote"
 local tools = require "devtools_tools.tools"
 local calls = require "devtools_tools.calls"
 local discovery = require "devtools_tools.discovery"
+-- issue 14: console, network, raw CDP, WebMCP tools, screenshots
+local observe = require "devtools_tools.observe"
+local webmcp = require "devtools_tools.webmcp"
+local screenshot = require "devtools_tools.screenshot"
 
 local raise = errors.raise
 local now = core.now
@@ -159,6 +163,11 @@ local function on_event(self, method, params, session)
     h(self, params, session)
     if epoch_events[method] then self.epoch = self.epoch + 1 end
   end
+  -- issue 14: the page's other records, and WebMCP tools (which change
+  -- what a discovery finds, like a new document does)
+  observe.dispatch(self, method, params, session)
+  webmcp.dispatch(self, method, params, session)
+  if method == "WebMCP.toolsAdded" or method == "WebMCP.toolsRemoved" then self.epoch = self.epoch + 1 end
 end
 
 -- ---- attach ---------------------------------------------------------------------
@@ -173,7 +182,7 @@ local function pipelined(conn, session, list, deadline)
 end
 M.pipelined = pipelined
 
-function M.attach(browser, target_id, deadline)
+function M.attach(browser, target_id, deadline, opts)
   local conn = browser.conn
   local r = conn:await(conn:send("Target.attachToTarget", { targetId = target_id, flatten = true },
     nil, deadline), deadline, "Target.attachToTarget")
@@ -186,6 +195,8 @@ function M.attach(browser, target_id, deadline)
     on_event(self, method, params, session)
   end
   conn:listen(self.session, self._listener)
+  -- issue 14: console, network and WebMCP records, enabled with the rest
+  local extra = observe.attach_send(self, deadline, (opts and opts.history) or browser.history)
   local res = pipelined(conn, self.session, {
     { "Page.enable" },
     { "Page.setLifecycleEventsEnabled", { enabled = true } },
@@ -194,6 +205,7 @@ function M.attach(browser, target_id, deadline)
     { "Page.getFrameTree" },
   }, deadline)
   local tree = res[5].frameTree.frame
+  observe.attach_finish(self, extra, deadline)           -- issue 14
   self.main_frame = tree.id
   self.url = tree.url
   if not self.frames[tree.id] then
@@ -392,6 +404,7 @@ end
 -- call never discovers twice.
 local function discover_now(self, deadline)
   local groups, warnings, epoch = discovery.discover(self, deadline)
+  webmcp.add_groups(self, groups, deadline)          -- issue 14: WebMCP groups after the others
   self._tool_cache = { epoch = epoch, groups = groups, warnings = warnings, made_for = deadline }
   return groups, warnings
 end
@@ -528,6 +541,11 @@ function Page:call_many(list, opts)
   end
   return calls.call_many(entries, deadline, keep)
 end
+
+-- issue 14: console_messages, network_requests, response_body, on, on_cdp,
+-- observe, mark, cdp (devtools_tools.observe); screenshot
+for k, f in pairs(observe.methods) do Page[k] = f end
+Page.screenshot = screenshot.screenshot
 
 function Page:__tostring()
   return "Page(" .. tostring(self.url) .. (self.closed and ", closed" or "")

@@ -11,7 +11,7 @@ local errors = require "devtools_tools.errors"
 
 local M = {}
 
-local NAMES = { "runtime", "discover", "call", "batch", "take" }
+local NAMES = { "runtime", "discover", "call", "call_expr", "batch", "take" }
 
 -- The directory this file was loaded from, from its chunk name "@path".
 local function own_dir()
@@ -52,8 +52,22 @@ end
 
 -- M.source[name] -> the text of js/<name>.js; M.path[name] -> where it was read
 M.source, M.path = {}, {}
+-- What is sent of a file: its text less the lines that are only a `//`
+-- comment (they document the file for its readers; every call would carry
+-- them to the page, and Chromium hashes and parses what it is sent). Code
+-- lines are sent as written.
+local function sendable(text)
+  local out = {}
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    if not line:match("^%s*//") then out[#out + 1] = line end
+  end
+  return (table.concat(out, "\n"):gsub("\n+$", ""))
+end
+
 for _, name in ipairs(NAMES) do
-  M.source[name], M.path[name] = read(name)
+  local text
+  text, M.path[name] = read(name)
+  M.source[name] = sendable(text)
 end
 
 -- The functionDeclaration of the discovery call: installs the runtime, then
@@ -61,6 +75,9 @@ end
 M.DISCOVER = "function (maxDepth) {\n  (" .. M.source.runtime .. ")(maxDepth);\n  return ("
   .. M.source.discover .. ")(maxDepth);\n}"
 M.CALL = M.source.call
+-- The head of a one-call expression: the caller appends the arguments as
+-- JSON literals and the closing parenthesis (see js/call_expr.js).
+M.CALL_EXPR_HEAD = "(" .. M.source.call_expr .. ")("
 M.BATCH = M.source.batch
 M.TAKE = M.source.take
 

@@ -6,6 +6,7 @@
 
 local json = require "devtools_tools.json"
 local cdp = require "devtools_tools.cdp"
+local CALL_HEAD = require("devtools_tools.pagejs").CALL_EXPR_HEAD
 
 local F = {}
 
@@ -16,6 +17,12 @@ function F.new(on)
   function t:send(text)
     if self.closed then return nil, "gone", "closed" end
     local msg = json.decode(text)
+    -- A tool call sent as an expression (js/call_expr.js): msg.call holds
+    -- its decoded {groupIndex, toolIndex, name, args}.
+    local expr = msg.method == "Runtime.evaluate" and msg.params and msg.params.expression
+    if type(expr) == "string" and expr:sub(1, #CALL_HEAD) == CALL_HEAD then
+      msg.call = json.decode("[" .. expr:sub(#CALL_HEAD + 1, -2) .. "]")
+    end
     self.sent[#self.sent + 1] = msg
     local fn = self.on[msg.method]
     local r = {}
@@ -55,6 +62,15 @@ function F.new(on)
       if session == nil or m.sessionId == session then out[#out + 1] = m.method end
     end
     return out
+  end
+  -- count_calls() -> tool calls sent, either way (evaluate or callFunctionOn)
+  function t:count_calls()
+    local n = 0
+    for _, m in ipairs(self.sent) do
+      if m.call or (m.method == "Runtime.callFunctionOn"
+          and m.params.functionDeclaration:find("callDevtoolsTool", 1, true)) then n = n + 1 end
+    end
+    return n
   end
   function t:count(method)
     local n = 0
@@ -100,8 +116,12 @@ end
 
 -- Handlers that make F1 answer discovery with `groups`, counting dispatches.
 function F.with_tools(fake, groups, counter)
-  fake.on["Runtime.evaluate"] = function(p)
+  fake.on["Runtime.evaluate"] = function(p, s, m, f)
     if p.expression == "window" then return { result = { type = "object", objectId = "W" .. tostring(p.contextId) } } end
+    if m.call then
+      if fake.on_call then return fake.on_call(p, s, m, f) end
+      return { result = { type = "string", value = '{"n":0,"v":"called"}' } }
+    end
     return { result = { type = "number", value = 1 } }
   end
   fake.on["DOMDebugger.getEventListeners"] = function()

@@ -182,7 +182,7 @@
       let pending = null;
       specs.forEach((s, i) => {
         let r;
-        try { r = rt.call(s[0], s[1], s[2], s[3], els.slice(s[4], s[4] + s[5])); }
+        try { r = rt.call(s[0], s[1], s[2], typeof s[3] === 'string' ? JSON.parse(s[3]) : s[3], els.slice(s[4], s[4] + s[5])); }
         catch (e) { r = failed('tool', e); }
         if (typeof r === 'string') out[i] = r;
         else (pending || (pending = [])).push(r.then((v) => { out[i] = v; }));

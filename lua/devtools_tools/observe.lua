@@ -1,0 +1,583 @@
+-- devtools_tools.observe: what a page did besides its tools. Console
+-- messages (uncaught exceptions and browser log entries included) and
+-- network requests, kept in a bounded ring per page; listeners on those
+-- events (page:on) and on raw CDP events (page:on_cdp); page:observe(fn),
+-- which brackets one action; raw CDP commands (page:cdp, browser:cdp).
+--
+-- What it must never do: wait inside an event handler (handlers only record
+-- and call listeners; whatever needs a reply is fetched by the public call
+-- that asks for it, within that call's deadline), keep more than the ring's
+-- bound (bodies are fetched only on request), let a failing listener break
+-- the connection's reader, or replace the page's own CDP listener (the
+-- page's dispatcher calls dispatch() here).
+
+local core = require "devtools_tools.core"
+local errors = require "devtools_tools.errors"
+local options = require "devtools_tools.options"
+local remote = require "devtools_tools.remote"
+local base64 = require "devtools_tools.base64"
+
+local raise = errors.raise
+local now = core.now
+local null = core.null
+local array_mt = core.array_mt
+local type, tostring, ipairs, pairs, pcall, select, error, next, setmetatable =
+      type, tostring, ipairs, pairs, pcall, select, error, next, setmetatable
+local concat = table.concat
+local unpack = table.unpack or unpack
+
+local M = {}
+
+-- How many console messages and requests a page keeps by default.
+M.DEFAULT_HISTORY = 1000
+
+-- ---- a bounded ring, indexed by absolute position -------------------------
+
+local function ring(cap)
+  return { cap = cap, items = {}, first = 1, last = 0 }
+end
+
+-- push(r, v) -> the item that fell out, if any
+local function push(r, v)
+  r.last = r.last + 1
+  r.items[r.last] = v
+  if r.last - r.first + 1 > r.cap then
+    local old = r.items[r.first]
+    r.items[r.first] = nil
+    r.first = r.first + 1
+    return old
+  end
+end
+
+-- ---- state --------------------------------------------------------------------
+
+local EVENTS = { console = true, request = true, response = true, navigated = true, crashed = true }
+
+-- The domains a page enables beside the library's own: WebMCP is
+-- experimental, and a browser without it answers with an error, which
+-- attach_finish forgives (as it does for the others, on odd targets).
+local ENABLE = { "Network.enable", "Log.enable", "WebMCP.enable" }
+
+-- attach_send(page, deadline, history) -> ids: sets up the page's records
+-- and sends the enables, before the page's own set-up replies are read.
+-- history: {console = n, requests = n}.
+function M.attach_send(page, deadline, history)
+  history = history or {}
+  page._obs = {
+    seq = 0,
+    console = ring(history.console or M.DEFAULT_HISTORY),
+    requests = ring(history.requests or M.DEFAULT_HISTORY),
+    inflight = {},          -- session .. "\0" .. requestId -> record
+    listeners = {},         -- event name -> list of functions
+    cdp_listeners = {},     -- CDP method -> list of functions (a plain table: names are data)
+  }
+  local ids = {}
+  for i, m in ipairs(ENABLE) do ids[i] = page.conn:send(m, nil, page.session, deadline) end
+  return ids
+end
+
+-- attach_finish(page, ids, deadline): awaits the enables' replies.
+function M.attach_finish(page, ids, deadline)
+  local conn = page.conn
+  for i, id in ipairs(ids) do
+    local ok, err = errors.catch(conn.await, conn, id, deadline, ENABLE[i])
+    if not ok and err.code ~= "protocol_error" then error(err, 0) end
+  end
+end
+
+local function next_seq(st)
+  st.seq = st.seq + 1
+  return st.seq
+end
+
+-- Calls the listeners of one event; a failing listener becomes a console
+-- record (so it is seen) and never reaches the connection's reader.
+local function emit(st, list, event, ...)
+  if not list or #list == 0 then return end
+  local copy = { unpack(list) }
+  for _, fn in ipairs(copy) do
+    local ok, err = pcall(fn, ...)
+    if not ok then
+      push(st.console, { seq = next_seq(st), level = "error", type = "listener_error",
+        source = "devtools_tools", text = "a page:on(" .. tostring(event) .. ") listener failed: "
+        .. tostring(err), args = {}, time = now() })
+    end
+  end
+end
+
+-- ---- console ---------------------------------------------------------------------
+
+local LEVEL_OF_TYPE = {
+  debug = "debug", warning = "warning", error = "error", assert = "error",
+}
+local LEVEL_OF_LOG = { verbose = "debug", info = "info", warning = "warning", error = "error" }
+local RANK = { debug = 1, info = 2, warning = 3, error = 4 }
+
+-- A RemoteObject as far as it is known at event time.
+local function arg_now(ro)
+  if ro.objectId == nil or ro.type ~= "object" or ro.subtype == "null" then
+    local v = remote.remote_value(ro)
+    if v == nil and ro.type ~= "undefined" then v = ro.description end
+    return v, false
+  end
+  return ro.description or ro.className or "Object", true
+end
+
+local function text_of(args)
+  local parts = {}
+  for i, ro in ipairs(args) do
+    local v = ro.value
+    if ro.type == "string" then parts[i] = v
+    elseif v ~= nil and type(v) ~= "table" then parts[i] = tostring(v)
+    elseif ro.type == "undefined" then parts[i] = "undefined"
+    else parts[i] = tostring(ro.unserializableValue or ro.description or ro.type) end
+  end
+  return concat(parts, " ")
+end
+
+local function frame_of_context(page, ctx_id, session)
+  if ctx_id == nil then return nil end
+  for fid, c in pairs(page.contexts) do
+    if c.id == ctx_id and (c.session or page.session) == (session or page.session) then return fid end
+  end
+end
+
+local function location_of(stack, url, line, col)
+  local f = stack and stack.callFrames and stack.callFrames[1]
+  if f then
+    return { url = f.url, line = f.lineNumber, column = f.columnNumber, ["function"] = f.functionName }
+  end
+  if url or line then return { url = url, line = line, column = col } end
+end
+
+local function record_console(page, st, rec, session)
+  rec.seq = next_seq(st)
+  rec.time = now()
+  rec.session = session or page.session
+  push(st.console, rec)
+  emit(st, st.listeners.console, "console", rec)
+end
+
+local handlers = {}
+
+handlers["Runtime.consoleAPICalled"] = function(page, st, p, session)
+  local args, objects = setmetatable({}, array_mt), nil
+  for i, ro in ipairs(p.args or {}) do
+    local v, is_obj = arg_now(ro)
+    if v == nil then v = null end          -- undefined: JSON has no such value
+    args[i] = v
+    if is_obj then
+      objects = objects or {}
+      objects[i] = ro.objectId
+    end
+  end
+  record_console(page, st, {
+    level = LEVEL_OF_TYPE[p.type] or "info", type = p.type, source = "console-api",
+    text = text_of(p.args or {}), args = args, _objects = objects,
+    location = location_of(p.stackTrace),
+    frame = frame_of_context(page, p.executionContextId, session),
+  }, session)
+end
+
+handlers["Runtime.exceptionThrown"] = function(page, st, p, session)
+  local ex = p.exceptionDetails or {}
+  local message, details = remote.exception_info(ex)
+  record_console(page, st, {
+    level = "error", type = "exception", source = "exception",
+    text = "Uncaught " .. tostring(details.stack or message), args = setmetatable({}, array_mt),
+    exception = { message = message, stack = details.stack },
+    location = location_of(ex.stackTrace, ex.url, ex.lineNumber, ex.columnNumber),
+    frame = frame_of_context(page, ex.executionContextId, session),
+  }, session)
+end
+
+handlers["Log.entryAdded"] = function(page, st, p, session)
+  local e = p.entry or {}
+  record_console(page, st, {
+    level = LEVEL_OF_LOG[e.level] or "info", type = "entry", source = e.source,
+    text = tostring(e.text), args = setmetatable({}, array_mt),
+    location = location_of(e.stackTrace, e.url, e.lineNumber),
+    request_id = e.networkRequestId,
+  }, session)
+end
+
+-- ---- network ---------------------------------------------------------------------
+
+local function key(session, id) return (session or "") .. "\0" .. tostring(id) end
+
+local function new_request(page, st, p, session)
+  local r = p.request or {}
+  local ini = p.initiator or {}
+  local iframe = ini.stack and ini.stack.callFrames and ini.stack.callFrames[1]
+  local rec = {
+    seq = next_seq(st), id = p.requestId, session = session or page.session,
+    method = r.method, url = r.url, type = p.type, frame = p.frameId,
+    document = p.documentURL, post_data = r.postData, headers = r.headers,
+    initiator = { type = ini.type, url = ini.url or (iframe and iframe.url),
+      line = ini.lineNumber or (iframe and iframe.lineNumber) },
+    timing = { start = p.timestamp, wall = p.wallTime },
+    sizes = { transferred = 0, body = 0 },
+    done = false,
+  }
+  local old = push(st.requests, rec)
+  if old and st.inflight[key(old.session, old.id)] == old then
+    st.inflight[key(old.session, old.id)] = nil
+  end
+  st.inflight[key(rec.session, rec.id)] = rec
+  emit(st, st.listeners.request, "request", rec)
+  return rec
+end
+
+local function set_response(rec, resp, ts)
+  rec.status = resp.status
+  rec.status_text = resp.statusText
+  rec.mime_type = resp.mimeType
+  rec.response_headers = resp.headers
+  rec.protocol = resp.protocol
+  rec.remote_address = resp.remoteIPAddress and (resp.remoteIPAddress .. ":" .. tostring(resp.remotePort))
+  rec.from_cache = resp.fromDiskCache or resp.fromPrefetchCache or resp.fromServiceWorker or nil
+  rec.timing.response = ts
+end
+
+local function finish(st, rec, ts)
+  rec.done = true
+  rec.timing.finished = ts
+  if ts and rec.timing.start then rec.timing.duration = ts - rec.timing.start end
+  st.inflight[key(rec.session, rec.id)] = nil
+  emit(st, st.listeners.response, "response", rec)
+end
+
+handlers["Network.requestWillBeSent"] = function(page, st, p, session)
+  local prev = st.inflight[key(session or page.session, p.requestId)]
+  if prev and p.redirectResponse then
+    -- A redirect keeps the request id: the hop ends here, a new record starts.
+    set_response(prev, p.redirectResponse, p.timestamp)
+    prev.redirected_to = p.request and p.request.url
+    finish(st, prev, p.timestamp)
+  end
+  new_request(page, st, p, session)
+end
+
+handlers["Network.responseReceived"] = function(page, st, p, session)
+  local rec = st.inflight[key(session or page.session, p.requestId)]
+  if rec then
+    set_response(rec, p.response or {}, p.timestamp)
+    if p.type then rec.type = p.type end
+  end
+end
+
+handlers["Network.dataReceived"] = function(page, st, p, session)
+  local rec = st.inflight[key(session or page.session, p.requestId)]
+  if rec then rec.sizes.body = rec.sizes.body + (p.dataLength or 0) end
+end
+
+handlers["Network.loadingFinished"] = function(page, st, p, session)
+  local rec = st.inflight[key(session or page.session, p.requestId)]
+  if rec then
+    rec.sizes.transferred = p.encodedDataLength or rec.sizes.transferred
+    finish(st, rec, p.timestamp)
+  end
+end
+
+handlers["Network.loadingFailed"] = function(page, st, p, session)
+  local rec = st.inflight[key(session or page.session, p.requestId)]
+  if rec then
+    rec.failed = p.errorText or "failed"
+    rec.canceled = p.canceled or nil
+    rec.blocked = p.blockedReason
+    finish(st, rec, p.timestamp)
+  end
+end
+
+-- ---- the dispatcher hook ---------------------------------------------------------
+
+
+-- dispatch(page, method, params, session): called by the page's event
+-- dispatcher after its own handlers, for every event of its sessions.
+function M.dispatch(page, method, params, session)
+  local st = page._obs
+  if not st then return end
+  local h = handlers[method]
+  if h then h(page, st, params or {}, session) end
+  if method == "Page.frameNavigated" then
+    local f = params.frame
+    if f and f.parentId == nil and (session == nil or session == page.session) then
+      emit(st, st.listeners.navigated, "navigated", { url = page.url, frame = f.id })
+    end
+  elseif method == "Inspector.targetCrashed" and (session == nil or session == page.session) then
+    emit(st, st.listeners.crashed, "crashed", { url = page.url })
+  elseif method == "Target.attachedToTarget" and params.targetInfo
+      and params.targetInfo.type == "iframe" then
+    -- An out-of-process iframe: its requests and messages are ours too.
+    for _, m in ipairs(ENABLE) do page.conn:send_nowait(m, nil, params.sessionId) end
+  end
+  local l = st.cdp_listeners[method]
+  if l then emit(st, l, method, params, session) end
+end
+
+-- ---- public methods (installed on Page) ----------------------------------------
+
+local P = {}
+M.methods = P
+
+local function state(page)
+  page:_check_open()
+  return page._obs
+end
+
+local function listen(list_of, name, fn, fname)
+  if type(fn) ~= "function" then
+    raise("bad_argument", fname .. ": expected a function, got " .. type(fn))
+  end
+  local list = list_of[name]
+  if not list then list = {}; list_of[name] = list end
+  list[#list + 1] = fn
+  return function()
+    for i = #list, 1, -1 do
+      if list[i] == fn then table.remove(list, i) return true end
+    end
+    return false
+  end
+end
+
+-- on(event, fn) -> remove(): fn(record) for "console" and "request" (a
+-- request was sent), "response" (it finished or failed), "navigated"
+-- ({url, frame}), "crashed" ({url}). Listeners run inside the connection's
+-- reader and must not wait.
+function P.on(page, event, fn)
+  local st = state(page)
+  if type(event) ~= "string" or not EVENTS[event] then
+    raise("bad_argument", "on: unknown event " .. tostring(event)
+      .. " (console, request, response, navigated, crashed)")
+  end
+  return listen(st.listeners, event, fn, "on")
+end
+
+-- on_cdp(method, fn) -> remove(): fn(params, session_id) for every CDP event
+-- of that name on the page's sessions, beside the library's own handling.
+function P.on_cdp(page, method, fn)
+  local st = state(page)
+  if type(method) ~= "string" or not method:find("^%a+%.%a+$") then
+    raise("bad_argument", "on_cdp: expected an event name such as \"Network.requestWillBeSent\", got "
+      .. tostring(method))
+  end
+  return listen(st.cdp_listeners, method, fn, "on_cdp")
+end
+
+local function cdp_call(conn, session, method, params, opts, fname)
+  if type(method) ~= "string" or not method:find("^%a+%.%a+$") then
+    raise("bad_argument", fname .. ": expected a method such as \"Page.reload\", got " .. tostring(method))
+  end
+  if params ~= nil and type(params) ~= "table" then
+    raise("bad_argument", fname .. ": params must be a table or nil, got " .. type(params))
+  end
+  opts = options.check(opts, options.TIMEOUT, fname)
+  local deadline = conn:deadline(opts)
+  return conn:await(conn:send(method, params, session, deadline), deadline, method)
+end
+
+-- cdp(method, params?, opts?) -> result, on the page's session
+function P.cdp(page, method, params, opts)
+  page:_check_open()
+  return cdp_call(page.conn, page.session, method, params, opts, "cdp")
+end
+
+-- browser_cdp(browser, method, params?, opts?) -> result, on the browser target
+function M.browser_cdp(browser, method, params, opts)
+  if browser.conn.closed then raise("disconnected", "the browser is closed") end
+  return cdp_call(browser.conn, nil, method, params, opts, "browser:cdp")
+end
+
+-- mark() -> a position: records made after it have seq > that number
+function P.mark(page)
+  return state(page).seq
+end
+
+local function since_of(v, fname)
+  if v == nil then return 0 end
+  if type(v) == "table" and type(v.seq) == "number" then return v.seq end
+  if type(v) ~= "number" then
+    raise("bad_argument", fname .. ": since must be a number from page:mark() or a record, got " .. type(v))
+  end
+  return v
+end
+
+local function level_filter(level, fname)
+  if level == nil then return nil end
+  if type(level) == "string" then
+    local r = RANK[level]
+    if not r then raise("bad_argument", fname .. ": unknown level " .. level .. " (debug, info, warning, error)") end
+    return function(rec) return (RANK[rec.level] or 2) >= r end
+  end
+  if type(level) == "table" then
+    local set = {}
+    for _, l in ipairs(level) do
+      if not RANK[l] then raise("bad_argument", fname .. ": unknown level " .. tostring(l)) end
+      set[l] = true
+    end
+    return function(rec) return set[rec.level] == true end
+  end
+  raise("bad_argument", fname .. ": level must be a string or a list of strings")
+end
+
+-- Reads the object arguments of console messages by value, pipelined, in
+-- one deadline. An object that cannot be read (its document is gone, or a
+-- cycle) keeps its description.
+local READ_THIS = "function () { return this; }"
+local function resolve_args(page, list, deadline)
+  local conn, pend = page.conn, {}
+  for _, rec in ipairs(list) do
+    if rec._objects then
+      for i, oid in pairs(rec._objects) do
+        pend[#pend + 1] = { rec = rec, i = i, id = conn:send("Runtime.callFunctionOn", {
+          functionDeclaration = READ_THIS, objectId = oid, returnByValue = true,
+          silent = true }, rec.session, deadline) }
+      end
+    end
+  end
+  for _, p in ipairs(pend) do
+    local ok, r = errors.catch(conn.await, conn, p.id, deadline, "Runtime.callFunctionOn")
+    if ok and r.result and not r.exceptionDetails then
+      local v = remote.remote_value(r.result)
+      if v == nil then v = null end
+      p.rec.args[p.i] = v
+    elseif not ok and r.code ~= "protocol_error" then
+      error(r, 0)
+    end
+    p.rec._objects[p.i] = nil
+  end
+  for _, rec in ipairs(list) do
+    if rec._objects and next(rec._objects) == nil then rec._objects = nil end
+  end
+end
+
+local console_opts = { since = true, level = true, timeout = true }
+
+-- console_messages{since=, level=, timeout=} -> list of records, oldest
+-- first: {seq, level, type, source, text, args (JSON values), location
+-- {url, line, column, function}, frame, exception?, time}
+function P.console_messages(page, opts)
+  opts = options.check(opts, console_opts, "console_messages")
+  local st = state(page)
+  local deadline = page.conn:deadline(opts)
+  page.conn:poll()
+  local since = since_of(opts.since, "console_messages")
+  local keep = level_filter(opts.level, "console_messages")
+  local out = {}
+  local r = st.console
+  for i = r.first, r.last do
+    local rec = r.items[i]
+    if rec and rec.seq > since and (not keep or keep(rec)) then out[#out + 1] = rec end
+  end
+  resolve_args(page, out, deadline)
+  return out
+end
+
+local request_opts = { since = true, url = true, timeout = true }
+
+local function url_filter(url, fname)
+  if url == nil then return nil end
+  if type(url) == "string" then
+    return function(rec) return type(rec.url) == "string" and rec.url:find(url, 1, true) ~= nil end
+  end
+  if type(url) == "function" then return function(rec) return url(rec.url) and true or false end end
+  raise("bad_argument", fname .. ": url must be a string (matched as plain text) or a function")
+end
+
+-- network_requests{since=, url=} -> list of records, oldest first: {seq,
+-- id, method, url, type, status, status_text, mime_type, failed?, frame,
+-- initiator {type, url, line}, timing {start, response, finished,
+-- duration} (seconds), sizes {transferred, body} (bytes), done}
+function P.network_requests(page, opts)
+  opts = options.check(opts, request_opts, "network_requests")
+  local st = state(page)
+  page.conn:poll()
+  local since = since_of(opts.since, "network_requests")
+  local keep = url_filter(opts.url, "network_requests")
+  local out = {}
+  local r = st.requests
+  for i = r.first, r.last do
+    local rec = r.items[i]
+    if rec and rec.seq > since and (not keep or keep(rec)) then out[#out + 1] = rec end
+  end
+  return out
+end
+
+-- response_body(request, opts?) -> body (a string), mime type. Asks the
+-- browser, which keeps recent bodies for a while.
+function P.response_body(page, rec, opts)
+  opts = options.check(opts, options.TIMEOUT, "response_body")
+  page:_check_open()
+  if type(rec) ~= "table" or type(rec.id) ~= "string" then
+    raise("bad_argument", "response_body: expected a request record from network_requests")
+  end
+  local conn = page.conn
+  local deadline = conn:deadline(opts)
+  if not rec.done then
+    conn:wait_for(function() return rec.done or page.closed or page.crashed end, deadline)
+    page:_check_open()
+    if not rec.done then raise("timeout", "response_body: " .. tostring(rec.url) .. " is still loading") end
+  end
+  if rec.failed then
+    raise("protocol_error", "response_body: " .. tostring(rec.url) .. " failed: " .. rec.failed)
+  end
+  local ok, r = errors.catch(function()
+    return conn:await(conn:send("Network.getResponseBody", { requestId = rec.id }, rec.session, deadline),
+      deadline, "Network.getResponseBody")
+  end)
+  if not ok then
+    if r.code == "protocol_error" then
+      r.message = "response_body: " .. tostring(rec.url) .. ": " .. r.message
+        .. " (the browser keeps bodies only for a while, and none for redirects)"
+    end
+    error(r, 0)
+  end
+  local body = r.body or ""
+  if r.base64Encoded then body = base64.decode(body) end
+  return body, rec.mime_type
+end
+
+local observe_opts = { timeout = true, settle = true }
+
+-- observe(fn, opts?) -> {requests, console}, fn's results...: runs fn and
+-- returns what happened during it. Requests it started are awaited (within
+-- opts.timeout) so their status and sizes are known; opts.settle (1 s)
+-- bounds the wait for bodies after every response has arrived.
+function P.observe(page, fn, opts)
+  if type(fn) ~= "function" then raise("bad_argument", "observe: expected a function, got " .. type(fn)) end
+  opts = options.check(opts, observe_opts, "observe")
+  if opts.settle ~= nil and (type(opts.settle) ~= "number" or opts.settle < 0) then
+    raise("bad_argument", "observe: settle must be a non-negative number of seconds")
+  end
+  local st = state(page)
+  local conn = page.conn
+  local deadline = conn:deadline(opts)
+  conn:poll()
+  local from = st.seq
+  local res = { n = 0 }
+  local function pack(...) res = { n = select("#", ...), ... } end
+  pack(fn())
+  page:_check_open()
+  -- A round trip on the page's session: what the page did before it
+  -- answers has reached us.
+  conn:await(conn:send("Runtime.evaluate", { expression = "0" }, page.session, deadline), deadline,
+    "Runtime.evaluate")
+  local reqs = P.network_requests(page, { since = from })
+  -- Every request answered (or failed), then finished: a response whose
+  -- body the page never reads may never finish, so that second wait is
+  -- bounded by opts.settle.
+  conn:wait_for(function()
+    for _, r in ipairs(reqs) do if not r.done and not r.status then return false end end
+    return true
+  end, deadline)
+  local settle = now() + (opts.settle or 1)
+  conn:wait_for(function()
+    for _, r in ipairs(reqs) do if not r.done then return false end end
+    return true
+  end, settle < deadline and settle or deadline)
+  local left = deadline - now()
+  local msgs = P.console_messages(page, { since = from, timeout = left > 0 and left or 0 })
+  return { requests = reqs, console = msgs, since = from }, unpack(res, 1, res.n)
+end
+
+return M

@@ -1,0 +1,111 @@
+-- devtools_tools.screenshot: page:screenshot{path=, full_page=, element=},
+-- a PNG of the viewport, of the whole document, or of one element (an
+-- Element a tool returned, or a CSS selector), written to a file or
+-- returned as bytes.
+--
+-- What it must never do: leave the page's viewport changed (the whole
+-- document is captured with captureBeyondViewport, not by resizing), write
+-- a partial file (bytes go to a temporary name, renamed when complete), or
+-- run past the call's one deadline.
+
+local errors = require "devtools_tools.errors"
+local options = require "devtools_tools.options"
+local element = require "devtools_tools.element"
+local base64 = require "devtools_tools.base64"
+local json = require "devtools_tools.json"
+
+local raise = errors.raise
+local type, tostring, math_max, math_min, error = type, tostring, math.max, math.min, error
+
+local M = {}
+
+local shot_opts = { path = true, full_page = true, element = true, timeout = true }
+
+-- The box of a node in CSS pixels of the main frame's viewport.
+local function box_of(quad)
+  local xs = { quad[1], quad[3], quad[5], quad[7] }
+  local ys = { quad[2], quad[4], quad[6], quad[8] }
+  local x0, y0 = math_min(xs[1], xs[2], xs[3], xs[4]), math_min(ys[1], ys[2], ys[3], ys[4])
+  local x1, y1 = math_max(xs[1], xs[2], xs[3], xs[4]), math_max(ys[1], ys[2], ys[3], ys[4])
+  return x0, y0, x1 - x0, y1 - y0
+end
+
+local function call(conn, method, params, session, deadline)
+  return conn:await(conn:send(method, params, session, deadline), deadline, method)
+end
+
+local function element_clip(page, el, deadline, metrics)
+  local conn = page.conn
+  local params
+  if element.is_element(el) then
+    if el._page ~= page then raise("bad_argument", "screenshot: the Element belongs to another page") end
+    if element.stale(el) then raise("stale", "screenshot: the Element belongs to a document that is gone") end
+    local fr = page.frames[el._frame_id]
+    if fr and fr.session and fr.session ~= page.session then
+      raise("bad_argument", "screenshot: the Element lives in an out-of-process iframe; capture the page instead")
+    end
+    params = { backendNodeId = el.backend_node_id }
+  elseif type(el) == "string" then
+    local doc = call(conn, "DOM.getDocument", { depth = 0 }, page.session, deadline)
+    local q = call(conn, "DOM.querySelector", { nodeId = doc.root.nodeId, selector = el }, page.session, deadline)
+    if not q.nodeId or q.nodeId == 0 then
+      raise("bad_argument", "screenshot: no element matches " .. json.encode(el))
+    end
+    params = { nodeId = q.nodeId }
+  else
+    raise("bad_argument", "screenshot: element must be an Element or a CSS selector, got " .. type(el))
+  end
+  local ok, box = errors.catch(call, conn, "DOM.getBoxModel", params, page.session, deadline)
+  if not ok then
+    if box.code == "protocol_error" then
+      raise("bad_argument", "screenshot: the element has no box (not rendered): " .. box.message)
+    end
+    error(box, 0)
+  end
+  local x, y, w, h = box_of(box.model.border)
+  if w <= 0 or h <= 0 then raise("bad_argument", "screenshot: the element has an empty box") end
+  local vv = metrics.cssVisualViewport or {}
+  return { x = x + (vv.pageX or 0), y = y + (vv.pageY or 0), width = w, height = h, scale = 1 }
+end
+
+-- screenshot(page, opts?) -> PNG bytes (also written to opts.path when given)
+function M.screenshot(page, opts)
+  opts = options.check(opts, shot_opts, "screenshot")
+  page:_check_open()
+  if opts.path ~= nil and type(opts.path) ~= "string" then
+    raise("bad_argument", "screenshot: path must be a string")
+  end
+  if opts.full_page and opts.element ~= nil then
+    raise("bad_argument", "screenshot: full_page and element exclude each other")
+  end
+  local conn = page.conn
+  local deadline = conn:deadline(opts)
+  local params = { format = "png" }
+  if opts.full_page or opts.element ~= nil then
+    local m = call(conn, "Page.getLayoutMetrics", nil, page.session, deadline)
+    if opts.full_page then
+      local size = m.cssContentSize or m.contentSize
+      params.clip = { x = 0, y = 0, width = size.width, height = size.height, scale = 1 }
+    else
+      params.clip = element_clip(page, opts.element, deadline, m)
+    end
+    params.captureBeyondViewport = true
+  end
+  local r = call(conn, "Page.captureScreenshot", params, page.session, deadline)
+  local png = base64.decode(r.data or "")
+  if opts.path then
+    local tmp = opts.path .. ".tmp"
+    local f, err = io.open(tmp, "wb")
+    if not f then raise("bad_argument", "screenshot: cannot write " .. opts.path .. ": " .. tostring(err)) end
+    local ok, werr = f:write(png)
+    f:close()
+    if ok then ok, werr = os.rename(tmp, opts.path) end
+    if not ok then
+      os.remove(tmp)
+      raise("bad_argument", "screenshot: cannot write " .. opts.path .. ": " .. tostring(werr))
+    end
+  end
+  return png
+end
+
+return M

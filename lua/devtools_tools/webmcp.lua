@@ -1,0 +1,261 @@
+-- devtools_tools.webmcp: the page's WebMCP tools (document.modelContext,
+-- Chromium's experimental `WebMCP` CDP domain, behind
+-- --enable-features=WebMCP, which dt.launch{webmcp = true} adds) as ToolGroups
+-- of kind "webmcp" beside the devtoolstooldiscovery groups, called through
+-- the same Tool API.
+--
+-- The registry is kept from events (toolsAdded, toolsRemoved, a frame that
+-- navigates or goes away), so discovery reads it without a round trip of
+-- its own (the domain is enabled with the page's other records, in
+-- devtools_tools.observe); a call is WebMCP.invokeTool, answered by a
+-- toolResponded event.
+--
+-- What it must never do: trust the page to validate arguments (Chromium
+-- does not check them against inputSchema: we do, before sending), use a
+-- page-provided name as a key of one of our objects (tools are kept in a
+-- list; lookups compare fields), or wait inside an event handler.
+
+local errors = require "devtools_tools.errors"
+local tools = require "devtools_tools.tools"
+local calls = require "devtools_tools.calls"
+
+local raise = errors.raise
+local type, tostring, ipairs, pairs, error = type, tostring, ipairs, pairs, error
+
+local M = {}
+
+-- The flag that turns the page API on in Chromium.
+M.FEATURE = "WebMCP"
+
+-- How many answers to invocations are kept until their caller reads them.
+local KEEP_ANSWERS = 128
+
+local function state(page)
+  local st = page._webmcp
+  if not st then
+    st = { tools = {}, seq = 0, answers = {}, answer_order = {} }
+    page._webmcp = st
+  end
+  return st
+end
+
+local function drop(st, pred)
+  local kept = {}
+  for _, t in ipairs(st.tools) do
+    if not pred(t) then kept[#kept + 1] = t end
+  end
+  st.tools = kept
+end
+
+local handlers = {}
+
+handlers["WebMCP.toolsAdded"] = function(page, st, p, session)
+  for _, t in ipairs(type(p.tools) == "table" and p.tools or {}) do
+    if type(t) == "table" and type(t.name) == "string" and type(t.frameId) == "string" then
+      drop(st, function(o) return o.frame_id == t.frameId and o.name == t.name end)
+      local fr = page.frames[t.frameId]
+      st.seq = st.seq + 1
+      st.tools[#st.tools + 1] = {
+        name = t.name, description = t.description, input_schema = t.inputSchema,
+        annotations = t.annotations, frame_id = t.frameId, backend_node_id = t.backendNodeId,
+        session = (fr and fr.session) or session or page.session, loader = fr and fr.loader_id,
+        seq = st.seq,
+      }
+    end
+  end
+end
+
+handlers["WebMCP.toolsRemoved"] = function(_, st, p)
+  for _, t in ipairs(type(p.tools) == "table" and p.tools or {}) do
+    if type(t) == "table" then
+      drop(st, function(o) return o.frame_id == t.frameId and o.name == t.name end)
+    end
+  end
+end
+
+handlers["WebMCP.toolResponded"] = function(_, st, p)
+  local id = p.invocationId
+  if type(id) ~= "string" then return end
+  if st.answers[id] == nil then
+    local order = st.answer_order
+    order[#order + 1] = id
+    if #order > KEEP_ANSWERS then
+      st.answers[table.remove(order, 1)] = nil
+    end
+  end
+  st.answers[id] = p
+end
+
+-- A new document in a frame: the tools of the old one are gone.
+handlers["Page.frameNavigated"] = function(_, st, p)
+  local f = p.frame
+  if not f then return end
+  drop(st, function(o) return o.frame_id == f.id and o.loader ~= f.loaderId end)
+  -- Tools added before the frame was known learn their document now.
+  for _, o in ipairs(st.tools) do
+    if o.frame_id == f.id and o.loader == nil then o.loader = f.loaderId end
+  end
+end
+
+handlers["Page.frameDetached"] = function(_, st, p)
+  if p.reason ~= "swap" then drop(st, function(o) return o.frame_id == p.frameId end) end
+end
+
+handlers["Target.detachedFromTarget"] = function(_, st, p)
+  drop(st, function(o) return o.session == p.sessionId end)
+end
+
+-- dispatch(page, method, params, session): the page's dispatcher hook.
+function M.dispatch(page, method, params, session)
+  local h = handlers[method]
+  if h then h(page, state(page), params or {}, session) end
+end
+
+-- ---- discovery -------------------------------------------------------------------
+
+-- An out-of-process iframe's session may take WebMCP.enable before its
+-- document exists, and then report nothing: discovery enables the domain
+-- again, in one pipelined round, on each child session whose document
+-- changed since (the answer comes after the toolsAdded it triggers).
+local function enable_children(page, st, deadline)
+  local conn, pend = page.conn, {}
+  st.enabled = st.enabled or {}
+  for sid, info in pairs(page.child_sessions) do
+    local fr = page.frames[info.target_id]
+    local loader = fr and fr.loader_id or false
+    if st.enabled[sid] ~= loader then
+      pend[#pend + 1] = { sid = sid, loader = loader, id = conn:send("WebMCP.enable", nil, sid, deadline) }
+    end
+  end
+  for _, e in ipairs(pend) do
+    local ok, err = errors.catch(conn.await, conn, e.id, deadline, "WebMCP.enable")
+    if ok then st.enabled[e.sid] = e.loader
+    elseif err.code ~= "protocol_error" then error(err, 0) end
+  end
+end
+
+-- add_groups(page, groups, deadline): marks the devtoolstooldiscovery groups as kind
+-- "devtools" and appends one "webmcp" group per frame that has WebMCP tools,
+-- the main frame first, then frames in the order their tools appeared.
+function M.add_groups(page, groups, deadline)
+  for _, g in ipairs(groups) do
+    if g.kind == nil then
+      g.kind = "devtools"
+      for _, t in ipairs(g.tools) do t.kind = "devtools" end
+    end
+  end
+  local st = state(page)
+  if deadline then enable_children(page, st, deadline) end
+  local by_frame, order = {}, {}
+  for _, t in ipairs(st.tools) do
+    local fr = page.frames[t.frame_id]
+    if fr and (t.loader == nil or t.loader == fr.loader_id) then
+      local list = by_frame[t.frame_id]
+      if not list then
+        list = {}
+        by_frame[t.frame_id] = list
+        order[#order + 1] = t.frame_id
+      end
+      list[#list + 1] = t
+    end
+  end
+  table.sort(order, function(a, b)
+    if a == page.main_frame then return b ~= page.main_frame end
+    if b == page.main_frame then return false end
+    return by_frame[a][1].seq < by_frame[b][1].seq
+  end)
+  for _, fid in ipairs(order) do
+    local fr = page.frames[fid]
+    local group = tools.new_group({
+      name = "webmcp", kind = "webmcp",
+      description = "WebMCP tools registered through document.modelContext",
+      tools = {}, frame = { id = fid, url = fr.url, origin = fr.origin },
+    })
+    for _, t in ipairs(by_frame[fid]) do
+      group.tools[#group.tools + 1] = tools.new_tool({
+        name = t.name, description = t.description, annotations = t.annotations,
+        backend_node_id = t.backend_node_id,
+        -- Chromium may omit the schema (a tool without parameters)
+        input_schema = type(t.input_schema) == "table" and t.input_schema or { type = "object" },
+        group = group, kind = "webmcp",
+        _page = page, _session = t.session, _frame_id = fid, _loader = t.loader or fr.loader_id,
+        _call = M.call,
+      })
+    end
+    groups[#groups + 1] = group
+  end
+  return groups
+end
+
+-- ---- calling ---------------------------------------------------------------------
+
+local function tool_failure(tool, a)
+  local ex = type(a.exception) == "table" and a.exception or nil
+  local stack = ex and type(ex.description) == "string" and ex.description or nil
+  local message = a.errorText
+  if type(message) ~= "string" or message == "" then
+    -- as a devtools tool's failure reads: the Error's message, not "Error: ..."
+    local first = stack and stack:match("^[^\n]*")
+    local cls = ex and type(ex.className) == "string" and ex.className
+    if first and cls and first:sub(1, #cls + 2) == cls .. ": " then first = first:sub(#cls + 3) end
+    message = first or (ex and tostring(ex.value or ex.description or ex.className)) or "the tool failed"
+  end
+  raise("tool_error", message, { tool = tool.name,
+    details = { message = message, stack = stack, name = ex and ex.className } })
+end
+
+-- call(tool, args, deadline) -> value: WebMCP.invokeTool, then its
+-- toolResponded answer, mapped to a value or a dt.Error.
+function M.call(tool, args, deadline)
+  local c = calls.prepare(tool, args, "tool " .. tostring(tool.name), deadline)
+  if c.els then
+    raise("bad_argument", "tool " .. tool.name .. ": WebMCP tools take JSON arguments, not Elements",
+      { tool = tool.name })
+  end
+  local page = tool._page
+  local conn = page.conn
+  local st = state(page)
+  local ok, r = errors.catch(function()
+    return conn:await(conn:send("WebMCP.invokeTool", { frameId = tool._frame_id, toolName = tool.name,
+      input = c.args }, tool._session, deadline), deadline, "WebMCP.invokeTool")
+  end)
+  if not ok then
+    local msg = r.details and r.details.message
+    if r.code == "protocol_error" and type(msg) == "string" and msg:find("not found", 1, true) then
+      raise("tool_not_found", "Tool " .. tool.name .. " not found", { tool = tool.name, details = r.details })
+    end
+    r.tool = r.tool or tool.name
+    error(r, 0)
+  end
+  local id = r.invocationId
+  if type(id) ~= "string" then
+    raise("protocol_error", "tool " .. tool.name .. ": WebMCP.invokeTool gave no invocationId", { tool = tool.name })
+  end
+  local answers = st.answers
+  local ok2, got = errors.catch(conn.wait_for, conn, function()
+    return answers[id] ~= nil or page.closed or page.crashed
+      or not page:_is_current(tool._frame_id, tool._loader)
+  end, deadline)
+  local a = answers[id]
+  if a == nil then
+    conn:send_nowait("WebMCP.cancelInvocation", { invocationId = id }, tool._session)
+    if not ok2 then error(got, 0) end
+    page:_check_open()
+    if not page:_is_current(tool._frame_id, tool._loader) then
+      raise("navigated", "tool " .. tool.name .. ": the frame navigated during the call", { tool = tool.name })
+    end
+    raise("timeout", "tool " .. tool.name .. " did not settle in time", { tool = tool.name })
+  end
+  answers[id] = nil
+  if a.status == "Completed" then
+    return a.output
+  elseif a.status == "Canceled" then
+    raise("cancelled", "tool " .. tool.name .. ": the invocation was cancelled", { tool = tool.name })
+  elseif a.status == "Error" then
+    tool_failure(tool, a)
+  end
+  raise("protocol_error", "tool " .. tool.name .. ": unknown WebMCP status " .. tostring(a.status),
+    { tool = tool.name })
+end
+
+return M

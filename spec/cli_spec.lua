@@ -1,0 +1,447 @@
+-- The command line, as installed by `make install DESTDIR=...`: every
+-- subcommand against real headless Chromium and a local page, exit codes
+-- with their stderr, the background browser shared by several commands, and
+-- --connect to a Chromium the spec starts itself. Each command runs with
+-- TMPDIR and XDG_STATE_HOME in a directory of its own, so the processes it
+-- leaves (none, it must be) are found by that path.
+
+local dt = require "devtools_tools"
+local core = require "devtools_tools.core"
+local H = require "helper"
+
+local function shq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+describe("devtools-tools", function()
+  local dir, bin, server, url
+
+  -- run(args, opts?) -> stdout, stderr, exit status
+  local function run(args, opts)
+    opts = opts or {}
+    local cmd = ("(cd / && TMPDIR=%s XDG_STATE_HOME=%s/state %s %s %s >%s/out 2>%s/err)"):format(
+      shq(dir .. "/tmp"), shq(dir), opts.env or "", shq(bin), args, dir, dir)
+    local _, rc = H.sh(cmd)
+    local function slurp(p) local f = io.open(p) local s = f:read("*a") f:close() return s end
+    return slurp(dir .. "/out"), slurp(dir .. "/err"), rc
+  end
+
+  local function left_behind()
+    return H.live_with_arg(dir .. "/tmp")
+  end
+
+  setup(function()
+    dir = assert(core.mkdtemp("dt-cli-"))
+    local out, rc = H.sh(("make -s install DESTDIR=%s PREFIX=/usr && mkdir %s/tmp"):format(dir, dir))
+    assert(rc == 0, out)
+    bin = dir .. "/usr/bin/devtools-tools"
+    server = H.start_server()
+    url = server.url("/cli.html")
+  end)
+
+  teardown(function()
+    run("browser stop")
+    server.stop()
+    core.rmtree(dir)
+  end)
+
+  after_each(function()
+    -- Chromium's helper processes may still be on their way out when the
+    -- command has exited: wait (a bounded while) for them to be gone.
+    H.wait_for(function() return #left_behind() == 0 end, 5)
+    assert.same({}, left_behind())
+  end)
+
+  describe("help and usage", function()
+    it("answers --help on every subcommand, with status 0", function()
+      for _, cmd in ipairs({ "list", "call", "eval", "screenshot", "run", "browser" }) do
+        local out, err, rc = run(cmd .. " --help")
+        assert.equal(0, rc, err)
+        assert.matches("^Usage: devtools%-tools " .. cmd, out)
+        assert.matches("--connect ENDPOINT", out, 1, true)
+        assert.equal("", err)
+      end
+      local out, _, rc = run("--help")
+      assert.equal(0, rc)
+      assert.matches("Commands:", out, 1, true)
+      out, _, rc = run("help call")
+      assert.equal(0, rc)
+      assert.matches("key:=json", out, 1, true)
+    end)
+
+    it("exits 2 on a usage error, saying what is wrong, before starting any browser", function()
+      local cases = {
+        { "frobnicate", "unknown command frobnicate" },
+        { "list --frob " .. url, "unknown option --frob" },
+        { "call " .. url, "which tool?" },
+        { "call " .. url .. " types 'n:=[1'", "not JSON after n:=" },
+        { "call " .. url .. " types justaword", "expected JSON, key=value or key:=json" },
+        { "call " .. url .. " types '[1]'", "expected JSON, key=value or key:=json" },
+        { "eval", "eval takes [URL] EXPR" },
+        { "eval " .. url, "eval takes [URL] EXPR" },         -- a URL alone is no expression
+        { "list --json --timeout x " .. url, "--timeout needs a positive number" },
+        { "eval --compact --tab", "--tab needs a value" },
+        { "browser restart", "unknown browser command restart" },
+        { "list", "a URL is needed" },
+      }
+      for _, c in ipairs(cases) do
+        local out, err, rc = run(c[1])
+        assert.equal(2, rc, c[1] .. ": " .. err)
+        assert.equal("", out)
+        assert.matches("^devtools%-tools: ", err)
+        assert.matches(c[2], err, 1, true)
+        assert.matches("--help`", err, 1, true)
+      end
+    end)
+  end)
+
+  describe("list", function()
+    it("prints groups, frames and tools with an argument summary, aligned", function()
+      local out, err, rc = run("list " .. url)
+      assert.equal(0, rc, err)
+      assert.equal("", err)       -- stderr is not a terminal: no progress
+      local lines = {}
+      for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+      assert.equal("cli-tools - Tools of the command line spec", lines[1])
+      assert.equal("  frame " .. url, lines[2])
+      assert.matches("^  types +n: number, %[i: integer%], %[list: integer%[%]%], "
+        .. '%[maybe: null|string%], %[mode: "fast"|"slow"%], %[obj: object%], %[on: boolean%], '
+        .. "%[ref: integer%], %[s: string%]  Returns each argument with its JavaScript type$", lines[3])
+      assert.matches("^  increment +%[by: integer%] +Adds to a counter kept in the page$", lines[4])
+      assert.matches("^  hello +Says hello%.$", lines[5])     -- the first sentence
+      assert.is_nil(lines[6])
+      -- the descriptions start in one column, but for a summary too long to
+      -- align on (types': it is followed by two spaces)
+      assert.equal(lines[4]:find("Adds", 1, true), lines[5]:find("Says", 1, true))
+      assert.equal(lines[4]:find("%[by"), lines[3]:find("n: number"))
+    end)
+
+    it("--json prints the groups as JSON that parses back", function()
+      local out, err, rc = run("list --json " .. url)
+      assert.equal(0, rc, err)
+      local groups = dt.json.decode(out)
+      assert.equal(1, #groups)
+      local g = groups[1]
+      assert.equal("cli-tools", g.name)
+      assert.equal("Tools of the command line spec", g.description)
+      assert.same({ url = url }, g.frame)
+      assert.equal(3, #g.tools)
+      assert.equal("types", g.tools[1].name)
+      assert.equal("Returns each argument with its JavaScript type", g.tools[1].description)
+      assert.same({ "n" }, g.tools[1].inputSchema.required)
+      assert.same({ type = "integer", minimum = 1 }, g.tools[2].inputSchema.properties.by)
+      assert.equal(false, g.tools[2].inputSchema.additionalProperties)
+    end)
+
+    it("names the groups the page got wrong on stderr (not with --quiet)", function()
+      local page = shq(server.url("/cases.html?case=invalid"))
+      local out, err, rc = run("list " .. page)
+      assert.equal(0, rc, err)
+      assert.matches("^good\n", out)
+      assert.matches('devtools-tools: warning: Invalid toolGroup "bad-desc": description must be a string\n', err, 1, true)
+      assert.matches('devtools-tools: warning: Invalid tool "x" in group "bad-exec": execute must be a function; group skipped\n', err, 1, true)
+      out, err, rc = run("list -q " .. page)
+      assert.equal(0, rc, err)
+      assert.equal("", err)
+    end)
+
+    it("--json gives [] for a page without tools", function()
+      local out, err, rc = run("list --json about:blank")
+      assert.equal(0, rc, err)
+      assert.equal("[]\n", out)
+    end)
+  end)
+
+  describe("call", function()
+    it("types key=value by the schema and takes key:=json raw", function()
+      local out, err, rc = run("call " .. url .. " types n=1.5 i=2 on=true s=3 maybe=null mode=fast ref=9"
+        .. " untyped=4 'list:=[1,2]' 'obj:={\"a\":null}'")
+      assert.equal(0, rc, err)
+      local r = dt.json.decode(out)
+      assert.same({ value = 1.5, type = "number" }, r.n)
+      assert.same({ value = 2, type = "integer" }, r.i)
+      assert.same({ value = true, type = "boolean" }, r.on)
+      assert.same({ value = "3", type = "string" }, r.s)          -- the schema says string
+      assert.same({ value = dt.null, type = "null" }, r.maybe)
+      assert.same({ value = "fast", type = "string" }, r.mode)
+      assert.same({ value = "4", type = "string" }, r.untyped)    -- not in the schema
+      assert.same({ value = 9, type = "integer" }, r.ref)          -- through a local $ref
+      assert.same({ value = { 1, 2 }, type = "array" }, r.list)
+      assert.same({ value = { a = dt.null }, type = "object" }, r.obj)
+      -- indented, keys sorted
+      assert.matches('^{\n  "i": {\n    "type": "integer",\n    "value": 2\n  },\n', out)
+    end)
+
+    it("takes a JSON object, and prints one line with --compact", function()
+      local out, err, rc = run("call --compact " .. url .. [[ types '{"n": 7, "s": "x"}' on=false]])
+      assert.equal(0, rc, err)
+      assert.equal('{"n":{"type":"integer","value":7},"on":{"type":"boolean","value":false},'
+        .. '"s":{"type":"string","value":"x"}}\n', out)
+    end)
+
+    it("a key=value that does not fit the schema stays a string, and the schema says so", function()
+      local out, err, rc = run("call " .. url .. " types n=abc on=maybe")
+      assert.equal(1, rc)
+      assert.equal("", out)
+      assert.equal("devtools-tools: invalid_params: Invalid parameters for tool types\n"
+        .. "  /n: must be number\n  /on: must be boolean\n", err)
+    end)
+
+    it("exits 1 with the error's code on stderr", function()
+      local cases = {
+        { "call " .. url .. " nothere", "devtools-tools: tool_not_found: Tool nothere not found (nearest: types; the page has 3 tools)\n" },
+        { "call " .. url .. " increment by=0",
+          "devtools-tools: invalid_params: Invalid parameters for tool increment\n  /by: must be >= 1\n" },
+        { "call " .. url .. " increment extra=1",
+          "devtools-tools: invalid_params: Invalid parameters for tool increment\n  /: must NOT have additional properties\n" },
+        { "eval " .. url .. " 'null.x'", "^devtools%-tools: js_error: TypeError: Cannot read properties of null" },
+        { "call " .. shq(server.url("/tools.html")) .. " fail kind=reject", "^devtools%-tools: tool_error: .*rejected" },
+        -- the deadline covers the whole command, launch included
+        { "call --timeout 3 " .. shq(server.url("/tools.html")) .. " never", "^devtools%-tools: timeout: " },
+        { "call --timeout 0.05 " .. shq(server.url("/tools.html")) .. " never",
+          "^devtools%-tools: timeout: the command did not finish within 0.05 s %(%-%-timeout%)" },
+        { "list --chromium /nonexistent/chromium " .. url, "^devtools%-tools: launch_failed: Chromium not found" },
+        { "list --connect http://127.0.0.1:1 " .. url, "^devtools%-tools: connect_failed: " },
+      }
+      for _, c in ipairs(cases) do
+        local out, err, rc = run(c[1])
+        assert.equal(1, rc, c[1] .. ": " .. err)
+        assert.equal("", out)
+        if c[2]:sub(1, 1) == "^" then assert.matches(c[2], err) else assert.equal(c[2], err) end
+      end
+    end)
+  end)
+
+  describe("progress", function()
+    -- script(1) gives the command a terminal: progress goes there, on one
+    -- line redrawn in place, and is wiped before the result
+    local function on_tty(args, env)
+      local out, rc = H.sh(("cd / && %s TMPDIR=%s XDG_STATE_HOME=%s/state script -qec %s /dev/null"):format(
+        env or "", shq(dir .. "/tmp"), shq(dir), shq(shq(bin) .. " " .. args)))
+      return out, rc
+    end
+
+    it("is shown on a terminal, plain with NO_COLOR, not at all with --quiet", function()
+      local out, rc = on_tty("call " .. url .. " hello")
+      assert.equal(0, rc, out)
+      assert.matches("\27%[2mlaunching Chromium%.%.%.\27%[0m", out)
+      assert.matches("\27%[2mcalling hello%.%.%.\27%[0m\r\27%[K\"hello\"\r\n$", out)
+      out, rc = on_tty("call " .. url .. " hello", "NO_COLOR=1")
+      assert.equal(0, rc, out)
+      assert.equal("launching Chromium...\r\nopening " .. url .. "...\r\ndiscovering tools...\r\n"
+        .. "calling hello...\r\n\"hello\"\r\n", out)
+      out, rc = on_tty("call --quiet " .. url .. " hello")
+      assert.equal(0, rc, out)
+      assert.equal('"hello"\r\n', out)
+      out, rc = on_tty("call -q " .. url .. " nothere")
+      assert.equal(1, rc, out)
+      assert.equal("\27[31mdevtools-tools: tool_not_found: Tool nothere not found (nearest: types; the page has 3 tools)\27[0m\r\n", out)
+    end)
+  end)
+
+  describe("Ctrl-C", function()
+    it("closes the browser the command launched and exits 130", function()
+      local proc = assert(core.spawn({ "/usr/bin/env", "TMPDIR=" .. dir .. "/tmp",
+        "XDG_STATE_HOME=" .. dir .. "/state", "lua5.4", bin, "call", "--timeout", "60",
+        server.url("/tools.html"), "never" }))
+      -- the call is under way once its browser has a renderer for the page
+      assert.is_true(H.wait_for(function()
+        for _, pid in ipairs(left_behind()) do
+          local f = io.open("/proc/" .. pid .. "/cmdline")
+          local cmd = f and f:read("*a") or ""
+          if f then f:close() end
+          if cmd:find("--type=renderer", 1, true) then return true end
+        end
+      end, 30))
+      os.execute("kill -INT " .. proc:pid())
+      local how, code = proc:wait(core.now() + 30)
+      local err = proc:stderr()
+      proc:close(0)
+      assert.equal("exit", how, err)
+      assert.equal(130, code, err)
+      assert.equal("devtools-tools: interrupted\n", err)
+    end)
+  end)
+
+  describe("screenshot", function()
+    -- width and height from a PNG's IHDR chunk
+    local function png_size(path)
+      local f = assert(io.open(path, "rb"))
+      local head = f:read(24)
+      f:close()
+      assert.equal("\137PNG\r\n\26\n", head:sub(1, 8))
+      local function u32(i) local a, b, c, d = head:byte(i, i + 3) return ((a * 256 + b) * 256 + c) * 256 + d end
+      return u32(17), u32(21)
+    end
+
+    it("writes a PNG of the viewport, of the whole page, of one element", function()
+      local out = dir .. "/shot.png"
+      local _, err, rc = run("screenshot " .. url .. " " .. shq(out))
+      assert.equal(0, rc, err)
+      local w, h = png_size(out)
+      local vw, vh = run("eval --compact " .. url .. " '[innerWidth, innerHeight]'")
+      local size = dt.json.decode(vw)
+      assert.same({ size[1], size[2] }, { w, h }, vh)
+      _, err, rc = run("screenshot --element html " .. url .. " " .. shq(out))
+      assert.equal(0, rc, err)
+      local bw = png_size(out)
+      local bsize = dt.json.decode((run("eval --compact " .. url
+        .. " 'Math.ceil(document.documentElement.getBoundingClientRect().width)'")))
+      assert.equal(bsize, bw)
+      local _, err2, rc2 = run("screenshot --full-page --element body " .. url .. " x.png")
+      assert.equal(2, rc2)
+      assert.matches("exclude each other", err2, 1, true)
+    end)
+  end)
+
+  describe("eval and run", function()
+    it("eval prints the value as JSON", function()
+      local out, err, rc = run("eval " .. url .. " '({title: document.title, n: [1, 2.5, null]})'")
+      assert.equal(0, rc, err)
+      assert.same({ title = "cli page", n = { 1, 2.5, dt.null } }, dt.json.decode(out))
+      out, err, rc = run("eval --compact " .. url .. " 'Promise.resolve(\"later\")'")
+      assert.equal(0, rc, err)
+      assert.equal('"later"\n', out)
+    end)
+
+    it("run gives the script dt, browser, page and its arguments", function()
+      local script = dir .. "/script.lua"
+      local f = assert(io.open(script, "w"))
+      local m = assert(io.open(dir .. "/helper_mod.lua", "w"))
+      m:write('return { twice = function(x) return 2 * x end }\n')
+      m:close()
+      f:write([[
+local r = page:call("increment", { by = require("helper_mod").twice(tonumber(arg[1])) })
+io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_error), " ",
+  browser:version().product:match("^%a+"), " ", tostring(select("#", ...)), "\n")
+]])
+      f:close()
+      local out, err, rc = run("run " .. shq(script) .. " " .. url .. " -- 5 extra")
+      assert.equal(0, rc, err)
+      assert.matches("^script.lua 2 10 function: 0?x?%x+ %a+ 2\n$", out)
+    end)
+
+    it("run exits 1 when the script raises, with the code or the script's traceback", function()
+      local script = dir .. "/bad.lua"
+      local f = assert(io.open(script, "w"))
+      f:write('if arg[1] == "dt" then page:call("increment", { by = -1 }) end\nerror("own failure")\n')
+      f:close()
+      local out, err, rc = run("run " .. shq(script) .. " " .. url .. " -- dt")
+      assert.equal(1, rc)
+      assert.equal("", out)
+      assert.matches("^devtools%-tools: invalid_params: ", err)
+      out, err, rc = run("run " .. shq(script) .. " " .. url)
+      assert.equal(1, rc)
+      assert.matches("^devtools%-tools: error in script: .*bad.lua:2: own failure\nstack traceback", err)
+    end)
+
+    it("a script that calls os.exit still ends the browser it ran in", function()
+      local script = dir .. "/exit.lua"
+      local f = assert(io.open(script, "w"))
+      f:write('io.write(page:evaluate("1 + 1"), "\\n") os.exit(3)\n')
+      f:close()
+      local out, err, rc = run("run " .. shq(script) .. " " .. url)
+      assert.equal(3, rc, err)
+      assert.equal("2\n", out)
+      -- after_each checks that no process is left
+    end)
+  end)
+
+  describe("the background browser", function()
+    it("is shared by later commands until stopped, which leaves nothing behind", function()
+      local out, err, rc = run("browser status")
+      assert.equal(1, rc)
+      assert.equal("devtools-tools: disconnected: no background browser\n", err)
+
+      local tmp_before = H.sh("ls -A " .. shq(dir .. "/tmp"))
+      out, err, rc = run("browser start")
+      assert.equal(0, rc, err)
+      local endpoint = out:match("^(ws://127%.0%.0%.1:%d+/devtools/browser/[%w-]+)\n$")
+      assert.is_string(endpoint, out)
+      local state = dir .. "/state/devtools-tools/browser.json"
+      local mode = H.sh("stat -c %a " .. shq(state))
+      assert.equal("600\n", mode)
+      local st = dt.json.decode(io.open(state):read("*a"))
+      assert.equal(endpoint, st.endpoint)
+      assert.matches("^" .. (dir .. "/tmp/"):gsub("%p", "%%%0"), st.profile)
+
+      out, err, rc = run("browser status")
+      assert.equal(0, rc, err)
+      assert.equal(("running pid %d %s\n"):format(st.pid, endpoint), out)
+      -- start again: the same browser
+      out, _, rc = run("browser start")
+      assert.equal(0, rc)
+      assert.equal(endpoint .. "\n", out)
+
+      -- one command opens the page and changes its state; the next finds the
+      -- page again by --tab and sees that state
+      out, err, rc = run("call " .. url .. " increment by=2 --compact")
+      assert.equal(0, rc, err)
+      assert.equal('{"count":2}\n', out)
+      out, err, rc = run("call --tab cli.html increment by=3 --compact")
+      assert.equal(0, rc, err)
+      assert.equal('{"count":5}\n', out)
+      out, err, rc = run("eval --tab 'cli page' 'document.title'")      -- by title
+      assert.equal(0, rc, err)
+      assert.equal('"cli page"\n', out)
+      -- without URL or --tab: the page opened last
+      out, err, rc = run("eval " .. shq(server.url("/tools.html")) .. " 'window.mark = 7'")
+      assert.equal(0, rc, err)
+      out, err, rc = run("eval 'location.pathname + window.mark'")
+      assert.equal(0, rc, err)
+      assert.equal('"/tools.html7"\n', out)
+      out, err, rc = run("list --tab nowhere-such")
+      assert.equal(1, rc)
+      assert.equal('devtools-tools: bad_argument: no open page whose URL or title contains "nowhere-such"\n', err)
+      -- the browser is still the same process
+      assert.equal(1, #H.live_with_arg("--user-data-dir=" .. st.profile .. "\0"))
+
+      out, err, rc = run("browser stop")
+      assert.equal(0, rc, err)
+      assert.equal("", out)
+      assert.is_false(H.exists(state))
+      assert.is_false(H.exists(st.profile))
+      assert.same({}, left_behind())
+      -- nor files: Chromium's own temporary files were in the profile
+      assert.equal(tmp_before, (H.sh("ls -A " .. shq(dir .. "/tmp"))))
+      out, err, rc = run("browser status")
+      assert.equal(1, rc)
+    end)
+  end)
+
+  describe("--connect", function()
+    it("uses a Chromium started elsewhere and leaves it running", function()
+      local profile = assert(core.mkdtemp("dt-cli-chromium-"))
+      local chromium = os.getenv("DEVTOOLS_TOOLS_CHROME") or "/usr/lib/chromium/chromium"
+      local proc = assert(core.spawn({ chromium, "--headless", "--no-sandbox",
+        "--disable-gpu", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--disable-quic",
+        "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
+        "--user-data-dir=" .. profile, "about:blank" },
+        -- its temporary files go in the profile, removed with it
+        { cleanup_dir = profile, env = { TMPDIR = profile, XDG_CONFIG_HOME = profile .. "/.config",
+          XDG_CACHE_HOME = profile .. "/.cache" } }))
+      local port
+      local ok, why = pcall(function()
+        -- Chromium writes the port it bound into the profile; the spec waits for it
+        assert(H.wait_for(function()
+          local f = io.open(profile .. "/DevToolsActivePort")
+          port = f and f:read("*n")
+          if f then f:close() end
+          return port ~= nil
+        end, 20), "no DevToolsActivePort")
+        local endpoint = "http://127.0.0.1:" .. port
+        local out, err, rc = run("call --connect " .. endpoint .. " " .. url .. " increment --compact")
+        assert.equal(0, rc, err)
+        assert.equal('{"count":1}\n', out)
+        out, err, rc = run("call --connect " .. endpoint .. " --tab cli.html increment --compact")
+        assert.equal(0, rc, err)
+        assert.equal('{"count":2}\n', out)
+        assert.is_true(proc:running())
+        -- --connect and a launch option together are a usage error
+        out, err, rc = run("list --connect " .. endpoint .. " --headful " .. url)
+        assert.equal(2, rc, err)
+      end)
+      proc:close(2)
+      if not ok then error(why, 0) end
+    end)
+  end)
+end)

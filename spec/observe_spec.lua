@@ -1,0 +1,376 @@
+-- Integration: what a page did besides its tools, in real headless
+-- Chromium against real local servers: console messages (levels,
+-- arguments, exceptions), network requests (status, sizes, bodies),
+-- listeners, page:observe around an action of the sample app, raw CDP,
+-- screenshots checked as PNGs of the page's size.
+
+local dt = require "devtools_tools"
+local H = require "helper"
+local app_server = require "support.app_server"
+
+local server, browser
+
+setup(function()
+  server = H.start_server()
+  browser = dt.launch()
+end)
+
+teardown(function()
+  local pid = browser.process:pid()
+  browser:close()
+  server.stop()
+  assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 5))
+end)
+
+local function open(path)
+  return browser:new_page(server.url(path))
+end
+
+local function find(list, pred)
+  for _, x in ipairs(list) do if pred(x) then return x end end
+end
+
+-- width, height from a PNG's IHDR chunk
+local function png_size(png)
+  assert.equal("\137PNG\r\n\26\n", png:sub(1, 8))
+  assert.equal("IHDR", png:sub(13, 16))
+  local function u32(i)
+    local a, b, c, d = png:byte(i, i + 3)
+    return ((a * 256 + b) * 256 + c) * 256 + d
+  end
+  return u32(17), u32(21)
+end
+
+local function read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+describe("console messages", function()
+  it("keep level, text, arguments as JSON values, location and frame", function()
+    local page = open("/observe.html")
+    local msgs = page:console_messages()
+    local m = find(msgs, function(x) return x.text:find("^loaded") end)
+    assert.is_table(m)
+    assert.equal("info", m.level)
+    assert.equal("log", m.type)
+    assert.equal("loaded 42 Object", m.text)
+    assert.same({ "loaded", 42, { a = 1, nested = { list = { 1, 2, 3 } } } }, m.args)
+    assert.equal(dt.array_mt, getmetatable(m.args))
+    assert.equal(server.url("/observe.html"), m.location.url)
+    assert.equal(7, m.location.line)          -- 0-based, as CDP counts
+    assert.equal(page.main_frame, m.frame)
+    page:close()
+  end)
+
+  it("filter by level (a minimum or a list) and by position", function()
+    local page = open("/observe.html")
+    local mark = page:mark()
+    page:evaluate([[console.debug('d'); console.info('i'); console.log('l', null, undefined, true);
+      console.warn('w'); console.error('e'); console.assert(false, 'a')]])
+    local all = page:console_messages({ since = mark })
+    local got = {}
+    for i, x in ipairs(all) do got[i] = x.level .. ":" .. x.type end
+    assert.same({ "debug:debug", "info:info", "info:log", "warning:warning", "error:error", "error:assert" }, got)
+    assert.same({ "l", dt.null, dt.null, true }, all[3].args)
+    local bad = page:console_messages({ since = mark, level = "warning" })
+    assert.same({ "w", "e", "a" }, { bad[1].text, bad[2].text, bad[3].text })
+    local dbg = page:console_messages({ since = mark, level = { "debug" } })
+    assert.equal(1, #dbg)
+    assert.equal("d", dbg[1].text)
+    assert.same({}, page:console_messages({ since = page:mark() }))
+    assert.equal("bad_argument", H.error_of(page.console_messages, page, { level = "loud" }).code)
+    assert.equal("bad_argument", H.error_of(page.console_messages, page, { sinse = 1 }).code)
+    page:close()
+  end)
+
+  it("include uncaught exceptions, with message, stack and location", function()
+    local page = open("/observe.html")
+    local mark = page:mark()
+    page:evaluate("setTimeout(function thrower() { throw new Error('boom') }, 0); 1")
+    local got
+    assert.is_true(H.wait_for(function()
+      got = page:console_messages({ since = mark, level = "error" })
+      return #got > 0
+    end, 5))
+    local m = got[1]
+    assert.equal("exception", m.type)
+    assert.equal("error", m.level)
+    assert.matches("Uncaught Error: boom", m.text, 1, true)
+    assert.equal("Error: boom", m.exception.message)
+    assert.matches("thrower", m.exception.stack, 1, true)
+    assert.equal("thrower", m.location["function"])
+    page:close()
+  end)
+end)
+
+describe("network requests", function()
+  it("record method, URL, status, type, timing, sizes and initiator; bodies on request", function()
+    local page = open("/observe.html")
+    local reqs = page:network_requests()
+    local doc = reqs[1]
+    assert.equal(server.url("/observe.html"), doc.url)
+    assert.equal("GET", doc.method)
+    assert.equal(200, doc.status)
+    assert.equal("Document", doc.type)
+    assert.equal("text/html", doc.mime_type)
+    assert.is_true(doc.done)
+    assert.is_true(doc.sizes.body > 0)
+    assert.is_true(doc.sizes.transferred > doc.sizes.body)   -- headers count too
+    assert.is_true(doc.timing.duration >= 0)
+    assert.equal(read_file("spec/fixtures/observe.html"), page:response_body(doc))
+
+    local mark = page:mark()
+    assert.equal(#read_file("spec/fixtures/child.html"), page:call("act"))
+    local ok = page:network_requests({ since = mark, url = "child.html" })
+    assert.equal(1, #ok)
+    assert.equal(server.url("/child.html?x=1"), ok[1].url)
+    assert.equal("Fetch", ok[1].type)
+    assert.equal("script", ok[1].initiator.type)
+    assert.equal(read_file("spec/fixtures/child.html"), page:response_body(ok[1]))
+    local missing = page:network_requests({ since = mark, url = "/missing.json" })[1]
+    assert.equal(404, missing.status)
+    assert.equal("not found\n", page:response_body(missing))   -- waits until it has loaded
+    page:close()
+  end)
+
+  it("record a failed request with the browser's reason", function()
+    local page = open("/observe.html")
+    local mark = page:mark()
+    page:evaluate("fetch('http://127.0.0.1:1/nothing').catch(() => 0)")
+    local r
+    assert.is_true(H.wait_for(function()
+      r = page:network_requests({ since = mark })[1]
+      return r ~= nil and r.done
+    end, 5))
+    assert.equal("net::ERR_UNSAFE_PORT", r.failed)      -- the browser refuses port 1
+    assert.is_nil(r.status)
+    local err = H.error_of(page.response_body, page, r)
+    assert.equal("protocol_error", err.code)
+    page:close()
+  end)
+
+  it("keep a bounded ring per page, as configured", function()
+    local b = dt.launch({ history = { console = 3, requests = 2 } })
+    local page = b:new_page(server.url("/observe.html"))
+    page:evaluate("for (let i = 1; i <= 10; i++) console.log('n' + i)")
+    page:call("act")
+    page:call("act")
+    local msgs = page:console_messages()
+    assert.equal(3, #msgs)
+    assert.equal("done acting 404", msgs[3].text)
+    local reqs = page:network_requests()
+    assert.equal(2, #reqs)
+    assert.matches("missing.json", reqs[2].url, 1, true)
+    b:close()
+    assert.equal("bad_argument", H.error_of(dt.launch, { history = { console = -1 } }).code)
+  end)
+end)
+
+describe("listeners", function()
+  it("page:on delivers console, request, response and navigated; the remover works", function()
+    local page = open("/observe.html")
+    local seen = { console = {}, request = {}, response = {}, navigated = {} }
+    local offs = {}
+    for ev in pairs(seen) do
+      offs[ev] = page:on(ev, function(x) table.insert(seen[ev], x) end)
+    end
+    page:call("act")
+    page:network_requests()
+    assert.is_true(H.wait_for(function()
+      page.conn:poll()
+      return #seen.response >= 2
+    end, 5))
+    assert.equal("acting", seen.console[1].text)
+    assert.matches("child.html", seen.request[1].url, 1, true)
+    assert.is_true(seen.response[1].done)
+    page:navigate(server.url("/child.html"))
+    assert.equal(1, #seen.navigated)
+    assert.equal(server.url("/child.html"), seen.navigated[1].url)
+    assert.is_true(offs.console())
+    assert.is_false(offs.console())
+    local n = #seen.console
+    page:evaluate("console.log('unheard')")
+    page:console_messages()
+    assert.equal(n, #seen.console)
+    assert.equal("bad_argument", H.error_of(page.on, page, "click", print).code)
+    page:close()
+  end)
+
+  it("page:on(\"crashed\") hears a renderer crash", function()
+    local page = open("/observe.html")
+    local crashed = {}
+    page:on("crashed", function(x) crashed[#crashed + 1] = x end)
+    -- the crashing command is never answered: it fails as the page dies
+    assert.equal("disconnected", H.error_of(page.cdp, page, "Page.crash", nil, { timeout = 10 }).code)
+    assert.equal(1, #crashed)
+    assert.equal(server.url("/observe.html"), crashed[1].url)
+    page:close()
+  end)
+
+  it("a failing listener is reported as a console record and the page goes on", function()
+    local page = open("/observe.html")
+    page:on("console", function(m)
+      if m.text == "trip" then error("listener broke") end
+    end)
+    local mark = page:mark()
+    page:evaluate("console.log('trip'); console.log('after')")
+    local msgs = page:console_messages({ since = mark })
+    assert.equal("trip", msgs[1].text)
+    assert.equal("listener_error", msgs[2].type)
+    assert.matches("listener broke", msgs[2].text, 1, true)
+    assert.equal("after", msgs[3].text)
+    assert.equal(3, page:evaluate("1 + 2"))
+    page:close()
+  end)
+
+  it("page:on_cdp sees raw events beside the library's own records", function()
+    local page = open("/observe.html")
+    local raw = {}
+    local off = page:on_cdp("Network.responseReceived", function(p, session)
+      raw[#raw + 1] = { url = p.response.url, session = session }
+    end)
+    local mark = page:mark()
+    page:call("act")
+    assert.is_true(H.wait_for(function() page.conn:poll() return #raw >= 2 end, 5))
+    off()
+    assert.equal(server.url("/child.html?x=1"), raw[1].url)
+    assert.equal(page.session, raw[1].session)
+    assert.equal(2, #page:network_requests({ since = mark }))   -- still recorded
+    page:close()
+  end)
+end)
+
+describe("page:observe", function()
+  it("returns the requests and console messages of one action of the sample app", function()
+    local app = assert(app_server.start())
+    local ok, err = pcall(function()
+      local page = browser:new_page(app.url)
+      local pipeline = page:call("getPipeline")
+      local lead = pipeline.leads[1]
+      local rep = find(pipeline.reps, function(r) return r.id ~= lead.repId end)
+      local seen, moved = page:observe(function()
+        return page:call("reassignLead", { leadId = lead.id, repId = rep.id })
+      end)
+      assert.equal(rep.id, moved.repId)
+      local posts, gets = {}, {}
+      for _, r in ipairs(seen.requests) do
+        assert.is_true(r.done)
+        assert.equal(200, r.status)
+        if r.method == "POST" then posts[#posts + 1] = r.url else gets[#gets + 1] = r.url end
+      end
+      assert.same({ app.url .. "api/leads/" .. lead.id .. "/assign" }, posts)
+      -- the planted bug: the whole pipeline is fetched again
+      assert.is_true(#gets > 1, "expected the refetch of every pipeline key")
+      assert.is_table(seen.console)
+      -- nothing outside the bracket
+      local again = page:observe(function() return page:call("getCacheStatistics") end)
+      assert.same({}, again.requests)
+      page:close()
+    end)
+    app:stop()
+    assert(ok, tostring(err))
+  end)
+end)
+
+describe("inside a task", function()
+  it("observe, listeners and bodies work the same", function()
+    local page = open("/observe.html")
+    local heard = 0
+    page:on("response", function() heard = heard + 1 end)
+    local t = dt.async(function()
+      local seen, n = page:observe(function() return page:call("act") end)
+      return #seen.requests, seen.requests[2].status, page:response_body(seen.requests[1]), n
+    end)
+    local count, status, body, n = t:wait(20)
+    assert.equal(2, count)
+    assert.equal(404, status)
+    assert.equal(read_file("spec/fixtures/child.html"), body)
+    assert.equal(#body, n)
+    assert.equal(2, heard)
+    page:close()
+  end)
+end)
+
+describe("the page_health recipe", function()
+  it("prints console errors and failed requests next to the tools' state, and exits 1", function()
+    -- recipes are Lua 5.4 scripts, also when this spec runs under LuaJIT
+    local out, rc = H.sh(("DEVTOOLS_TOOLS_BUILD=%s lua5.4 examples/page_health.lua %s act"):format(
+      (H.build:gsub("luajit", "lua5.4")), server.url("/observe.html")))
+    assert.equal(1, rc, out)
+    assert.matches("devtools%s+obs%s+" .. server.url("/observe.html"):gsub("%p", "%%%0"), out)
+    assert.matches("act -> " .. #read_file("spec/fixtures/child.html"), out, 1, true)
+    assert.matches("== console: 3 warning(s) and error(s)", out, 1, true)
+    assert.matches("error%s+network%s+Failed to load resource: the server responded with a status of 404", out)
+    assert.matches("warning%s+warning%s+acting%s+observe%.html:10", out)
+    assert.matches("error%s+error%s+done acting 404", out)
+    assert.matches("== failed requests: 1", out, 1, true)
+    assert.matches("GET%s+" .. server.url("/missing.json"):gsub("%p", "%%%0") .. "%s+404%s+Fetch%s+script", out)
+  end)
+end)
+
+describe("raw CDP", function()
+  it("page:cdp runs a command on the page's session; errors carry the CDP error", function()
+    local page = open("/observe.html")
+    local r = page:cdp("Runtime.evaluate", { expression = "6 * 7", returnByValue = true })
+    assert.equal(42, r.result.value)
+    local err = H.error_of(page.cdp, page, "Nope.nothing")
+    assert.equal("protocol_error", err.code)
+    assert.equal(-32601, err.details.code)
+    assert.equal("bad_argument", H.error_of(page.cdp, page, "Runtime.evaluate", "x").code)
+    assert.equal("bad_argument", H.error_of(page.cdp, page, "Runtime.evaluate", nil, { timout = 1 }).code)
+    -- one deadline: a promise that never settles times out, the page stays usable
+    local t = H.error_of(page.cdp, page, "Runtime.evaluate",
+      { expression = "new Promise(() => {})", awaitPromise = true }, { timeout = 0.3 })
+    assert.equal("timeout", t.code)
+    assert.equal(2, page:evaluate("1 + 1"))
+    page:close()
+  end)
+
+  it("browser:cdp runs a command on the browser target", function()
+    local v = browser:cdp("Browser.getVersion")
+    assert.matches("Chrome", v.product)
+    assert.equal("protocol_error", H.error_of(browser.cdp, browser, "Page.reload").code)
+  end)
+end)
+
+describe("screenshots", function()
+  it("of the viewport, the whole page and one element, as PNGs of their size", function()
+    local page = open("/observe.html")
+    local vw, vh = page:evaluate("innerWidth"), page:evaluate("innerHeight")
+    local w, h = png_size(page:screenshot())
+    assert.same({ vw, vh }, { w, h })
+    local dw = page:evaluate("document.documentElement.scrollWidth")
+    local dh = page:evaluate("document.documentElement.scrollHeight")
+    assert.is_true(dh > vh)
+    local path = os.tmpname()
+    local png = page:screenshot({ path = path, full_page = true })
+    assert.equal(png, read_file(path))
+    os.remove(path)
+    assert.same({ dw, dh }, { png_size(png) })
+    local box = page:screenshot({ element = "#p" })
+    assert.same({ 120, 40 }, { png_size(box) })
+    -- scrolled out of view: the same pixels, taken where the element is
+    page:evaluate("scrollTo(0, 500)")
+    local shot = page:screenshot({ element = "#p" })
+    assert.same({ 120, 40 }, { png_size(shot) })
+    assert.is_true(box == shot, "the scrolled shot shows other pixels")
+    assert.equal("bad_argument", H.error_of(page.screenshot, page, { element = "#nope" }).code)
+    assert.equal("bad_argument", H.error_of(page.screenshot, page, { full_page = true, element = "#p" }).code)
+    page:close()
+  end)
+
+  it("of an Element a tool returned", function()
+    local page = open("/child.html")
+    local el = page:call("para")
+    local w, h = png_size(page:screenshot({ element = el }))
+    local bw = page:evaluate("Math.round(document.getElementById('p').getBoundingClientRect().width)")
+    local bh = page:evaluate("Math.round(document.getElementById('p').getBoundingClientRect().height)")
+    assert.same({ bw, bh }, { w, h })
+    page:navigate(server.url("/observe.html"))
+    assert.equal("stale", H.error_of(page.screenshot, page, { element = el }).code)
+    page:close()
+  end)
+end)

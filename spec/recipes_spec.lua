@@ -1,0 +1,50 @@
+-- The recipes in examples/ run from any directory, under Lua 5.4 and
+-- LuaJIT, finding the library in the checkout they sit in.
+
+local app_server = require "support.app_server"
+local H = require "helper"
+
+local root = io.popen("pwd"):read("*l")
+
+describe("recipes run from any directory", function()
+  local server
+  setup(function() server = assert(app_server.start()) end)
+  teardown(function() server:stop() end)
+
+  for _, lua in ipairs({ "lua5.4", "luajit" }) do
+    it("under " .. lua, function()
+      if lua == "luajit" then
+        -- the LuaJIT build of the core, next to the 5.4 one
+        local out, rc = H.sh("make -s LUA=luajit all")
+        assert.equal(0, rc, out)
+      end
+      local env = "env -u DEVTOOLS_TOOLS_BUILD -u LUA_PATH -u LUA_CPATH"
+      local out, rc = H.sh(("cd / && %s %s %s/examples/feature_flags.lua %s"):format(env, lua, root, server.url))
+      assert.equal(0, rc, out)
+      assert.matches("feature flags of user 1", out, 1, true)
+      assert.matches("beta-search-v2", out, 1, true)
+      out, rc = H.sh(("cd /tmp && %s %s %s/examples/db_query.lua %s orders 2"):format(env, lua, root, server.url))
+      assert.equal(0, rc, out)
+      assert.matches("orders: 2 rows", out, 1, true)
+      out, rc = H.sh(("cd / && %s %s %s/examples/state_path.lua %s cart.nope"):format(env, lua, root, server.url))
+      assert.equal(1, rc, out)
+      assert.matches("^devtools_tools: tool_error: .*has no key \"nope\"", out)
+    end)
+  end
+end)
+
+describe("the workflow under the command line", function()
+  local server
+  -- a fresh database: the workflow places an order
+  setup(function() server = assert(app_server.start()) end)
+  teardown(function() server:stop() end)
+
+  it("runs with the page `devtools-tools run` gives it", function()
+    local out, rc = H.sh(("cd / && env -u DEVTOOLS_TOOLS_BUILD XDG_STATE_HOME=/nonexistent lua5.4 %s/bin/devtools-tools run %s/examples/workflow.lua %s"):format(
+      root, root, server.url))
+    assert.equal(0, rc, out)
+    assert.matches("== diagnosis", out, 1, true)
+    assert.matches("the badge counts line items, not quantities", out, 1, true)
+    assert.matches("order 1048: subtotal 61.49 + tax 4.92 + shipping 5.99 = 72.40", out, 1, true)
+  end)
+end)
