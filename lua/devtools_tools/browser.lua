@@ -279,7 +279,7 @@ end
 
 -- connect(url, opts?) -> Browser. url: http(s)://host:port (resolved
 -- through /json/version) or ws(s)://host:port/devtools/browser/<id>.
--- opts: allow_remote, timeout, headers (on every request and the
+-- opts: allow_remote, timeout, history, headers (on every request and the
 -- handshake), ca_file (a private CA, PEM), insecure (no certificate check).
 function M.connect(url, opts)
   opts = check_opts(opts, connect_opts, "connect")
