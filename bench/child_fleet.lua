@@ -6,7 +6,8 @@
 --   the fleet: one task per page, each making CALLS sequential calls, all
 --   at once (total calls/s);
 -- one then the other, twice, alternating, and reports the better of each
--- with the peak RSS (VmHWM) of the whole run. Prints one "RESULT {json}" line.
+-- with the peak RSS (VmHWM) of the whole run and the Lua process's own CPU
+-- time during the last fleet run (per call, and as a share of the wall time). Prints one "RESULT {json}" line.
 
 local build = os.getenv("DEVTOOLS_TOOLS_BUILD") or "build/lua5.4"
 package.path = "./lua/?.lua;./lua/?/init.lua;./bench/?.lua;" .. package.path
@@ -51,12 +52,18 @@ local ok, err = pcall(function()
     end)
     return t:wait(120)
   end
+  local cpu_share, cpu_per_call = nil, nil
   local function fleet()
     local ts = {}
-    local t0 = now()
+    local t0, c0 = now(), os.clock()
     for i, p in ipairs(pages) do ts[i] = dt.async(sequential, nil, p) end
     dt.wait_all(ts, 300)
-    return #pages * calls / (now() - t0)
+    local wall, cpu = now() - t0, os.clock() - c0
+    local rate = #pages * calls / wall
+    -- this process's own CPU time over the run: how much of the fleet's
+    -- time is the Lua side (the rest is Chromium and waiting)
+    cpu_share, cpu_per_call = cpu / wall, cpu / (#pages * calls)
+    return rate
   end
   one()                                       -- warm-up
   local single, total = 0, 0
@@ -67,9 +74,13 @@ local ok, err = pcall(function()
       total = math.max(total, fleet()); single = math.max(single, one())
     end
   end
+  local f = io.popen("nproc 2>/dev/null")
+  local cores = f and tonumber(f:read("*l"))
+  if f then f:close() end
   local m = C.rss()
   C.result({ browsers = nb, pages = #pages, calls = calls, one_page_cps = single,
-    fleet_cps = total, start_rss_kib = start.rss, rss_kib = m.rss, peak_kib = m.hwm })
+    fleet_cps = total, start_rss_kib = start.rss, rss_kib = m.rss, peak_kib = m.hwm,
+    lua_cpu_share = cpu_share, lua_cpu_per_call_s = cpu_per_call, cores = cores })
 end)
 for _, b in ipairs(browsers) do pcall(b.close, b) end
 if not ok then
