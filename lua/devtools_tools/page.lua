@@ -496,7 +496,13 @@ function Page:wait_for_tool(name, opts)
     end
     pause = pause * 2
     if pause > 0.5 then pause = 0.5 end
-    gs = discover_now(self, deadline)
+    local ok, fresh = errors.catch(discover_now, self, deadline)
+    if ok then
+      gs = fresh
+    elseif fresh.code ~= "timeout" then
+      error(fresh, 0)
+    end
+    -- (a discovery the deadline cut short: the last one answers below)
   end
 end
 
