@@ -9,20 +9,7 @@
 -- module or, when this file sits in a checkout, the checkout's lua/ and
 -- build/<interpreter>/ (make, or make LUA=luajit; DEVTOOLS_TOOLS_BUILD
 -- overrides the build directory).
-do
-  local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
-  package.path = here .. "/?.lua;" .. package.path
-  local root = here .. "/.."
-  local f = io.open(root .. "/lua/devtools_tools/init.lua")
-  if f then
-    f:close()
-    local build = os.getenv("DEVTOOLS_TOOLS_BUILD")
-      or ("build/" .. (jit and "luajit" or ("lua" .. _VERSION:match("%d+%.%d+"))))
-    if build:sub(1, 1) ~= "/" then build = root .. "/" .. build end
-    package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
-    package.cpath = build .. "/?.so;" .. package.cpath
-  end
-end
+dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/checkout.lua")
 local dt = require "devtools_tools"
 local report = require "report"
 

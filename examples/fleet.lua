@@ -16,32 +16,14 @@
 -- The workflow is the sample app's (examples/workflow.lua), written again
 -- as steps that never block the loop: every wait goes through the
 -- connection or dt.sleep, so the pages really run side by side.
-local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
-local root = here .. "/.."
-do
-  -- the checkout's lua/ and build/<interpreter>/ when this file sits in one
-  -- (DEVTOOLS_TOOLS_BUILD overrides the build directory), else the
-  -- installed module
-  local f = io.open(root .. "/lua/devtools_tools/init.lua")
-  if f then
-    f:close()
-    local build = os.getenv("DEVTOOLS_TOOLS_BUILD")
-      or ("build/" .. (jit and "luajit" or ("lua" .. _VERSION:match("%d+%.%d+"))))
-    if build:sub(1, 1) ~= "/" then build = root .. "/" .. build end
-    package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
-    package.cpath = build .. "/?.so;" .. package.cpath
-  end
-end
+-- the checkout's lua/ and build dir when this file sits in one (see checkout.lua)
+local _, root = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/checkout.lua")
 local dt = require "devtools_tools"
 local core = require "devtools_tools.core"
 
+local tax_of = require("workflow").tax_of      -- what the checkout panel charges
+
 local M = {}
-
-local TAX_PERCENT = 8
-
-local function tax_of(cents)                    -- 8 %, rounded to the cent
-  return math.floor((cents * TAX_PERCENT + 50) / 100)
-end
 
 -- workflow(page) -> findings (a list of bug names), calls made.
 -- The three checks of examples/workflow.lua, each a few tool calls.

@@ -18,20 +18,7 @@
 -- module or, when this file sits in a checkout, the checkout's lua/ and
 -- build/<interpreter>/ (make, or make LUA=luajit; DEVTOOLS_TOOLS_BUILD
 -- overrides the build directory).
-do
-  local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
-  package.path = here .. "/?.lua;" .. package.path
-  local root = here .. "/.."
-  local f = io.open(root .. "/lua/devtools_tools/init.lua")
-  if f then
-    f:close()
-    local build = os.getenv("DEVTOOLS_TOOLS_BUILD")
-      or ("build/" .. (jit and "luajit" or ("lua" .. _VERSION:match("%d+%.%d+"))))
-    if build:sub(1, 1) ~= "/" then build = root .. "/" .. build end
-    package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
-    package.cpath = build .. "/?.so;" .. package.cpath
-  end
-end
+dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/checkout.lua")
 local dt = require "devtools_tools"
 local report = require "report"
 
@@ -42,6 +29,7 @@ local TAX_PERCENT = 8                           -- what the checkout panel charg
 local function tax_of(cents)                    -- 8 %, rounded to the cent
   return math.floor((cents * TAX_PERCENT + 50) / 100)
 end
+M.tax_of = tax_of
 
 local function step(log, n, total, what)
   log(("[%d/%d] %s"):format(n, total, what))
@@ -68,7 +56,7 @@ function M.run(page, opts)
   for _ = 1, 50 do
     groups = page:discover()
     if devtools_groups() > 3 then break end
-    require("devtools_tools.core").sleep(0.1)
+    dt.sleep(0.1)                               -- (inside a task it yields)
   end
   -- Both kinds: devtoolstooldiscovery groups, and WebMCP tools (listed when
   -- the browser runs with WebMCP on: dt.launch{webmcp = true})

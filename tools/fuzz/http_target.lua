@@ -14,6 +14,7 @@
 
 local core = require "devtools_tools.core"
 local J = require "fuzz.json_target"
+local tcp_peer = require "fuzz.tcp_peer"
 
 local T = { name = "http", batch = 40 }
 
@@ -151,20 +152,8 @@ local function complete_without_close(c)
 end
 
 function T.run(c, ctx)
-  local proc, err = core.spawn({ ctx.lua, ctx.dir .. "/fuzz/peer.lua", "http", tostring(ctx.seed),
-    tostring(ctx.index) }, { env = { DEVTOOLS_TOOLS_BUILD = ctx.build } })
-  if not proc then return "cannot start the peer: " .. tostring(err) end
-  local port
-  local deadline = core.now() + 10
-  repeat
-    port = tonumber(proc:stderr():match("port (%d+)\n"))
-    if not port then core.sleep(0.002) end
-  until port or core.now() > deadline or not proc:running()
-  if not port then
-    local out = proc:stderr()
-    proc:close(0)
-    return "the peer printed no port: " .. out
-  end
+  local proc, port = tcp_peer.start("http", ctx)
+  if not proc then return port end
   local silent_wait = c.ending == "stay" and (c.mutated or not complete_without_close(c))
   local wait = silent_wait and 1 or 10
   local t0 = core.now()

@@ -19,6 +19,7 @@
 
 local core = require "devtools_tools.core"
 local J = require "fuzz.json_target"
+local tcp_peer = require "fuzz.tcp_peer"
 
 local T = { name = "ws", batch = 20 }
 
@@ -276,20 +277,8 @@ local function good_messages(c)
 end
 
 function T.run(c, ctx)
-  local proc, err = core.spawn({ ctx.lua, ctx.dir .. "/fuzz/peer.lua", "ws", tostring(ctx.seed),
-    tostring(ctx.index) }, { env = { DEVTOOLS_TOOLS_BUILD = ctx.build } })
-  if not proc then return "cannot start the peer: " .. tostring(err) end
-  local port
-  local deadline = core.now() + 10
-  repeat
-    port = tonumber(proc:stderr():match("port (%d+)\n"))
-    if not port then core.sleep(0.002) end
-  until port or core.now() > deadline or not proc:running()
-  if not port then
-    local out = proc:stderr()
-    proc:close(0)
-    return "the peer printed no port: " .. out
-  end
+  local proc, port = tcp_peer.start("ws", ctx)
+  if not proc then return port end
   local ok_hs = c.handshake == "ok" or c.handshake == "frame_in_head"
   local t0 = core.now()
   local wait = ok_hs and 10 or 0.5
