@@ -183,26 +183,33 @@ end
 
 local wake_waiters, rearm
 
--- Blocking: read until pred() or the deadline. Tasks waiting meanwhile on
--- this connection are woken through their loop afterwards.
 -- Past the deadline a wait still takes what has already arrived (a
 -- deadline of now() means "is it there yet?"), but at most LATE_READS
 -- messages: a peer that streams without pause cannot hold it.
 local LATE_READS = 256
 
-local function wait_blocking(self, pred, deadline)
-  local ok, res = pcall(function()
-    local late = 0
-    while not pred() do
-      if self.closed then disconnected(self) end
-      if now() >= deadline then
-        late = late + 1
-        if late > LATE_READS then return false end
-      end
-      if not pump(self, deadline) then return pred() end
+-- read_until(self, ready, a, b, deadline) -> true once ready(a, b), false
+-- at the deadline: the caller reads the transport itself. ready takes its
+-- state as arguments, so a call's wait makes no closure.
+local function read_until(self, ready, a, b, deadline)
+  local late = 0
+  while not ready(a, b) do
+    if self.closed then disconnected(self) end
+    if now() >= deadline then
+      late = late + 1
+      if late > LATE_READS then return false end
     end
-    return true
-  end)
+    if not pump(self, deadline) then return ready(a, b) end
+  end
+  return true
+end
+
+local function call_pred(pred) return pred() end
+
+-- Blocking: read until pred() or the deadline. Tasks waiting meanwhile on
+-- this connection are woken through their loop afterwards.
+local function wait_blocking(self, pred, deadline)
+  local ok, res = pcall(read_until, self, call_pred, pred, nil, deadline)
   if next(self.waiters) then wake_waiters(self, true) end
   if not ok then error(res, 0) end
   return res
@@ -391,29 +398,16 @@ function Conn:send_nowait(method, params, session)
 end
 
 -- await(id, deadline, method) -> result; raises on error, timeout, loss
--- The blocking wait for one reply, with nothing else to look after (no task
--- waits on this connection): the common case of a script, read straight,
--- without the closures of wait_for. Returns true, or false at the deadline;
--- raises what pump raises, and disconnected.
-local function await_blocking(self, pending, id, deadline)
-  local late = 0
-  while pending[id] == false do
-    if self.closed then disconnected(self) end
-    if now() >= deadline then
-      late = late + 1
-      if late > LATE_READS then return false end
-    end
-    if not pump(self, deadline) then return pending[id] ~= false end
-  end
-  return true
-end
+-- Is the reply to request id there (or its Error)?
+local function reply_arrived(pending, id) return pending[id] ~= false end
 
 function Conn:await(id, deadline, method)
   local pending = self.pending
   if pending[id] == false then
     local ok, got
     if next(self.waiters) == nil and current_task() == nil then
-      ok, got = pcall(await_blocking, self, pending, id, deadline)
+      -- the common case of a script: nothing else to look after
+      ok, got = pcall(read_until, self, reply_arrived, pending, id, deadline)
     else
       ok, got = pcall(self.wait_for, self, function() return pending[id] ~= false end, deadline)
     end
