@@ -148,6 +148,34 @@ end
 -- The interpreter the specs run under (the build directory is named after it).
 H.lua = H.build:match("([^/]+)$") or "lua5.4"
 
+-- browser_suite(set, launch_opts?) -> setup_fn, teardown_fn: what a file of
+-- browser specs hands to busted's setup and teardown. The first starts the
+-- fixture server and a launched browser and gives both to set(server,
+-- browser); the second closes both and asserts that no process of the
+-- browser's group is left.
+function H.browser_suite(set, launch_opts)
+  local server, browser
+  local function start()
+    server = H.start_server()
+    browser = require("devtools_tools").launch(launch_opts)
+    set(server, browser)
+  end
+  local function stop()
+    local pid = browser.process:pid()
+    browser:close()
+    server.stop()
+    require("luassert").is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 5))
+  end
+  return start, stop
+end
+
+-- group_names(groups) -> the names of the groups, in order
+function H.group_names(groups)
+  local out = {}
+  for _, g in ipairs(groups) do out[#out + 1] = g.name end
+  return out
+end
+
 -- Runs fn and returns the dt.Error it raised (fails if it raised none or
 -- raised something else).
 function H.error_of(fn, ...)

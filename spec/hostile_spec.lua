@@ -12,23 +12,11 @@ local function open(path)
   return browser:new_page(server.url(path))
 end
 
-local function names(groups)
-  local out = {}
-  for _, g in ipairs(groups) do out[#out + 1] = g.name end
-  return out
-end
+local names = H.group_names
 
-setup(function()
-  server = H.start_server()
-  browser = dt.launch()
-end)
-
-teardown(function()
-  local pid = browser.process:pid()
-  browser:close()
-  server.stop()
-  assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 5))
-end)
+local start_suite, stop_suite = H.browser_suite(function(s, b) server, browser = s, b end)
+setup(start_suite)
+teardown(stop_suite)
 
 describe("page-side JavaScript", function()
   it("every js/ file compiles in a real page", function()

@@ -9,17 +9,9 @@ local app_server = require "support.app_server"
 
 local server, browser
 
-setup(function()
-  server = H.start_server()
-  browser = dt.launch({ webmcp = true })
-end)
-
-teardown(function()
-  local pid = browser.process:pid()
-  browser:close()
-  server.stop()
-  assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 5))
-end)
+local start_suite, stop_suite = H.browser_suite(function(s, b) server, browser = s, b end, { webmcp = true })
+setup(start_suite)
+teardown(stop_suite)
 
 local function open(path)
   local page = browser:new_page(server.url(path))
