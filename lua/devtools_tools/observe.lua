@@ -453,6 +453,17 @@ end
 
 local console_opts = { since = true, level = true, timeout = true }
 
+-- The records of a ring newer than since that keep (if any) accepts, oldest
+-- first.
+local function records_of(r, since, keep)
+  local out = {}
+  for i = r.first, r.last do
+    local rec = r.items[i]
+    if rec and rec.seq > since and (not keep or keep(rec)) then out[#out + 1] = rec end
+  end
+  return out
+end
+
 -- console_messages{since=, level=, timeout=} -> list of records, oldest
 -- first: {seq, level, type, source, text, args (JSON values), location
 -- {url, line, column, function}, frame, exception?, time}
@@ -463,12 +474,7 @@ function P.console_messages(page, opts)
   page.conn:poll()
   local since = since_of(opts.since, "console_messages")
   local keep = level_filter(opts.level, "console_messages")
-  local out = {}
-  local r = st.console
-  for i = r.first, r.last do
-    local rec = r.items[i]
-    if rec and rec.seq > since and (not keep or keep(rec)) then out[#out + 1] = rec end
-  end
+  local out = records_of(st.console, since, keep)
   resolve_args(page, out, deadline)
   return out
 end
@@ -494,12 +500,7 @@ function P.network_requests(page, opts)
   page.conn:poll()
   local since = since_of(opts.since, "network_requests")
   local keep = url_filter(opts.url, "network_requests")
-  local out = {}
-  local r = st.requests
-  for i = r.first, r.last do
-    local rec = r.items[i]
-    if rec and rec.seq > since and (not keep or keep(rec)) then out[#out + 1] = rec end
-  end
+  local out = records_of(st.requests, since, keep)
   return out
 end
 
