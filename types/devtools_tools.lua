@@ -343,6 +343,10 @@ function dt.webdriver(url, capabilities, opts) end
 ---@param x any
 ---@return boolean
 function dt.is_error(x) end
+---True for an Element a tool returned.
+---@param x any
+---@return boolean
+function dt.is_element(x) end
 ---Marks t to be sent as a JSON array (dt.array{} is sent as []).
 ---@generic T: table
 ---@param t? T

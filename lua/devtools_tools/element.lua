@@ -5,7 +5,7 @@
 -- the page keeps the node), or be made from page data (only the calling
 -- code builds one, from a reference the page runtime marked).
 
-local tostring, getmetatable, setmetatable = tostring, getmetatable, setmetatable
+local tostring, setmetatable = tostring, setmetatable
 
 local M = {}
 
@@ -18,9 +18,10 @@ function Element:__tostring()
   return "Element(" .. tostring(self.description) .. ")"
 end
 
-function M.is_element(v)
-  return getmetatable(v) == Element
-end
+-- is_element(v): the validator's rule (devtools_tools.schema.values, the one
+-- place that knows what an element is: its metatable's __name), so the
+-- library, the validator and the command line never disagree.
+M.is_element = require("devtools_tools.schema.values").is_element
 
 -- new(fields) -> Element. fields: backend_node_id, description, frame
 -- ({id, url, origin}), and the document it belongs to: _page, _frame_id, _loader.

@@ -83,6 +83,7 @@ local dt = {
   Task = task.Task,
   Error = errors.Error,
   is_error = errors.is_error,
+  is_element = require("devtools_tools.element").is_element,
   null = core.null,
   array_mt = core.array_mt,
   array = json.array,

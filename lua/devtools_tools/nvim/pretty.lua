@@ -14,12 +14,7 @@ local concat, rep = table.concat, string.rep
 
 local M = {}
 
-local ELEMENT = "devtools_tools.Element"
-
-local function is_element(v)
-  local mt = getmetatable(v)
-  return type(mt) == "table" and rawget(mt, "__name") == ELEMENT
-end
+local is_element = require("devtools_tools.element").is_element
 
 -- Element objects -> "Element(div#cart)"; copies only the tables that hold one.
 local function readable(v, depth)
