@@ -215,15 +215,11 @@ local function wait_blocking(self, pred, deadline)
   return res
 end
 
--- Past the deadline inside a task: take what has already arrived (at most
--- LATE_READS messages, without waiting), then answer.
+-- Past the deadline inside a task: take what has already arrived (a
+-- blocking wait whose deadline has passed reads at most LATE_READS
+-- messages, never waiting), then answer.
 local function late_reads(self, pred)
-  local late = 0
-  while late < LATE_READS and not self.closed and not pred() and pump(self, 0) do
-    late = late + 1
-  end
-  if next(self.waiters) then wake_waiters(self, true) end
-  return pred()
+  return wait_blocking(self, pred, 0)
 end
 
 -- In a task: register, watch the transport on the task's loop, suspend.
