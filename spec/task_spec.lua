@@ -141,6 +141,16 @@ describe("tasks on a driver of the spec's own", function()
     end
   end)
 
+  it("closing the connection stops watching at once and fails its waiting task", function()
+    local task = dt.async(function() return conn:call("Pending") end)
+    assert.are.equal(1, d:count("watches"))
+    conn:close()
+    assert.are.equal(0, d:count("watches"))         -- before the loop turns again
+    d:fire_timers()                                  -- the task learns it through the loop
+    assert.is_true(task.done)
+    assert.are.equal("disconnected", H.error_of(task.wait, task).code)
+  end)
+
   it("a task waiting for another suspends until it ends", function()
     local inner = dt.async(function() return conn:call("Inner") end)
     local outer = dt.async(function() return inner:wait() end)

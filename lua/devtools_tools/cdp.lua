@@ -454,11 +454,18 @@ end
 function Conn:close()
   lost(self, "closed by the caller")
   unwatch_all(self)
+  -- A request still waiting (a task's) fails with disconnected when its
+  -- task runs again.
+  local gone
+  for id, v in pairs(self.pending) do
+    if v == false then
+      gone = gone or errors.new("disconnected", "the browser connection is closed: closed by the caller")
+      self.pending[id] = gone
+    end
+  end
   if next(self.waiters) then wake_waiters(self, true) end
   local t = self.transport
   if t then t:close() end
-  for id in pairs(self.pending) do self.pending[id] = nil end
-  for id in pairs(self.pending_session) do self.pending_session[id] = nil end
 end
 
 M.Connection = Conn
