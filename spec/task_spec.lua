@@ -277,11 +277,39 @@ for _, L in ipairs(loops) do
     end
 
     it("cancelling a task during launch ends the child and raises cancelled", function()
+      -- the launch's processes and its temporary profile, told from others
+      local lfs = require "lfs"
+      local tmp = os.getenv("TMPDIR") or "/tmp"
+      local function profiles()
+        local out = {}
+        for name in lfs.dir(tmp) do
+          if name:match("^devtools_tools%-profile%-") then out[name] = true end
+        end
+        return out
+      end
+      local before, before_dirs = {}, profiles()
+      for _, pid in ipairs(H.live_with_arg("devtools_tools-profile-")) do before[pid] = true end
+      local function new_ones()
+        local n = 0
+        for _, pid in ipairs(H.live_with_arg("devtools_tools-profile-")) do
+          if not before[pid] then n = n + 1 end
+        end
+        for name in pairs(profiles()) do
+          if not before_dirs[name] then n = n + 1 end
+        end
+        return n
+      end
+      -- the launch must clean up itself, not leave it to the collector
+      collectgarbage("stop")
       local task = dt.async(function() return dt.launch() end)
       assert.is_false(task.done)                     -- waiting for the browser's first reply
+      assert.is_true(new_ones() > 0)
       task:cancel()
       assert.is_true(task.done)
       assert.are.equal("cancelled", H.error_of(task.wait, task).code)
+      local clean = H.wait_for(function() return new_ones() == 0 end, 5)
+      collectgarbage("restart")
+      assert.is_true(clean, "the Chromium the cancelled launch started, or its profile, is still there")
     end)
 
     it("a browser killed while three tasks wait: all three get disconnected", function()
