@@ -7,8 +7,8 @@
 -- `catch` re-raises anything else untouched. `from_c` is the one place that
 -- turns a C failure code into a dt.Error code.
 
-local setmetatable, getmetatable, error, pcall, tostring, type =
-      setmetatable, getmetatable, error, pcall, tostring, type
+local setmetatable, getmetatable, error, pcall, tostring =
+      setmetatable, getmetatable, error, pcall, tostring
 
 local unpack = table.unpack or unpack
 local select = select

@@ -11,7 +11,7 @@
 
 local core = require "devtools_tools.core"
 
-local type, tonumber, floor = type, tonumber, math.floor
+local tonumber, floor = tonumber, math.floor
 local sbyte, sfind, smatch, ssub, sgsub, slower, schar =
       string.byte, string.find, string.match, string.sub, string.gsub,
       string.lower, string.char

@@ -20,8 +20,8 @@ local now = core.now
 local raise = errors.raise
 local co_create, co_resume, co_running, co_status, co_yield =
       coroutine.create, coroutine.resume, coroutine.running, coroutine.status, coroutine.yield
-local type, select, setmetatable, getmetatable, tostring, pairs, ipairs, error, xpcall =
-      type, select, setmetatable, getmetatable, tostring, pairs, ipairs, error, xpcall
+local type, select, setmetatable, getmetatable, ipairs, error, xpcall =
+      type, select, setmetatable, getmetatable, ipairs, error, xpcall
 local unpack = table.unpack or unpack
 local traceback = debug.traceback
 local math_huge, math_max = math.huge, math.max

@@ -12,8 +12,8 @@
 
 local json = require "devtools_tools.json"
 
-local type, rawget, ipairs, pairs, tonumber, tostring, getmetatable =
-      type, rawget, ipairs, pairs, tonumber, tostring, getmetatable
+local type, rawget, ipairs, pairs, tonumber =
+      type, rawget, ipairs, pairs, tonumber
 local concat, sort = table.concat, table.sort
 
 local M = {}
