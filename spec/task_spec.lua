@@ -151,6 +151,40 @@ describe("tasks on a driver of the spec's own", function()
     assert.are.equal("disconnected", H.error_of(task.wait, task).code)
   end)
 
+  it("watches the launched browser's exit: a helper holding the pipe cannot hide it", function()
+    local running = true
+    local proc = { exit_fd = function() return 77 end, running = function() return running end }
+    local c = cdp.new(t, { timeout = 5, process = proc })
+    local task = dt.async(function() return c:call("Pending") end)
+    local exit_watch
+    for h in pairs(d.watches) do if h.fd == 77 then exit_watch = h end end
+    assert.is_table(exit_watch)
+    running = false                                  -- the pipe stays open: no EOF on fd 99
+    exit_watch.cb("r")
+    assert.is_true(task.done)
+    local e = H.error_of(task.wait, task)
+    assert.are.equal("disconnected", e.code)
+    assert.matches("the browser exited", e.message, 1, true)
+    assert.are.equal(0, d:count("watches"))
+  end)
+
+  it("stops watching the child's stderr once the transport has closed it", function()
+    local efd = 50
+    function t:fds() return 99, 99, efd end
+    local task = dt.async(function() return conn:call("Pending") end)
+    local fds = {}
+    for h in pairs(d.watches) do fds[h.fd] = true end
+    assert.is_true(fds[50] and fds[99])
+    efd = nil                                        -- end of file on stderr: closed
+    d:fire_read()
+    fds = {}
+    for h in pairs(d.watches) do fds[h.fd] = true end
+    assert.is_nil(fds[50])
+    assert.is_true(fds[99])
+    assert.is_false(task.done)
+    task:cancel()
+  end)
+
   it("a task waiting for another suspends until it ends", function()
     local inner = dt.async(function() return conn:call("Inner") end)
     local outer = dt.async(function() return inner:wait() end)

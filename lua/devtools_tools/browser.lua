@@ -164,7 +164,7 @@ function M.launch(opts)
     if cleanup then core.rmtree(cleanup) end
     raise("launch_failed", transport .. " (" .. tostring(code) .. ")")
   end
-  local conn = cdp.new(transport, { timeout = timeout })
+  local conn = cdp.new(transport, { timeout = timeout, process = proc })
   local ok, version = errors.catch(conn.call, conn, "Browser.getVersion", nil,
     { timeout = math.max(0, deadline - now()) })
   if not ok and version.code == "cancelled" then

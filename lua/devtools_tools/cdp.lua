@@ -31,7 +31,7 @@ local encode = json.encode
 local current_task = tasks.current
 local type, tonumber, pairs, next, setmetatable, getmetatable, tostring, pcall, error =
       type, tonumber, pairs, next, setmetatable, getmetatable, tostring, pcall, error
-local io_stderr, sformat = io.stderr, string.format
+local io_stderr, sformat, select = io.stderr, string.format, select
 
 local M = {}
 
@@ -52,11 +52,15 @@ local Conn = {}
 Conn.__index = Conn
 Conn.__name = "devtools_tools.Connection"
 
--- new(transport, opts) -> Connection. opts.timeout: default seconds per call.
+-- new(transport, opts) -> Connection. opts.timeout: default seconds per
+-- call; opts.process: the browser's Process when we launched it (a task's
+-- wait also watches its exit, which a helper process still holding the pipe
+-- would otherwise hide).
 function M.new(transport, opts)
   opts = opts or {}
   return setmetatable({
     transport = transport,
+    process = opts.process,
     timeout = opts.timeout or 30,
     next_id = 1,
     -- id -> false while waiting, then the reply message (or an Error)
@@ -321,8 +325,8 @@ rearm = function(self, driver)
   local w = self.watch
   if w and w.driver ~= driver then unwatch_all(self); w = nil end
   if not w then
-    local rfd, wfd, efd
-    if t.fds then rfd, wfd, efd = t:fds() else rfd = t:fd() end
+    local rfd, wfd
+    if t.fds then rfd, wfd = t:fds() else rfd = t:fd() end
     if not rfd then
       lost(self, "the browser closed the connection")
       wake_waiters(self, true)
@@ -335,9 +339,27 @@ rearm = function(self, driver)
       if ev ~= "r" and self.watch then on_writable(self) end
     end)
     w.events.r = "r"
-    if efd then
-      w.handles.e = driver:watch(efd, "r", function() on_readable(self) end)
+    local proc = self.process
+    local xfd = proc and proc.exit_fd and proc:exit_fd()
+    if xfd then
+      w.handles.x = driver:watch(xfd, "r", function()
+        if not proc:running() then
+          on_readable(self)                          -- what it wrote before it went
+          lost(self, "the browser exited")
+          wake_waiters(self, false)
+          rearm(self, driver)
+        end
+      end)
     end
+  end
+  -- The child's stderr is watched while it is open: the transport closes it
+  -- at its end of file, and a closed descriptor must not stay watched.
+  local efd
+  if t.fds then efd = select(3, t:fds()) end
+  if efd ~= w.efd then
+    if w.handles.e then driver:unwatch(w.handles.e); w.handles.e = nil end
+    w.efd = efd
+    if efd then w.handles.e = driver:watch(efd, "r", function() on_readable(self) end) end
   end
   -- Writing: only while bytes wait in the transport's queue.
   local want_w = t.queued and t:queued() > 0 and w.wfd ~= nil
