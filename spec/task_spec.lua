@@ -185,6 +185,70 @@ describe("tasks on a driver of the spec's own", function()
     task:cancel()
   end)
 
+  -- A websocket's flush services the socket both ways: what arrives while
+  -- it writes lands in the transport's buffer, and the socket is then no
+  -- longer readable. The reply must still reach its task (seen as a first
+  -- call after connect that waited for its whole deadline).
+  it("a reply that a flush took in reaches its task without a read event", function()
+    local queued = 0
+    function t:fds() return 99, 99 end
+    function t:queued() return queued end
+    function t:send(msg)
+      self.sent[#self.sent + 1] = json.decode(msg)
+      queued = #msg
+      return nil, "would block", "timeout"
+    end
+    function t:flush()
+      queued = 0
+      self.inbox[#self.inbox + 1] = { id = self.sent[#self.sent].id, result = { v = "flushed" } }
+      return true
+    end
+    local task = dt.async(function() return conn:call("Write.big") end)
+    local watch = next(d.watches)
+    assert.are.equal(1, d:count("watches"))
+    assert.are.equal("rw", watch.events)
+    watch.cb("w")                                    -- writable: flush, which also reads
+    d:fire_timers()
+    assert.is_true(task.done, "the reply sat in the transport's buffer")
+    assert.are.equal("flushed", task:wait().v)
+  end)
+
+  it("a blocking call that reads past its own reply wakes the task whose reply it buffered", function()
+    local task = dt.async(function() return conn:call("InTask") end)
+    local id = t.sent[1].id
+    local blocking = t.send
+    t.send = function(self, msg)
+      blocking(self, msg)
+      local mine = self.sent[#self.sent].id
+      -- One read brought both replies: ours, then the task's.
+      self.inbox[#self.inbox + 1] = { id = mine, result = { v = "mine" } }
+      self.inbox[#self.inbox + 1] = { id = id, result = { v = "task's" } }
+      return true
+    end
+    assert.are.equal("mine", conn:call("Blocking").v)
+    d:fire_timers()                                  -- no read event: the bytes are ours already
+    assert.is_true(task.done, "the task's reply sat in the transport's buffer")
+    assert.are.equal("task's", task:wait().v)
+  end)
+
+  it("a listener that sends while a task waits sees the next event only after it returns", function()
+    local order = {}
+    conn:listen(nil, function(method)
+      order[#order + 1] = method
+      if method == "E.one" then
+        conn:send_nowait("X.fromListener")
+        order[#order + 1] = "one returned"
+      end
+    end)
+    local task = dt.async(function() return conn:call("Pending") end)
+    t.inbox[1] = { method = "E.one", params = {} }
+    t.inbox[2] = { method = "E.two", params = {} }
+    t.inbox[3] = { id = t.sent[1].id, result = {} }
+    d:fire_read()
+    assert.same({ "E.one", "one returned", "E.two" }, order)
+    assert.is_true(task.done)
+  end)
+
   it("a task waiting for another suspends until it ends", function()
     local inner = dt.async(function() return conn:call("Inner") end)
     local outer = dt.async(function() return inner:wait() end)

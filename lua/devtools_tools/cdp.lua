@@ -76,6 +76,7 @@ function M.new(transport, opts)
     -- tasks waiting on this connection: waiter -> true (see wait_in_task)
     waiters = {},
     watch = nil,            -- the descriptors watched on a task's loop, if any
+    dispatching = 0,        -- event listeners running (see hand_over)
   }, Conn)
 end
 
@@ -140,7 +141,13 @@ end
 
 local function route_event(self, msg)
   local fn = self.listeners[msg.sessionId or ""]
-  if fn then fn(msg.method, msg.params, msg.sessionId) end
+  if fn then
+    local depth = self.dispatching
+    self.dispatching = depth + 1
+    local ok, err = pcall(fn, msg.method, msg.params, msg.sessionId)
+    self.dispatching = depth
+    if not ok then error(err, 0) end
+  end
 end
 
 local function log_received(msg)
@@ -210,11 +217,36 @@ end
 
 local function call_pred(pred) return pred() end
 
+-- Routes what the transport already holds, without a system call. A write
+-- (a websocket services its socket both ways) or a read that stopped at its
+-- own reply may have taken in messages for someone else; the socket is then
+-- no longer readable, so no read event would bring them to their tasks.
+-- Returns true if it routed any.
+local function take_buffered(self)
+  local t, n = self.transport, 0
+  while not self.closed and t:pending() do
+    pump(self, 0)
+    n = n + 1
+  end
+  return n > 0
+end
+
+-- After a write or a blocking read: the tasks whose replies came in with
+-- it are woken through their loop (we are inside someone else's work).
+-- Not inside an event listener: the read that called it routes the rest
+-- when the listener returns, so events keep their order.
+local function hand_over(self)
+  if self.dispatching > 0 or not next(self.waiters) then return end
+  local ok, err = pcall(take_buffered, self)
+  if not ok and not errors.is_error(err) then err = errors.new("protocol_error", tostring(err)) end
+  wake_waiters(self, true, not ok and err or nil)
+end
+
 -- Blocking: read until pred() or the deadline. Tasks waiting meanwhile on
 -- this connection are woken through their loop afterwards.
 local function wait_blocking(self, pred, deadline)
   local ok, res = pcall(read_until, self, call_pred, pred, nil, deadline)
-  if next(self.waiters) then wake_waiters(self, true) end
+  hand_over(self)
   if not ok then error(res, 0) end
   return res
 end
@@ -229,6 +261,9 @@ end
 -- In a task: register, watch the transport on the task's loop, suspend.
 local function wait_in_task(self, task, pred, deadline)
   while true do
+    if self.dispatching == 0 and take_buffered(self) and next(self.waiters) then
+      wake_waiters(self, true)
+    end
     if pred() then return true end
     if self.closed then disconnected(self) end
     if now() >= deadline then return late_reads(self, pred) end
@@ -301,7 +336,10 @@ local function on_writable(self)
   local t = self.transport
   local ok, _, code = t:flush(0)
   if not ok and code == "closed" then lost(self, "the browser closed the connection") end
-  wake_waiters(self, false)
+  -- What the flush took in (a websocket's socket is served both ways).
+  local took, err = pcall(take_buffered, self)
+  if not took and not errors.is_error(err) then err = errors.new("protocol_error", tostring(err)) end
+  wake_waiters(self, false, not took and err or nil)
   if self.watch then rearm(self, self.watch.driver) end
 end
 
@@ -379,8 +417,13 @@ end
 function Conn:_write(text, deadline)
   local t = self.transport
   local task = current_task()
-  if not task or not t.flush then return t:send(text, deadline) end
+  if not task or not t.flush then
+    local ok, err, code = t:send(text, deadline)
+    hand_over(self)
+    return ok, err, code
+  end
   local ok, err, code = t:send(text, now())
+  hand_over(self)
   if ok or code ~= "timeout" then return ok, err, code end
   if not self:wait_for(function() return self.closed or t:queued() == 0 end, deadline) then
     return nil, "timed out writing to the browser", "timeout"
@@ -413,6 +456,7 @@ function Conn:send_nowait(method, params, session)
   -- out with the next write, so this never waits.
   local ok, _, code = self.transport:send(encode(msg), now())
   if not ok and code == "closed" then lost(self, "the browser closed the connection") end
+  hand_over(self)
 end
 
 -- await(id, deadline, method) -> result; raises on error, timeout, loss
