@@ -141,6 +141,25 @@ describe("tasks on a driver of the spec's own", function()
     end
   end)
 
+  -- Seen with a killed Chromium: the fourth task's write met a broken pipe
+  -- before any read saw the end, and the waiting tasks waited for good.
+  it("a write that finds the connection gone fails the tasks already waiting", function()
+    local list = {}
+    for i = 1, 3 do list[i] = dt.async(function() return conn:call("M" .. i) end) end
+    function t:send() return nil, "writing to the browser: Broken pipe", "closed" end
+    local writer = dt.async(function() return conn:call("Write") end)
+    assert.is_true(writer.done)
+    assert.are.equal("disconnected", H.error_of(writer.wait, writer).code)
+    d:fire_timers()                                  -- the others learn it through the loop
+    for i = 1, 3 do
+      assert.is_true(list[i].done, "task " .. i .. " still waits")
+      local e = H.error_of(list[i].wait, list[i])
+      assert.are.equal("disconnected", e.code)
+      assert.matches("Broken pipe", e.message, 1, true)
+    end
+    assert.are.equal(0, d:count("watches"))
+  end)
+
   it("closing the connection stops watching at once and fails its waiting task", function()
     local task = dt.async(function() return conn:call("Pending") end)
     assert.are.equal(1, d:count("watches"))
@@ -416,10 +435,18 @@ for _, L in ipairs(loops) do
       local list = {}
       for i = 1, 3 do list[i] = dt.async(function() return p:call("slow", { ms = 20000 }) end) end
       os.execute("kill -9 " .. b.process:pid())
-      local ok = pcall(dt.wait_all, list, 20)
+      local ok, err = pcall(dt.wait_all, list, 20)
       assert.is_false(ok)
+      local function state()
+        local out = { tostring(err), "closed: " .. tostring(b.conn.closed),
+          "waiters: " .. tostring(next(b.conn.waiters) ~= nil), "watch: " .. tostring(b.conn.watch ~= nil) }
+        for i = 1, 3 do
+          out[#out + 1] = ("task %d %s %s"):format(i, tostring(list[i]), debug.traceback(list[i].co))
+        end
+        return table.concat(out, "\n")
+      end
       for i = 1, 3 do
-        assert.is_true(list[i].done)
+        assert.is_true(list[i].done, state())
         assert.are.equal("disconnected", H.error_of(list[i].wait, list[i]).code)
       end
       b:close()

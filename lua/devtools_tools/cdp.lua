@@ -97,9 +97,17 @@ local function disconnected(self)
   raise("disconnected", "the browser connection is closed: " .. self.closed)
 end
 
--- The transport went away: every waiter learns it from `closed`.
+local wake_waiters, rearm
+
+-- The transport went away: every waiter learns it from `closed`. Tasks
+-- already waiting are woken on their loop's next turn, whoever found it
+-- out (a write that met a broken pipe before any read saw the end, too);
+-- a reader on the loop wakes them at once itself.
 local function lost(self, message)
-  self.closed = self.closed or message or "connection lost"
+  if self.closed then return end
+  self.closed = message or "connection lost"
+  local w = next(self.waiters)
+  if w then w.task.driver:timer(0, function() wake_waiters(self, false) end) end
 end
 
 -- send(method, params, session, deadline, json_reply) -> id, without
@@ -191,8 +199,6 @@ local function pump(self, deadline)
 end
 
 ---------------------------------------------------------------- waiting
-
-local wake_waiters, rearm
 
 -- Past the deadline a wait still takes what has already arrived (a
 -- deadline of now() means "is it there yet?"), but at most LATE_READS
