@@ -250,6 +250,15 @@ describe("tasks on a driver of the spec's own", function()
     assert.are.equal("task's", task:wait().v)
   end)
 
+  it("poll(true), which routes only what is buffered, wakes the task it routed a reply for", function()
+    local task = dt.async(function() return conn:call("Buffered") end)
+    t.inbox[1] = { id = t.sent[1].id, result = { v = 1 } }
+    conn:poll(true)                                  -- as a call's preparation does
+    d:fire_timers()
+    assert.is_true(task.done)
+    assert.are.equal(1, task:wait().v)
+  end)
+
   it("a listener that sends while a task waits sees the next event only after it returns", function()
     local order = {}
     conn:listen(nil, function(method)

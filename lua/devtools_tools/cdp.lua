@@ -442,8 +442,7 @@ end
 -- buffered_only, only what the transport already holds (no system call).
 function Conn:poll(buffered_only)
   if buffered_only then
-    local t = self.transport
-    while not self.closed and t:pending() do pump(self, 0) end
+    if take_buffered(self) and next(self.waiters) then wake_waiters(self, true) end
     return
   end
   while not self.closed and pump(self, 0) do end
