@@ -237,15 +237,21 @@ local function take_buffered(self)
   return n > 0
 end
 
+-- as_fault(pcall(...)) -> nil, or the failure as the dt.Error the waiting
+-- tasks are woken with.
+local function as_fault(ok, err)
+  if ok then return nil end
+  if not errors.is_error(err) then err = errors.new("protocol_error", tostring(err)) end
+  return err
+end
+
 -- After a write or a blocking read: the tasks whose replies came in with
 -- it are woken through their loop (we are inside someone else's work).
 -- Not inside an event listener: the read that called it routes the rest
 -- when the listener returns, so events keep their order.
 local function hand_over(self)
   if self.dispatching > 0 or not next(self.waiters) then return end
-  local ok, err = pcall(take_buffered, self)
-  if not ok and not errors.is_error(err) then err = errors.new("protocol_error", tostring(err)) end
-  wake_waiters(self, true, not ok and err or nil)
+  wake_waiters(self, true, as_fault(pcall(take_buffered, self)))
 end
 
 -- Blocking: read until pred() or the deadline. Tasks waiting meanwhile on
@@ -321,20 +327,14 @@ end
 local BATCH = 256
 local function on_readable(self)
   local t = self.transport
-  local ok, err = pcall(function()
+  wake_waiters(self, false, as_fault(pcall(function()
     local n = 0
     while n < BATCH and not self.closed and pump(self, 0) do n = n + 1 end
     if n >= BATCH and not self.closed and t:pending() and self.watch then
       local driver = self.watch.driver
       driver:timer(0, function() if self.watch then on_readable(self) end end)
     end
-  end)
-  if not ok then
-    if not errors.is_error(err) then err = errors.new("protocol_error", tostring(err)) end
-    wake_waiters(self, false, err)
-  else
-    wake_waiters(self, false)
-  end
+  end)))
   if self.watch then rearm(self, self.watch.driver) end
 end
 
@@ -343,9 +343,7 @@ local function on_writable(self)
   local ok, _, code = t:flush(0)
   if not ok and code == "closed" then lost(self, "the browser closed the connection") end
   -- What the flush took in (a websocket's socket is served both ways).
-  local took, err = pcall(take_buffered, self)
-  if not took and not errors.is_error(err) then err = errors.new("protocol_error", tostring(err)) end
-  wake_waiters(self, false, not took and err or nil)
+  wake_waiters(self, false, as_fault(pcall(take_buffered, self)))
   if self.watch then rearm(self, self.watch.driver) end
 end
 
@@ -372,8 +370,7 @@ rearm = function(self, driver)
     local rfd, wfd
     if t.fds then rfd, wfd = t:fds() else rfd = t:fd() end
     if not rfd then
-      lost(self, "the browser closed the connection")
-      wake_waiters(self, true)
+      lost(self, "the browser closed the connection")     -- wakes the waiters
       return
     end
     w = { driver = driver, handles = {}, events = {}, rfd = rfd, wfd = wfd }
@@ -423,13 +420,9 @@ end
 function Conn:_write(text, deadline)
   local t = self.transport
   local task = current_task()
-  if not task or not t.flush then
-    local ok, err, code = t:send(text, deadline)
-    hand_over(self)
-    return ok, err, code
-  end
+  -- (What the write took in is routed by the wait for the reply.)
+  if not task or not t.flush then return t:send(text, deadline) end
   local ok, err, code = t:send(text, now())
-  hand_over(self)
   if ok or code ~= "timeout" then return ok, err, code end
   if not self:wait_for(function() return self.closed or t:queued() == 0 end, deadline) then
     return nil, "timed out writing to the browser", "timeout"
@@ -461,7 +454,7 @@ function Conn:send_nowait(method, params, session)
   -- out with the next write, so this never waits.
   local ok, _, code = self.transport:send(encode(msg), now())
   if not ok and code == "closed" then lost(self, "the browser closed the connection") end
-  hand_over(self)
+  hand_over(self)                   -- no wait follows: route what the write took in
 end
 
 -- await(id, deadline, method) -> result; raises on error, timeout, loss
@@ -534,7 +527,6 @@ function Conn:close()
       self.pending[id] = gone
     end
   end
-  if next(self.waiters) then wake_waiters(self, true) end
   local t = self.transport
   if t then t:close() end
 end
