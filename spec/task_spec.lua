@@ -232,6 +232,54 @@ describe("tasks on a driver of the spec's own", function()
     assert.are.equal("flushed", task:wait().v)
   end)
 
+  it("a flush of bytes no task waits to write hands a waiting task its reply at once", function()
+    local queued = 0
+    function t:fds() return 99, 99 end
+    function t:queued() return queued end
+    local task = dt.async(function() return conn:call("Waits") end)
+    local id = t.sent[1].id
+    function t:send() queued = 10; return nil, "would block", "timeout" end
+    conn:send_nowait("Fire.andForget")               -- queued; nobody waits for it
+    function t:flush()
+      queued = 0
+      self.inbox[#self.inbox + 1] = { id = id, result = { v = "in the flush" } }
+      return true
+    end
+    d:fire_read()                                    -- nothing yet; the watch now wants writing too
+    local watch = next(d.watches)
+    assert.are.equal("rw", watch.events)
+    watch.cb("w")
+    assert.is_true(task.done, "the reply sat in the transport's buffer")
+    assert.are.equal("in the flush", task:wait().v)
+  end)
+
+  it("a task whose own write took in its reply does not wait for a read event", function()
+    local plain = t.send
+    t.send = function(self, msg)               -- a websocket reads while it writes
+      plain(self, msg)
+      self.inbox[#self.inbox + 1] = { id = self.sent[#self.sent].id, result = { v = "quick" } }
+      return true
+    end
+    local task = dt.async(function() return conn:call("Quick") end)
+    assert.is_true(task.done, "the reply sat in the transport's buffer")
+    assert.are.equal("quick", task:wait().v)
+  end)
+
+  it("a fire-and-forget write that takes in a waiting task's reply hands it over", function()
+    local task = dt.async(function() return conn:call("Waits") end)
+    local id = t.sent[1].id
+    local plain = t.send
+    t.send = function(self, msg)               -- a websocket reads while it writes
+      plain(self, msg)
+      self.inbox[#self.inbox + 1] = { id = id, result = { v = "taken in" } }
+      return true
+    end
+    conn:send_nowait("Fire.andForget")
+    d:fire_timers()                                  -- no read event: the bytes are ours already
+    assert.is_true(task.done, "the reply sat in the transport's buffer")
+    assert.are.equal("taken in", task:wait().v)
+  end)
+
   it("a blocking call that reads past its own reply wakes the task whose reply it buffered", function()
     local task = dt.async(function() return conn:call("InTask") end)
     local id = t.sent[1].id
