@@ -126,10 +126,42 @@ describe("dt.launch", function()
     assert.matches("something broke at start-up", e.details.stderr, 1, true)
   end)
 
-  it("checks its arguments", function()
+  it("checks its arguments before it makes a profile", function()
+    local function profiles()
+      local out, p = {}, io.popen("ls -d ${TMPDIR:-/tmp}/devtools_tools-profile-* 2>/dev/null")
+      for l in p:lines() do out[#out + 1] = l end
+      p:close()
+      return out
+    end
+    local before = profiles()
     assert.equal("bad_argument", H.error_of(dt.launch, 5).code)
     assert.equal("bad_argument", H.error_of(dt.launch, { nope = 1 }).code)
     assert.equal("bad_argument", H.error_of(dt.launch, { timeout = -1 }).code)
+    assert.equal("bad_argument", H.error_of(dt.launch, { args = { "--mute-audio", 5 } }).code)
+    assert.equal("bad_argument", H.error_of(dt.launch, { history = { console = -1 } }).code)
+    assert.same(before, profiles())
+  end)
+
+  it("passes one --disable-features, the caller's merged into its own, and runs no omnibox popup", function()
+    -- Chromium reads only the last --disable-features: two would lose one
+    local b = dt.launch({ args = { "--disable-features=Translate" } })
+    local f = assert(io.open("/proc/" .. b.process:pid() .. "/cmdline", "rb"))
+    local cmdline = f:read("*a")
+    f:close()
+    local flags = {}
+    for a in cmdline:gmatch("%z?(%-%-disable%-features=[^%z]*)") do flags[#flags + 1] = a end
+    local want = "--disable-features=" .. table.concat(require("devtools_tools.browser").disabled_features, ",")
+      .. ",Translate"
+    assert.same({ want }, flags)
+    -- Without those features every new tab gets a chrome://omnibox-popup
+    -- renderer of its own (a browser_ui target).
+    b:new_page(server.url("/tools.html"))
+    local urls = {}
+    for _, t in ipairs(b.conn:call("Target.getTargets", { filter = { {} } }).targetInfos) do
+      urls[#urls + 1] = t.type .. " " .. t.url
+    end
+    b:close()
+    assert.is_nil(table.concat(urls, "\n"):find("omnibox", 1, true), table.concat(urls, "\n"))
   end)
 end)
 

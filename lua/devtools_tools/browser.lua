@@ -33,13 +33,24 @@ Browser.__name = "devtools_tools.Browser"
 -- The flags a headless browser needs on a root, offline machine: no
 -- sandbox as root, no GPU, and nothing that phones home (the network is
 -- closed and every attempt costs start-up time).
+-- Parts of the browser window a headless browser never shows, yet runs for
+-- every new tab: the WebUI omnibox popup (a renderer of its own that loads
+-- and compiles some 70 modules per tab) and the top-chrome WebUIs it
+-- preloads. Measured on Chromium 156 (2 cores): new_page took 27 % less
+-- CPU (all processes) and 17 % less time without them. Unknown names are
+-- ignored by Chromium. Headless only: a visible window keeps Chrome's own.
+M.disabled_features = { "WebUIOmniboxPopup", "WebUIOmniboxFullPopup", "WebUIOmniboxAimPopup",
+  "PreloadTopChromeWebUI" }
+
 M.default_args = {
   "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
   "--no-default-browser-check", "--disable-background-networking",
   "--disable-component-update", "--disable-sync", "--disable-quic",
   "--disable-extensions", "--disable-default-apps", "--mute-audio",
   "--disable-breakpad", "--password-store=basic", "--use-mock-keychain",
+  "--disable-features=" .. table.concat(M.disabled_features, ","),
 }
+local HEADLESS_ONLY = { ["--headless"] = true, [M.default_args[#M.default_args]] = true }
 
 -- Where to look when opts.executable and DEVTOOLS_TOOLS_CHROME are unset.
 -- Debian's /usr/bin/chromium is a shell wrapper that costs 60-130 ms per
@@ -113,16 +124,21 @@ local function check_history(h, fname)
   return h
 end
 
--- issue 14: webmcp = true turns Chromium's WebMCP feature on, merged into
--- an --enable-features flag the caller passed (Chromium reads only one).
-local function add_feature(argv, feature)
-  for i, a in ipairs(argv) do
-    if a:find("^%-%-enable%-features=") then
-      argv[i] = a .. "," .. feature
-      return
+-- Chromium reads only the last --enable-features and the last
+-- --disable-features: a feature list added to argv (ours, the caller's,
+-- webmcp = true's) is merged into the one already there.
+local function add_features(argv, flag)
+  local switch = flag:match("^(%-%-[%a-]+%-features=)")
+  if switch then
+    local list = flag:sub(#switch + 1)
+    for i, a in ipairs(argv) do
+      if a:sub(1, #switch) == switch then
+        if list ~= "" then argv[i] = (a == switch and a or a .. ",") .. list end
+        return
+      end
     end
   end
-  argv[#argv + 1] = "--enable-features=" .. feature
+  argv[#argv + 1] = flag
 end
 
 -- launch(opts?) -> Browser
@@ -131,6 +147,10 @@ function M.launch(opts)
   if opts.args ~= nil and type(opts.args) ~= "table" then
     raise("bad_argument", "launch: args must be a list of strings")
   end
+  for _, a in ipairs(opts.args or {}) do
+    if type(a) ~= "string" then raise("bad_argument", "launch: args must be strings") end
+  end
+  local history = check_history(opts.history, "launch")
   local exe = find_executable(opts)
   local timeout = opts.timeout or 30
   local deadline = now() + timeout
@@ -144,16 +164,12 @@ function M.launch(opts)
   end
   local argv = { exe }
   for _, a in ipairs(M.default_args) do
-    if a ~= "--headless" or opts.headless ~= false then argv[#argv + 1] = a end
+    if not HEADLESS_ONLY[a] or opts.headless ~= false then argv[#argv + 1] = a end
   end
   argv[#argv + 1] = "--remote-debugging-pipe"
   argv[#argv + 1] = "--user-data-dir=" .. dir
-  for _, a in ipairs(opts.args or {}) do
-    if type(a) ~= "string" then raise("bad_argument", "launch: args must be strings") end
-    argv[#argv + 1] = a
-  end
-  if opts.webmcp then add_feature(argv, "WebMCP") end
-  local history = check_history(opts.history, "launch")
+  for _, a in ipairs(opts.args or {}) do add_features(argv, a) end
+  if opts.webmcp then add_features(argv, "--enable-features=WebMCP") end
   argv[#argv + 1] = "about:blank"
 
   -- Chromium's crash handler keeps its database under $XDG_CONFIG_HOME, not
