@@ -22,10 +22,31 @@ describe("page-side JavaScript", function()
   it("every js/ file compiles in a real page", function()
     local page = open("/tools.html")
     for name, text in pairs(pagejs.source) do
-      -- each file is one function expression
-      assert.equal("function", page:evaluate("typeof (" .. text .. "\n)"), name)
+      -- each file is one function expression, but call_expr (a template)
+      if name ~= "call_expr" then
+        assert.equal("function", page:evaluate("typeof (" .. text .. "\n)"), name)
+      end
     end
     assert.equal("function", page:evaluate("typeof (" .. pagejs.DISCOVER .. "\n)"))
+    -- a one-call expression: stale before the runtime is installed, then a call
+    local expr = pagejs.CALL_EXPR_HEAD .. '0,0,"add",{"a":1,"b":2}' .. pagejs.CALL_EXPR_TAIL
+    assert.equal("undefined", page:evaluate("typeof window.__devtools_tools"))
+    assert.same({ error = { kind = "stale", message = "the tools of this document are gone" } },
+      dt.json.decode(page:evaluate(expr)))
+    page:discover()
+    assert.same({ n = 0, v = 3 }, dt.json.decode(page:evaluate(expr)))
+    page:close()
+  end)
+
+  it("a page that removes the runtime gets stale calls until the next discovery", function()
+    local page = open("/tools.html")
+    assert.equal(3, page:call("add", { a = 1, b = 2 }))
+    page:evaluate("delete window.__devtools_tools")
+    local e = H.error_of(page.call, page, "add", { a = 1, b = 2 })
+    assert.equal("stale", e.code)
+    assert.equal("tool add: the tools of this document are gone", e.message)
+    page:discover()
+    assert.equal(3, page:call("add", { a = 1, b = 2 }))
     page:close()
   end)
 end)

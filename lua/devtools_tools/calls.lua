@@ -13,6 +13,7 @@ local remote = require "devtools_tools.remote"
 local marshal = require "devtools_tools.marshal"
 local element = require "devtools_tools.element"
 local pagejs = require "devtools_tools.pagejs"
+local CALL_EXPR_HEAD, CALL_EXPR_TAIL = pagejs.CALL_EXPR_HEAD, pagejs.CALL_EXPR_TAIL
 
 local raise = errors.raise
 local now = core.now
@@ -113,9 +114,9 @@ local function send_call(c, deadline)
   local proto = sfind(argtext, '"__proto__"', 1, true) ~= nil
   if not c.els then
     -- An expression with the arguments as literals (js/call_expr.js).
-    c.id = tool._page.conn:send("Runtime.evaluate", { expression = pagejs.CALL_EXPR_HEAD
+    c.id = tool._page.conn:send("Runtime.evaluate", { expression = CALL_EXPR_HEAD
       .. tool._gi .. "," .. tool._ti .. "," .. json_encode(tool.name) .. ","
-      .. (proto and ("JSON.parse(" .. json_encode(argtext) .. ")") or argtext) .. ")",
+      .. (proto and ("JSON.parse(" .. json_encode(argtext) .. ")") or argtext) .. CALL_EXPR_TAIL,
       contextId = tool._context, awaitPromise = true, returnByValue = true },
       tool._session, deadline, true)
     return

@@ -4,8 +4,9 @@
 -- js/ directory is too).
 --
 -- What it must never do: edit the JavaScript text (no templating: values
--- such as the depth limit are passed as call arguments), or look for the
--- files anywhere a user did not put this library.
+-- such as the depth limit are passed as call arguments; a call's arguments
+-- are written where js/call_expr.js says ARGS, as JSON literals), or look
+-- for the files anywhere a user did not put this library.
 
 local errors = require "devtools_tools.errors"
 
@@ -75,9 +76,12 @@ end
 M.DISCOVER = "function (maxDepth) {\n  (" .. M.source.runtime .. ")(maxDepth);\n  return ("
   .. M.source.discover .. ")(maxDepth);\n}"
 M.CALL = M.source.call
--- The head of a one-call expression: the caller appends the arguments as
--- JSON literals and the closing parenthesis (see js/call_expr.js).
-M.CALL_EXPR_HEAD = "(" .. M.source.call_expr .. ")("
+-- A one-call expression is CALL_EXPR_HEAD, the arguments as JSON
+-- literals, CALL_EXPR_TAIL: js/call_expr.js is one line of code, cut where
+-- it says ARGS (the one place its text is not sent as written).
+M.CALL_EXPR_HEAD, M.CALL_EXPR_TAIL = M.source.call_expr:match("^%s*(.-)ARGS(.-)%s*$")
+assert(M.CALL_EXPR_HEAD and not M.CALL_EXPR_HEAD:find("\n") and not M.CALL_EXPR_TAIL:find("\n"),
+  "js/call_expr.js: one line of code with one ARGS")
 M.BATCH = M.source.batch
 M.TAKE = M.source.take
 

@@ -6,7 +6,8 @@
 
 local json = require "devtools_tools.json"
 local cdp = require "devtools_tools.cdp"
-local CALL_HEAD = require("devtools_tools.pagejs").CALL_EXPR_HEAD
+local pagejs = require "devtools_tools.pagejs"
+local CALL_HEAD, CALL_TAIL = pagejs.CALL_EXPR_HEAD, pagejs.CALL_EXPR_TAIL
 
 local F = {}
 
@@ -20,8 +21,9 @@ function F.new(on)
     -- A tool call sent as an expression (js/call_expr.js): msg.call holds
     -- its decoded {groupIndex, toolIndex, name, args}.
     local expr = msg.method == "Runtime.evaluate" and msg.params and msg.params.expression
-    if type(expr) == "string" and expr:sub(1, #CALL_HEAD) == CALL_HEAD then
-      msg.call = json.decode("[" .. expr:sub(#CALL_HEAD + 1, -2) .. "]")
+    if type(expr) == "string" and expr:sub(1, #CALL_HEAD) == CALL_HEAD
+        and expr:sub(-#CALL_TAIL) == CALL_TAIL then
+      msg.call = json.decode("[" .. expr:sub(#CALL_HEAD + 1, -#CALL_TAIL - 1) .. "]")
     end
     self.sent[#self.sent + 1] = msg
     local fn = self.on[msg.method]

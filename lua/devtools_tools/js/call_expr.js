@@ -1,11 +1,11 @@
 // devtools_tools: one tool call without element arguments, sent as a
-// Runtime.evaluate expression: the Lua side writes this function, then
-// "(groupIndex, toolIndex, name, args)" with the arguments as JSON
-// literals. Identical calls are identical sources, which V8 compiles once;
-// evaluating is cheaper for Chromium than Runtime.callFunctionOn with its
-// remote-object arguments. Answers the runtime's JSON envelope text.
-(gi, ti, name, args) => {
-  const rt = window.__devtools_tools;
-  if (!rt) return '{"error":{"kind":"stale","message":"the tools of this document are gone"}}';
-  return rt.call(gi, ti, name, args, []);
-}
+// Runtime.evaluate expression. The Lua side sends the text before ARGS,
+// then "groupIndex, toolIndex, name, args" as JSON literals, then the text
+// after ARGS. A call with new arguments is a new source, which V8 compiles:
+// so the expression holds no function of its own, only what must be
+// compiled (measured: 7 % less time per call than the same call wrapped in
+// an arrow function when the arguments differ from call to call, the same
+// when they repeat; Runtime.callFunctionOn compiles its arguments too).
+// Answers the runtime's JSON envelope text, or the stale envelope when the
+// document has no runtime (a new document, or the page removed it).
+window.__devtools_tools?.call(ARGS, []) ?? '{"error":{"kind":"stale","message":"the tools of this document are gone"}}'
