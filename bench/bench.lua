@@ -46,6 +46,7 @@ local S = {
   fleet_pages = 8, fleet_calls = 100,
   fleet_browsers = 4, fleet_pages_each = 4, fleet_task_calls = 200,   -- the fleet section
   first_disc_rounds = 8,
+  new_page_rounds = 6, new_page_per_round = 5,   -- the new-page section, per kind
 }
 
 -- ---- output rows ------------------------------------------------------------------
@@ -138,15 +139,22 @@ local function round_trips(kind, b, page)
   local function raw() C.raw_eval(conn, session) end
   local function exec() C.raw_exec(conn, session) end
   local function call() page:call("add", { a = 1, b = 2 }) end
+  -- Arguments that differ from call to call, as they mostly do: each call
+  -- is then a source V8 has not compiled yet, raw as well as ours.
+  local n = 0
+  local function exec_new() n = n + 1; C.raw_exec(conn, session, n) end
+  local function call_new() n = n + 1; page:call("add", { a = n, b = 2 }) end
   for _ = 1, S.warmup do raw() end
   for _ = 1, S.warmup do exec() end
   for _ = 1, S.warmup do call() end
-  local raw_t, exec_t, call_t = {}, {}, {}
-  local fns = { raw, exec, call }
-  local into_of = { [raw] = raw_t, [exec] = exec_t, [call] = call_t }
+  for _ = 1, S.warmup do exec_new(); call_new() end
+  local raw_t, exec_t, call_t, exec_new_t, call_new_t = {}, {}, {}, {}, {}
+  local fns = { raw, exec, call, exec_new, call_new }
+  local into_of = { [raw] = raw_t, [exec] = exec_t, [call] = call_t, [exec_new] = exec_new_t,
+    [call_new] = call_new_t }
   for blk = 1, S.blocks do
-    for k = 0, 2 do
-      local fn = fns[(blk + k) % 3 + 1]
+    for k = 0, #fns - 1 do
+      local fn = fns[(blk + k) % #fns + 1]
       local into = into_of[fn]
       for _ = 1, S.block do
         local t0 = now()
@@ -156,15 +164,19 @@ local function round_trips(kind, b, page)
     end
   end
   local f, e, c = summary(raw_t), summary(exec_t), summary(call_t)
+  local en, cn = summary(exec_new_t), summary(call_new_t)
   floors[kind] = f.median
   floors[kind .. "_exec"] = e.median
-  results.sections["roundtrip_" .. kind] = { floor = f, same_work = e, call = c }
+  results.sections["roundtrip_" .. kind] = { floor = f, same_work = e, call = c,
+    same_work_new_args = en, call_new_args = cn }
   local r = ratio(c.median, f.median)
   local rs = ratio(c.median, e.median)
   row(fmt("floor: Runtime.evaluate('1') (%s)", kind), us(f.median))
   row(fmt("floor: executeTool('add') raw (%s)", kind), us(e.median), us(f.median), ratio(e.median, f.median))
   row(fmt("tool call median (%s)", kind), us(c.median), us(f.median), r, "<= 1.15", r <= 1.15)
   row(fmt("  vs the same work raw (%s)", kind), us(c.median), us(e.median), rs, "<= 1.1", rs <= 1.1)
+  row(fmt("  new arguments each call, vs the same raw (%s)", kind), us(cn.median), us(en.median),
+    ratio(cn.median, en.median))
   row(fmt("tool call p90 (%s)", kind), us(c.p90), us(f.p90), ratio(c.p90, f.p90))
   row(fmt("tool call p99 (%s)", kind), us(c.p99), us(f.p99), ratio(c.p99, f.p99))
 end
@@ -466,6 +478,64 @@ end
 -- `devtools-tools list URL` against the same work as a plain Lua script
 -- (bench/cli_list.lua), each a fresh process under the same interpreter,
 -- alternating; the ratio is what the command line adds to a script.
+-- The cost of a new page, with dt.launch's flags and with Chromium's own
+-- browser-window features left on (browser.disabled_features: the WebUI
+-- omnibox popup it starts for every tab): the time of new_page(url) and
+-- the CPU every process on the machine spent per page (new_page, the first
+-- discover(), close), from /proc/stat. Rounds alternate.
+local function busy_s()
+  local f = assert(io.open("/proc/stat"))
+  local l = f:read("*l")
+  f:close()
+  local t = {}
+  for n in l:gmatch("%d+") do t[#t + 1] = tonumber(n) end
+  -- user nice system (idle iowait) irq softirq steal
+  return (t[1] + t[2] + t[3] + t[6] + t[7] + (t[8] or 0)) / 100
+end
+
+local function new_page_cost()
+  local url = server.url("/two.html")
+  local full = browsermod.default_args
+  local plain = {}
+  for _, a in ipairs(full) do
+    if not a:find("^%-%-disable%-features=") then plain[#plain + 1] = a end
+  end
+  local m = { ours = { page = {}, cpu = {} }, plain = { page = {}, cpu = {} } }
+  local function round(kind)
+    browsermod.default_args = kind == "ours" and full or plain
+    local ok, b = pcall(dt.launch)
+    browsermod.default_args = full
+    if not ok then error(b, 0) end
+    local ok2, err = pcall(function()
+      local p = b:new_page(url)
+      p:discover()
+      p:close()
+      local c0 = busy_s()
+      for _ = 1, S.new_page_per_round do
+        local t0 = now()
+        p = b:new_page(url)
+        local into = m[kind].page
+        into[#into + 1] = now() - t0
+        p:discover()
+        p:close()
+      end
+      local into = m[kind].cpu
+      into[#into + 1] = (busy_s() - c0) / S.new_page_per_round
+    end)
+    b:close()
+    if not ok2 then error(err, 0) end
+  end
+  for i = 1, S.new_page_rounds do
+    if i % 2 == 1 then round("ours"); round("plain") else round("plain"); round("ours") end
+  end
+  local po, pp = median(m.ours.page), median(m.plain.page)
+  local co, cp = median(m.ours.cpu), median(m.plain.cpu)
+  results.sections.new_page = { ours = { new_page_s = summary(m.ours.page), cpu_s = summary(m.ours.cpu) },
+    without_disabled_features = { new_page_s = summary(m.plain.page), cpu_s = summary(m.plain.cpu) } }
+  row("new_page(url), our flags vs Chromium's UI features on", ms(po), ms(pp), ratio(po, pp))
+  row("  CPU per page, all processes (new_page+discover+close)", ms(co), ms(cp), ratio(co, cp), "< 1", co < cp)
+end
+
 local function cli_startup()
   local url = server.url("/add.html")
   local lua = (arg and arg[-1]) or "lua5.4"
@@ -708,6 +778,7 @@ local function main()
   -- start-up and child measurements have the machine to themselves.
   browser:close()
   section("start-up", startup)
+  section("new page", new_page_cost)
   section("command line start-up", cli_startup)
   section("large results", large)
   section("memory", memory)

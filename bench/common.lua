@@ -117,21 +117,22 @@ function C.raw_eval(conn, session)
 end
 
 local EXEC = '{"id":%d,"method":"Runtime.evaluate","params":{"expression":'
-  .. '"window.__dtmcp.executeTool(\'add\', {a: 1, b: 2})","awaitPromise":true,'
+  .. '"window.__dtmcp.executeTool(\'add\', {a: %d, b: 2})","awaitPromise":true,'
   .. '"returnByValue":true},"sessionId":"%s"}'
 
--- raw_exec(conn, session): the same work as a tool call, done raw: the
+-- raw_exec(conn, session, a?): the same work as a tool call, done raw: the
 -- page's own executor (window.__dtmcp.executeTool) run by Runtime.evaluate,
--- awaiting its promise, returned by value.
-function C.raw_exec(conn, session)
+-- awaiting its promise, returned by value: add(a, 2), a = 1 by default.
+function C.raw_exec(conn, session, a)
+  a = a or 1
   local deadline = now() + 10
   local id = take_id(conn)
-  send(conn, fmt(EXEC, id, session), deadline)
+  send(conn, fmt(EXEC, id, a, session), deadline)
   while true do
     local msg = recv(conn, deadline)
     if msg.id == id then
       if msg.error then error("raw exec: " .. tostring(msg.error.message), 0) end
-      if msg.result.result.value ~= 3 then error("raw exec: add(1, 2) did not give 3", 0) end
+      if msg.result.result.value ~= a + 2 then error("raw exec: add(a, 2) did not give a + 2", 0) end
       return msg
     end
     route(conn, msg)
