@@ -30,9 +30,6 @@ local Browser = {}
 Browser.__index = Browser
 Browser.__name = "devtools_tools.Browser"
 
--- The flags a headless browser needs on a root, offline machine: no
--- sandbox as root, no GPU, and nothing that phones home (the network is
--- closed and every attempt costs start-up time).
 -- Parts of the browser window a headless browser never shows, yet runs for
 -- every new tab: the WebUI omnibox popup (a renderer of its own that loads
 -- and compiles some 70 modules per tab) and the top-chrome WebUIs it
@@ -41,16 +38,20 @@ Browser.__name = "devtools_tools.Browser"
 -- ignored by Chromium. Headless only: a visible window keeps Chrome's own.
 M.disabled_features = { "WebUIOmniboxPopup", "WebUIOmniboxFullPopup", "WebUIOmniboxAimPopup",
   "PreloadTopChromeWebUI" }
+local DISABLE_FEATURES = "--disable-features=" .. table.concat(M.disabled_features, ",")
 
+-- The flags a headless browser needs on a root, offline machine: no
+-- sandbox as root, no GPU, and nothing that phones home (the network is
+-- closed and every attempt costs start-up time).
 M.default_args = {
   "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
   "--no-default-browser-check", "--disable-background-networking",
   "--disable-component-update", "--disable-sync", "--disable-quic",
   "--disable-extensions", "--disable-default-apps", "--mute-audio",
   "--disable-breakpad", "--password-store=basic", "--use-mock-keychain",
-  "--disable-features=" .. table.concat(M.disabled_features, ","),
+  DISABLE_FEATURES,
 }
-local HEADLESS_ONLY = { ["--headless"] = true, [M.default_args[#M.default_args]] = true }
+local HEADLESS_ONLY = { ["--headless"] = true, [DISABLE_FEATURES] = true }
 
 -- Where to look when opts.executable and DEVTOOLS_TOOLS_CHROME are unset.
 -- Debian's /usr/bin/chromium is a shell wrapper that costs 60-130 ms per
@@ -124,9 +125,10 @@ local function check_history(h, fname)
   return h
 end
 
--- Chromium reads only the last --enable-features and the last
--- --disable-features: a feature list added to argv (ours, the caller's,
--- webmcp = true's) is merged into the one already there.
+-- Chromium reads only the last of each --*-features= switch
+-- (--enable-features, --disable-features, --enable-blink-features...): a
+-- list added to argv (the caller's, webmcp = true's) is merged into the
+-- one already there (ours).
 local function add_features(argv, flag)
   local switch = flag:match("^(%-%-[%a-]+%-features=)")
   if switch then
