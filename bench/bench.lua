@@ -399,11 +399,11 @@ end
 -- reply and to the load.
 local function bare_start(exe, url)
   local dir = assert(core.mkdtemp("devtools_tools-bench-"))
-  local argv = { exe }
-  for _, a in ipairs(browsermod.default_args) do argv[#argv + 1] = a end
+  local argv = browsermod.chromium_args(true)
+  table.insert(argv, 1, exe)
   argv[#argv + 1] = "--remote-debugging-pipe"
   argv[#argv + 1] = "--user-data-dir=" .. dir
-  argv[#argv + 1] = "about:blank"
+  argv[#argv + 1] = "--no-startup-window"        -- as dt.launch starts a headless one
   local t0 = now()
   local proc, t = core.spawn(argv, { pipe = true, cleanup_dir = dir })
   if not proc then core.rmtree(dir); error("bare spawn: " .. tostring(t)) end

@@ -142,7 +142,7 @@ describe("dt.launch", function()
     assert.same(before, profiles())
   end)
 
-  it("passes one --disable-features, the caller's merged into its own, and runs no omnibox popup", function()
+  it("passes one --disable-features, the caller's merged into its own, and opens no window nor omnibox popup of its own", function()
     -- Chromium reads only the last --disable-features: two would lose one
     local b = dt.launch({ args = { "--disable-features=Translate" } })
     local f = assert(io.open("/proc/" .. b.process:pid() .. "/cmdline", "rb"))
@@ -153,9 +153,12 @@ describe("dt.launch", function()
     local want = "--disable-features=" .. table.concat(require("devtools_tools.browser").disabled_features, ",")
       .. ",Translate"
     assert.same({ want }, flags)
+    -- no start-up window: no blank tab nobody asked for
+    assert.same({}, b:pages())
     -- Without those features every new tab gets a chrome://omnibox-popup
     -- renderer of its own (a browser_ui target).
     b:new_page(server.url("/tools.html"))
+    assert.equal(1, #b:pages())
     local urls = {}
     for _, t in ipairs(b.conn:call("Target.getTargets", { filter = { {} } }).targetInfos) do
       urls[#urls + 1] = t.type .. " " .. t.url

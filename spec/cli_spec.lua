@@ -363,6 +363,13 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
       local st = dt.json.decode(io.open(state):read("*a"))
       assert.equal(endpoint, st.endpoint)
       assert.matches("^" .. (dir .. "/tmp/"):gsub("%p", "%%%0"), st.profile)
+      -- the flags dt.launch uses for a headless browser
+      local f = assert(io.open("/proc/" .. st.pid .. "/cmdline", "rb"))
+      local cmdline = f:read("*a")
+      f:close()
+      for _, a in ipairs(require("devtools_tools.browser").chromium_args(true)) do
+        assert.truthy(cmdline:find("\0" .. a .. "\0", 1, true), a)
+      end
 
       out, err, rc = run("browser status")
       assert.equal(0, rc, err)

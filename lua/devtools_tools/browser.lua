@@ -53,6 +53,17 @@ M.default_args = {
 }
 local HEADLESS_ONLY = { ["--headless"] = true, [DISABLE_FEATURES] = true }
 
+-- chromium_args(headless) -> a new list of the flags for a headless (true,
+-- nil) or visible (false) browser: default_args, less the headless-only
+-- ones for a visible one.
+function M.chromium_args(headless)
+  local out = {}
+  for _, a in ipairs(M.default_args) do
+    if headless ~= false or not HEADLESS_ONLY[a] then out[#out + 1] = a end
+  end
+  return out
+end
+
 -- Where to look when opts.executable and DEVTOOLS_TOOLS_CHROME are unset.
 -- Debian's /usr/bin/chromium is a shell wrapper that costs 60-130 ms per
 -- start; the binary behind it is tried first.
@@ -164,15 +175,17 @@ function M.launch(opts)
     if not dir then raise("launch_failed", err) end
     cleanup = dir
   end
-  local argv = { exe }
-  for _, a in ipairs(M.default_args) do
-    if not HEADLESS_ONLY[a] or opts.headless ~= false then argv[#argv + 1] = a end
-  end
+  local argv = M.chromium_args(opts.headless)
+  table.insert(argv, 1, exe)
   argv[#argv + 1] = "--remote-debugging-pipe"
   argv[#argv + 1] = "--user-data-dir=" .. dir
   for _, a in ipairs(opts.args or {}) do add_features(argv, a) end
   if opts.webmcp then add_features(argv, "--enable-features=WebMCP") end
-  argv[#argv + 1] = "about:blank"
+  -- A headless browser starts without a window: the first new_page opens
+  -- one. The blank tab of a start-up window would cost some 60 ms here and
+  -- stay open for nothing (new_page makes a tab of its own). A visible
+  -- browser opens on about:blank, as Chrome does.
+  argv[#argv + 1] = opts.headless == false and "about:blank" or "--no-startup-window"
 
   -- Chromium's crash handler keeps its database under $XDG_CONFIG_HOME, not
   -- the profile: keep it in the throw-away profile too.
