@@ -166,6 +166,19 @@ describe("dt.launch", function()
     b:close()
     assert.is_nil(table.concat(urls, "\n"):find("omnibox", 1, true), table.concat(urls, "\n"))
   end)
+
+  it("keeps every page of a headless browser visible, not only the last one opened", function()
+    local b = dt.launch()
+    local pages = {}
+    for i = 1, 3 do pages[i] = b:new_page(server.url("/tools.html")) end
+    local RAF = "new Promise((r) => requestAnimationFrame(() => r(document.visibilityState)))"
+    for i, page in ipairs(pages) do
+      local ok, state = pcall(page.evaluate, page, RAF, { timeout = 5 })
+      assert.is_true(ok, "page " .. i .. ": " .. tostring(state))
+      assert.equal("visible", state, "page " .. i)
+    end
+    b:close()
+  end)
 end)
 
 describe("dt.connect", function()
@@ -208,6 +221,12 @@ describe("dt.connect", function()
     b2:close()
     local b3 = dt.connect("http://localhost:" .. port)
     assert.is_table(b3:pages())
+    -- a headless browser it connected to: its pages stay visible too
+    local p1, p2 = b3:new_page(), b3:new_page()
+    assert.equal("visible", p1:evaluate("document.visibilityState"))
+    assert.equal("visible", p2:evaluate("document.visibilityState"))
+    p1:close()
+    p2:close()
     b3:close()
   end)
 
