@@ -178,6 +178,13 @@ describe("dt.launch", function()
       assert.equal("visible", state, "page " .. i)
     end
     b:close()
+    -- also when its user agent does not say so
+    b = dt.launch({ args = { "--user-agent=Custom/1.0" } })
+    local p1, p2 = b:new_page(), b:new_page()
+    assert.equal("Custom/1.0", p1:evaluate("navigator.userAgent"))
+    assert.equal("visible", p1:evaluate("document.visibilityState"))
+    assert.equal("visible", p2:evaluate("document.visibilityState"))
+    b:close()
   end)
 end)
 
@@ -228,6 +235,33 @@ describe("dt.connect", function()
     p1:close()
     p2:close()
     b3:close()
+  end)
+
+  it("opens a page in a browser that has no window", function()
+    -- headless, started without a window, and its user agent hides it: a
+    -- tab is asked for, and Chromium opens a window for it
+    local dir = core.mkdtemp("dt-connect-")
+    local argv = { "/usr/lib/chromium/chromium" }
+    for _, a in ipairs(require("devtools_tools.browser").default_args) do argv[#argv + 1] = a end
+    for _, a in ipairs({ "--remote-debugging-port=0", "--user-data-dir=" .. dir, "--no-startup-window",
+      "--user-agent=Custom/1.0" }) do argv[#argv + 1] = a end
+    local p = assert(core.spawn(argv, { cleanup_dir = dir }))
+    local port2
+    assert(H.wait_for(function()
+      local f = io.open(dir .. "/DevToolsActivePort")
+      if not f then return false end
+      port2 = tonumber(f:read("*l"))
+      f:close()
+      return port2 ~= nil
+    end, 15), "no DevToolsActivePort")
+    local b = dt.connect("http://127.0.0.1:" .. port2)
+    local ok, err = pcall(function()
+      assert.same({}, b:pages())
+      assert.equal(2, b:new_page():evaluate("1 + 1"))
+    end)
+    b:close()
+    p:close(0)
+    assert(ok, tostring(err))
   end)
 
   it("refuses a closed port at once with connect_failed", function()

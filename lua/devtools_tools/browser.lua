@@ -224,6 +224,7 @@ function M.launch(opts)
   return new_browser(conn, {
     process = proc, executable = exe, user_data_dir = dir,
     timeout = timeout, launched = true, _version = version, history = history,
+    _headless = opts.headless ~= false,
   })
 end
 
@@ -433,12 +434,14 @@ function Browser:pages(opts)
   return out
 end
 
--- A headless Chromium (its user agent says HeadlessChrome) gives each page
--- a window of its own: of the tabs of one window only the front one is
--- visible, and the others are hidden pages (requestAnimationFrame never
--- runs there, timers slow down). A visible browser opens a tab, as a user
--- would. Costs about 25 ms more for the second and later pages.
+-- A headless Chromium gives each page a window of its own: of the tabs of
+-- one window only the front one is visible, and the others are hidden
+-- pages (requestAnimationFrame never runs there, timers slow down). A
+-- visible browser opens a tab, as a user would. Costs about 20 ms more
+-- for the second and later pages. Headless: as launched, or for a browser
+-- connected to, its user agent says HeadlessChrome.
 local function own_window(self)
+  if self._headless ~= nil then return self._headless end
   local v = self._version
   local ua = type(v) == "table" and v.userAgent
   return type(ua) == "string" and ua:find("HeadlessChrome/", 1, true) ~= nil
@@ -453,6 +456,8 @@ function Browser:new_page(url, opts)
   end
   local conn = self.conn
   local deadline = conn:deadline(opts)
+  -- (newWindow left out, not false: Chromium then opens a window when it
+  -- has none, where false fails with "no browser is open")
   local created = conn:await(conn:send("Target.createTarget", { url = "about:blank",
     newWindow = own_window(self) or nil }, nil, deadline), deadline, "Target.createTarget")
   local page = Page.attach(self, created.targetId, deadline)
