@@ -3,6 +3,7 @@
 local dt = require "devtools_tools"
 local core = require "devtools_tools.core"
 local H = require "helper"
+local R = require "support.remote_helper"
 
 describe("dt.launch", function()
   local server
@@ -240,20 +241,7 @@ describe("dt.connect", function()
   it("opens a page in a browser that has no window", function()
     -- headless, started without a window, and its user agent hides it: a
     -- tab is asked for, and Chromium opens a window for it
-    local dir = core.mkdtemp("dt-connect-")
-    local argv = { "/usr/lib/chromium/chromium" }
-    for _, a in ipairs(require("devtools_tools.browser").default_args) do argv[#argv + 1] = a end
-    for _, a in ipairs({ "--remote-debugging-port=0", "--user-data-dir=" .. dir, "--no-startup-window",
-      "--user-agent=Custom/1.0" }) do argv[#argv + 1] = a end
-    local p = assert(core.spawn(argv, { cleanup_dir = dir }))
-    local port2
-    assert(H.wait_for(function()
-      local f = io.open(dir .. "/DevToolsActivePort")
-      if not f then return false end
-      port2 = tonumber(f:read("*l"))
-      f:close()
-      return port2 ~= nil
-    end, 15), "no DevToolsActivePort")
+    local p, port2 = R.chromium({ "--no-startup-window", "--user-agent=Custom/1.0" })
     local b = dt.connect("http://127.0.0.1:" .. port2)
     local ok, err = pcall(function()
       assert.same({}, b:pages())

@@ -14,14 +14,15 @@ M.chrome_args = { "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run
   "--disable-background-networking", "--disable-component-update", "--disable-sync",
   "--disable-quic" }
 
--- Chromium with --remote-debugging-port=0: returns proc, port, dir.
-function M.chromium()
+-- Chromium with --remote-debugging-port=0, then args (default: a start-up
+-- page, about:blank): returns proc, port, dir.
+function M.chromium(args)
   local dir = assert(core.mkdtemp("dt-remote-chromium-"))
   local argv = { CHROMIUM }
   for _, a in ipairs(M.chrome_args) do argv[#argv + 1] = a end
   argv[#argv + 1] = "--remote-debugging-port=0"
   argv[#argv + 1] = "--user-data-dir=" .. dir
-  argv[#argv + 1] = "about:blank"
+  for _, a in ipairs(args or { "about:blank" }) do argv[#argv + 1] = a end
   local proc = assert(core.spawn(argv, { cleanup_dir = dir }))
   local port
   assert(H.wait_for(function()
