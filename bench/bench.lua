@@ -256,14 +256,14 @@ local function tasks_bench(b, page)
   end
   local single = one_task_rate(pages[1])
   local c0 = busy_s()
-  local total, wall = in_task(function()
+  local total = in_task(function()
     local ts = {}
     local t0 = now()
     for i, p in ipairs(pages) do
       ts[i] = dt.async(function() for k = 1, S.fleet_calls do p:call("add", { a = k, b = 1 }) end end)
     end
     dt.wait_all(ts)
-    return #pages * S.fleet_calls / (now() - t0), now() - t0
+    return #pages * S.fleet_calls / (now() - t0)
   end)
   local cpu_call = (busy_s() - c0) / (#pages * S.fleet_calls)
   single = (single + one_task_rate(pages[2])) / 2
@@ -280,7 +280,7 @@ local function tasks_bench(b, page)
     us(cpu_call), us(budget) .. " for 3x", cpu_call / budget)
   results.sections.tasks = { call_blocking = summary(blocking_t), call_task = summary(task_t),
     call_many_blocking_cps = cb, call_many_task_cps = ct, fleet_cps = total, one_task_cps = single,
-    fleet_cpu_per_call_s = cpu_call, fleet_wall_s = wall }
+    fleet_cpu_per_call_s = cpu_call }
 end
 
 local function pipelined(kind, b, page)
@@ -494,11 +494,8 @@ local function startup()
   row("  first call (discovery + call)", ms(dc))
 end
 
--- ---- 6b. the command line's start-up ---------------------------------------------------------
+-- ---- 6a. a new page --------------------------------------------------------------------------
 
--- `devtools-tools list URL` against the same work as a plain Lua script
--- (bench/cli_list.lua), each a fresh process under the same interpreter,
--- alternating; the ratio is what the command line adds to a script.
 -- The cost of a new page, with dt.launch's flags and with Chromium's own
 -- browser-window features left on (browser.disabled_features: the WebUI
 -- omnibox popup it starts for every tab): the time of new_page(url) and
@@ -547,6 +544,11 @@ local function new_page_cost()
   row("  CPU per page, all processes (new_page+discover+close)", ms(co), ms(cp), ratio(co, cp))
 end
 
+-- ---- 6b. the command line's start-up ---------------------------------------------------------
+
+-- `devtools-tools list URL` against the same work as a plain Lua script
+-- (bench/cli_list.lua), each a fresh process under the same interpreter,
+-- alternating; the ratio is what the command line adds to a script.
 local function cli_startup()
   local url = server.url("/add.html")
   local lua = (arg and arg[-1]) or "lua5.4"
