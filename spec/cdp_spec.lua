@@ -52,6 +52,23 @@ describe("cdp.Connection", function()
     assert.is_nil(next(c.pending))
   end)
 
+  it("sends a request its caller wrote as text, numbered like the others", function()
+    local t = fake({ ["T.x"] = function(m) return { { id = m.id, result = { got = m.params.v } } } end })
+    local c = cdp.new(t)
+    local first = c:send("T.x", { v = 0 }, nil, core.now() + 1)
+    local id = c:send_text('{"method":"T.x","sessionId":"S2","params":{"v":"a\\"b"},"id":', "S2",
+      core.now() + 1, false, "T.x")
+    assert.equal(first + 1, id)
+    assert.same({ method = "T.x", sessionId = "S2", params = { v = 'a"b' }, id = id }, t.sent[2])
+    assert.same({ got = 'a"b' }, c:await(id, core.now() + 1, "T.x"))
+    assert.equal(id + 1, c:send("T.x", { v = 1 }, nil, core.now() + 1))
+    -- a write the transport refuses raises, and leaves nothing waiting
+    t.closed = true
+    local e = H.error_of(c.send_text, c, '{"method":"T.x","id":', nil, core.now() + 1, false, "T.x")
+    assert.equal("disconnected", e.code)
+    assert.is_nil(c.pending[id + 2])
+  end)
+
   it("routes events to their session's listener", function()
     local seen = {}
     local t = fake({ ["X"] = function(m)

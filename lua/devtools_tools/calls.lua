@@ -20,7 +20,7 @@ local now = core.now
 local array_mt = core.array_mt
 local json_decode = core.json_decode
 local json_encode = require("devtools_tools.json").encode
-local sfind = string.find
+local sfind, ssub = string.find, string.sub
 local next = next
 local type, tostring, tonumber, ipairs, setmetatable, getmetatable, error =
       type, tostring, tonumber, ipairs, setmetatable, getmetatable, error
@@ -104,6 +104,24 @@ local function resolve_elements(calls, deadline)
   return out
 end
 
+-- The text of a tool's Runtime.evaluate request around its arguments
+-- (Conn:send_text's head is head .. arguments .. tail). A Tool's session,
+-- context and indexes are set when discovery makes it and never change,
+-- so the text is made on its first call. The arguments stand inside the
+-- expression, a JSON string: they go in as the content of one.
+local function request_text(tool)
+  local head = tool._req_head
+  if head then return head, tool._req_tail end
+  local expr_head = json_encode(CALL_EXPR_HEAD .. tool._gi .. "," .. tool._ti .. ","
+    .. json_encode(tool.name) .. ",")
+  head = '{"method":"Runtime.evaluate","sessionId":' .. json_encode(tool._session)
+    .. ',"params":{"contextId":' .. json_encode(tool._context)
+    .. ',"awaitPromise":true,"returnByValue":true,"expression":' .. ssub(expr_head, 1, -2)
+  local tail = ssub(json_encode(CALL_EXPR_TAIL), 2) .. '},"id":'
+  tool._req_head, tool._req_tail = head, tail
+  return head, tail
+end
+
 -- Sends one prepared call; returns after writing.
 local function send_call(c, deadline)
   local tool = c.tool
@@ -113,12 +131,12 @@ local function send_call(c, deadline)
   local argtext = json_encode(c.args)
   local proto = sfind(argtext, '"__proto__"', 1, true) ~= nil
   if not c.els then
-    -- An expression with the arguments as literals (js/call_expr.js).
-    c.id = tool._page.conn:send("Runtime.evaluate", { expression = CALL_EXPR_HEAD
-      .. tool._gi .. "," .. tool._ti .. "," .. json_encode(tool.name) .. ","
-      .. (proto and ("JSON.parse(" .. json_encode(argtext) .. ")") or argtext) .. CALL_EXPR_TAIL,
-      contextId = tool._context, awaitPromise = true, returnByValue = true },
-      tool._session, deadline, true)
+    -- An expression with the arguments as literals (js/call_expr.js), in a
+    -- request whose text is the tool's but for them.
+    local head, tail = request_text(tool)
+    local lit = json_encode(proto and ("JSON.parse(" .. json_encode(argtext) .. ")") or argtext)
+    c.id = tool._page.conn:send_text(head .. ssub(lit, 2, -2) .. tail, tool._session, deadline, true,
+      "Runtime.evaluate")
     return
   end
   local arguments = { { value = setmetatable({ tool._gi, tool._ti, tool.name,
@@ -213,7 +231,8 @@ end
 -- become Errors.
 local function await_reply(tool, id, deadline, has_els)
   local conn = tool._page.conn
-  local ok, r = errors.catch(conn.await, conn, id, deadline, "tool " .. tool.name)
+  local ok, r = pcall(conn.await, conn, id, deadline, "tool " .. tool.name)
+  if not ok and not is_error(r) then error(r, 0) end
   if has_els then
     conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = "devtools_tools" }, tool._session)
   end
@@ -237,6 +256,10 @@ local function await_reply(tool, id, deadline, has_els)
   local rr = r.result
   -- The transport decoded the page's JSON text in place (send's json_reply).
   if rr and rr.json ~= nil then return rr.json end
+  if rr and rr.type == "undefined" then
+    -- A call by expression in a document without our runtime (js/call_expr.js)
+    raise("stale", "tool " .. tool.name .. ": the tools of this document are gone", { tool = tool.name })
+  end
   if rr and rr.json_error then
     raise("protocol_error", "tool " .. tool.name .. ": the page sent malformed JSON: " .. rr.json_error,
       { tool = tool.name })

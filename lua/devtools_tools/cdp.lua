@@ -110,21 +110,8 @@ local function lost(self, message)
   if w then w.task.driver:timer(0, function() wake_waiters(self, false) end) end
 end
 
--- send(method, params, session, deadline, json_reply) -> id, without
--- waiting for the reply. json_reply: the reply's result.result.value is a
--- JSON text (returnByValue of a string the page built); the transport
--- decodes it in place into result.result.json (or result.result.json_error).
-function Conn:send(method, params, session, deadline, json_reply)
-  if self.closed then disconnected(self) end
-  local id = self.next_id
-  self.next_id = id + 1
-  local msg
-  if session then
-    msg = { id = id, method = method, params = params, sessionId = session }
-  else
-    msg = { id = id, method = method, params = params }
-  end
-  local text = encode(msg)
+-- Writes request id (its text made) and records that it waits for a reply.
+local function transmit(self, id, text, session, deadline, json_reply, method)
   if M.log.on then log_line("->", session, text) end
   self.pending[id] = false
   self.pending_session[id] = session or ""
@@ -145,6 +132,34 @@ function Conn:send(method, params, session, deadline, json_reply)
   end
   if json_reply then self.json_ids[id] = true end
   return id
+end
+
+-- send(method, params, session, deadline, json_reply) -> id, without
+-- waiting for the reply. json_reply: the reply's result.result.value is a
+-- JSON text (returnByValue of a string the page built); the transport
+-- decodes it in place into result.result.json (or result.result.json_error).
+function Conn:send(method, params, session, deadline, json_reply)
+  if self.closed then disconnected(self) end
+  local id = self.next_id
+  self.next_id = id + 1
+  local msg
+  if session then
+    msg = { id = id, method = method, params = params, sessionId = session }
+  else
+    msg = { id = id, method = method, params = params }
+  end
+  return transmit(self, id, encode(msg), session, deadline, json_reply, method)
+end
+
+-- send_text(head, session, deadline, json_reply, method) -> id: send, for a
+-- request its caller wrote as JSON text (a tool call's, which repeats but
+-- for its arguments). head: the text of the request object up to its id,
+-- which is its last member: it ends in `"id":`.
+function Conn:send_text(head, session, deadline, json_reply, method)
+  if self.closed then disconnected(self) end
+  local id = self.next_id
+  self.next_id = id + 1
+  return transmit(self, id, head .. id .. "}", session, deadline, json_reply, method)
 end
 
 local function route_event(self, msg)

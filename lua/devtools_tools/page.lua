@@ -508,7 +508,7 @@ end
 
 -- call(name, args?, opts?) -> value
 function Page:call(name, args, opts)
-  opts = options.check(opts, options.TIMEOUT, "call")
+  if opts ~= nil then opts = options.check(opts, options.TIMEOUT, "call") end
   self:_check_open()
   local deadline = self.conn:deadline(opts)
   return calls.call_tool(lookup(self, name, deadline, "call"), args, deadline)

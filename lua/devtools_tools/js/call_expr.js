@@ -7,6 +7,7 @@
 // wrapped in an arrow function when the arguments differ from call to
 // call, the same when they repeat; Runtime.callFunctionOn compiles its
 // arguments too).
-// Answers the runtime's JSON envelope text, or the stale envelope when the
-// document has no runtime (a new document, or the page removed it).
-window.__devtools_tools?.call(ARGS, []) ?? '{"error":{"kind":"stale","message":"the tools of this document are gone"}}'
+// Answers the runtime's JSON envelope text, or undefined when the document
+// has no runtime (a new document, or the page removed it): Lua reads that
+// as stale. Nothing more than the call, for the same reason.
+window.__devtools_tools?.call(ARGS)

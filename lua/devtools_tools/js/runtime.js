@@ -160,7 +160,7 @@
     call(gi, ti, name, args, els) {
       const tool = findTool(gi, ti, name);
       if (!tool) return JSON.stringify({ error: { kind: 'not_found', message: 'Tool ' + name + ' not found' } });
-      if (els.length) args = restore(args, els, 0);
+      if (els && els.length) args = restore(args, els, 0);   // none: a call by expression
       let value;
       try { value = tool.execute(args); }
       catch (e) { return failed('tool', e); }
