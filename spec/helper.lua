@@ -46,9 +46,10 @@ function H.start_server(root)
   }
 end
 
--- Processes (not zombies) whose process group is pgid, read from /proc.
-function H.live_in_group(pgid)
-  local n = 0
+-- procs_in_group(pgid) -> {pid =, state =, cmd =} for each process (not a
+-- zombie) whose process group is pgid, read from /proc
+function H.procs_in_group(pgid)
+  local out = {}
   for name in lfs.dir("/proc") do
     if name:match("^%d+$") then
       local f = io.open("/proc/" .. name .. "/stat")
@@ -57,11 +58,20 @@ function H.live_in_group(pgid)
         f:close()
         -- pid (comm) state ppid pgrp ...; comm may hold spaces and parens
         local state, pgrp = stat:match("%) (%a) %-?%d+ (%d+)")
-        if pgrp and tonumber(pgrp) == pgid and state ~= "Z" and state ~= "X" then n = n + 1 end
+        if pgrp and tonumber(pgrp) == pgid and state ~= "Z" and state ~= "X" then
+          local c = io.open("/proc/" .. name .. "/cmdline")
+          local cmd = c and (c:read("*a") or ""):gsub("%z", " "):sub(1, 120) or "?"
+          if c then c:close() end
+          out[#out + 1] = { pid = tonumber(name), state = state, cmd = cmd }
+        end
       end
     end
   end
-  return n
+  return out
+end
+
+function H.live_in_group(pgid)
+  return #H.procs_in_group(pgid)
 end
 
 -- Live (not zombie) processes whose command line contains s.

@@ -589,9 +589,19 @@ describe("the reaper", function()
     assert.is_true(alive(pid))
     assert.is_true(H.exists(dir))
     owner:kill(0)
-    assert.is_true(H.wait_for(function()
+    local gone = H.wait_for(function()
       return H.live_in_group(pid) == 0 and not H.exists(dir)
-    end, 20), "Chromium or its profile outlived the Lua process")
+    end, 20)
+    local left = {}
+    if not gone then
+      for _, p in ipairs(H.procs_in_group(pid)) do left[#left + 1] = p.pid .. " " .. p.state .. " " .. p.cmd end
+      if H.exists(dir) then
+        local ls = io.popen("find '" .. dir .. "' -maxdepth 3 2>&1 | head -20")
+        left[#left + 1] = "profile left: " .. ls:read("*a")
+        ls:close()
+      end
+    end
+    assert(gone, "Chromium or its profile outlived the Lua process:\n" .. table.concat(left, "\n"))
     owner:close()
   end)
 end)

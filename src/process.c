@@ -287,13 +287,25 @@ static void close_all(int *fds, int n)
  * The outer shell backgrounds the watcher and exits at once (we reap it
  * in start_reaper); the watcher is then nobody's child of ours. It reads
  * fd 3 (an explicit redirection: a background job's stdin is /dev/null):
- * a line means we cleaned up; EOF means we are gone. */
+ * a line means we cleaned up; EOF means we are gone. It then kills the
+ * group and every process writing to the child's output pipe (Chromium's
+ * crash handlers leave the group), and looks again, 0.1 s apart, until
+ * none is left (50 looks at most): one of them may start another while a
+ * look runs, with a pid the look has passed (pids wrap), which would then
+ * write in the directory after it is removed. */
 static const char reaper_script[] =
 	"( read -r line <&3 && exit 0\n"
-	"  kill -KILL -- \"-$1\" \"$1\" 2>/dev/null\n"
-	"  for f in /proc/[0-9]*/fd/2; do\n"
-	"    [ \"$(readlink \"$f\" 2>/dev/null)\" = \"pipe:[$2]\" ] || continue\n"
-	"    p=${f#/proc/}; kill -KILL \"${p%%/*}\" 2>/dev/null\n"
+	"  n=0\n"
+	"  while :; do\n"
+	"    kill -KILL -- \"-$1\" \"$1\" 2>/dev/null\n"
+	"    found=0\n"
+	"    for f in /proc/[0-9]*/fd/2; do\n"
+	"      [ \"$(readlink \"$f\" 2>/dev/null)\" = \"pipe:[$2]\" ] || continue\n"
+	"      p=${f#/proc/}; kill -KILL \"${p%%/*}\" 2>/dev/null; found=1\n"
+	"    done\n"
+	"    n=$((n+1))\n"
+	"    [ $found = 1 ] && [ $n -lt 50 ] || break\n"
+	"    sleep 0.1\n"
 	"  done\n"
 	"  [ -n \"$3\" ] || exit 0\n"
 	"  i=0\n"
