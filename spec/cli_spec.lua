@@ -199,6 +199,8 @@ describe("devtools-tools", function()
         { "call --timeout 0.05 " .. shq(server.url("/tools.html")) .. " never",
           "^devtools%-tools: timeout: the command did not finish within 0.05 s %(%-%-timeout%)" },
         { "list --chromium /nonexistent/chromium " .. url, "^devtools%-tools: launch_failed: Chromium not found" },
+        { "browser start --chromium /nonexistent/chromium",
+          "^devtools%-tools: launch_failed: no Chromium found: tried /nonexistent/chromium %(" },
         { "list --connect http://127.0.0.1:1 " .. url, "^devtools%-tools: connect_failed: " },
       }
       for _, c in ipairs(cases) do

@@ -88,18 +88,25 @@ local function resolve(name, tried)
   end
 end
 
-local function find_executable(opts)
+-- locate(wanted?) -> path | nil, tried, named: the Chromium to run:
+-- wanted (a path or a name on PATH), else DEVTOOLS_TOOLS_CHROME, else the
+-- first of the candidates found. tried: the paths looked at; named: true
+-- if one was asked for by name (wanted or the environment).
+function M.locate(wanted)
   local tried = {}
-  local wanted = opts.executable or os.getenv("DEVTOOLS_TOOLS_CHROME")
-  if wanted and wanted ~= "" then
-    local p = resolve(wanted, tried)
-    if p then return p end
-    raise("launch_failed", "Chromium not found: tried " .. concat(tried, ", "))
-  end
+  wanted = wanted or os.getenv("DEVTOOLS_TOOLS_CHROME")
+  if wanted and wanted ~= "" then return resolve(wanted, tried), tried, true end
   for _, c in ipairs(M.candidates) do
     local p = resolve(c, tried)
-    if p then return p end
+    if p then return p, tried end
   end
+  return nil, tried
+end
+
+local function find_executable(opts)
+  local p, tried, named = M.locate(opts.executable)
+  if p then return p end
+  if named then raise("launch_failed", "Chromium not found: tried " .. concat(tried, ", ")) end
   raise("launch_failed", "no Chromium found: tried " .. concat(tried, ", ")
     .. " (install the chromium package, or set opts.executable or DEVTOOLS_TOOLS_CHROME)")
 end

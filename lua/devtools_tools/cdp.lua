@@ -110,6 +110,14 @@ local function lost(self, message)
   if w then w.task.driver:timer(0, function() wake_waiters(self, false) end) end
 end
 
+-- The next request id, on a connection still open.
+local function take_id(self)
+  if self.closed then disconnected(self) end
+  local id = self.next_id
+  self.next_id = id + 1
+  return id
+end
+
 -- Writes request id (its text made) and records that it waits for a reply.
 local function transmit(self, id, text, session, deadline, json_reply, method)
   if M.log.on then log_line("->", session, text) end
@@ -139,9 +147,7 @@ end
 -- JSON text (returnByValue of a string the page built); the transport
 -- decodes it in place into result.result.json (or result.result.json_error).
 function Conn:send(method, params, session, deadline, json_reply)
-  if self.closed then disconnected(self) end
-  local id = self.next_id
-  self.next_id = id + 1
+  local id = take_id(self)
   local msg
   if session then
     msg = { id = id, method = method, params = params, sessionId = session }
@@ -156,9 +162,7 @@ end
 -- for its arguments). head: the text of the request object up to its id,
 -- which is its last member: it ends in `"id":`.
 function Conn:send_text(head, session, deadline, json_reply, method)
-  if self.closed then disconnected(self) end
-  local id = self.next_id
-  self.next_id = id + 1
+  local id = take_id(self)
   return transmit(self, id, head .. id .. "}", session, deadline, json_reply, method)
 end
 
