@@ -332,9 +332,71 @@ describe("tasks on a driver of the spec's own", function()
     assert.are.equal(7, outer:wait().v)
   end)
 
+  it("on_done runs on the loop, after dt.async returned, even for a function that never waited", function()
+    local got, task
+    task = dt.async(function(a, b) return a + b, "two" end, function(...)
+      got = { n = select("#", ...), task = task, ... }
+    end, 2, 3)
+    assert.is_true(task.done)
+    assert.is_nil(got)                               -- not inside dt.async
+    assert.are.equal(1, d:count("timers"))
+    d:fire_timers()
+    assert.same({ n = 3, task = task, true, 5, "two" }, got)
+  end)
+
+  it("on_done gets false and the task's error; a cancelled task's, after cancel returned", function()
+    local got = {}
+    local failing = dt.async(function() return conn:call("Fails") end,
+      function(ok, e) got.failing = { ok, e } end)
+    t.inbox[1] = { id = t.sent[1].id, error = { code = -32000, message = "no such thing" } }
+    d:fire_read()
+    assert.is_true(failing.done)
+    assert.is_nil(got.failing)
+    d:fire_timers()
+    assert.is_false(got.failing[1])
+    assert.are.equal("protocol_error", got.failing[2].code)
+    local waiting = dt.async(function() return conn:call("Never") end,
+      function(ok, e) got.cancelled = { ok, e } end)
+    assert.is_true(waiting:cancel())
+    assert.is_true(waiting.done)
+    assert.is_nil(got.cancelled)                     -- not inside cancel()
+    d:fire_timers()
+    assert.is_false(got.cancelled[1])
+    assert.are.equal("cancelled", got.cancelled[2].code)
+  end)
+
   it("refuses what is not a loop", function()
     assert.are.equal("bad_argument", H.error_of(dt.use_loop, {}).code)
     assert.are.equal("bad_argument", H.error_of(dt.async, 42).code)
+  end)
+end)
+
+describe("on_done on the built-in loop", function()
+  before_each(function() dt.use_loop(nil) end)
+
+  it("has run when task:wait and dt.wait_all return, whether the task waited or not", function()
+    local order = {}
+    local quick = dt.async(function() return "q" end, function(ok, v) order[#order + 1] = v end)
+    order[#order + 1] = "async returned"
+    assert.are.equal("q", quick:wait(5))
+    order[#order + 1] = "waited"
+    local slow = dt.async(function() dt.sleep(0.01) return "s" end,
+      function(ok, v) order[#order + 1] = v end)
+    assert.same({ n = 1, "s" }, dt.wait_all({ slow }, 5))
+    order[#order + 1] = "all waited"
+    assert.same({ "async returned", "q", "waited", "s", "all waited" }, order)
+  end)
+
+  it("an error on_done raises comes out of the wait that was turning the loop", function()
+    local failing = dt.async(function() dt.sleep(0.01) return 1 end,
+      function() error("on_done failed", 0) end)
+    local other = dt.async(function() dt.sleep(0.05) return 2 end)
+    local ok, err = pcall(other.wait, other, 5)
+    assert.is_false(ok)
+    assert.are.equal("on_done failed", err)
+    assert.is_true(failing.done)
+    assert.are.equal(1, failing:wait(5))             -- the task itself succeeded
+    assert.are.equal(2, other:wait(5))               -- and the loop still turns
   end)
 end)
 

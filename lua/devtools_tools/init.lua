@@ -49,7 +49,7 @@ end
 
 -- async(fn, on_done?, ...) -> Task: runs fn(...) as a task on the loop,
 -- at once until its first wait. on_done(ok, result_or_err, ...) runs on
--- the loop when it ends.
+-- the loop after it ends (never inside async itself).
 local function async(fn, on_done, ...)
   if type(fn) ~= "function" then
     errors.raise("bad_argument", "async: expected a function, got " .. type(fn))

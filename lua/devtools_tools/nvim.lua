@@ -176,8 +176,8 @@ local function start(label, fn, after)
   S.label = label
   echo("devtools_tools: " .. label .. "...", "MoreMsg")
   local function finish(ok, res)
-    -- Called on the loop (or at once if fn never waited): UI work waits
-    -- for the main loop.
+    -- Called on the loop (a libuv callback): UI work waits for the main
+    -- loop.
     vim.schedule(function()
       if S.task == rec then
         S.task, S.label = nil, nil

@@ -82,17 +82,32 @@ finish = function(task, ok, r)
   else
     task.error = r[2]
   end
+  -- on_done runs on the loop, never inside the call that ended the task:
+  -- dt.async, for a function that never waited (whose caller has not got
+  -- the Task yet), or task:cancel. Scheduled before the joiners' wakes, so
+  -- that a wait returns after it ran.
+  local cb = task.on_done
+  if cb then
+    task.on_done = nil
+    task.notifying = true
+    task.driver:timer(0, function()
+      task.notifying = nil
+      if ok then
+        cb(true, unpack(task.results, 1, task.results.n))
+      else
+        cb(false, task.error)
+      end
+    end)
+  end
   local joiners = task.joiners
   task.joiners = nil
   for _, j in ipairs(joiners or {}) do j.task:_wake_later(j.seq, "ready") end
-  local cb = task.on_done
-  if cb then
-    if ok then
-      cb(true, unpack(task.results, 1, task.results.n))
-    else
-      cb(false, task.error)
-    end
-  end
+end
+
+-- Has the task ended, and its on_done run? (A driver that cannot be turned
+-- from outside a task runs on_done when its own loop turns.)
+local function settled(task)
+  return task.done and not (task.notifying and task.driver.step)
 end
 
 -- spawn(driver, fn, on_done?) -> Task, already running until its first wait.
@@ -169,9 +184,9 @@ function Task:wait(timeout)
   if timeout ~= nil and (type(timeout) ~= "number" or timeout ~= timeout or timeout < 0) then
     raise("bad_argument", "wait: timeout must be a non-negative number of seconds")
   end
-  if self.done then return outcome(self) end
-  local deadline = timeout and (now() + timeout) or math_huge
   local me = M.current()
+  if self.done and (me or settled(self)) then return outcome(self) end
+  local deadline = timeout and (now() + timeout) or math_huge
   if me == self then raise("bad_argument", "wait: a task cannot wait for itself") end
   if me then
     while not self.done do
@@ -183,7 +198,7 @@ function Task:wait(timeout)
     end
     return outcome(self)
   end
-  M.run_until(self.driver, function() return self.done end, deadline)
+  M.run_until(self.driver, function() return settled(self) end, deadline)
   if not self.done then raise("timeout", "wait: the task did not end in time") end
   return outcome(self)
 end
@@ -231,13 +246,17 @@ function M.wait_all(list, timeout)
     for _, t in ipairs(list) do if not t.done then return false end end
     return true
   end
+  local function all_settled()
+    for _, t in ipairs(list) do if not settled(t) then return false end end
+    return true
+  end
   local me = M.current()
   if me then
     for _, t in ipairs(list) do
       if not t.done then t:wait(deadline < math_huge and math_max(0, deadline - now()) or nil) end
     end
   elseif #list > 0 then
-    M.run_until(list[1].driver, all_done, deadline)
+    M.run_until(list[1].driver, all_settled, deadline)
   end
   if not all_done() then raise("timeout", "wait_all: the tasks did not all end in time") end
   local out = { n = #list }
