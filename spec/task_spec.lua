@@ -369,6 +369,23 @@ describe("tasks on a driver of the spec's own", function()
     assert.are.equal("bad_argument", H.error_of(dt.use_loop, {}).code)
     assert.are.equal("bad_argument", H.error_of(dt.async, 42).code)
   end)
+
+  it("refuses a bad number of seconds to sleep or wait, inside a task and out", function()
+    local bad = { nil, -1, 0 / 0, math.huge, "0.01" }
+    for i = 1, 5 do
+      local e = H.error_of(dt.sleep, bad[i])
+      assert.are.equal("bad_argument", e.code, tostring(bad[i]))
+      assert.matches("^sleep: seconds must be", e.message)
+    end
+    assert.matches("got NaN$", H.error_of(dt.sleep, 0 / 0).message)
+    local inside = dt.async(function() return H.error_of(dt.sleep, -1) end)
+    assert.are.equal("bad_argument", inside:wait().code)
+    local list = { dt.async(function() return 1 end) }
+    for _, t in ipairs({ -1, 0 / 0, "5", {} }) do
+      assert.are.equal("bad_argument", H.error_of(dt.wait_all, list, t).code, tostring(t))
+      assert.are.equal("bad_argument", H.error_of(list[1].wait, list[1], t).code, tostring(t))
+    end
+  end)
 end)
 
 describe("on_done on the built-in loop", function()

@@ -356,7 +356,7 @@ function dt.array(t) end
 ---@param loop table
 function dt.use_loop(loop) end
 ---Runs fn(...) as a task, at once until its first wait; library calls inside
----it yield to the loop instead of blocking. on_done runs on the loop when it ends.
+---it yield to the loop instead of blocking. on_done runs on the loop after it ends (never inside async).
 ---@param fn fun(...): any
 ---@param on_done? fun(ok: boolean, result_or_err: any, ...)
 ---@param ... any arguments of fn

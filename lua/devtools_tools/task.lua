@@ -170,6 +170,20 @@ function Task:cancel()
   return true
 end
 
+-- A bad number of seconds, as an error message names it.
+local function shown(v)
+  if type(v) ~= "number" then return type(v) end
+  return v ~= v and "NaN" or tostring(v)
+end
+
+-- check_timeout(what, t): t is nil or a number of seconds >= 0 (not NaN).
+local function check_timeout(what, t)
+  if t ~= nil and (type(t) ~= "number" or t ~= t or t < 0) then
+    raise("bad_argument", what .. ": timeout must be a non-negative number of seconds, got "
+      .. shown(t))
+  end
+end
+
 local function outcome(task)
   if task.error ~= nil then error(task.error, 0) end
   local r = task.results
@@ -181,9 +195,7 @@ end
 -- until the task ends (a `timeout` dt.Error after timeout seconds; the task
 -- itself goes on).
 function Task:wait(timeout)
-  if timeout ~= nil and (type(timeout) ~= "number" or timeout ~= timeout or timeout < 0) then
-    raise("bad_argument", "wait: timeout must be a non-negative number of seconds")
-  end
+  check_timeout("wait", timeout)
   local me = M.current()
   if self.done and (me or settled(self)) then return outcome(self) end
   local deadline = timeout and (now() + timeout) or math_huge
@@ -222,6 +234,10 @@ end
 
 -- sleep(seconds): suspends the task (or blocks outside tasks).
 function M.sleep(seconds)
+  if type(seconds) ~= "number" or not (seconds >= 0 and seconds < math_huge) then
+    raise("bad_argument", "sleep: seconds must be a non-negative finite number, got "
+      .. shown(seconds))
+  end
   local task = M.current()
   if task then
     local deadline = now() + seconds
@@ -236,6 +252,7 @@ end
 -- once all have ended.
 function M.wait_all(list, timeout)
   if type(list) ~= "table" then raise("bad_argument", "wait_all: expected a list of tasks") end
+  check_timeout("wait_all", timeout)
   for i, t in ipairs(list) do
     if getmetatable(t) ~= Task then
       raise("bad_argument", "wait_all: entry " .. i .. " is not a Task")
