@@ -748,6 +748,31 @@ describe("tables as the codec sends them", function()
     valid({ uniqueItems = true }, { 1, 1, x = 1 })   -- an object: uniqueItems does not apply
   end)
 
+  it("a table with a metatable is checked raw, as the encoder reads it", function()
+    local req = { type = "object", required = { "a" }, properties = { a = { type = "number" } } }
+    local inherits = setmetatable({}, { __index = { a = 1 } })
+    assert.are.equal("{}", json.encode(inherits))          -- what is sent: no "a"
+    invalid(req, inherits, { "", "required", "must have required property 'a'" })
+    invalid({ properties = { o = req } }, { o = setmetatable({}, { __index = { a = 1 } }) },
+      { "/o", "required", "must have required property 'a'" })
+    valid(req, setmetatable({ a = 1 }, { __index = function() return "x" end }))
+    local lying = setmetatable({ 1, 2 }, { __len = function() return 9 end,
+      __index = function() return "s" end })
+    assert.are.equal("[1,2]", json.encode(lying))
+    valid({ type = "array", maxItems = 2, items = { type = "number" } }, lying)
+    valid({ enum = { { 1, 2 } } }, lying)
+    valid({ type = "object", properties = { a = { type = "string" } } },
+      setmetatable({ a = "x" }, { __pairs = function() return next, {} end }))
+    invalid({ type = "object", properties = { a = { type = "number" } } },
+      setmetatable({ a = "x" }, { __pairs = function() return next, {} end }))
+    local locked = { __metatable = "locked", __index = { a = 1 } }
+    invalid(req, setmetatable({}, locked))
+    valid(req, setmetatable({ a = 2 }, locked))
+    -- marked arrays and objects and Elements are taken as they are
+    valid({ type = "array", maxItems = 0 }, A({}))
+    valid({ type = "object" }, element())
+  end)
+
   it("integer keys of an object are matched as the decimal strings sent", function()
     local s = { properties = { ["2"] = { type = "string" } }, additionalProperties = false }
     valid(s, { [2] = "x" })

@@ -34,11 +34,12 @@ local compile = require "devtools_tools.schema.compile"
 local check = require "devtools_tools.schema.check"
 local generate = require "devtools_tools.schema.generate"
 
-local type, pairs, ipairs, next, setmetatable, getmetatable =
-      type, pairs, ipairs, next, setmetatable, getmetatable
+local type, pairs, ipairs, next, setmetatable, getmetatable, rawget =
+      type, pairs, ipairs, next, setmetatable, getmetatable, rawget
+local rawlen = rawlen or function(t) return #t end      -- Lua 5.1: # is raw on tables
 local concat = table.concat
 
-local array_mt = core.array_mt
+local array_mt, object_mt = core.array_mt, core.object_mt
 local resolved = compile.resolved
 
 local M = {}
@@ -219,13 +220,17 @@ local function shape_children(n, v, fn, depth, kind, rs)
     if not copy then
       copy = {}
       for k2, x2 in next, v do copy[k2] = x2 end
-      setmetatable(copy, getmetatable(v))
+      local mt = getmetatable(v)
+      if type(mt) ~= "table" and mt ~= nil then        -- protected (__metatable): keep the kind
+        mt = kind == "array" and array_mt or object_mt
+      end
+      setmetatable(copy, mt)
     end
     copy[k] = x
   end
   if kind == "array" then
-    for i = 1, #v do
-      local x = v[i]
+    for i = 1, rawlen(v) do                     -- raw, as the encoder reads it
+      local x = rawget(v, i)
       if type(x) == "table" then
         local y = x
         for _, c in ipairs(array_children(n, i, {})) do y = shape_node(c, y, fn, depth + 1, rs) end

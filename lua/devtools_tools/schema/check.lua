@@ -15,11 +15,11 @@ local values = require "devtools_tools.schema.values"
 local keywords = require "devtools_tools.schema.keywords"
 local compile = require "devtools_tools.schema.compile"
 
-local type, ipairs, next = type, ipairs, next
+local type, ipairs, next, getmetatable = type, ipairs, next, getmetatable
 
 local null = require("devtools_tools.core").null
 local fail = context.fail
-local kind, ulen, key_string = values.kind, values.ulen, values.key_string
+local kind, ulen, key_string, raw_view = values.kind, values.ulen, values.key_string, values.raw_view
 local child, TRUE = keywords.child, keywords.TRUE
 local resolved = compile.resolved
 
@@ -150,6 +150,7 @@ local function node_check(n, fn, rs)
     elseif tv == "number" then
       list, tok = num, not tm or tm.number or (tm.integer and v % 1 == 0)
     elseif tv == "table" then
+      if getmetatable(v) ~= nil then v = raw_view(v) end   -- checked as the encoder reads it
       local k = kind(v)
       if k == "object" then
         list, tok = obj, not tm or tm.object

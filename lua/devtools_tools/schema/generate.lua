@@ -163,6 +163,8 @@ function Gen:tables(n, x, nest)
   end
   self:emit("elseif " .. m .. " == array_mt then " .. a .. " = true")
   self:emit("else")
+  -- a metatable of the caller's own: checked as the raw table the encoder sends
+  self:emit(x .. " = raw_view(" .. x .. ")")
   local k = self:var("k")
   self:emit("local " .. k .. " = kind(" .. x .. ")")
   self:emit(o .. ", " .. a .. ", " .. e .. " = " .. k .. ' == "object" or ' .. k .. ' == "empty", ' ..
@@ -425,6 +427,7 @@ function Gen:collect(n, j)
   end
   recs(n.num)
   self:emit('elseif t == "table" then')
+  self:emit("if getmetatable(v) ~= nil then v = raw_view(v) end")
   self:emit("local k = kind(v)")
   if tm then
     local conds = {}
@@ -512,7 +515,7 @@ local function source(gen)
     i = i + 1
   end
   return "local K, KW, F, FC, type, next, null, ulen, kind, key_string, fail, at, getmetatable, " ..
-         "array_mt = ...\n" ..
+         "array_mt, raw_view = ...\n" ..
          "local R, C = {}, {}\n" .. concat(body, "\n") .. "\nreturn R, C\n"
 end
 
@@ -533,7 +536,7 @@ function M.generate(root, rs, deadline)
   local F, FC, KW = {}, {}, {}
   local R, C = chunk(gen.consts, KW, F, FC, type, next, null, values.ulen, values.kind,
                      values.key_string, context.fail, context.at, getmetatable,
-                     require("devtools_tools.core").array_mt)
+                     require("devtools_tools.core").array_mt, values.raw_view)
   for j, node in ipairs(gen.queue) do
     local f, fc
     if node.kind == "node" then

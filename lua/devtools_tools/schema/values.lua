@@ -42,6 +42,31 @@ local function kind(t)
 end
 M.kind = kind
 
+local object_mt = core.object_mt
+local rawlen = rawlen or function(t) return #t end      -- Lua 5.1: # is raw on tables
+
+-- raw_view(t) -> t, or a copy of t that the validator can index: the
+-- encoder reads tables raw (no __index, __len or __pairs), so a table with
+-- a metatable of its own is checked as a raw copy of its keys, of the same
+-- kind. A plain table, a marked array or object and an Element are
+-- returned as they are. Only the table itself is copied: its children get
+-- their own view where the validator reaches them.
+local function raw_view(t)
+  local mt = getmetatable(t)
+  if mt == nil or mt == array_mt or mt == object_mt or is_element(t) then return t end
+  local k = json_kind(t)
+  local copy = {}
+  if k == "array" then
+    for i = 1, rawlen(t) do copy[i] = rawget(t, i) end
+  else
+    for key, x in next, t do copy[key] = x end
+  end
+  if k == "array" then setmetatable(copy, array_mt)
+  elseif k == "object" then setmetatable(copy, object_mt) end
+  return copy
+end
+M.raw_view = raw_view
+
 -- For equality a plain {} is an object, as the encoder sends it.
 local function eq_is_array(t)
   return getmetatable(t) == array_mt or json_kind(t) == "array"
@@ -54,10 +79,10 @@ local function deep_equal(a, b)
   local arr = eq_is_array(a)
   if arr ~= eq_is_array(b) then return false end
   if arr then
-    local n = #a
-    if n ~= #b then return false end
+    local n = rawlen(a)
+    if n ~= rawlen(b) then return false end
     for i = 1, n do
-      if not deep_equal(a[i], b[i]) then return false end
+      if not deep_equal(rawget(a, i), rawget(b, i)) then return false end
     end
     return true
   end
