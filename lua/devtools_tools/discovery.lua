@@ -267,8 +267,9 @@ function M.not_found(name, groups)
   if #names == 0 then
     msg = msg .. " (the page has no tools)"
   else
-    msg = msg .. " (nearest: " .. nearest .. "; the page has " .. #names .. " tool"
-      .. (#names == 1 and "" or "s") .. ")"
+    -- (no nearest when every name is too long to compare: see distance)
+    msg = msg .. " (" .. (nearest and ("nearest: " .. nearest .. "; ") or "") .. "the page has "
+      .. #names .. " tool" .. (#names == 1 and "" or "s") .. ")"
   end
   return errors.new("tool_not_found", msg, { tool = name,
     details = { available = names, nearest = nearest } })
