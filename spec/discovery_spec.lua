@@ -36,6 +36,8 @@ describe("discovery", function()
     assert.same({ "a", "b" }, add.input_schema.required)
     assert.equal(g, add.group)
     assert.is_nil(g:tool("missing"))
+    assert.equal("bad_argument", H.error_of(g.tool, g, 5).code)       -- a name is a string
+    assert.equal("bad_argument", H.error_of(g.tool, g, nil).code)
     assert.equal(add, page:tool("add"))
     assert.matches("^ToolGroup%(main%-tools", tostring(g))
     assert.equal("Tool(add)", tostring(add))

@@ -596,6 +596,17 @@ describe("devtools_tools.json", function()
     { function() return json.decode(string.rep("[", 5000)) end, "protocol_error", "deeper than 1000" },
     { function() return json.decode("[[1]]", { max_depth = 1 }) end, "protocol_error", "deeper than 1" },
     { function() return json.decode(42) end, "bad_argument", "string" },
+    { function() return json.encode({ a = 0 / 0 }, { finite = true }) end, "bad_argument", "NaN is not" },
+    { function() return json.encode({ math.huge }, { finite = true }) end, "bad_argument", "inf is not" },
+    { function() return json.encode(-math.huge, { finite = true }) end, "bad_argument", "-inf is not" },
+    { function() return json.encode(1, { max_depth = 0 / 0 }) end, "bad_argument", "got NaN" },
+    { function() return json.encode(1, { max_depth = "2" }) end, "bad_argument", "max_depth must be" },
+    { function() return json.encode(1, { finite = "yes" }) end, "bad_argument", "finite must be a boolean" },
+    { function() return json.encode(1, { maxdepth = 2 }) end, "bad_argument", "unknown option 'maxdepth'" },
+    { function() return json.encode(1, "opts") end, "bad_argument", "opts must be a table" },
+    { function() return json.decode("1", { max_depth = -1 }) end, "bad_argument", "got -1" },
+    { function() return json.decode("1", { finite = true }) end, "bad_argument", "unknown option 'finite'" },
+    { function() return json.array(setmetatable({}, { __metatable = false })) end, "bad_argument", "protected" },
   }
   for i, c in ipairs(raise_cases) do
     it("raises " .. c[2] .. " (#" .. i .. ")", function()
@@ -606,6 +617,13 @@ describe("devtools_tools.json", function()
       assert.truthy(err.message:find(c[3], 1, true), err.message)
     end)
   end
+
+  it("writes NaN and infinities as null, as JSON.stringify does, unless finite = true", function()
+    assert.are.equal('{"a":null}', json.encode({ a = 0 / 0 }))
+    assert.are.equal("[null,null]", json.encode({ math.huge, -math.huge }))
+    assert.are.equal("[1.5,-2]", json.encode({ 1.5, -2 }, { finite = true }))
+    assert.are.equal("[null]", json.encode({ 0 / 0 }, { finite = false }))
+  end)
 
   it("decodes null at the top level to json.null, not nil", function()
     assert.are.equal(json.null, json.decode("null"))

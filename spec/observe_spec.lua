@@ -350,6 +350,11 @@ describe("screenshots", function()
     assert.same({ 120, 40 }, { png_size(shot) })
     assert.is_true(box == shot, "the scrolled shot shows other pixels")
     assert.equal("bad_argument", H.error_of(page.screenshot, page, { element = "#nope" }).code)
+    for _, sel in ipairs({ "", "((" }) do             -- Chromium cannot parse these
+      local e = H.error_of(page.screenshot, page, { element = sel })
+      assert.equal("bad_argument", e.code)
+      assert.matches("is not a valid CSS selector", e.message, 1, true)
+    end
     assert.equal("bad_argument", H.error_of(page.screenshot, page, { full_page = true, element = "#p" }).code)
     page:close()
   end)

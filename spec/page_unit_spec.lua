@@ -40,6 +40,38 @@ describe("page (fake transport)", function()
     assert.equal(n, #fake.sent)
   end)
 
+  it("refuses option values of the wrong type, naming the option, before anything is sent", function()
+    local page, fake = open()
+    local n = #fake.sent
+    for _, c in ipairs({
+      { "context must be a number, got string", page.evaluate, page, "1", { context = "x" } },
+      { "context must be a number, got NaN", page.evaluate, page, "1", { context = 0 / 0 } },
+      { "session must be a string, got 5", page.evaluate, page, "1", { session = 5 } },
+      { "ignore_cache must be a boolean, got string", page.reload, page, { ignore_cache = "x" } },
+      { "full_page must be a boolean, got string", page.screenshot, page, { full_page = "yes" } },
+      { "path must be a string, got 5", page.screenshot, page, { path = 5 } },
+      { "settle must be a non-negative number of seconds, got NaN", page.observe, page, function() end,
+        { settle = 0 / 0 } },
+      { "timeout must be a non-negative number of seconds, got NaN", page.call, page, "x", nil,
+        { timeout = 0 / 0 } },
+      { "allow_remote must be a boolean, got string", dt.connect, "ws://127.0.0.1:1/x",
+        { allow_remote = "false" } },
+      { "insecure must be a boolean, got 1", dt.connect, "ws://127.0.0.1:1/x", { insecure = 1 } },
+      { "ca_file must be a string, got 5", dt.webdriver, "http://127.0.0.1:1", nil, { ca_file = 5 } },
+      { "allow_remote must be a boolean, got 1", dt.webdriver, "http://127.0.0.1:1", nil,
+        { allow_remote = 1 } },
+      { "executable must be a string, got 5", dt.launch, { executable = 5 } },
+      { "headless must be a boolean, got string", dt.launch, { headless = "no" } },
+      { "user_data_dir must be a string, got table", dt.launch, { user_data_dir = {} } },
+      { "webmcp must be a boolean, got string", dt.launch, { webmcp = "yes" } },
+    }) do
+      local e = H.error_of(table.unpack(c, 2))
+      assert.equal("bad_argument", e.code, c[1])
+      assert.truthy(e.message:find(c[1], 1, true), e.message)
+    end
+    assert.equal(n, #fake.sent)
+  end)
+
   it("maps evaluate's outcomes to values and codes", function()
     local page, fake = open()
     local scenarios = {
@@ -154,6 +186,14 @@ describe("page (fake transport)", function()
     -- "a" only through __index: the encoder would send {}, so it is missing
     local e = H.error_of(page.call, page, "add", setmetatable({}, { __index = { a = 1 } }))
     assert.equal("invalid_params", e.code)
+    -- a number JSON cannot hold is refused, not sent as null
+    for _, x in ipairs({ 0 / 0, math.huge, -math.huge }) do
+      e = H.error_of(page.call, page, "add", { a = x })
+      assert.equal("bad_argument", e.code)
+      assert.matches("is not a number JSON can hold", e.message)
+      e = H.error_of(page.call_many, page, { { "add", { a = x } } })
+      assert.equal("bad_argument", e.code)
+    end
     assert.equal(n, fake:count_calls())
     page:call("add", { a = 1 })
     assert.equal(n + 1, fake:count_calls())

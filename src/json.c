@@ -911,6 +911,7 @@ typedef struct jenc {
 	int mt_slot;            /* stack slot: the array metatable */
 	int levels_slot;        /* stack slot: userdata behind levels (when spilled) */
 	int code;               /* DT_EBADVALUE, DT_ETOODEEP or DT_ENOMEM once failed */
+	int finite;             /* NaN and +-Infinity fail instead of writing null */
 	char err[160];
 } jenc;
 
@@ -1044,8 +1045,12 @@ static int enc_number(jenc *e, int idx)
 		return put_int(e, (int64_t)lua_tointeger(L, idx));
 #endif
 	x = (double)lua_tonumber(L, idx);
-	if (x != x || x - x != 0)               /* NaN, +-Infinity: as JSON.stringify */
+	if (x != x || x - x != 0) {             /* NaN, +-Infinity: as JSON.stringify */
+		if (e->finite)
+			return enc_fail(e, DT_EBADVALUE, "%s is not a number JSON can hold",
+			                x != x ? "NaN" : x > 0 ? "inf" : "-inf");
 		return put(e, "null", 4);
+	}
 	if (x == floor(x) && fabs(x) < 9223372036854775808.0) {
 		if (x == 0 && signbit(x))
 			return put(e, "-0", 2);
@@ -1403,6 +1408,11 @@ static int l_json_encode(lua_State *L)
 	luaL_getmetatable(L, JSONBUF_MT);               /* v opts mt levels buf bmt */
 	lua_setmetatable(L, -2);                        /* v opts mt levels buf */
 	memset(&e, 0, sizeof e);
+	if (lua_istable(L, 2)) {
+		lua_getfield(L, 2, "finite");               /* v opts mt levels buf f */
+		e.finite = lua_toboolean(L, -1);
+		lua_pop(L, 1);                              /* v opts mt levels buf */
+	}
 	e.L = L;
 	e.b = b;
 	e.mt_slot = 3;

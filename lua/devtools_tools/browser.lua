@@ -129,8 +129,8 @@ local function tail(s, n)
   return s
 end
 
-local launch_opts = { executable = true, headless = true, args = true,
-  user_data_dir = true, timeout = true, webmcp = true, history = true }
+local launch_opts = { executable = "string", headless = "boolean", args = true,
+  user_data_dir = "string", timeout = true, webmcp = "boolean", history = true }
 
 -- issue 14: {console = n, requests = n}, how many of each a page keeps
 local function check_history(h, fname)
@@ -255,8 +255,8 @@ local function parse_url(url)
   return scheme:lower(), host:lower(), port, path
 end
 
-local connect_opts = { allow_remote = true, timeout = true, history = true, headers = true,
-  ca_file = true, insecure = true }
+local connect_opts = { allow_remote = "boolean", timeout = true, history = true, headers = true,
+  ca_file = "string", insecure = "boolean" }
 
 local default_port = { http = 80, ws = 80, https = 443, wss = 443 }
 
@@ -311,9 +311,6 @@ M._check_headers = check_headers
 
 -- The TLS and header options of connect, as the C core takes them.
 local function tls_opts(opts, host)
-  if opts.ca_file ~= nil and type(opts.ca_file) ~= "string" then
-    raise("bad_argument", "connect: ca_file must be a path, got " .. type(opts.ca_file))
-  end
   return { ca_file = opts.ca_file, insecure = opts.insecure == true, server_name = host }
 end
 

@@ -20,6 +20,7 @@ local now = core.now
 local array_mt = core.array_mt
 local json_decode = core.json_decode
 local json_encode = require("devtools_tools.json").encode
+local encode_args = require("devtools_tools.json").encode_finite   -- no NaN sent as null
 local sfind, ssub = string.find, string.sub
 local next = next
 local type, tostring, tonumber, ipairs, setmetatable, getmetatable, error =
@@ -128,7 +129,7 @@ local function send_call(c, deadline)
   -- A key "__proto__" is data: an object literal (and Chromium's reading of
   -- callFunctionOn arguments) would take it as the prototype, so such
   -- arguments travel as JSON text, which the page reads with JSON.parse.
-  local argtext = json_encode(c.args)
+  local argtext = encode_args(c.args)
   local proto = sfind(argtext, '"__proto__"', 1, true) ~= nil
   if not c.els then
     -- An expression with the arguments as literals (js/call_expr.js), in a

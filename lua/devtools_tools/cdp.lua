@@ -28,6 +28,9 @@ local tasks = require "devtools_tools.task"
 local now = core.now
 local raise = errors.raise
 local encode = json.encode
+-- What we send: a NaN or an infinity in a message (a tool's arguments, a
+-- page:cdp() parameter) is refused, not sent as null.
+local encode_out = json.encode_finite
 local current_task = tasks.current
 local type, tonumber, pairs, next, setmetatable, getmetatable, tostring, pcall, error =
       type, tonumber, pairs, next, setmetatable, getmetatable, tostring, pcall, error
@@ -154,7 +157,7 @@ function Conn:send(method, params, session, deadline, json_reply)
   else
     msg = { id = id, method = method, params = params }
   end
-  return transmit(self, id, encode(msg), session, deadline, json_reply, method)
+  return transmit(self, id, encode_out(msg), session, deadline, json_reply, method)
 end
 
 -- send_text(head, session, deadline, json_reply, method) -> id: send, for a
@@ -471,7 +474,7 @@ function Conn:send_nowait(method, params, session)
   local msg = { id = id, method = method, params = params, sessionId = session }
   -- A deadline of now: what does not fit in the pipe stays queued and goes
   -- out with the next write, so this never waits.
-  local ok, _, code = self.transport:send(encode(msg), now())
+  local ok, _, code = self.transport:send(encode_out(msg), now())
   if not ok and code == "closed" then lost(self, "the browser closed the connection") end
   hand_over(self)                   -- no wait follows: route what the write took in
 end

@@ -24,8 +24,10 @@
 
 local core = require("devtools_tools.core")
 local errors = require("devtools_tools.errors")
+local options = require("devtools_tools.options")
 
-local setmetatable, getmetatable, type = setmetatable, getmetatable, type
+local setmetatable, getmetatable, type, pairs, tostring, pcall =
+      setmetatable, getmetatable, type, pairs, tostring, pcall
 local c_encode, c_decode = core.json_encode, core.json_decode
 local array_mt = core.array_mt
 local c_kind = core.json_kind
@@ -36,17 +38,52 @@ M.null = core.null
 M.array_mt = array_mt
 M.object_mt = core.object_mt
 
+-- opts of encode and decode: max_depth = a whole number >= 0; encode's
+-- finite = true refuses NaN and +-Infinity (otherwise null, as
+-- JSON.stringify writes them).
+local function check_opts(opts, fname)
+  if type(opts) ~= "table" then
+    errors.raise("bad_argument", fname .. ": opts must be a table, got " .. type(opts))
+  end
+  for k, v in pairs(opts) do
+    if k == "max_depth" then
+      if type(v) ~= "number" or not (v >= 0) or v % 1 ~= 0 then
+        errors.raise("bad_argument", fname .. ": max_depth must be a whole number >= 0, got "
+          .. options.shown(v))
+      end
+    elseif k == "finite" and fname == "json.encode" then
+      if type(v) ~= "boolean" then
+        errors.raise("bad_argument", fname .. ": finite must be a boolean, got " .. type(v))
+      end
+    else
+      errors.raise("bad_argument", fname .. ": unknown option '" .. tostring(k) .. "'")
+    end
+  end
+end
+
+local function encode_failed(message, code)
+  -- bad_value and too_deep are the caller's; no_memory is not
+  local dt_code = (code == "too_deep") and "bad_argument" or errors.from_c(code)
+  errors.raise(dt_code, "cannot encode as JSON: " .. message, { details = { code = code } })
+end
+
 -- encode(value, opts?) -> string; raises bad_argument for a value JSON
 -- cannot hold (functions, invalid UTF-8, odd keys) or nesting deeper than
 -- opts.max_depth (also what a cycle gives); protocol_error when out of
 -- memory (errors.from_c).
 function M.encode(value, opts)
+  if opts ~= nil then check_opts(opts, "json.encode") end
   local s, message, code = c_encode(value, opts)
-  if s == nil then
-    -- bad_value and too_deep are the caller's; no_memory is not
-    local dt_code = (code == "too_deep") and "bad_argument" or errors.from_c(code)
-    errors.raise(dt_code, "cannot encode as JSON: " .. message, { details = { code = code } })
-  end
+  if s == nil then encode_failed(message, code) end
+  return s
+end
+
+-- encode_finite(value) -> string: encode with finite = true (a tool's
+-- arguments: a NaN sent as null would be a silent wrong answer).
+local FINITE = { finite = true }
+function M.encode_finite(value)
+  local s, message, code = c_encode(value, FINITE)
+  if s == nil then encode_failed(message, code) end
   return s
 end
 
@@ -56,6 +93,7 @@ function M.decode(text, opts)
   if type(text) ~= "string" then
     errors.raise("bad_argument", "json.decode expects a string, got " .. type(text))
   end
+  if opts ~= nil then check_opts(opts, "json.decode") end
   local v, message, code = c_decode(text, opts)
   if v == nil and message ~= nil then
     errors.raise(errors.from_c(code), "invalid JSON: " .. message, { details = { code = code } })
@@ -70,7 +108,10 @@ function M.array(t)
   elseif type(t) ~= "table" then
     errors.raise("bad_argument", "json.array expects a table, got " .. type(t))
   end
-  return setmetatable(t, array_mt)
+  if not pcall(setmetatable, t, array_mt) then
+    errors.raise("bad_argument", "json.array: the table's metatable is protected (__metatable)")
+  end
+  return t
 end
 
 -- kind(t) -> "array" | "object" | "empty" (a plain {}: sent as {}, and

@@ -538,7 +538,7 @@ function P.response_body(page, rec, opts)
   return body, rec.mime_type
 end
 
-local observe_opts = { timeout = true, settle = true }
+local observe_opts = { timeout = true, settle = "seconds" }
 
 -- observe(fn, opts?) -> {requests, console}, fn's results...: runs fn and
 -- returns what happened during it. Requests it started are awaited (within
@@ -547,9 +547,6 @@ local observe_opts = { timeout = true, settle = true }
 function P.observe(page, fn, opts)
   if type(fn) ~= "function" then raise("bad_argument", "observe: expected a function, got " .. type(fn)) end
   opts = options.check(opts, observe_opts, "observe")
-  if opts.settle ~= nil and (type(opts.settle) ~= "number" or opts.settle < 0) then
-    raise("bad_argument", "observe: settle must be a non-negative number of seconds")
-  end
   local st = state(page)
   local conn = page.conn
   local deadline = conn:deadline(opts)

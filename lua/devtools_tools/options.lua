@@ -12,22 +12,43 @@ local type, tostring, pairs = type, tostring, pairs
 
 local M = {}
 
+-- A value as an error message names it: its type, or the number.
+local function shown(v)
+  if type(v) ~= "number" then return type(v) end
+  return v ~= v and "NaN" or tostring(v)
+end
+M.shown = shown
+
+-- What a key of an option set may hold: true (anything; the call checks
+-- it), or one of these names, checked here.
+local KINDS = {
+  boolean = function(v) return type(v) == "boolean" end,
+  string = function(v) return type(v) == "string" end,
+  number = function(v) return type(v) == "number" and v == v end,        -- not NaN
+  seconds = function(v) return type(v) == "number" and v >= 0 end,       -- NaN fails too
+  ["function"] = function(v) return type(v) == "function" end,
+}
+local WHAT = { boolean = "a boolean", string = "a string", number = "a number",
+  seconds = "a non-negative number of seconds", ["function"] = "a function" }
+
 -- check(opts, allowed, fname) -> opts (a table; {} for nil).
--- allowed: a set of key names. `timeout` is checked when allowed.
+-- allowed: key name -> true or a kind above. `timeout` is checked when
+-- allowed.
 function M.check(opts, allowed, fname)
   if opts == nil then return {} end
   if type(opts) ~= "table" then
     raise("bad_argument", fname .. ": opts must be a table, got " .. type(opts))
   end
-  for k in pairs(opts) do
-    if not allowed[k] then
+  for k, v in pairs(opts) do
+    local kind = allowed[k]
+    if not kind then
       raise("bad_argument", fname .. ": unknown option '" .. tostring(k) .. "'")
     end
-  end
-  local t = opts.timeout
-  if t ~= nil and (type(t) ~= "number" or t ~= t or t < 0) then
-    raise("bad_argument", fname .. ": timeout must be a non-negative number of seconds, got "
-      .. tostring(t))
+    if k == "timeout" then kind = "seconds" end
+    if kind ~= true and not KINDS[kind](v) then
+      raise("bad_argument", fname .. ": " .. tostring(k) .. " must be " .. WHAT[kind] .. ", got "
+        .. shown(v))
+    end
   end
   return opts
 end

@@ -316,7 +316,7 @@ function Page:navigate(url, opts)
   return self
 end
 
-local reload_opts = { timeout = true, ignore_cache = true }
+local reload_opts = { timeout = true, ignore_cache = "boolean" }
 
 -- reload(opts?) -> self, once the new document fired `load`. Also recovers
 -- a page whose renderer crashed.
@@ -341,7 +341,7 @@ end
 
 -- ---- evaluate ------------------------------------------------------------------
 
-local evaluate_opts = { timeout = true, context = true, session = true }
+local evaluate_opts = { timeout = true, context = "number", session = "string" }
 
 -- evaluate(expression, opts?) -> value. Awaits a promise; returns by value.
 -- opts: timeout; context (an execution context id, default: the main frame).

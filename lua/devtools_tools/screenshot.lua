@@ -19,7 +19,7 @@ local type, tostring, math_max, math_min, error = type, tostring, math.max, math
 
 local M = {}
 
-local shot_opts = { path = true, full_page = true, element = true, timeout = true }
+local shot_opts = { path = "string", full_page = "boolean", element = true, timeout = true }
 
 -- The box of a node in CSS pixels of the main frame's viewport.
 local function box_of(quad)
@@ -47,7 +47,15 @@ local function element_clip(page, el, deadline, metrics)
     params = { backendNodeId = el.backend_node_id }
   elseif type(el) == "string" then
     local doc = call(conn, "DOM.getDocument", { depth = 0 }, page.session, deadline)
-    local q = call(conn, "DOM.querySelector", { nodeId = doc.root.nodeId, selector = el }, page.session, deadline)
+    local ok, q = errors.catch(call, conn, "DOM.querySelector", { nodeId = doc.root.nodeId, selector = el },
+      page.session, deadline)
+    if not ok then
+      -- Chromium refuses a selector it cannot parse ("", "((")
+      if q.code == "protocol_error" then
+        raise("bad_argument", "screenshot: " .. json.encode(el) .. " is not a valid CSS selector")
+      end
+      error(q, 0)
+    end
     if not q.nodeId or q.nodeId == 0 then
       raise("bad_argument", "screenshot: no element matches " .. json.encode(el))
     end
@@ -72,9 +80,6 @@ end
 function M.screenshot(page, opts)
   opts = options.check(opts, shot_opts, "screenshot")
   page:_check_open()
-  if opts.path ~= nil and type(opts.path) ~= "string" then
-    raise("bad_argument", "screenshot: path must be a string")
-  end
   if opts.full_page and opts.element ~= nil then
     raise("bad_argument", "screenshot: full_page and element exclude each other")
   end

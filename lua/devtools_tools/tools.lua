@@ -27,6 +27,9 @@ M.ToolGroup = ToolGroup
 
 -- group:tool(name) -> Tool | nil (the first of that name in this group)
 function ToolGroup:tool(name)
+  if type(name) ~= "string" then
+    raise("bad_argument", "tool: name must be a string, got " .. type(name))
+  end
   for _, t in ipairs(self.tools) do
     if t.name == name then return t end
   end

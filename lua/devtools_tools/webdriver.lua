@@ -50,8 +50,8 @@ local function is_loopback(host)
   return host == "localhost" or host == "::1" or host:match("^127%.%d+%.%d+%.%d+$") ~= nil
 end
 
-local wd_opts = { allow_remote = true, timeout = true, headers = true, ca_file = true,
-  insecure = true }
+local wd_opts = { allow_remote = "boolean", timeout = true, headers = true, ca_file = "string",
+  insecure = "boolean" }
 
 -- One WebDriver command: returns the decoded `value`, or raises with the
 -- endpoint's own error and message.
