@@ -72,6 +72,37 @@ describe("page (fake transport)", function()
     assert.equal(n, #fake.sent)
   end)
 
+  it("every public method called with a dot instead of a colon is a bad_argument naming the call", function()
+    local page, fake = open()
+    local n = #fake.sent
+    local classes = {
+      { "Page", require("devtools_tools.page").Page }, { "Browser", require("devtools_tools.browser").Browser },
+      { "Tool", require("devtools_tools.tools").Tool }, { "ToolGroup", require("devtools_tools.tools").ToolGroup },
+      { "Task", require("devtools_tools.task").Task },
+    }
+    local count = 0
+    for _, c in ipairs(classes) do
+      local label, class = c[1], c[2]
+      for name, f in pairs(class) do
+        if type(f) == "function" and name:sub(1, 1) ~= "_" then
+          local selves = { false, "x", {}, page.browser, page }
+          for i = 1, 5 do
+            local self = selves[i]
+            if self ~= nil and getmetatable(self) ~= class then
+              local e = H.error_of(f, self or nil, "arg")
+              assert.equal("bad_argument", e.code, label .. "." .. name)
+              assert.truthy(e.message:find(label .. ":" .. name .. ": called without a " .. label, 1, true),
+                e.message)
+            end
+          end
+          count = count + 1
+        end
+      end
+    end
+    assert.is_true(count > 25, count .. " methods")
+    assert.equal(n, #fake.sent)
+  end)
+
   it("maps evaluate's outcomes to values and codes", function()
     local page, fake = open()
     local scenarios = {

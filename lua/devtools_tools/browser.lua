@@ -539,4 +539,6 @@ function Browser:__tostring()
 end
 
 M.Browser = Browser
+errors.guard_methods(Browser, "Browser", "browser")
+
 return M

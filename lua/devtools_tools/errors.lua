@@ -7,6 +7,7 @@
 -- `catch` re-raises anything else untouched. `from_c` is the one place that
 -- turns a C failure code into a dt.Error code.
 
+local type, pairs, ipairs = type, pairs, ipairs
 local setmetatable, getmetatable, error, pcall, tostring =
       setmetatable, getmetatable, error, pcall, tostring
 
@@ -85,6 +86,30 @@ function M.catch(fn, ...)
   if res[1] then return unpack(res, 1, res.n) end
   if getmetatable(res[2]) == Error then return false, res[2] end
   error(res[2], 0)
+end
+
+-- guard_methods(class, label, var): every public method of class (a name
+-- not starting with "_") checks that it was called on one of the class's
+-- objects, so obj.method(...) for obj:method(...) is a bad_argument naming
+-- the call, not "attempt to index a nil value". Run once, after the class
+-- has all its methods.
+function M.guard_methods(class, label, var)
+  local names = {}
+  for name, f in pairs(class) do
+    if type(name) == "string" and type(f) == "function" and name:sub(1, 1) ~= "_" then
+      names[#names + 1] = name
+    end
+  end
+  for _, name in ipairs(names) do
+    local f = class[name]
+    local hint = label .. ":" .. name .. ": called without a " .. label .. " (write " .. var .. ":"
+      .. name .. "(...), with a colon), got "
+    class[name] = function(self, ...)
+      if getmetatable(self) ~= class then M.raise("bad_argument", hint .. type(self)) end
+      return f(self, ...)
+    end
+  end
+  return class
 end
 
 return M

@@ -558,4 +558,6 @@ function Page:__tostring()
     .. (self.crashed and ", crashed" or "") .. ")"
 end
 
+errors.guard_methods(Page, "Page", "page")
+
 return M

@@ -289,4 +289,6 @@ function Task:__tostring()
     or (self.cancelled and "cancelling" or (self.waiting and "waiting" or "running"))) .. ")"
 end
 
+errors.guard_methods(Task, "Task", "task")
+
 return M

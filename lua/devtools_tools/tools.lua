@@ -115,4 +115,7 @@ function Tool:call(args, opts)
   return calls.call_tool(self, args, page.conn:deadline(opts))
 end
 
+errors.guard_methods(ToolGroup, "ToolGroup", "group")
+errors.guard_methods(Tool, "Tool", "tool")
+
 return M
