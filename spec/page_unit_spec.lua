@@ -64,6 +64,8 @@ describe("page (fake transport)", function()
       { "headless must be a boolean, got string", dt.launch, { headless = "no" } },
       { "user_data_dir must be a string, got table", dt.launch, { user_data_dir = {} } },
       { "webmcp must be a boolean, got string", dt.launch, { webmcp = "yes" } },
+      { "since must be a number from page:mark() or a record, got NaN", page.console_messages, page,
+        { since = 0 / 0 } },
     }) do
       local e = H.error_of(table.unpack(c, 2))
       assert.equal("bad_argument", e.code, c[1])
@@ -217,6 +219,9 @@ describe("page (fake transport)", function()
     -- "a" only through __index: the encoder would send {}, so it is missing
     local e = H.error_of(page.call, page, "add", setmetatable({}, { __index = { a = 1 } }))
     assert.equal("invalid_params", e.code)
+    -- a table dressed as an Element that discovery never made: a dt.Error, not a raw one
+    local fake_el = setmetatable({}, require("devtools_tools.element").Element)
+    assert.equal("stale", H.error_of(page.call, page, "add", { a = 1, e = fake_el }).code)
     -- a number JSON cannot hold is refused, not sent as null
     for _, x in ipairs({ 0 / 0, math.huge, -math.huge }) do
       e = H.error_of(page.call, page, "add", { a = x })

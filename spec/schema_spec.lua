@@ -644,6 +644,19 @@ describe("API", function()
     assert.is_true(schema.validate(true, 1))
   end)
 
+  it("refuses what is not its own: format_errors of anything but a check's errors, NaN deadlines", function()
+    local function code(f, ...) local ok, e = errors.catch(f, ...); assert.is_false(ok); return e.code end
+    for _, bad in ipairs({ { nil }, { "x" }, { { {} } }, { { { path = 1, message = "m" } } } }) do
+      assert.are.equal("bad_argument", code(schema.format_errors, bad[1]))
+    end
+    assert.are.equal("bad_argument", code(schema.format_errors, {}, {}))
+    assert.are.equal("", schema.format_errors({}))
+    local c = schema.compile({ type = "array" })
+    assert.are.equal("bad_argument", code(schema.compile, { type = "string" }, { deadline = 0 / 0 }))
+    assert.are.equal("bad_argument", code(c, {}, 0 / 0))
+    assert.are.equal("bad_argument", code(schema.shape, c, {}, 0 / 0))
+  end)
+
   it("format_errors gives one line per error", function()
     local _, errs = schema.validate({ properties = { a = { type = "string" } }, required = A { "b" },
                                       additionalProperties = false }, { a = 1, c = 2 })

@@ -87,7 +87,8 @@ end
 function Conn:deadline(opts)
   local t = opts and opts.timeout or self.timeout
   if type(t) ~= "number" or t ~= t or t < 0 then
-    raise("bad_argument", "timeout must be a non-negative number of seconds, got " .. tostring(t))
+    raise("bad_argument", "timeout must be a non-negative number of seconds, got "
+      .. (t ~= t and "NaN" or tostring(t)))
   end
   return now() + t
 end

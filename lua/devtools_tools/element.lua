@@ -31,7 +31,11 @@ end
 
 -- stale(el) -> true when the element's document is gone
 function M.stale(el)
-  return not el._page:_is_current(el._frame_id, el._loader)
+  local page = rawget(el, "_page")
+  if type(page) ~= "table" or type(page._is_current) ~= "function" then
+    return true                     -- not an Element discovery made: no document of ours
+  end
+  return not page:_is_current(el._frame_id, el._loader)
 end
 
 return M

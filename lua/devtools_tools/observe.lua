@@ -396,8 +396,9 @@ end
 local function since_of(v, fname)
   if v == nil then return 0 end
   if type(v) == "table" and type(v.seq) == "number" then return v.seq end
-  if type(v) ~= "number" then
-    raise("bad_argument", fname .. ": since must be a number from page:mark() or a record, got " .. type(v))
+  if type(v) ~= "number" or v ~= v then
+    raise("bad_argument", fname .. ": since must be a number from page:mark() or a record, got "
+      .. options.shown(v))
   end
   return v
 end

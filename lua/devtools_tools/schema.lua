@@ -76,7 +76,7 @@ function M.compile(s, opts)
   if loader ~= nil and type(loader) ~= "table" and type(loader) ~= "function" then
     bad_opts("opts.loader must be a table or a function")
   end
-  if deadline ~= nil and type(deadline) ~= "number" then
+  if deadline ~= nil and (type(deadline) ~= "number" or deadline ~= deadline) then
     bad_opts("opts.deadline must be a number (core.now() seconds)")
   end
   if s ~= true and s ~= false and type(s) ~= "table" then
@@ -101,7 +101,7 @@ function M.compile(s, opts)
   local late = context.VALIDATE_LATE
   local function validator(value, call_deadline)
     if call_deadline ~= nil then
-      if type(call_deadline) ~= "number" then
+      if type(call_deadline) ~= "number" or call_deadline ~= call_deadline then
         errors.raise("bad_argument", "check: the deadline must be a number (core.now() seconds)")
       end
       check_deadline(call_deadline, late)
@@ -152,10 +152,20 @@ local MAX_LINE = 300        -- characters of one of them
 -- what was allowed for enum and const), joined by sep (default "\n"); at
 -- most 20 lines, each cut at 300 characters.
 function M.format_errors(errs, sep)
+  if type(errs) ~= "table" then
+    errors.raise("bad_argument", "schema.format_errors: expected the errors a check returned, got "
+      .. type(errs))
+  end
+  if sep ~= nil and type(sep) ~= "string" then
+    errors.raise("bad_argument", "schema.format_errors: sep must be a string, got " .. type(sep))
+  end
   local lines = {}
   local shown = #errs < MAX_LINES and #errs or MAX_LINES
   for i = 1, shown do
     local err = errs[i]
+    if type(err) ~= "table" or type(err.path) ~= "string" or type(err.message) ~= "string" then
+      errors.raise("bad_argument", "schema.format_errors: entry " .. i .. " is not an error of a check")
+    end
     local line = (err.path == "" and "(root)" or err.path) .. ": " .. err.message
     if err.keyword == "additionalProperties" and err.property then
       line = line .. " ('" .. err.property .. "')"
@@ -297,7 +307,7 @@ function M.shape(chk, value, deadline)
     _, fn = check.build(info.root, info.shape_rs)
     info.fn = fn
   end
-  if deadline ~= nil and type(deadline) ~= "number" then
+  if deadline ~= nil and (type(deadline) ~= "number" or deadline ~= deadline) then
     errors.raise("bad_argument", "schema.shape: the deadline must be a number (core.now() seconds)")
   end
   context.check_deadline(deadline, context.VALIDATE_LATE)
