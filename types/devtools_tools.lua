@@ -304,8 +304,9 @@ function Task:cancel() end
 ---@field null lightuserdata JSON null (equal to cjson.null)
 ---@field array_mt table the metatable of decoded arrays
 local json = {}
+---NaN and infinities become null, as JSON.stringify writes them; finite = true refuses them.
 ---@param value any
----@param opts? {max_depth?: integer}
+---@param opts? {max_depth?: integer, finite?: boolean}
 ---@return string
 function json.encode(value, opts) end
 ---@param text string
