@@ -388,6 +388,58 @@ describe("tasks on a driver of the spec's own", function()
   end)
 end)
 
+describe("waits on the built-in loop", function()
+  before_each(function() dt.use_loop(nil) end)
+
+  it("dt.sleep(0) lets the other tasks run", function()
+    local flag, turns = false, 0
+    local poller = dt.async(function()
+      while not flag do
+        turns = turns + 1
+        if turns > 100000 then error("sleep(0) never yielded", 0) end
+        dt.sleep(0)
+      end
+      return turns
+    end)
+    local setter = dt.async(function() dt.sleep(0.01); flag = true end)
+    local r = dt.wait_all({ poller, setter }, 10)
+    assert.is_true(r[1] >= 1)
+  end)
+
+  it("dt.wait_all inside a task raises the first failure once all have ended", function()
+    local slow = dt.async(function() dt.sleep(0.05) return "slow" end)
+    local failing = dt.async(function() dt.sleep(0.01) error("failed", 0) end)
+    local outer = dt.async(function()
+      local ok, err = pcall(dt.wait_all, { failing, slow }, 10)
+      return { ok = ok, err = err, slow_done = slow.done }
+    end)
+    local r = outer:wait(10)
+    assert.is_false(r.ok)
+    assert.matches("^failed", r.err)
+    assert.is_true(r.slow_done)
+  end)
+
+  it("a wait with no timeout that nothing can end says so instead of waiting for ever", function()
+    local a, b
+    a = dt.async(function() dt.sleep(0); return b:wait() end)
+    b = dt.async(function() dt.sleep(0); return a:wait() end)
+    local e = H.error_of(a.wait, a)
+    assert.are.equal("timeout", e.code)
+    assert.matches("can never end", e.message, 1, true)
+    e = H.error_of(dt.wait_all, { a, b })
+    assert.matches("can never all end", e.message, 1, true)
+    a:cancel(); b:cancel()
+  end)
+
+  it("refuses a loop that lacks what tasks need", function()
+    local e = H.error_of(dt.use_loop, { new_poll = function() end, new_timer = function() end })
+    assert.are.equal("bad_argument", e.code)
+    local d = { watch = function() end, unwatch = function() end, timer = function() end,
+      cancel = function() end }                      -- no modify
+    assert.are.equal("bad_argument", H.error_of(dt.use_loop, d).code)
+  end)
+end)
+
 describe("on_done on the built-in loop", function()
   before_each(function() dt.use_loop(nil) end)
 
@@ -505,7 +557,108 @@ for _, L in ipairs(loops) do
       assert.are.equal(2, run(function() return page:call("slow", { ms = 2 }) end))
     end)
 
+    -- runs the loop until the tasks end (luv: luv.run()), then their outcomes
+    local function settle(list)
+      if loop_name == "luv" then luv.run() end
+      local out = {}
+      for i, t in ipairs(list) do out[i] = { pcall(t.wait, t, 30) } end
+      return out
+    end
+
+    it("closing a page fails at once the calls other tasks wait for on it", function()
+      local p = browser:new_page(page_url())
+      local list = {}
+      for i = 1, 2 do
+        list[i] = dt.async(function() return p:call("slow", { ms = 20000 }, { timeout = 15 }) end)
+      end
+      list[3] = dt.async(function() return p:evaluate("new Promise(() => {})", { timeout = 15 }) end)
+      p:close()
+      for i, r in ipairs(settle(list)) do
+        assert.is_false(r[1], "task " .. i)
+        assert.are.equal("disconnected", r[2].code, tostring(r[2]))
+      end
+    end)
+
+    it("a page:close cancelled in its task still closes the page, then raises cancelled", function()
+      local p = browser:new_page(page_url())
+      local task = dt.async(function() p:close() end)
+      assert.is_false(task.done)                     -- waiting for Target.closeTarget
+      task:cancel()
+      local r = settle({ task })[1]
+      assert.is_false(r[1])
+      assert.are.equal("cancelled", r[2].code)
+      assert.is_true(p.closed)
+    end)
+
+    it("a browser:close cancelled in its task still ends Chromium and removes its profile", function()
+      local b = dt.launch()
+      local pid, dir = b.process:pid(), b.user_data_dir
+      local task = dt.async(function() b:close() end)
+      assert.is_false(task.done)
+      task:cancel()
+      local r = settle({ task })[1]
+      assert.is_false(r[1])
+      assert.are.equal("cancelled", r[2].code)
+      assert.is_false(b.process:running())
+      assert.is_false(H.exists("/proc/" .. pid .. "/stat"), "Chromium outlived the cancelled close")
+      assert.is_false(H.exists(dir), "the profile is still there")
+      b:close()                                      -- idempotent
+    end)
+
+    it("browser:close takes a timeout and refuses unknown options", function()
+      local b = dt.launch()
+      assert.are.equal("bad_argument", H.error_of(b.close, b, { timout = 1 }).code)
+      local task = dt.async(function() b:close({ timeout = 3 }) end)
+      local r = settle({ task })[1]
+      assert.is_true(r[1], tostring(r[2]))
+      assert.is_false(b.process:running())
+      if _VERSION == "Lua 5.4" then                  -- <close> passes the scope's error, not opts
+        local run_scope = assert(load([[
+          local dt = ...
+          local b <close> = dt.launch()
+          error("scope failed", 0)
+        ]]))
+        local ok, err = pcall(run_scope, dt)
+        assert.is_false(ok)
+        assert.are.equal("scope failed", err)
+      end
+    end)
+
     if loop_name == "luv" then
+      it("a deadline holds after the program blocked outside the loop (luv's clock stood still)", function()
+        core.sleep(0.6)                              -- the program blocks; luv's cached time stands
+        local t0 = core.now()
+        local task = dt.async(function()
+          local ok, e = pcall(page.call, page, "slow", { ms = 5000 }, { timeout = 1 })
+          return { ok = ok, code = e and e.code, took = core.now() - t0 }
+        end)
+        local r = settle({ task })[1][2]
+        assert.is_false(r.ok)
+        assert.are.equal("timeout", r.code)
+        assert.is_true(r.took >= 1, ("timed out after %.2f s of 1"):format(r.took))
+      end)
+
+      it("a wait with no timeout that nothing can end says so instead of spinning", function()
+        local a, b
+        a = dt.async(function() dt.sleep(0); return b:wait() end)
+        b = dt.async(function() dt.sleep(0); return a:wait() end)
+        local e = H.error_of(a.wait, a)
+        assert.are.equal("timeout", e.code)
+        assert.matches("can never end", e.message, 1, true)
+        a:cancel(); b:cancel()
+        luv.run()
+      end)
+
+      it("tasks of two loops wait on one page: each loop watches the connection", function()
+        dt.use_loop(nil)
+        local on_builtin = dt.async(function() return page:call("slow", { ms = 200 }, { timeout = 10 }) end)
+        dt.use_loop(luv)
+        local on_luv = dt.async(function() return page:call("slow", { ms = 300 }, { timeout = 10 }) end)
+        assert.are.equal(200, on_builtin:wait(20))   -- turns the built-in loop only
+        luv.run()
+        assert.are.equal(300, on_luv:wait(20))
+      end)
+
       it("the loop's own timers keep running while a call is pending", function()
         local ticks = 0
         local timer = luv.new_timer()
@@ -571,7 +724,7 @@ for _, L in ipairs(loops) do
       assert.is_false(ok)
       local function state()
         local out = { tostring(err), "closed: " .. tostring(b.conn.closed),
-          "waiters: " .. tostring(next(b.conn.waiters) ~= nil), "watch: " .. tostring(b.conn.watch ~= nil) }
+          "waiters: " .. tostring(next(b.conn.waiters) ~= nil), "watch: " .. tostring(next(b.conn.watches) ~= nil) }
         for i = 1, 3 do
           out[#out + 1] = ("task %d %s %s"):format(i, tostring(list[i]), debug.traceback(list[i].co))
         end

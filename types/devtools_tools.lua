@@ -155,8 +155,10 @@ function Browser:new_page(url, opts) end
 ---@param opts? devtools_tools.CallOpts
 ---@return devtools_tools.Page
 function Browser:attach(target_id, opts) end
----A launched browser exits (its temporary profile removed); a connected one is disconnected. Idempotent.
-function Browser:close() end
+---A launched browser exits (killed when opts.timeout, 5 s, has passed; its temporary profile
+---removed); a connected one is disconnected. Idempotent.
+---@param opts? {timeout?: number}
+function Browser:close(opts) end
 ---A raw CDP command on the browser target; a CDP error is a protocol_error.
 ---@param method string
 ---@param params? table

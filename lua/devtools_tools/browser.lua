@@ -217,7 +217,13 @@ function M.launch(opts)
     conn:close()
     if tasks.current() then
       local d = now() + 1
-      while proc:running() and now() < d do tasks.sleep(0.01) end
+      local waited, err = errors.catch(function()
+        while proc:running() and now() < d do tasks.sleep(0.01) end
+      end)
+      if not waited and err.code == "cancelled" then       -- cancelled meanwhile: end it now
+        proc:close(0)
+        error(err, 0)
+      end
     else
       proc:wait(now() + 1)
     end
@@ -490,27 +496,41 @@ function Browser:_forget(page)
   if self.pages_by_session[page.session] == page then self.pages_by_session[page.session] = nil end
 end
 
--- close(): a launched browser is asked to exit, then ended by signal if it
--- does not, and its temporary profile removed; a connected one is only
--- disconnected. Idempotent.
-function Browser:close()
+-- close(opts?): a launched browser is asked to exit, then ended by signal
+-- if it does not, and its temporary profile removed; a connected one is
+-- only disconnected. opts.timeout (5 s) bounds all of it: what is left of
+-- it when the browser has not exited, it is killed. Idempotent. Inside a
+-- task that is cancelled meanwhile, the clean-up still runs, then close
+-- raises `cancelled`.
+function Browser:close(opts)
+  opts = check_opts(opts, options.TIMEOUT, "close")
   if self._closed then return end
   self._closed = true
+  local deadline = now() + (opts.timeout or 5)
+  local function soon(s) return math.min(now() + s, deadline) end
   local conn, proc = self.conn, self.process
+  local stop                      -- a cancellation met on the way, raised at the end
+  local function step(fn, ...)
+    local ok, err = errors.catch(fn, ...)
+    if not ok and err.code == "cancelled" then stop = stop or err end
+    return ok
+  end
   if proc and not conn.closed then
     -- Ask politely; the reply may never come, as the browser is exiting.
-    errors.catch(conn.send, conn, "Browser.close", nil, nil, now() + 1)
-    conn:wait_for(function() return conn.closed ~= nil end, now() + 2)
+    step(conn.send, conn, "Browser.close", nil, nil, soon(1))
+    if not stop then step(conn.wait_for, conn, function() return conn.closed ~= nil end, soon(2)) end
   end
   conn:close()
   if proc then
-    if tasks.current() then
+    if tasks.current() and not stop then
       -- Inside a task the exit is awaited on the loop, not in proc:close.
-      local deadline = now() + 2
-      while proc:running() and now() < deadline do tasks.sleep(0.01) end
+      local d = soon(2)
+      step(function()
+        while proc:running() and now() < d do tasks.sleep(0.01) end
+      end)
       proc:close(0)
     else
-      proc:close(2)
+      proc:close(stop and 0 or math.max(0, soon(2) - now()))
     end
   end
   -- What attached it may have more to undo (dt.webdriver deletes its
@@ -520,9 +540,12 @@ function Browser:close()
     self._after_close = nil
     errors.catch(after, self)
   end
+  if stop then error(stop, 0) end
 end
 
-Browser.__close = Browser.close
+-- `local b <close> = dt.launch()`: Lua passes the error that ends the
+-- scope, if any, which is not an opts table.
+function Browser:__close() return self:close() end
 -- No __gc here: a finalizer must never wait, and close() waits for Chromium
 -- to exit. A Browser that is only collected is ended by its C Process
 -- object's own finalizer (kills and reaps Chromium, removes the profile),

@@ -78,6 +78,7 @@ function M.new(transport, opts)
     json_ids = {},
     -- tasks waiting on this connection: waiter -> true (see wait_in_task)
     waiters = {},
+    watches = {},        -- loop (driver) -> its watch of the transport
     watch = nil,            -- the descriptors watched on a task's loop, if any
     dispatching = 0,        -- event listeners running (see hand_over)
   }, Conn)
@@ -304,10 +305,10 @@ local function wait_in_task(self, task, pred, deadline)
     if now() >= deadline then return late_reads(self, pred) end
     local w = { task = task, pred = pred, seq = task.seq + 1 }
     self.waiters[w] = true
-    rearm(self, task.driver)
+    rearm(self)
     local ok, reason = pcall(task.suspend, task, deadline)
     self.waiters[w] = nil
-    rearm(self, task.driver)
+    rearm(self)
     if not ok then error(reason, 0) end                -- cancelled
     if type(reason) == "table" then error(reason, 0) end   -- a fault while reading
     if reason == "timeout" then
@@ -353,12 +354,12 @@ local function on_readable(self)
   wake_waiters(self, false, as_fault(pcall(function()
     local n = 0
     while n < BATCH and not self.closed and pump(self, 0) do n = n + 1 end
-    if n >= BATCH and not self.closed and t:pending() and self.watch then
-      local driver = self.watch.driver
-      driver:timer(0, function() if self.watch then on_readable(self) end end)
+    local driver = next(self.watches)
+    if n >= BATCH and not self.closed and t:pending() and driver then
+      driver:timer(0, function() if next(self.watches) then on_readable(self) end end)
     end
   end)))
-  if self.watch then rearm(self, self.watch.driver) end
+  rearm(self)
 end
 
 local function on_writable(self)
@@ -367,28 +368,55 @@ local function on_writable(self)
   if not ok and code == "closed" then lost(self, "the browser closed the connection") end
   -- What the flush took in (a websocket's socket is served both ways).
   wake_waiters(self, false, as_fault(pcall(take_buffered, self)))
-  if self.watch then rearm(self, self.watch.driver) end
+  rearm(self)
 end
 
-local function unwatch_all(self)
-  local w = self.watch
-  if not w then return end
-  self.watch = nil
+local function unwatch_one(self, w)
+  self.watches[w.driver] = nil
   local d = w.driver
   for _, h in pairs(w.handles) do d:unwatch(h) end
 end
 
+local function unwatch_all(self)
+  for _, w in pairs(self.watches) do unwatch_one(self, w) end
+end
+
+local arm
+
 -- Watches the transport's descriptors while tasks wait on it (and no
 -- longer: an idle watch would keep a luv loop alive for ever), for writing
--- while bytes are queued.
-rearm = function(self, driver)
+-- while bytes are queued; on the loop of each task that waits (nearly
+-- always one: tasks keep the loop they started on, and a program may have
+-- switched loops since).
+rearm = function(self)
   local t = self.transport
   if self.closed or not next(self.waiters) or not t then
     unwatch_all(self)
     return
   end
-  local w = self.watch
-  if w and w.driver ~= driver then unwatch_all(self); w = nil end
+  local only, many
+  for w in pairs(self.waiters) do
+    local d = w.task.driver
+    if only == nil then only = d
+    elseif d ~= only then
+      many = many or { [only] = true }
+      many[d] = true
+    end
+  end
+  for d, w in pairs(self.watches) do
+    if d ~= only and not (many and many[d]) then unwatch_one(self, w) end
+  end
+  if many then
+    for d in pairs(many) do if not self.closed then arm(self, d) end end
+  else
+    arm(self, only)
+  end
+end
+
+-- arm(self, driver): the watch of one loop, made or brought up to date.
+arm = function(self, driver)
+  local t = self.transport
+  local w = self.watches[driver]
   if not w then
     local rfd, wfd
     if t.fds then rfd, wfd = t:fds() else rfd = t:fd() end
@@ -397,10 +425,10 @@ rearm = function(self, driver)
       return
     end
     w = { driver = driver, handles = {}, events = {}, rfd = rfd, wfd = wfd }
-    self.watch = w
+    self.watches[driver] = w
     w.handles.r = driver:watch(rfd, "r", function(ev)
       if ev ~= "w" then on_readable(self) end
-      if ev ~= "r" and self.watch then on_writable(self) end
+      if ev ~= "r" and self.watches[driver] then on_writable(self) end
     end)
     w.events.r = "r"
     local proc = self.process
@@ -411,7 +439,7 @@ rearm = function(self, driver)
           on_readable(self)                          -- what it wrote before it went
           lost(self, "the browser exited")
           wake_waiters(self, false)
-          rearm(self, driver)
+          rearm(self)
         end
       end)
     end

@@ -114,7 +114,8 @@ Luv.__index = Luv
 Luv.__name = "devtools_tools.loop.Luv"
 
 function M.luv(uv)
-  if type(uv) ~= "table" or type(uv.new_poll) ~= "function" or type(uv.new_timer) ~= "function" then
+  if type(uv) ~= "table" or type(uv.new_poll) ~= "function" or type(uv.new_timer) ~= "function"
+      or type(uv.run) ~= "function" then
     return nil
   end
   local d = setmetatable({ uv = uv, kind = "luv" }, Luv)
@@ -147,7 +148,12 @@ function Luv:unwatch(h)
 end
 
 function Luv:timer(seconds, cb)
-  local t = self.uv.new_timer()
+  local uv = self.uv
+  -- libuv counts from the loop's cached clock, which stood still while the
+  -- program blocked outside the loop (a blocking launch before uv.run()):
+  -- without this the timer fires early by that long.
+  if uv.update_time then uv.update_time() end
+  local t = uv.new_timer()
   local h = { timer = t }
   local ms = math_max(0, seconds) * 1000
   ms = ms - ms % 1 + ((ms % 1 > 0) and 1 or 0)      -- round up: never early
@@ -178,7 +184,7 @@ function Luv:step(timeout, pred)
   end
   local guard
   if timeout then guard = self:timer(timeout, function() end) end
-  self.uv.run("once")
+  local alive = self.uv.run("once")
   if guard then self:cancel(guard) end
   -- "once" ends by running due timers, after the phase that finishes
   -- closing handles: a handle closed there (or the guard just cancelled)
@@ -186,14 +192,17 @@ function Luv:step(timeout, pred)
   -- program never runs its loop again. One turn without waiting finishes
   -- those closes.
   self.uv.run("nowait")
-  return true
+  -- nothing active on the loop (no watch, no timer: "once" returned at
+  -- once): nothing can happen, as the built-in loop says
+  return alive ~= false or guard ~= nil
 end
 
 -- as(loop) -> driver: a driver as it is, or a luv module wrapped.
 function M.as_driver(loop)
   if type(loop) ~= "table" then return nil end
   if type(loop.watch) == "function" and type(loop.timer) == "function"
-      and type(loop.unwatch) == "function" and type(loop.cancel) == "function" then
+      and type(loop.unwatch) == "function" and type(loop.cancel) == "function"
+      and type(loop.modify) == "function" then
     return loop
   end
   return M.luv(loop)

@@ -383,18 +383,27 @@ function Page:close(opts)
   opts = options.check(opts, options.TIMEOUT, "close")
   if self.closed then return end
   local conn = self.conn
+  local ok, err = true, nil
   if not conn.closed then
-    errors.catch(conn.call, conn, "Target.closeTarget", { targetId = self.target_id }, opts)
+    ok, err = errors.catch(conn.call, conn, "Target.closeTarget", { targetId = self.target_id }, opts)
   end
   self:_detached()
+  -- Closing is best effort (a browser that does not answer still loses the
+  -- page here), but a cancelled task must learn it was cancelled.
+  if not ok and err.code == "cancelled" then error(err, 0) end
 end
 
 function Page:_detached()
   if self.closed then return end
   self.closed = true
-  self.conn:listen(self.session, nil)
-  for sid in pairs(self.child_sessions) do self.conn:listen(sid, nil) end
+  local conn = self.conn
+  conn:listen(self.session, nil)
+  for sid in pairs(self.child_sessions) do conn:listen(sid, nil) end
   self.browser:_forget(self)
+  -- Requests other tasks still wait on will get no reply: they fail now.
+  local gone = errors.new("disconnected", "the page was closed (or detached) while the call waited")
+  conn:fail_pending(self.session, gone)
+  for sid in pairs(self.child_sessions) do conn:fail_pending(sid, gone) end
 end
 
 -- ---- tools ------------------------------------------------------------------------

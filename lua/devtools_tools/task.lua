@@ -20,8 +20,8 @@ local now = core.now
 local raise = errors.raise
 local co_create, co_resume, co_running, co_status, co_yield =
       coroutine.create, coroutine.resume, coroutine.running, coroutine.status, coroutine.yield
-local type, select, setmetatable, getmetatable, ipairs, error, xpcall =
-      type, select, setmetatable, getmetatable, ipairs, error, xpcall
+local type, select, setmetatable, getmetatable, ipairs, error, xpcall, pcall, rawequal =
+      type, select, setmetatable, getmetatable, ipairs, error, xpcall, pcall, rawequal
 local unpack = table.unpack or unpack
 local traceback = debug.traceback
 local math_huge, math_max = math.huge, math.max
@@ -211,7 +211,13 @@ function Task:wait(timeout)
     return outcome(self)
   end
   M.run_until(self.driver, function() return settled(self) end, deadline)
-  if not self.done then raise("timeout", "wait: the task did not end in time") end
+  if not self.done then
+    if deadline == math_huge then
+      raise("timeout", "wait: the task can never end: it waits with no deadline, and nothing on"
+        .. " the loop can wake it (tasks waiting for each other?)")
+    end
+    raise("timeout", "wait: the task did not end in time")
+  end
   return outcome(self)
 end
 
@@ -240,8 +246,10 @@ function M.sleep(seconds)
   end
   local task = M.current()
   if task then
+    -- at least one turn of the loop, even for 0: a task polling with
+    -- sleep(0) lets the others run
     local deadline = now() + seconds
-    while now() < deadline do task:suspend(deadline) end
+    repeat task:suspend(deadline) until now() >= deadline
   else
     core.sleep(seconds)
   end
@@ -270,12 +278,23 @@ function M.wait_all(list, timeout)
   local me = M.current()
   if me then
     for _, t in ipairs(list) do
-      if not t.done then t:wait(deadline < math_huge and math_max(0, deadline - now()) or nil) end
+      if not t.done then
+        -- a task's own failure waits for the others (raised below, in list
+        -- order); this task's timeout or cancellation ends the wait
+        local ok, err = pcall(t.wait, t, deadline < math_huge and math_max(0, deadline - now()) or nil)
+        if not ok and not (t.done and t.error ~= nil and rawequal(err, t.error)) then error(err, 0) end
+      end
     end
   elseif #list > 0 then
     M.run_until(list[1].driver, all_settled, deadline)
   end
-  if not all_done() then raise("timeout", "wait_all: the tasks did not all end in time") end
+  if not all_done() then
+    if deadline == math_huge then
+      raise("timeout", "wait_all: the tasks can never all end: they wait with no deadline, and"
+        .. " nothing on the loop can wake them (tasks waiting for each other?)")
+    end
+    raise("timeout", "wait_all: the tasks did not all end in time")
+  end
   local out = { n = #list }
   for i, t in ipairs(list) do
     if t.error ~= nil then error(t.error, 0) end
