@@ -79,7 +79,6 @@ function M.new(transport, opts)
     -- tasks waiting on this connection: waiter -> true (see wait_in_task)
     waiters = {},
     watches = {},        -- loop (driver) -> its watch of the transport
-    watch = nil,            -- the descriptors watched on a task's loop, if any
     dispatching = 0,        -- event listeners running (see hand_over)
   }, Conn)
 end

@@ -15,6 +15,7 @@
 
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
+local shown = require("devtools_tools.options").shown     -- a bad value, as a message names it
 
 local now = core.now
 local raise = errors.raise
@@ -168,12 +169,6 @@ function Task:cancel()
     if M.current() then self:_wake_later(seq, "cancelled") else self:_wake(seq, "cancelled") end
   end
   return true
-end
-
--- A bad number of seconds, as an error message names it.
-local function shown(v)
-  if type(v) ~= "number" then return type(v) end
-  return v ~= v and "NaN" or tostring(v)
 end
 
 -- check_timeout(what, t): t is nil or a number of seconds >= 0 (not NaN).
