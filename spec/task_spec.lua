@@ -321,6 +321,24 @@ describe("tasks on a driver of the spec's own", function()
     assert.is_true(task.done)
   end)
 
+  it("a session ended (its page closed) fails what waits on it, and what is sent to it later", function()
+    local task = dt.async(function() return conn:call("On.page", nil, { session = "S1" }) end)
+    local other = dt.async(function() return conn:call("On.other", nil, { session = "S2" }) end)
+    local gone = require("devtools_tools.errors").new("disconnected", "the page was closed")
+    conn:end_session("S1", gone)
+    d:fire_timers()                                  -- the wake goes through the loop
+    assert.is_true(task.done)
+    assert.are.equal(gone, H.error_of(task.wait, task))
+    local n = #t.sent
+    assert.are.equal(gone, H.error_of(conn.send, conn, "Later", nil, "S1"))
+    conn:send_nowait("Later.nowait", nil, "S1")      -- dropped, not written
+    assert.are.equal(n, #t.sent)
+    assert.is_false(other.done)                      -- other sessions go on
+    t.inbox[1] = { id = t.sent[2].id, sessionId = "S2", result = { v = 2 } }
+    d:fire_read()
+    assert.are.equal(2, other:wait().v)
+  end)
+
   it("a task waiting for another suspends until it ends", function()
     local inner = dt.async(function() return conn:call("Inner") end)
     local outer = dt.async(function() return inner:wait() end)

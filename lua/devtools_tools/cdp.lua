@@ -79,6 +79,7 @@ function M.new(transport, opts)
     -- tasks waiting on this connection: waiter -> true (see wait_in_task)
     waiters = {},
     watches = {},        -- loop (driver) -> its watch of the transport
+    ended_sessions = {},  -- session -> the dt.Error its requests fail with (end_session)
     dispatching = 0,        -- event listeners running (see hand_over)
   }, Conn)
 end
@@ -124,6 +125,10 @@ end
 
 -- Writes request id (its text made) and records that it waits for a reply.
 local function transmit(self, id, text, session, deadline, json_reply, method)
+  if session then
+    local ended = self.ended_sessions[session]
+    if ended then error(ended, 0) end
+  end
   if M.log.on then log_line("->", session, text) end
   self.pending[id] = false
   self.pending_session[id] = session or ""
@@ -496,7 +501,7 @@ end
 -- it comes, is dropped like a late one. For clean-up and for commands sent
 -- from event listeners, which must not wait.
 function Conn:send_nowait(method, params, session)
-  if self.closed then return end
+  if self.closed or (session and self.ended_sessions[session]) then return end
   local id = self.next_id
   self.next_id = id + 1
   local msg = { id = id, method = method, params = params, sessionId = session }
@@ -555,6 +560,14 @@ function Conn:fail_pending(session, err)
     if s == want and self.pending[id] == false then self.pending[id] = err end
   end
   if next(self.waiters) then wake_waiters(self, true) end
+end
+
+-- end_session(session, err): the session is gone for good (its page was
+-- closed or detached): what waits on it fails with err now, and what is
+-- sent to it later fails with err at once (no reply would ever come).
+function Conn:end_session(session, err)
+  self.ended_sessions[session] = err
+  self:fail_pending(session, err)
 end
 
 -- call(method, params?, opts?) -> result. opts: session, timeout.

@@ -402,8 +402,8 @@ function Page:_detached()
   self.browser:_forget(self)
   -- Requests other tasks still wait on will get no reply: they fail now.
   local gone = errors.new("disconnected", "the page was closed (or detached) while the call waited")
-  conn:fail_pending(self.session, gone)
-  for sid in pairs(self.child_sessions) do conn:fail_pending(sid, gone) end
+  conn:end_session(self.session, gone)
+  for sid in pairs(self.child_sessions) do conn:end_session(sid, gone) end
 end
 
 -- ---- tools ------------------------------------------------------------------------
