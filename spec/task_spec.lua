@@ -383,6 +383,26 @@ describe("tasks on a driver of the spec's own", function()
     assert.are.equal("cancelled", got.cancelled[2].code)
   end)
 
+  it("a loop that refuses the watch fails that wait and leaves no waiter behind", function()
+    local refuse = true
+    local plain_watch = d.watch
+    function d:watch(...)
+      if refuse then error("the loop refused", 0) end
+      return plain_watch(self, ...)
+    end
+    local task = dt.async(function() return conn:call("X.y") end)
+    assert.is_true(task.done)
+    local ok, e = pcall(task.wait, task)
+    assert.is_false(ok)
+    assert.matches("^the loop refused", e)
+    assert.is_nil(next(conn.waiters))
+    refuse = false
+    local next_task = dt.async(function() return conn:call("X.z") end)
+    t.inbox[1] = { id = t.sent[2].id, result = { v = 3 } }
+    d:fire_read()
+    assert.are.equal(3, next_task:wait().v)
+  end)
+
   it("refuses what is not a loop", function()
     assert.are.equal("bad_argument", H.error_of(dt.use_loop, {}).code)
     assert.are.equal("bad_argument", H.error_of(dt.async, 42).code)

@@ -309,7 +309,12 @@ local function wait_in_task(self, task, pred, deadline)
     if now() >= deadline then return late_reads(self, pred) end
     local w = { task = task, pred = pred, seq = task.seq + 1 }
     self.waiters[w] = true
-    rearm(self)
+    local armed, why = pcall(rearm, self)
+    if not armed then                    -- the loop refused the watch: leave nothing behind
+      self.waiters[w] = nil
+      pcall(rearm, self)
+      error(why, 0)
+    end
     local ok, reason = pcall(task.suspend, task, deadline)
     self.waiters[w] = nil
     rearm(self)
