@@ -362,6 +362,10 @@ function Page:evaluate(expression, opts)
   end)
   if not ok then
     if remote.is_navigation_error(r) then
+      if opts.context then
+        raise("navigated", "evaluate: no execution context " .. tostring(opts.context)
+          .. " (its document went away, or the id is not one of this page's)", { details = r.details })
+      end
       raise("navigated", "evaluate: the document went away during the call", { details = r.details })
     elseif r.code == "protocol_error" and r.details and r.details.code == -32000 then
       -- e.g. a value that cannot be returned by value (a cycle)
