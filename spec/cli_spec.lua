@@ -348,6 +348,43 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
     end)
   end)
 
+  describe("hostile text and output that cannot be written", function()
+    local function data_url(html)
+      return "data:text/html," .. html:gsub("[^%w%-%._~]", function(c) return ("%%%02X"):format(c:byte()) end)
+    end
+    local page = data_url([[<script>addEventListener('devtoolstooldiscovery', (e) => e.respondWith({
+      name: 'g', description: 'd', tools: [
+        { name: 'L'.repeat(300000), description: 'long', inputSchema: { type: 'object' }, execute: () => 1 },
+        { name: 'b', description: 'evil \u009b2J and \u202e rtl', inputSchema: { type: 'object' },
+          execute: () => 'r\u009bs\u202et' }] }))</script>]])
+
+    it("cleans C1 controls and bidi overrides, and trims long lines in linear time", function()
+      local out, err, rc = run("list " .. shq(page), { env = "timeout 60" })
+      assert.equal(0, rc, err)
+      assert.matches("evil ?2J and ? rtl", out, 1, true)
+      assert.is_nil(out:find("\194\155", 1, true))
+      assert.is_nil(out:find("\226\128\174", 1, true))
+      out, err, rc = run("call --compact " .. shq(page) .. " b", { env = "timeout 60" })
+      assert.equal(0, rc, err)
+      assert.equal('"r\\u009bs\\u202et"\n', out)           -- the same JSON value, escaped
+      out, err, rc = run("eval " .. shq(page) .. " "
+        .. shq("(() => { throw new Error(' '.repeat(300000) + 'x') })()"), { env = "timeout 60" })
+      assert.equal(1, rc, err)
+      assert.matches("x\n$", err)
+    end)
+
+    it("fails when stdout cannot be written, and refuses an infinite --timeout", function()
+      local _, rc = H.sh(("(cd / && TMPDIR=%s XDG_STATE_HOME=%s/state %s call %s b >/dev/full 2>%s/err)"):format(
+        shq(dir .. "/tmp"), shq(dir), shq(bin), shq(page), dir))
+      local f = io.open(dir .. "/err"); local err = f:read("*a"); f:close()
+      assert.equal(1, rc)
+      assert.matches("cannot write the output", err, 1, true)
+      local _, err2, rc2 = run("call " .. shq(page) .. " b --timeout 1e400")
+      assert.equal(2, rc2)
+      assert.matches("finite", err2, 1, true)
+    end)
+  end)
+
   describe("the background browser", function()
     it("is shared by later commands until stopped, which leaves nothing behind", function()
       local out, err, rc = run("browser status")
