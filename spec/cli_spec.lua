@@ -386,6 +386,22 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
   end)
 
   describe("the background browser", function()
+    it("started three times at once is one browser, which stop ends", function()
+      local cmd = ("cd / && for i in 1 2 3; do TMPDIR=%s XDG_STATE_HOME=%s/state %s browser start"
+        .. " >%s/start$i 2>&1 & done; wait"):format(shq(dir .. "/tmp"), shq(dir), shq(bin), dir)
+      H.sh(cmd)
+      local eps = {}
+      for i = 1, 3 do
+        local f = io.open(dir .. "/start" .. i); local text = f:read("*a"); f:close()
+        eps[i] = text:match("^(ws://127%.0%.0%.1:%d+/devtools/browser/[%w-]+)\n$")
+        assert.truthy(eps[i], text)
+      end
+      assert.equal(eps[1], eps[2])
+      assert.equal(eps[1], eps[3])
+      local _, err, rc = run("browser stop")
+      assert.equal(0, rc, err)
+    end)
+
     it("is shared by later commands until stopped, which leaves nothing behind", function()
       local out, err, rc = run("browser status")
       assert.equal(1, rc)
