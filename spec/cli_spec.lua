@@ -71,6 +71,7 @@ describe("devtools-tools", function()
       local cases = {
         { "frobnicate", "unknown command frobnicate" },
         { "list --frob " .. url, "unknown option --frob" },
+        { "help nosuch", "no help on nosuch" },
         { "call " .. url, "which tool?" },
         { "call " .. url .. " types 'n:=[1'", "not JSON after n:=" },
         { "call " .. url .. " types justaword", "expected JSON, key=value or key:=json" },
