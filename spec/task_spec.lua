@@ -426,6 +426,18 @@ describe("tasks on a driver of the spec's own", function()
   end)
 end)
 
+-- Two tasks that wait for each other, with no timeout: nothing can end
+-- either. Waiting for a from outside must say so (a timeout naming it).
+local function deadlocked_pair()
+  local a, b
+  a = dt.async(function() dt.sleep(0); return b:wait() end)
+  b = dt.async(function() dt.sleep(0); return a:wait() end)
+  local e = H.error_of(a.wait, a)
+  assert.are.equal("timeout", e.code)
+  assert.matches("can never end", e.message, 1, true)
+  return a, b
+end
+
 describe("waits on the built-in loop", function()
   before_each(function() dt.use_loop(nil) end)
 
@@ -458,13 +470,8 @@ describe("waits on the built-in loop", function()
   end)
 
   it("a wait with no timeout that nothing can end says so instead of waiting for ever", function()
-    local a, b
-    a = dt.async(function() dt.sleep(0); return b:wait() end)
-    b = dt.async(function() dt.sleep(0); return a:wait() end)
-    local e = H.error_of(a.wait, a)
-    assert.are.equal("timeout", e.code)
-    assert.matches("can never end", e.message, 1, true)
-    e = H.error_of(dt.wait_all, { a, b })
+    local a, b = deadlocked_pair()
+    local e = H.error_of(dt.wait_all, { a, b })
     assert.matches("can never all end", e.message, 1, true)
     a:cancel(); b:cancel()
   end)
@@ -677,12 +684,7 @@ for _, L in ipairs(loops) do
       end)
 
       it("a wait with no timeout that nothing can end says so instead of spinning", function()
-        local a, b
-        a = dt.async(function() dt.sleep(0); return b:wait() end)
-        b = dt.async(function() dt.sleep(0); return a:wait() end)
-        local e = H.error_of(a.wait, a)
-        assert.are.equal("timeout", e.code)
-        assert.matches("can never end", e.message, 1, true)
+        local a, b = deadlocked_pair()
         a:cancel(); b:cancel()
         luv.run()
       end)
