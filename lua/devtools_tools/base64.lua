@@ -5,6 +5,8 @@
 -- What it must never do: accept text that is not base64 (a stray byte is a
 -- protocol_error, not silently skipped), or keep state between calls.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local errors = require "devtools_tools.errors"
 
 local byte, char, concat = string.byte, string.char, table.concat

@@ -10,6 +10,8 @@
 -- certificates unless told not to, and leaves that browser running when
 -- closed.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 local cdp = require "devtools_tools.cdp"

@@ -7,6 +7,8 @@
 -- absolute deadline of the public call it serves), wait in anything but the
 -- connection, or let one entry's failure take another entry's result.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 local remote = require "devtools_tools.remote"

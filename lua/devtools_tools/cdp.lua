@@ -20,6 +20,8 @@
 -- and whatever reads (that watch, or a blocking caller) routes replies to
 -- their waiters and wakes them. So many tasks share one connection.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local errors = require "devtools_tools.errors"
 local json = require "devtools_tools.json"
 local core = require "devtools_tools.core"

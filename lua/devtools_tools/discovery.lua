@@ -12,6 +12,8 @@
 -- its own (it runs within its caller's deadline), or write the page's
 -- fields (it asks the page, through its methods).
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local errors = require "devtools_tools.errors"
 local remote = require "devtools_tools.remote"
 local tools = require "devtools_tools.tools"

@@ -5,6 +5,8 @@
 -- the page keeps the node), or be made from page data (only the calling
 -- code builds one, from a reference the page runtime marked).
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local tostring, setmetatable = tostring, setmetatable
 
 local M = {}

@@ -7,6 +7,8 @@
 -- `catch` re-raises anything else untouched. `from_c` is the one place that
 -- turns a C failure code into a dt.Error code.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local type, pairs, ipairs = type, pairs, ipairs
 local setmetatable, getmetatable, error, pcall, tostring =
       setmetatable, getmetatable, error, pcall, tostring

@@ -9,6 +9,8 @@
 -- templates, RFC 6901 pointers). Each check is a pure function of one value;
 -- none may ever raise on any input, nor reach for the network.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require "devtools_tools.core"
 
 local tonumber, floor = tonumber, math.floor

@@ -6,6 +6,8 @@
 -- tool, call it, close. It must never leave a browser running, whatever
 -- fails, and never raise: every problem becomes a report line.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local M = {}
 
 -- Neovim 0.7 has require("health") with report_*; 0.8 adds vim.health with

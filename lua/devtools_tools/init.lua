@@ -4,6 +4,8 @@
 -- not re-export raw core functions; everything a user can call raises
 -- dt.Error objects (see README, "Errors and timeouts").
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 local json = require "devtools_tools.json"

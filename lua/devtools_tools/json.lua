@@ -22,6 +22,8 @@
 -- and holds no settings: limits are passed per call (opts.max_depth,
 -- default 1000).
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require("devtools_tools.core")
 local errors = require("devtools_tools.errors")
 local options = require("devtools_tools.options")

@@ -22,6 +22,8 @@
 -- Callbacks never block and never raise into the loop: what they run is
 -- the library's own code, which catches its errors (see cdp.lua).
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require "devtools_tools.core"
 
 local now, poll = core.now, core.poll

@@ -7,6 +7,8 @@
 -- something must differ), or turn page data into an Element unless it
 -- carries the key the page runtime chose for this result.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 local element = require "devtools_tools.element"

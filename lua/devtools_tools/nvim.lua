@@ -14,6 +14,8 @@
 -- One editor has one :DevTools session, so this module keeps that one
 -- session (browser, page, running task, buffers) in `S` below.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local dt = require "devtools_tools"
 local errors = require "devtools_tools.errors"
 local skeleton = require "devtools_tools.nvim.skeleton"

@@ -11,6 +11,8 @@
 -- the connection's reader, or replace the page's own CDP listener (the
 -- page's dispatcher calls dispatch() here).
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 local options = require "devtools_tools.options"

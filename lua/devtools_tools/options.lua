@@ -5,6 +5,8 @@
 -- What it must never do: accept an unknown key, or compute a deadline (the
 -- connection does that, once per call).
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local errors = require "devtools_tools.errors"
 
 local raise = errors.raise

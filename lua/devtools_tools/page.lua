@@ -9,6 +9,8 @@
 -- It owns its fields: other modules read them and change them only through
 -- its methods.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 local options = require "devtools_tools.options"

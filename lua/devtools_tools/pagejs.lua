@@ -8,6 +8,8 @@
 -- are written where js/call_expr.js says ARGS, as JSON literals), or look
 -- for the files anywhere a user did not put this library.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local errors = require "devtools_tools.errors"
 
 local M = {}

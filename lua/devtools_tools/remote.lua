@@ -4,6 +4,8 @@
 --
 -- What it must never do: wait, or keep state; it only interprets replies.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 

@@ -26,6 +26,8 @@
 -- An Element is accepted wherever an object is, and is the only thing
 -- "x-mcp-type": "HTMLElement" accepts.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 local context = require "devtools_tools.schema.context"

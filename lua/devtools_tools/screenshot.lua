@@ -8,6 +8,8 @@
 -- a partial file (bytes go to a temporary name, renamed when complete), or
 -- run past the call's one deadline.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local errors = require "devtools_tools.errors"
 local options = require "devtools_tools.options"
 local element = require "devtools_tools.element"

@@ -13,6 +13,8 @@
 -- wait have no deadline (a task that nothing will wake would hang its
 -- loop's caller).
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 local shown = require("devtools_tools.options").shown     -- a bad value, as a message names it

@@ -7,6 +7,8 @@
 -- objects or metatables (names are values in fields and lists), or let its
 -- schema work run past the deadline of the call it serves.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 local schema = require "devtools_tools.schema"

@@ -14,6 +14,8 @@
 -- uses WebDriver only to create and delete the session: everything else is
 -- CDP.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 local json = require "devtools_tools.json"

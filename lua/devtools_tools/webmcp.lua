@@ -15,6 +15,8 @@
 -- page-provided name as a key of one of our objects (tools are kept in a
 -- list; lookups compare fields), or wait inside an event handler.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local errors = require "devtools_tools.errors"
 local tools = require "devtools_tools.tools"
 local calls = require "devtools_tools.calls"

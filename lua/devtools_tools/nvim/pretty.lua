@@ -7,6 +7,8 @@
 -- names. It must never change a value: decoding its output gives back what
 -- dt.json.encode would have sent. Pure Lua, no Neovim API.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local json = require "devtools_tools.json"
 
 local getmetatable, setmetatable, type, tostring, next = getmetatable, setmetatable, type, tostring, next

@@ -10,6 +10,8 @@
 -- be well formed, and nothing here raises on an odd schema - a part it
 -- cannot read becomes null. Pure Lua, no Neovim API.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local json = require "devtools_tools.json"
 
 local type, rawget, ipairs, pairs, tonumber =

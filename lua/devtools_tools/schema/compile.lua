@@ -19,6 +19,8 @@
 -- It must never reach the network, never modify the schema, and never
 -- take longer than the caller's deadline.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 local formats = require "devtools_tools.formats"

@@ -11,6 +11,8 @@
 -- unbounded: errors are capped, and the deadline is checked every few
 -- hundred expensive steps.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 local values = require "devtools_tools.schema.values"

@@ -13,6 +13,9 @@
 -- It must never run page-provided text as code: names and patterns become
 -- string literals (%q) or constants, never source.
 
+local nojit = require "devtools_tools.nojit"
+nojit()                                 -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local context = require "devtools_tools.schema.context"
 local values = require "devtools_tools.schema.values"
 local keywords = require "devtools_tools.schema.keywords"
@@ -533,6 +536,7 @@ function M.generate(root, rs, deadline)
   context.check_deadline(deadline, context.COMPILE_LATE)
   local chunk, err = load(src, "=schema")
   if not chunk then return nil, err end
+  nojit.fn(chunk)                       -- its functions too (see nojit.lua)
   local F, FC, KW = {}, {}, {}
   local R, C = chunk(gen.consts, KW, F, FC, type, next, null, values.ulen, values.kind,
                      values.key_string, context.fail, context.at, getmetatable,

@@ -10,6 +10,8 @@
 -- It must never modify a value, call user code other than a metatable's
 -- __len, or hold state between calls.
 
+require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
 local core = require "devtools_tools.core"
 
 local type, next, rawget, getmetatable, tostring, tonumber =
