@@ -118,11 +118,17 @@ deps-demo:
 # The last line counts each spec once, "N passed, N failed[, N skipped]":
 # the first run's counts, with a spec that fails only under LuaJIT moved
 # from passed to failed (a LuaJIT build that fails counts as a failure).
-LUAJIT_SPECS = spec/json_spec.lua spec/schema_spec.lua spec/regex_spec.lua spec/cdp_spec.lua \
+LUAJIT_SPECS = spec/nojit_spec.lua spec/json_spec.lua spec/schema_spec.lua spec/regex_spec.lua spec/cdp_spec.lua \
 	spec/pipe_transport_spec.lua spec/discovery_spec.lua spec/lifetime_spec.lua \
 	spec/page_unit_spec.lua spec/hostile_spec.lua spec/task_spec.lua spec/observe_spec.lua \
 	spec/webmcp_spec.lua spec/observe_unit_spec.lua \
 	spec/tls_transport_spec.lua spec/remote_spec.lua
+# On the LuaJIT x64 builds whose JIT miscompiles pairs() (Debian 12's: see
+# lua/devtools_tools/nojit.lua) the library keeps the JIT out of its own
+# functions, but busted, luassert and penlight have no such guard and their
+# traces crashed runs too: there the LuaJIT run is interpreted throughout
+# (spec/nojit_spec.lua checks the guard in a LuaJIT of its own, JIT on).
+LUAJIT_FLAGS = $(shell luajit -e 'io.write(jit.arch == "x64" and jit.version == "LuaJIT 2.1.0-beta3" and "-joff" or "")' 2>/dev/null)
 test: deps check-c all $(SUPPORT) app
 	@rm -f build/spec-totals; \
 	SPEC_TOTALS=build/spec-totals sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD); \
@@ -130,7 +136,8 @@ test: deps check-c all $(SUPPORT) app
 		echo "== the same library under LuaJIT"; \
 		if $(MAKE) -s LUA=luajit all build/luajit/support/static_server build/luajit/support/pipe_echo \
 				build/luajit/support/ws_server build/luajit/support/tls_proxy; then \
-			SPEC_TOTALS=build/spec-totals sh tools/run-specs.sh luajit $(BUSTED) build/luajit $(LUAJIT_SPECS); \
+			SPEC_TOTALS=build/spec-totals LUA_FLAGS="$(LUAJIT_FLAGS)" \
+				sh tools/run-specs.sh luajit $(BUSTED) build/luajit $(LUAJIT_SPECS); \
 		else \
 			echo "the LuaJIT build failed"; printf 'C\t0 1 0\n' >> build/spec-totals; \
 		fi; \

@@ -1,6 +1,8 @@
 -- Shared helpers for the specs: build paths, local servers, process checks.
 -- Everything here starts real processes on 127.0.0.1 and cleans them up.
 
+require("devtools_tools.nojit")()   -- the specs' helpers too: see lua/devtools_tools/nojit.lua
+
 local core = require "devtools_tools.core"
 local lfs = require "lfs"
 

@@ -3,6 +3,8 @@
 # interpreter and ends with one plain line: "N passed, N failed[, N skipped]".
 # VALGRIND, when set, is a command prefix (make valgrind sets it).
 # SPEC_HELPER, when set, is a busted --helper file (make test-gc sets it).
+# LUA_FLAGS, when set, go to the interpreter before busted (make test gives
+# LuaJIT -joff on the builds whose JIT miscompiles pairs(): see nojit.lua).
 #   run-specs.sh --totals FILE  prints the one line for all the runs recorded
 #   in FILE, counting each spec once: the first run's counts, plus each spec
 #   that failed only in a later run (the same specs under LuaJIT) moved from
@@ -39,7 +41,7 @@ out=$(mktemp)
 rcfile=$(mktemp)
 trap 'rm -f "$out" "$rcfile"' EXIT INT TERM
 {
-	DEVTOOLS_TOOLS_BUILD=$build ${VALGRIND:-} "$lua" "$busted" -o plainTerminal \
+	DEVTOOLS_TOOLS_BUILD=$build ${VALGRIND:-} "$lua" ${LUA_FLAGS:-} "$busted" -o plainTerminal \
 		${SPEC_HELPER:+--helper="$SPEC_HELPER"} \
 		--lpath='./lua/?.lua;./lua/?/init.lua;./spec/?.lua' \
 		--cpath="./$build/?.so" "$@" 2>&1

@@ -4,6 +4,8 @@
 -- {error = {code, message}} | fake.NO_REPLY` answers a command; fake:event()
 -- queues an event. Nothing here waits: an empty queue is a timeout at once.
 
+require("devtools_tools.nojit")()   -- the specs' helpers too: see lua/devtools_tools/nojit.lua
+
 local json = require "devtools_tools.json"
 local cdp = require "devtools_tools.cdp"
 local pagejs = require "devtools_tools.pagejs"
