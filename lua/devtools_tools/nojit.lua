@@ -43,6 +43,7 @@ if type(jit) == "table" and type(jit.off) == "function" then
 end
 
 local M = { affected = affected }
+if affected then jit.off(true, true) end     -- this module's own functions
 
 function M.fn(f)
   if affected and type(f) == "function" then jit.off(f, true) end
