@@ -26,7 +26,7 @@
 --   nojit.fn(f)   one function and those nested in it, e.g. a chunk that
 --                 load() made
 
-local jit = rawget(_G, "jit")
+local jit = rawget(_G, "jit") or package.loaded.jit
 local getinfo = debug and debug.getinfo
 
 -- The builds that may carry the bug (see above); DEVTOOLS_TOOLS_JIT=on
