@@ -82,6 +82,9 @@ describe("devtools-tools", function()
         { "eval --compact --tab", "--tab needs a value" },
         { "browser restart", "unknown browser command restart" },
         { "list", "a URL is needed" },
+        { "--timeout 5", "options but no command" },
+        { "-q --timeout 7 frobnicate", "unknown command frobnicate" },
+        { "call " .. url .. " types ':=1'", "key:=json needs a key" },
       }
       for _, c in ipairs(cases) do
         local out, err, rc = run(c[1])
@@ -171,6 +174,15 @@ describe("devtools-tools", function()
       assert.matches('^{\n  "i": {\n    "type": "integer",\n    "value": 2\n  },\n', out)
     end)
 
+    it("takes options before the command as after it", function()
+      local out, err, rc = run("--compact -q --timeout 20 call " .. url .. " types n=2")
+      assert.equal(0, rc, err)
+      assert.equal('{"n":{"type":"integer","value":2}}\n', out)
+      out, err, rc = run("-q help call")
+      assert.equal(0, rc, err)
+      assert.matches("^Usage: devtools%-tools call", out)
+    end)
+
     it("takes a JSON object, and prints one line with --compact", function()
       local out, err, rc = run("call --compact " .. url .. [[ types '{"n": 7, "s": "x"}' on=false]])
       assert.equal(0, rc, err)
@@ -179,11 +191,11 @@ describe("devtools-tools", function()
     end)
 
     it("a key=value that does not fit the schema stays a string, and the schema says so", function()
-      local out, err, rc = run("call " .. url .. " types n=abc on=maybe")
+      local out, err, rc = run("call " .. url .. " types n=abc on=maybe i=0x10")
       assert.equal(1, rc)
       assert.equal("", out)
       assert.equal("devtools-tools: invalid_params: Invalid parameters for tool types\n"
-        .. "  /n: must be number\n  /on: must be boolean\n", err)
+        .. "  /i: must be integer\n  /n: must be number\n  /on: must be boolean\n", err)
     end)
 
     it("exits 1 with the error's code on stderr", function()
