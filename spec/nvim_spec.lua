@@ -564,11 +564,49 @@ describe("the Neovim plugin", function()
     local report = table.concat(R.report, "\n")
     assert.truthy(report:find("OK: core built for this Neovim: " .. plug .. "/lua/devtools_tools/core.so", 1, true), report)
     assert.truthy(report:find("INFO: Lua engine: LuaJIT", 1, true), report)
+    assert.truthy(report:find("INFO: LuaJIT's trace compiler is kept out", 1, true), report)   -- Debian's LuaJIT
     assert.truthy(report:find("OK: found /[^\n]*chrom[^\n]*: [^\n]*Chrom[^\n]*/%d+"), report)
     assert.truthy(report:find("OK: smoke test: launch, a data: page, discovery and a tool call", 1, true), report)
     assert.falsy(report:find("ERROR", 1, true), report)
     assert.truthy(report:find("OK: commands run as tasks on vim.loop", 1, true), report)
     assert.falsy(report:find("WARNING", 1, true), report)
+  end)
+
+  it("keeps LuaJIT's trace compiler out of the library's functions on this LuaJIT (it miscompiles pairs())", function()
+    local R = nvim([[
+      local util = require "jit.util"
+      local started, ours, others = {}, 0, 0
+      local function watch(what, tr, func, pc)
+        if what == "start" then
+          started[tr] = util.funcinfo(func, pc).source or "?"
+        elseif what == "stop" then
+          if (started[tr] or ""):find("devtools_tools/", 1, true) or started[tr] == "=schema" then
+            ours = ours + 1
+          else
+            others = others + 1
+          end
+        end
+      end
+      jit.attach(watch, "trace")
+      local schema = require "devtools_tools.schema"
+      local check = schema.compile({ type = "object", required = { "id" },
+        properties = { id = { type = "integer" }, tags = { type = "array", items = { type = "string" } } },
+        additionalProperties = { type = "string" } })
+      local bad = 0
+      for i = 1, 4000 do
+        if not check({ id = i, tags = { "a", "b" }, name = "n", kind = i % 4 == 0 and i or "k" }) then
+          bad = bad + 1
+        end
+      end
+      jit.attach(watch)                             -- detached
+      R.bad, R.ours, R.others = bad, ours, others
+      R.version, R.arch = jit.version, jit.arch
+      R.affected = require("devtools_tools.nojit").affected
+    ]])
+    assert.equal(1000, R.bad)                       -- the workload ran, and validated right
+    local affected = R.arch == "x64" and R.version == "LuaJIT 2.1.0-beta3"
+    assert.equal(affected, R.affected)
+    if affected then assert.equal(0, R.ours) else assert.is_true(R.ours > 0) end
   end)
 
   it("has help: helptags builds without warnings and every command, option and API function has a tag", function()

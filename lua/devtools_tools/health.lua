@@ -73,6 +73,11 @@ function M.check()
     r.ok("core loaded from package.cpath (not from the runtimepath)")
   end
   r.info("Lua engine: " .. (jit and jit.version or _VERSION))
+  if require("devtools_tools.nojit").affected then
+    r.info("LuaJIT's trace compiler is kept out of devtools_tools' functions: x64 LuaJIT "
+      .. "\"2.1.0-beta3\" builds of 2021-22 (Debian 12's) miscompile some pairs() loops "
+      .. "(README, LuaJIT; DEVTOOLS_TOOLS_JIT=on keeps it)")
+  end
 
   local dt_ok, dt = pcall(require, "devtools_tools")
   if not dt_ok then
