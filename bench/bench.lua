@@ -278,9 +278,14 @@ local function tasks_bench(b, page)
   local budget = cores / (3 * single)
   row(fmt("  CPU per call, all processes (%.1f of %d cores busy)", cpu_call * total, cores),
     us(cpu_call), us(budget) .. " for 3x", cpu_call / budget)
+  -- The most any library could get from these cores: all of them busy, each
+  -- call costing what it costs now (one task's latency is 1 / single).
+  local ceiling = cores / (single * cpu_call)
+  row(fmt("  the most %d cores allow: cores x latency / CPU", cores), us(1 / single) .. " latency",
+    us(cpu_call) .. " CPU", ceiling, "(ceiling)")
   results.sections.tasks = { call_blocking = summary(blocking_t), call_task = summary(task_t),
     call_many_blocking_cps = cb, call_many_task_cps = ct, fleet_cps = total, one_task_cps = single,
-    fleet_cpu_per_call_s = cpu_call }
+    fleet_cpu_per_call_s = cpu_call, fleet_ceiling = ceiling }
 end
 
 local function pipelined(kind, b, page)
