@@ -131,6 +131,16 @@ local function tail(s, n)
   return s
 end
 
+-- await_exit(proc, deadline) -> nil, or the `cancelled` dt.Error that cut
+-- the wait short: inside a task, waits on the loop for the process to exit
+-- (until deadline; other errors of the wait are of no interest here).
+local function await_exit(proc, deadline)
+  local ok, err = errors.catch(function()
+    while proc:running() and now() < deadline do tasks.sleep(0.01) end
+  end)
+  if not ok and err.code == "cancelled" then return err end
+end
+
 local launch_opts = { executable = "string", headless = "boolean", args = true,
   user_data_dir = "string", timeout = true, webmcp = "boolean", history = true }
 
@@ -218,13 +228,10 @@ function M.launch(opts)
     -- Died or hung during start-up: say why, with what it printed.
     conn:close()
     if tasks.current() then
-      local d = now() + 1
-      local waited, err = errors.catch(function()
-        while proc:running() and now() < d do tasks.sleep(0.01) end
-      end)
-      if not waited and err.code == "cancelled" then       -- cancelled meanwhile: end it now
+      local cancelled = await_exit(proc, now() + 1)
+      if cancelled then                                  -- cancelled meanwhile: end it now
         proc:close(0)
-        error(err, 0)
+        error(cancelled, 0)
       end
     else
       proc:wait(now() + 1)
@@ -526,10 +533,7 @@ function Browser:close(opts)
   if proc then
     if tasks.current() and not stop then
       -- Inside a task the exit is awaited on the loop, not in proc:close.
-      local d = soon(2)
-      step(function()
-        while proc:running() and now() < d do tasks.sleep(0.01) end
-      end)
+      stop = await_exit(proc, soon(2))
       proc:close(0)
     else
       proc:close(stop and 0 or math.max(0, soon(2) - now()))

@@ -1,13 +1,15 @@
 -- Run by spec/nojit_spec.lua under LuaJIT: a workload of the library's
 -- own Lua code (schema compiling and validating through generated
 -- validators, error formatting) with LuaJIT's trace events watched.
--- Prints "ours N others N": the traces compiled that start in the library
--- (its modules and the validators it generates) and elsewhere (this file).
+-- Prints "ours N others N" and returns {ours, others, failed}: the traces
+-- compiled that start in the library (its modules and the validators it
+-- generates) and elsewhere (this file), and how many values the workload
+-- found invalid. nvim_spec runs it inside Neovim with dofile.
 local jit = require "jit"
 local util = require "jit.util"
 
 local started, ours, others = {}, 0, 0
-jit.attach(function(what, tr, func, pc)
+local function watch(what, tr, func, pc)
   if what == "start" then
     started[tr] = util.funcinfo(func, pc).source or "?"
   elseif what == "stop" then
@@ -18,7 +20,8 @@ jit.attach(function(what, tr, func, pc)
       others = others + 1
     end
   end
-end, "trace")
+end
+jit.attach(watch, "trace")
 
 local schema = require "devtools_tools.schema"
 local check = schema.compile({
@@ -38,5 +41,7 @@ for i = 1, 4000 do
     schema.format_errors(errs)
   end
 end
+jit.attach(watch)                                     -- detached
 assert(failed == 1000, "the workload validated wrongly: " .. failed)
 io.write(("ours %d others %d\n"):format(ours, others))
+return { ours = ours, others = others, failed = failed }
