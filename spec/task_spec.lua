@@ -670,6 +670,35 @@ for _, L in ipairs(loops) do
     end)
 
     if loop_name == "luv" then
+      -- Programs that never run uv.run() after the library closed luv
+      -- handles from outside the loop: luv crashed in its clean-up at exit.
+      it("a program that cancels or closes outside the loop and ends without running it exits cleanly", function()
+        local endings = {
+          cancel_launch = "local t = dt.async(function() return dt.launch() end)\n"
+            .. "t:cancel()\nprint(t.done, H.error_of(t.wait, t).code)",
+          close_browser = "local b = dt.launch()\nlocal p = b:new_page('about:blank')\n"
+            .. "local t = dt.async(function() return p:evaluate('new Promise(() => {})', { timeout = 30 }) end)\n"
+            .. "b:close()\nprint(t.done, t.error and t.error.code)",
+          cancel_call = "local b = dt.launch()\nlocal p = b:new_page('about:blank')\n"
+            .. "local t = dt.async(function() return p:evaluate('new Promise(() => {})', { timeout = 30 }) end)\n"
+            .. "t:cancel()\nprint(t.done, t.error and t.error.code)\nb:close()",
+        }
+        local dir = assert(core.mkdtemp("dt-exit-"))
+        for name, body in pairs(endings) do
+          local script = dir .. "/" .. name .. ".lua"
+          local f = assert(io.open(script, "w"))
+          f:write("local dt = require 'devtools_tools'\nlocal H = require 'helper'\n",
+            "dt.use_loop(require 'luv')\n", body, "\n")
+          f:close()
+          local out, rc = H.sh(("LUA_PATH='./lua/?.lua;./lua/?/init.lua;./spec/?.lua;;' LUA_CPATH='./%s/?.so;;' %s %s")
+            :format(H.build, H.lua, script))
+          assert.are.equal(0, rc, name .. ": " .. out)
+          local want = name == "close_browser" and "disconnected" or "cancelled"
+          assert.are.equal("true\t" .. want .. "\n", out, name)
+        end
+        core.rmtree(dir)
+      end)
+
       it("a deadline holds after the program blocked outside the loop (luv's clock stood still)", function()
         core.sleep(0.6)                              -- the program blocks; luv's cached time stands
         local t0 = core.now()

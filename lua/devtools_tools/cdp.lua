@@ -34,8 +34,8 @@ local encode = json.encode
 -- page:cdp() parameter) is refused, not sent as null.
 local encode_out = json.encode_finite
 local current_task = tasks.current
-local type, tonumber, pairs, next, setmetatable, getmetatable, tostring, pcall, error =
-      type, tonumber, pairs, next, setmetatable, getmetatable, tostring, pcall, error
+local type, tonumber, pairs, ipairs, next, setmetatable, getmetatable, tostring, pcall, error =
+      type, tonumber, pairs, ipairs, next, setmetatable, getmetatable, tostring, pcall, error
 local io_stderr, sformat, select = io.stderr, string.format, select
 
 local M = {}
@@ -587,6 +587,8 @@ end
 
 function Conn:close()
   lost(self, "closed by the caller")
+  local drivers = {}
+  for d in pairs(self.watches) do drivers[#drivers + 1] = d end
   unwatch_all(self)
   -- A request still waiting (a task's) fails with disconnected when its
   -- task runs again.
@@ -599,6 +601,9 @@ function Conn:close()
   end
   local t = self.transport
   if t then t:close() end
+  -- Closed from the program, outside the loop: the loop finishes closing
+  -- the watches (see loop.lua).
+  for _, d in ipairs(drivers) do tasks.finish_closes(d) end
 end
 
 M.Connection = Conn

@@ -15,6 +15,10 @@
 --   d:step(timeout)                     optional: run the loop once, waiting
 --                                       at most timeout seconds (used only
 --                                       by task:wait called outside tasks)
+--   d:finish_closes()                   optional: called on the way back to
+--                                       the program from outside the loop
+--                                       (task:cancel, task:wait, a closed
+--                                       connection), to finish handle closes
 --
 -- One watch per descriptor: libuv forbids two poll handles on one fd, so a
 -- caller that wants both directions modifies its watch to "rw".
@@ -120,13 +124,33 @@ function M.luv(uv)
       or type(uv.run) ~= "function" then
     return nil
   end
-  local d = setmetatable({ uv = uv, kind = "luv" }, Luv)
+  local d = setmetatable({ uv = uv, kind = "luv", closing = 0 }, Luv)
   local vim = rawget(_G, "vim")
   if type(vim) == "table" and (uv == rawget(vim, "loop") or uv == rawget(vim, "uv")) then
     d.kind = "neovim"
     d.vim = vim
   end
   return d
+end
+
+-- A handle closed outside uv.run is only half closed until the loop turns
+-- again (luv runs its close callback then); a program that ends before
+-- that dies in luv's own clean-up at exit (SIGSEGV). Each close is counted
+-- until its callback has run, and finish_closes() gives the loop that turn.
+local function close(self, handle)
+  self.closing = self.closing + 1
+  handle:close(function() self.closing = self.closing - 1 end)
+end
+
+-- finish_closes(): for the library on its way back to the program from
+-- outside the loop (never inside a task or a loop callback): one turn
+-- without waiting when closes are pending and the loop is not running.
+-- Neovim's loop always turns again.
+function Luv:finish_closes()
+  local uv = self.uv
+  if self.closing > 0 and not self.vim and uv.loop_mode and uv.loop_mode() == nil then
+    uv.run("nowait")
+  end
 end
 
 function Luv:watch(fd, events, cb)
@@ -144,7 +168,7 @@ function Luv:unwatch(h)
   local p = h.poll
   if p and not p:is_closing() then
     p:stop()
-    p:close()
+    close(self, p)
   end
   h.poll = nil
 end
@@ -160,7 +184,7 @@ function Luv:timer(seconds, cb)
   local ms = math_max(0, seconds) * 1000
   ms = ms - ms % 1 + ((ms % 1 > 0) and 1 or 0)      -- round up: never early
   t:start(ms, 0, function()
-    if not t:is_closing() then t:close() end
+    if not t:is_closing() then close(self, t) end
     h.timer = nil
     cb()
   end)
@@ -171,7 +195,7 @@ function Luv:cancel(h)
   local t = h.timer
   if t and not t:is_closing() then
     t:stop()
-    t:close()
+    close(self, t)
   end
   h.timer = nil
 end

@@ -163,12 +163,24 @@ end
 
 -- cancel(): the task's pending wait (or its next one) raises `cancelled`,
 -- and so does every later wait. Returns true if the task had not ended.
+-- finish_closes(driver): on the way back to the program from outside any
+-- task, the loop finishes closing what the task closed (see loop.lua).
+local function finish_closes(driver)
+  if driver.finish_closes and not M.current() then driver:finish_closes() end
+end
+M.finish_closes = finish_closes
+
 function Task:cancel()
   if self.done then return false end
   self.cancelled = true
   local seq = self.waiting
   if seq then
-    if M.current() then self:_wake_later(seq, "cancelled") else self:_wake(seq, "cancelled") end
+    if M.current() then
+      self:_wake_later(seq, "cancelled")
+    else
+      self:_wake(seq, "cancelled")
+      finish_closes(self.driver)
+    end
   end
   return true
 end
@@ -194,7 +206,10 @@ end
 function Task:wait(timeout)
   check_timeout("wait", timeout)
   local me = M.current()
-  if self.done and (me or settled(self)) then return outcome(self) end
+  if self.done and (me or settled(self)) then
+    if not me then finish_closes(self.driver) end
+    return outcome(self)
+  end
   local deadline = timeout and (now() + timeout) or math_huge
   if me == self then raise("bad_argument", "wait: a task cannot wait for itself") end
   if me then
@@ -284,6 +299,7 @@ function M.wait_all(list, timeout)
     end
   elseif #list > 0 then
     M.run_until(list[1].driver, all_settled, deadline)
+    for _, t in ipairs(list) do finish_closes(t.driver) end
   end
   if not all_done() then
     if deadline == math_huge then
