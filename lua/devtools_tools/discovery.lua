@@ -120,10 +120,13 @@ function M.discover(page, deadline)
       error(r, 0)            -- timeout, disconnected: the caller must know
     end                      -- a child session that just went away: skip it
   end
-  if not trees[page.session] then
+  -- A page closed meanwhile answers its requests with errors that a frame
+  -- going away also gives (and are skipped here): not "no tools".
+  local function not_closed()
     if page.closed then raise("disconnected", "discover: the page was closed during discovery") end
-    raise("protocol_error", "discover: no frame tree for the page")
   end
+  not_closed()
+  if not trees[page.session] then raise("protocol_error", "discover: no frame tree for the page") end
   local frames = M.ordered_frames(page.session, page.child_sessions, trees)
 
   -- Record what the trees say; events keep it current from here on.
@@ -221,9 +224,7 @@ function M.discover(page, deadline)
       end
     end
   end
-  -- A page closed meanwhile answers its requests with errors that a frame
-  -- going away also gives (and are skipped above): not "no tools".
-  if page.closed then raise("disconnected", "discover: the page was closed during discovery") end
+  not_closed()
   return groups, warnings, epoch
 end
 
