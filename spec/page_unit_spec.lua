@@ -281,6 +281,33 @@ describe("page (fake transport)", function()
     assert.equal(3, res.n)
   end)
 
+  it("a reply whose decoding passes the call's deadline is a timeout naming the tool, and no probe", function()
+    local page, fake = open()
+    F.with_tools(fake, { { index = 0, name = "g", tools = { ADD.tools[1],
+      { name = "more", description = "d", inputSchema = { type = "object" } } } } })
+    page:discover()
+    fake.on_call = function() return F.DECODE_LATE end
+    local t0 = require("devtools_tools.core").now()
+    local e = H.error_of(page.call, page, "add", { a = 1 }, { timeout = 7 })
+    assert.equal("timeout", e.code)
+    assert.equal("add", e.tool)
+    assert.equal("tool add: the reply came, but " .. F.LATE_MESSAGE, e.message)
+    assert.near(t0 + 7, fake.late_deadline, 1)     -- the call's own deadline went with the request
+    local res = page:call_many({ { "add", { a = 1 } }, { "more" } }, { errors = "return", timeout = 9 })
+    assert.near(t0 + 9, fake.late_deadline, 1)
+    for i, name in ipairs({ "add", "more" }) do
+      assert.equal("timeout", res[i].code)
+      assert.equal(name, res[i].tool)
+      assert.equal("tool " .. name .. ": the batch's reply came, but " .. F.LATE_MESSAGE, res[i].message)
+    end
+    -- the page answered: nothing asks whether a script of it is still busy
+    local probes = 0
+    for _, m in ipairs(fake.sent) do
+      if m.method == "Runtime.evaluate" and m.params.expression == "0" then probes = probes + 1 end
+    end
+    assert.equal(0, probes)
+  end)
+
   it("closes once and is forgotten by its browser", function()
     local page, fake, b = open()
     assert.equal(page, b.pages_by_session.S1)

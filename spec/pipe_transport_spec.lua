@@ -263,6 +263,47 @@ describe("pipe transport", function()
     assert.equal("bad_message", select(3, t:recv_cdp(soon(), { [9] = true })))
     t:close(); proc:close()
   end)
+
+  -- ids[id] may be the deadline of the call that waits for the reply: a
+  -- large reply stops decoding there, whoever reads it (the reader's own
+  -- deadline is later here). The clock is read every 256 KiB, so a reply
+  -- under that decodes whatever the time.
+  it("stops decoding a wanted reply at its caller's deadline, in either pass, and reads on", function()
+    local numbers = "[" .. string.rep("0,", 500000) .. "0]"        -- no escapes: copied at once
+    local strings = core.json_encode(string.rep('["x"],', 100000) .. "[]")   -- escapes throughout
+    local past = core.now() - 1
+    local cases = {
+      -- message, where the clock stops it: the text (its own pass) or the message
+      { reply(9, core.json_encode(numbers)), #numbers },
+      { reply(9, strings), nil },
+      { '{"id":9,"result":{"big":' .. numbers .. ',"result":{"type":"string","value":"[1]"}}}', nil },
+    }
+    local proc, t = echo_child()
+    for i, c in ipairs(cases) do
+      assert.is_true(t:send(c[1], soon(30)))
+      local m, err, code, id = t:recv_cdp(soon(30), { [9] = past })
+      assert.is_nil(m, "case " .. i)
+      assert.equal("timeout", code)
+      assert.equal(9, id)
+      assert.equal("9", tostring(id))          -- an integer, as ids are
+      local done, total = err:match("^the deadline passed while decoding %((%d+) of (%d+) bytes done%)$")
+      assert.truthy(done, err)
+      assert.equal(c[2] or #c[1], tonumber(total), "case " .. i)
+      assert.is_true(tonumber(done) < tonumber(total))
+      -- the transport reads on: the next message is whole
+      t:send('{"id":10,"result":{}}', soon())
+      assert.equal(10, t:recv_cdp(soon(), { [9] = past }).id)
+    end
+    -- a deadline still ahead, or a small reply past it: decoded
+    t:send(cases[1][1], soon(30))
+    assert.equal(500001, #t:recv_cdp(soon(30), { [9] = soon(60) }).result.result.json)
+    t:send(reply(9, '"[1,2]"'), soon())
+    assert.same({ 1, 2 }, t:recv_cdp(soon(), { [9] = past }).result.result.json)
+    -- a reply nobody waits for as JSON: a string, not cut
+    t:send(cases[2][1], soon(30))
+    assert.is_string(t:recv_cdp(soon(30), { [8] = past }).result.result.value)
+    t:close(); proc:close()
+  end)
 end)
 
 describe("process", function()

@@ -10,23 +10,28 @@
 #include "json.h"
 #include "dt.h"
 
-/* transport:recv_cdp([deadline [, ids]]) -> message | nil, message, code [, head]
+#include <math.h>
+
+/* transport:recv_cdp([deadline [, ids]]) -> message | nil, message, code [, head | id]
  * The next message, decoded; one that is not JSON gives "bad_message" (or
  * "no_memory"); other failures are recv's. ids: a table whose keys are
  * ids of replies that carry a JSON text as a string result
- * (Runtime.callFunctionOn / evaluate with returnByValue). For such a
+ * (Runtime.callFunctionOn / evaluate with returnByValue), each with true
+ * or the deadline of the call waiting for it. For such a
  * reply, written {"id":N,"result":{"result":{"type":"string","value":
  * "<text>"}}} with "id" before "result", the text is decoded in place of
  * the string: result.result.json holds its value and there is no
  * result.result.value (no Lua string of the text is ever made, and the
  * receive buffer is gone before the text is decoded); a text that is not
  * JSON gives result.result.json_error, the decoder's message, instead.
- * Any other message decodes as it is. */
+ * Past that call's deadline (the reply may be large: 80 MB take seconds)
+ * decoding stops: nil, message, "timeout", id (a reader's own timeout has
+ * no id). Any other message decodes as it is. */
 static int l_recv_cdp(lua_State *L)
 {
 	dt_transport *t = dt_transport_check(L, 1);
 	double deadline = dt_optdeadline(L, 2);
-	dt_json_aside aside = { "id", 0, { "result", "result", "value" } };
+	dt_json_aside aside = { "id", 0, { "result", "result", "value" }, 0, -1 };
 	const char *msg;
 	size_t len;
 	char err[200];
@@ -45,9 +50,21 @@ static int l_recv_cdp(lua_State *L)
 	                   err, sizeof err, &code);
 	dt_transport_release(t);                    /* msg is dangling from here */
 	if (n == 3)                                 /* ... value tbl text */
-		dt_json_decode_aside(L);                /* ... value */
-	if (n > 0)
+		code = dt_json_decode_aside(L, aside.deadline, err, sizeof err); /* ... value */
+	if (n > 0 && code == DT_OK)
 		return 1;                               /* ... value */
+	if (code == DT_ETIMEOUT) {                  /* only the reply's deadline does it */
+		if (n > 0)
+			lua_pop(L, 1);                      /* ... */
+		dt_push_fail(L, DT_ETIMEOUT, err);
+		if (fabs(aside.gate_value) <= 9007199254740992.0 &&   /* our ids: integers */
+		    aside.gate_value == (lua_Number)(lua_Integer)aside.gate_value)
+			lua_pushinteger(L, (lua_Integer)aside.gate_value);
+		else
+			lua_pushnumber(L, aside.gate_value);
+		/* nil, message, "timeout", id */
+		return 4;
+	}
 	return dt_push_failf(L, code == DT_ENOMEM ? DT_ENOMEM : DT_EBADMSG,
 	                     "message is not valid JSON: %s", err);
 }

@@ -36,8 +36,10 @@
  * JSON text: see dt_json_aside, and cdp_decode.c for the CDP rule) set aside
  * so that it is decoded without ever being a Lua string.
  *
- * Failures are codes of base.h: DT_ESYNTAX, DT_ETOODEEP, DT_EBADVALUE and
- * DT_ENOMEM for our own allocations (Lua's raise as Lua errors).
+ * Failures are codes of base.h: DT_ESYNTAX, DT_ETOODEEP, DT_EBADVALUE,
+ * DT_ENOMEM for our own allocations (Lua's raise as Lua errors), and
+ * DT_ETIMEOUT past a deadline (a CDP reply's: see dt_json_aside; the clock
+ * is read every DT_JSON_CLOCK_STEP bytes, so decoding costs the same).
  *
  * The collector is left alone. With a small live heap it marks the value
  * being built at each doubling (about 40% of decoding 8 MB of records);
@@ -174,7 +176,7 @@ typedef struct jdec {
 	size_t scratch_cap;     /* box->cap */
 	int fixed;              /* scratch is a set-aside text sized to fit: never grown */
 	/* One string set aside (dt_json_aside), or rule NULL */
-	const dt_json_aside *rule;
+	dt_json_aside *rule;
 	int match;              /* levels of rule->path matched by the keys
 	                         * of the open containers, 0..3 */
 	int key_id;             /* the pending top-level key is rule->gate_key */
@@ -184,7 +186,11 @@ typedef struct jdec {
 	int text_slot;          /* stack slot: the jtext (userdata) holding the text */
 	/* Decoding a set-aside text: pages before rel were given back */
 	unsigned char *rel;     /* page-aligned; NULL when not releasing */
-	int code;               /* DT_ESYNTAX, DT_ETOODEEP or DT_ENOMEM once failed */
+	/* A deadline (see dt_json_aside): the clock is read at check_at, which
+	 * stays at end when there is none */
+	double deadline;
+	const unsigned char *check_at;
+	int code;               /* DT_ESYNTAX, DT_ETOODEEP, DT_ENOMEM or DT_ETIMEOUT once failed */
 	char *err;
 	size_t errsz;
 } jdec;
@@ -204,6 +210,27 @@ static void dec_fail(jdec *d, const unsigned char *p, const char *what)
 	else
 		snprintf(d->err, d->errsz, "syntax error at byte offset %zu: %s (found byte 0x%02X)",
 		         off, what, *p);
+}
+
+/* Where to read the clock next: DT_JSON_CLOCK_STEP bytes after p, or never
+ * (end: the checks are made where p < end) when less is left. */
+static const unsigned char *next_check(const jdec *d, const unsigned char *p)
+{
+	return (size_t)(d->end - p) > DT_JSON_CLOCK_STEP ? p + DT_JSON_CLOCK_STEP : d->end;
+}
+
+/* At d->check_at: reads the clock and sets the next check. Past the
+ * deadline: fails with DT_ETIMEOUT and returns 1. */
+static int dec_late(jdec *d, const unsigned char *p)
+{
+	d->check_at = next_check(d, p);
+	if (dt_now() <= d->deadline)
+		return 0;
+	d->code = DT_ETIMEOUT;
+	if (d->errsz > 0)
+		snprintf(d->err, d->errsz, "the deadline passed while decoding (%zu of %zu bytes done)",
+		         (size_t)(p - d->start), (size_t)(d->end - d->start));
+	return 1;
 }
 
 static const unsigned char *skip_ws(const unsigned char *p, const unsigned char *end)
@@ -373,6 +400,8 @@ static const unsigned char *dec_string_bytes(jdec *d, const unsigned char *p,
 			dec_fail(d, p, "unterminated string");
 			return NULL;
 		}
+		if (p >= d->check_at && dec_late(d, p))
+			return NULL;
 		if (*p == '"')
 			break;
 		if (*p < 0x20) {
@@ -650,6 +679,8 @@ value:
 		dec_fail(d, p, "value expected");
 		return 0;
 	}
+	if (p >= d->check_at && dec_late(d, p))
+		return 0;
 	switch (*p) {
 	case '{':
 	case '[': {
@@ -756,6 +787,13 @@ value_done:                     /* a complete value is on top */
 			lua_pushvalue(L, -1);                       /* ... obj "id" v v */
 			lua_rawget(L, d->rule->gate);               /* ... obj "id" v ids[v] */
 			d->id_ok = lua_toboolean(L, -1);
+			if (d->id_ok) {
+				d->rule->gate_value = lua_tonumber(L, -2);
+				if (lua_type(L, -1) == LUA_TNUMBER) {   /* the owner's deadline */
+					d->deadline = d->rule->deadline = lua_tonumber(L, -1);
+					d->check_at = next_check(d, p);
+				}
+			}
 			lua_pop(L, 1);                              /* ... obj "id" v */
 		}
 	}
@@ -815,10 +853,12 @@ key:
  * returns 0. rule: see dt_json_aside (NULL: none); with a text set aside,
  * pushes the value, the table lacking path[2] and the text, and returns 3.
  * rel: page-aligned, inside s: s is ours and its pages from rel on may be
- * given back as decoding moves past them (NULL: s is left alone). */
+ * given back as decoding moves past them (NULL: s is left alone).
+ * deadline: fail with DT_ETIMEOUT once the clock passes it (-1: none; a
+ * rule may set one on its own). */
 static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
-                       char *err, size_t errsz, int *code, const dt_json_aside *rule,
-                       unsigned char *rel)
+                       char *err, size_t errsz, int *code, dt_json_aside *rule,
+                       unsigned char *rel, double deadline)
 {
 	jdec d;
 	int base = lua_gettop(L), ok;
@@ -840,7 +880,13 @@ static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 	d.tbl_slot = base + 4;
 	d.text_slot = base + 5;
 	d.rule = rule;
+	if (rule != NULL) {
+		rule->gate_value = 0;
+		rule->deadline = -1;
+	}
 	d.rel = rel;
+	d.deadline = deadline;
+	d.check_at = deadline < 0 ? d.end : next_check(&d, d.start);
 	d.err = err;
 	d.errsz = errsz;
 	ok = dec_run(&d, max_depth);            /* ... mt scratch levels tbl text [...] value */
@@ -865,35 +911,37 @@ static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 }
 
 int dt_json_decode(lua_State *L, const char *s, size_t len, int max_depth,
-                   const dt_json_aside *aside, char *err, size_t errsz, int *code)
+                   dt_json_aside *aside, char *err, size_t errsz, int *code)
 {
-	dt_json_aside abs;
-	if (aside != NULL && aside->gate < 0) {
-		abs = *aside;
-		abs.gate = lua_gettop(L) + aside->gate + 1;   /* absolute: the decoder pushes */
-		aside = &abs;
-	}
-	return json_decode(L, s, len, max_depth, err, errsz, code, aside, NULL);
+	if (aside != NULL && aside->gate < 0)
+		aside->gate = lua_gettop(L) + aside->gate + 1;  /* absolute: the decoder pushes */
+	return json_decode(L, s, len, max_depth, err, errsz, code, aside, NULL, -1);
 }
 
-void dt_json_decode_aside(lua_State *L)
+int dt_json_decode_aside(lua_State *L, double deadline, char *err, size_t errsz)
 {
 	jtext *t = lua_touserdata(L, -1);               /* ... tbl text */
 	unsigned char *rel = page_up(t->data);
-	char err[256];
+	char why[256];
+	int code = DT_OK;
 	int ok = json_decode(L, (const char *)t->data, t->len, DT_JSON_MAX_DEPTH,
-	                     err, sizeof err, NULL, NULL, rel); /* ... tbl text [value] */
+	                     why, sizeof why, &code, NULL, rel, deadline); /* ... tbl text [value] */
 	/* The text is garbage now; give back what is still resident of a big
 	 * one at once rather than at the next collection. */
 	if (t->len >= REL_STEP)
 		release_pages(&rel, t->data + t->len);
 	if (ok) {
 		lua_setfield(L, -3, "json");                /* ... tbl text */
+	} else if (code == DT_ETIMEOUT) {
+		if (errsz > 0)
+			snprintf(err, errsz, "%s", why);
 	} else {
-		lua_pushstring(L, err);                     /* ... tbl text err */
+		lua_pushstring(L, why);                     /* ... tbl text err */
 		lua_setfield(L, -3, "json_error");          /* ... tbl text */
+		code = DT_OK;
 	}
 	lua_pop(L, 2);                                  /* ... */
+	return code;
 }
 
 /* ======================================================================== */
@@ -1436,7 +1484,7 @@ static int l_json_decode(lua_State *L)
 	int max_depth = opt_max_depth(L, 2);
 	char err[256];
 	int code = DT_OK;
-	if (json_decode(L, s, len, max_depth, err, sizeof err, &code, NULL, NULL))
+	if (json_decode(L, s, len, max_depth, err, sizeof err, &code, NULL, NULL, -1))
 		return 1;                                   /* ... value */
 	return dt_push_fail(L, code, err);
 }

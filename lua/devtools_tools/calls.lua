@@ -245,6 +245,10 @@ local function await_reply(tool, id, deadline, has_els)
         { tool = tool.name, details = r.details })
     end
     if r.code == "timeout" then
+      if r.details and r.details.decoding then
+        -- The page answered; decoding its large result took the time left.
+        raise("timeout", "tool " .. tool.name .. ": " .. r.message, { tool = tool.name, details = r.details })
+      end
       tool._page:_timed_out(tool._session)
       error(not_settled(tool), 0)
     end
@@ -386,7 +390,11 @@ function M.call_many(entries, deadline, keep)
           if not ok2 then first_err = first_err or r end
         else
           -- The whole request failed: each entry says so in its own name.
-          if envs.code == "timeout" then
+          local decoding = envs.details and envs.details.decoding
+          if envs.code == "timeout" and decoding then
+            v = errors.new("timeout", "tool " .. c.tool.name .. ": the batch's reply came, but " .. decoding,
+              { tool = c.tool.name, details = envs.details })
+          elseif envs.code == "timeout" then
             v = not_settled(c.tool)
           else
             v = errors.new(envs.code, envs.message, { tool = c.tool.name, details = envs.details })

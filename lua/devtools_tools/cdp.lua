@@ -76,7 +76,9 @@ function M.new(transport, opts)
     listeners = {},
     closed = nil,           -- a message once the connection is gone
     -- ids of replies whose result is a JSON text to decode in place: the
-    -- transport decodes it straight into result.result.json
+    -- transport decodes it straight into result.result.json. id -> the
+    -- deadline of the call waiting for it (or true): decoding a large text
+    -- stops there, whoever reads
     json_ids = {},
     -- tasks waiting on this connection: waiter -> true (see wait_in_task)
     waiters = {},
@@ -149,7 +151,7 @@ local function transmit(self, id, text, session, deadline, json_reply, method)
     end
     raise("protocol_error", method .. ": " .. tostring(err))
   end
-  if json_reply then self.json_ids[id] = true end
+  if json_reply then self.json_ids[id] = deadline or true end
   return id
 end
 
@@ -203,7 +205,16 @@ local function pump(self, deadline)
       .. (type(msg) == "table" and "array" or type(msg)) .. ", not an object")
   end
   if msg == nil then
-    if code == "timeout" then return false end
+    if code == "timeout" then
+      -- With an id (head): the reply came, but decoding its JSON text ran
+      -- past the deadline of the call that waits for it (json_ids).
+      if head == nil then return false end
+      if self.pending[head] == false then
+        self.pending[head] = errors.new("timeout", "the reply came, but " .. err,
+          { details = { decoding = err } })
+      end
+      return true
+    end
     if code == "too_large" then
       -- Whose reply was dropped? CDP writes the id first.
       local id = tonumber(head and head:match('^%s*{%s*"id"%s*:%s*(%d+)'))

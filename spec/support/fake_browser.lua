@@ -14,6 +14,11 @@ local CALL_HEAD, CALL_TAIL = pagejs.CALL_EXPR_HEAD, pagejs.CALL_EXPR_TAIL
 local F = {}
 
 F.NO_REPLY = setmetatable({}, { __tostring = function() return "NO_REPLY" end })
+-- As a result: a large JSON text whose decoding the real transports cut at
+-- the deadline of the call waiting for it (ids[id], a number; otherwise it
+-- decodes as {"n":0,"v":"decoded"}). fake.late_deadline: that number.
+F.DECODE_LATE = setmetatable({}, { __tostring = function() return "DECODE_LATE" end })
+F.LATE_MESSAGE = "the deadline passed while decoding (262144 of 1000000 bytes done)"
 
 function F.new(on)
   local t = { sent = {}, queue = {}, closed = false, on = on or {} }
@@ -42,6 +47,14 @@ function F.new(on)
   -- text in result.result.value, decoded in place as the real transports do
   function t:recv_cdp(_, ids)
     local m = table.remove(self.queue, 1)
+    if m and m.result == F.DECODE_LATE then
+      local deadline = ids and ids[m.id]
+      if type(deadline) == "number" then
+        self.late_deadline = deadline
+        return nil, F.LATE_MESSAGE, "timeout", m.id
+      end
+      m.result = { result = { type = "string", value = '{"n":0,"v":"decoded"}' } }
+    end
     if m then
       local rr = m.result and m.result.result
       if ids and ids[m.id] and rr and type(rr.value) == "string" then
