@@ -80,6 +80,10 @@ describe("devtools-tools", function()
         { "eval " .. url, "eval takes [URL] EXPR" },         -- a URL alone is no expression
         { "list --json --timeout x " .. url, "--timeout needs a positive number" },
         { "eval --compact --tab", "--tab needs a value" },
+        { "--tab= list", "--tab needs a value, not an empty one" },
+        { "list --chromium '' " .. url, "--chromium needs a value, not an empty one" },
+        { "--connect= list", "--connect needs a value, not an empty one" },
+        { "screenshot --element= " .. url .. " /tmp/x.png", "--element needs a value, not an empty one" },
         { "browser restart", "unknown browser command restart" },
         { "list", "a URL is needed" },
         { "--timeout 5", "options but no command" },

@@ -64,6 +64,8 @@ describe("page (fake transport)", function()
       { "headless must be a boolean, got string", dt.launch, { headless = "no" } },
       { "user_data_dir must be a string, got table", dt.launch, { user_data_dir = {} } },
       { "webmcp must be a boolean, got string", dt.launch, { webmcp = "yes" } },
+      { "launch: executable must not be empty", dt.launch, { executable = "" } },
+      { "launch: user_data_dir must not be empty", dt.launch, { user_data_dir = "" } },
       { "since must be a number from page:mark() or a record, got NaN", page.console_messages, page,
         { since = 0 / 0 } },
     }) do

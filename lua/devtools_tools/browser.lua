@@ -183,6 +183,10 @@ function M.launch(opts)
   for _, a in ipairs(opts.args or {}) do
     if type(a) ~= "string" then raise("bad_argument", "launch: args must be strings") end
   end
+  for _, k in ipairs({ "executable", "user_data_dir" }) do
+    -- "" would mean "the default" to Chromium (or to locate): refused, not guessed
+    if opts[k] == "" then raise("bad_argument", "launch: " .. k .. " must not be empty") end
+  end
   local history = check_history(opts.history, "launch")
   local exe = find_executable(opts)
   local timeout = opts.timeout or 30
