@@ -68,6 +68,46 @@ describe("network records (fake transport)", function()
     local msgs = page:console_messages()
     assert.same({ { 9 }, { 10 } }, { msgs[1].args, msgs[2].args })
   end)
+
+  it("a ring holds at most history.bytes of page text, the newest record whatever its size", function()
+    local page, fake = open({ bytes = 100 })
+    local function log(...)
+      local args = {}
+      for i, v in ipairs({ ... }) do args[i] = { type = "string", value = v } end
+      fake:event("Runtime.consoleAPICalled", { type = "log", args = args }, "S1")
+    end
+    local function texts()
+      local out = {}
+      for i, m in ipairs(page:console_messages()) do out[i] = m.text end
+      return out
+    end
+    local a, b, c = ("a"):rep(45), ("b"):rep(45), ("c"):rep(45)
+    log(a)
+    log(b)                                   -- one argument: its text is counted once (90 bytes)
+    assert.same({ a, b }, texts())
+    log(c)
+    assert.same({ b, c }, texts())
+    log("x", "y")                            -- "x y" and the two arguments: 5 bytes (95 in all)
+    assert.same({ b, c, "x y" }, texts())
+    log("0123456789")                        -- 105: b goes
+    assert.same({ c, "x y", "0123456789" }, texts())
+    local big = ("z"):rep(300)
+    log(big)
+    assert.same({ big }, texts())            -- over the budget alone: kept, the rest dropped
+    log("small")
+    assert.same({ "small" }, texts())
+    -- requests: their URLs and bodies count; one that falls out is forgotten
+    for i = 1, 3 do
+      sent(fake, i, "Network.requestWillBeSent", { requestId = "R" .. i, timestamp = i,
+        request = { method = "POST", url = "http://127.0.0.1/" .. i, postData = ("p"):rep(30) },
+        initiator = { type = "script" } })
+    end
+    local reqs = page:network_requests()       -- 49 bytes each: two fit in 100
+    assert.same({ "http://127.0.0.1/2", "http://127.0.0.1/3" }, { reqs[1].url, reqs[2].url })
+    assert.is_nil(reqs[3])
+    assert.is_nil(page._obs.inflight["S1\0R1"])
+    assert.equal(reqs[1], page._obs.inflight["S1\0R2"])
+  end)
 end)
 
 describe("console records (fake transport)", function()

@@ -66,6 +66,9 @@ describe("page (fake transport)", function()
       { "webmcp must be a boolean, got string", dt.launch, { webmcp = "yes" } },
       { "launch: executable must not be empty", dt.launch, { executable = "" } },
       { "launch: user_data_dir must not be empty", dt.launch, { user_data_dir = "" } },
+      { "history takes console = n, requests = n and bytes = n", dt.launch, { history = { bytes = -1 } } },
+      { "history takes console = n, requests = n and bytes = n", dt.connect, "http://127.0.0.1:1",
+        { history = { byte = 10 } } },
       { "since must be a number from page:mark() or a record, got NaN", page.console_messages, page,
         { since = 0 / 0 } },
     }) do

@@ -55,10 +55,12 @@
 ---@field insecure? boolean accept any certificate (no chain or name check)
 ---@field history? devtools_tools.History
 
----How many console messages and requests each page keeps (1000 of each).
+---How many console messages and requests each page keeps (1000 of each),
+---and how many bytes of page text each of the two holds at most (16 MiB).
 ---@class devtools_tools.History
 ---@field console? integer
 ---@field requests? integer
+---@field bytes? integer
 
 ---@class devtools_tools.Location
 ---@field url? string

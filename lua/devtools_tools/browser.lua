@@ -144,13 +144,15 @@ end
 local launch_opts = { executable = "string", headless = "boolean", args = true,
   user_data_dir = "string", timeout = true, webmcp = "boolean", history = true }
 
--- issue 14: {console = n, requests = n}, how many of each a page keeps
+-- issue 14: {console = n, requests = n}, how many of each a page keeps,
+-- and bytes = n, how much page text each of the two holds at most
+local HISTORY_KEYS = { console = true, requests = true, bytes = true }
 local function check_history(h, fname)
   if h == nil then return nil end
   if type(h) ~= "table" then raise("bad_argument", fname .. ": history must be a table") end
   for k, v in pairs(h) do
-    if (k ~= "console" and k ~= "requests") or type(v) ~= "number" or v < 0 or v % 1 ~= 0 then
-      raise("bad_argument", fname .. ": history takes console = n and requests = n (whole numbers)")
+    if not HISTORY_KEYS[k] or type(v) ~= "number" or v < 0 or v % 1 ~= 0 then
+      raise("bad_argument", fname .. ": history takes console = n, requests = n and bytes = n (whole numbers)")
     end
   end
   return h

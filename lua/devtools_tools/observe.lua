@@ -32,26 +32,43 @@ local M = {}
 
 -- How many console messages and requests a page keeps by default.
 M.DEFAULT_HISTORY = 1000
+-- How many bytes of page text each of those two rings holds at most by
+-- default (console text and string arguments; request URLs and bodies): a
+-- page that logs megabytes in a loop must not take the host's memory.
+M.DEFAULT_HISTORY_BYTES = 16 * 1024 * 1024
 
 -- ---- a bounded ring, indexed by absolute position -------------------------
 
-local function ring(cap)
-  return { cap = cap, items = {}, first = 1, last = 0 }
+local function len(s) return type(s) == "string" and #s or 0 end
+
+-- ring(cap, max_bytes, on_drop?): at most cap items and max_bytes bytes
+-- of them, but for the newest item, which stays whatever its size.
+-- on_drop(item) is told of each item that falls out.
+local function ring(cap, max_bytes, on_drop)
+  return { cap = cap, max_bytes = max_bytes, bytes = 0, items = {}, sizes = {},
+    first = 1, last = 0, on_drop = on_drop }
 end
 
--- push(r, v) -> the item that fell out, if any
-local function push(r, v)
-  r.last = r.last + 1
-  r.items[r.last] = v
-  if r.last - r.first + 1 > r.cap then
-    local old = r.items[r.first]
-    r.items[r.first] = nil
-    r.first = r.first + 1
-    return old
+-- push(r, v, size): adds v, which holds size bytes; the oldest fall out
+local function push(r, v, size)
+  local last = r.last + 1
+  r.last = last
+  r.items[last], r.sizes[last] = v, size
+  r.bytes = r.bytes + size
+  while last - r.first + 1 > r.cap or (r.bytes > r.max_bytes and r.first < last) do
+    local i = r.first
+    local old = r.items[i]
+    r.bytes = r.bytes - r.sizes[i]
+    r.items[i], r.sizes[i] = nil, nil
+    r.first = i + 1
+    if r.on_drop then r.on_drop(old) end
   end
 end
 
 -- ---- state --------------------------------------------------------------------
+
+-- A request's key in inflight.
+local function key(session, id) return (session or "") .. "\0" .. tostring(id) end
 
 local EVENTS = { console = true, request = true, response = true, navigated = true, crashed = true }
 
@@ -62,14 +79,20 @@ local ENABLE = { "Network.enable", "Log.enable", "WebMCP.enable" }
 
 -- attach_send(page, deadline, history) -> ids: sets up the page's records
 -- and sends the enables, before the page's own set-up replies are read.
--- history: {console = n, requests = n}.
+-- history: {console = n, requests = n, bytes = n}.
 function M.attach_send(page, deadline, history)
   history = history or {}
+  local bytes = history.bytes or M.DEFAULT_HISTORY_BYTES
+  local inflight = {}       -- session .. "\0" .. requestId -> record
   page._obs = {
     seq = 0,
-    console = ring(history.console or M.DEFAULT_HISTORY),
-    requests = ring(history.requests or M.DEFAULT_HISTORY),
-    inflight = {},          -- session .. "\0" .. requestId -> record
+    console = ring(history.console or M.DEFAULT_HISTORY, bytes),
+    requests = ring(history.requests or M.DEFAULT_HISTORY, bytes, function(old)
+      -- a request that falls out is forgotten, finished or not
+      local k = key(old.session, old.id)
+      if inflight[k] == old then inflight[k] = nil end
+    end),
+    inflight = inflight,
     listeners = {},         -- event name -> list of functions
     cdp_listeners = {},     -- CDP method -> list of functions (a plain table: names are data)
   }
@@ -100,9 +123,9 @@ local function emit(st, list, event, ...)
   for _, fn in ipairs(copy) do
     local ok, err = pcall(fn, ...)
     if not ok then
+      local text = "a page:on(" .. tostring(event) .. ") listener failed: " .. tostring(err)
       push(st.console, { seq = next_seq(st), level = "error", type = "listener_error",
-        source = "devtools_tools", text = "a page:on(" .. tostring(event) .. ") listener failed: "
-        .. tostring(err), args = {}, time = now() })
+        source = "devtools_tools", text = text, args = {}, time = now() }, #text)
     end
   end
 end
@@ -126,6 +149,10 @@ local function arg_now(ro)
 end
 
 local function text_of(args)
+  local one = args[1]
+  if #args == 1 and one.type == "string" and type(one.value) == "string" then
+    return one.value        -- the argument itself, not a copy (it may be megabytes)
+  end
   local parts = {}
   for i, ro in ipairs(args) do
     local v = ro.value
@@ -152,11 +179,22 @@ local function location_of(stack, url, line, col)
   if url or line then return { url = url, line = line, column = col } end
 end
 
+-- Bytes of page text a console record holds: its text and the strings
+-- among its arguments that are not that text.
+local function console_size(rec)
+  local text = rec.text
+  local n = len(text)
+  for _, v in ipairs(rec.args) do
+    if type(v) == "string" and v ~= text then n = n + #v end
+  end
+  return n
+end
+
 local function record_console(page, st, rec, session)
   rec.seq = next_seq(st)
   rec.time = now()
   rec.session = session or page.session
-  push(st.console, rec)
+  push(st.console, rec, console_size(rec))
   emit(st, st.listeners.console, "console", rec)
 end
 
@@ -205,8 +243,6 @@ end
 
 -- ---- network ---------------------------------------------------------------------
 
-local function key(session, id) return (session or "") .. "\0" .. tostring(id) end
-
 local function new_request(page, st, p, session)
   local r = p.request or {}
   local ini = p.initiator or {}
@@ -221,11 +257,8 @@ local function new_request(page, st, p, session)
     sizes = { transferred = 0, body = 0 },
     done = false,
   }
-  local old = push(st.requests, rec)
-  if old and st.inflight[key(old.session, old.id)] == old then
-    st.inflight[key(old.session, old.id)] = nil
-  end
   st.inflight[key(rec.session, rec.id)] = rec
+  push(st.requests, rec, len(rec.url) + len(rec.post_data))
   emit(st, st.listeners.request, "request", rec)
   return rec
 end
