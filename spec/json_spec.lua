@@ -629,3 +629,65 @@ describe("devtools_tools.json", function()
     assert.are.equal(json.null, json.decode("null"))
   end)
 end)
+
+-- base64 (core.base64_decode, devtools_tools.base64): CDP's binary data
+describe("base64 decoding", function()
+  local base64 = require("devtools_tools.base64")
+  local ALPHA = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+  -- a reference encoder, plain arithmetic (runs on 5.1 too)
+  local function encode(s)
+    local out = {}
+    for i = 1, #s, 3 do
+      local a, b, c = s:byte(i, i + 2)
+      local x = a * 65536 + (b or 0) * 256 + (c or 0)
+      local q = {}
+      for j = 4, 1, -1 do
+        q[j] = ALPHA:sub(x % 64 + 1, x % 64 + 1)
+        x = (x - x % 64) / 64
+      end
+      if not c then q[4] = "=" end
+      if not b then q[3] = "=" end
+      out[#out + 1] = table.concat(q)
+    end
+    return table.concat(out)
+  end
+
+  it("gives back every byte, with each padding, and ignores line breaks", function()
+    local all = {}
+    for i = 0, 255 do all[#all + 1] = string.char(i) end
+    all = table.concat(all)
+    for cut = 0, 5 do                               -- lengths 251..256: "==", "=" and none
+      local s = all:sub(1, #all - cut)
+      assert.equal(s, base64.decode(encode(s)))
+    end
+    assert.equal("", base64.decode(""))
+    assert.equal("A", base64.decode("QQ=="))
+    assert.equal("AB", base64.decode("QUI="))
+    assert.equal("ABC", base64.decode("QUJD"))
+    assert.equal("ABCD", base64.decode("QUJD\r\nRA==\n"))
+    assert.equal("", base64.decode("\r\n"))
+    local big = {}
+    for i = 1, 300000 do big[i] = string.char((i * 7919) % 256) end
+    big = table.concat(big)
+    assert.equal(big, base64.decode(encode(big)))
+  end)
+
+  it("refuses anything else as a protocol_error naming the byte", function()
+    for _, c in ipairs({
+      { "QUJ", 3 },                -- not a multiple of 4
+      { "Q!JD", 1 }, { "!UJD", 1 }, -- one of a group's first two bytes
+      { "QU!D", 3 }, { "QUJ!", 4 },
+      { "QQ=A", 3 },               -- "=" then more
+      { "QQ==QUJD", 4 },           -- padding before the end
+      { "Q===", 1 }, { "QQ=#", 4 }, { "QUJD QUJ", 5 },
+      { "QU\r\nJ!", 4 },           -- counted without the line break
+    }) do
+      local bytes, msg = core.base64_decode(c[1])
+      assert.is_nil(bytes, c[1])
+      assert.equal("not base64 text at byte " .. c[2], msg, c[1])
+      local e = errors.catch(base64.decode, c[1]) and nil or select(2, errors.catch(base64.decode, c[1]))
+      assert.equal("protocol_error", e.code)
+      assert.equal("base64: not base64 text at byte " .. c[2], e.message)
+    end
+  end)
+end)

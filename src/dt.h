@@ -19,6 +19,7 @@
  *   fs.h    ───> base.h                  fs.c        temp dirs, rmtree
  *   process.c ─> pipe.h ring.h fs.h                  Process class, spawn, reaper
  *   regex.c ───> base.h                              ECMA-262 regex (PCRE2)
+ *   base64.c ──> base.h                              base64 text to bytes
  *
  * Every file that defines an *_open includes dt.h for its prototype (dt.h
  * itself needs only base.h).
@@ -40,5 +41,6 @@ void dt_process_open(lua_State *L);
 void dt_ws_open(lua_State *L);
 void dt_poll_open(lua_State *L);
 void dt_http_open(lua_State *L);
+void dt_base64_open(lua_State *L);
 
 #endif
