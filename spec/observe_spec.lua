@@ -384,3 +384,62 @@ describe("screenshots", function()
     page:close()
   end)
 end)
+
+describe("JavaScript dialogs", function()
+  -- A dialog stops the page's script until answered: left open, every
+  -- call on the page would time out. Each is answered as it opens.
+  local function dialogs(page)
+    local out = {}
+    for _, m in ipairs(page:console_messages()) do
+      if m.type == "dialog" then out[#out + 1] = m end
+    end
+    return out
+  end
+
+  it("are answered as they open: alert and beforeunload accepted, confirm and prompt dismissed", function()
+    local page = open("/observe.html")
+    assert.equal(1, page:evaluate("alert('hi'); 1", { timeout = 5 }))
+    assert.is_false(page:evaluate("confirm('sure?')", { timeout = 5 }))
+    assert.equal(dt.null, page:evaluate("prompt('name?', 'x')", { timeout = 5 }))
+    -- one the page opens by itself, between calls: the next call is not held
+    page:evaluate("setTimeout(() => alert('later'), 0); 0", { timeout = 5 })
+    assert.is_true(H.wait_for(function() page.conn:poll(); return #dialogs(page) == 4 end, 5))
+    assert.equal(2, page:evaluate("2", { timeout = 5 }))
+    local d = dialogs(page)
+    assert.same({ "hi", "sure?", "name?", "later" }, { d[1].text, d[2].text, d[3].text, d[4].text })
+    assert.same({ "alert", "confirm", "prompt", "alert" },
+      { d[1].dialog.type, d[2].dialog.type, d[3].dialog.type, d[4].dialog.type })
+    assert.same({ true, false, false, true }, { d[1].dialog.answer, d[2].dialog.answer, d[3].dialog.answer,
+      d[4].dialog.answer })
+    assert.equal("x", d[3].dialog.default_prompt)
+    assert.equal("warning", d[1].level)
+    page:close()
+  end)
+
+  it("take the answer of the first page:on('dialog') listener that gives one", function()
+    local page = open("/observe.html")
+    local seen = {}
+    local off_bad = page:on("dialog", function(d) seen[#seen + 1] = d.type; error("boom") end)
+    local off_num = page:on("dialog", function() return 42 end)
+    local off = page:on("dialog", function(d)
+      if d.type == "prompt" then return "Ada " .. d.default_prompt end
+      if d.message == "yes?" then return true end
+    end)
+    assert.equal("Ada L", page:evaluate("prompt('name?', 'L')", { timeout = 5 }))
+    assert.is_true(page:evaluate("confirm('yes?')", { timeout = 5 }))
+    assert.is_false(page:evaluate("confirm('no?')", { timeout = 5 }))   -- no answer given: the default
+    assert.same({ "prompt", "confirm", "confirm" }, seen)
+    -- the failing and the wrong listener are reported, and did not stop the others
+    local errs = {}
+    for _, m in ipairs(page:console_messages()) do
+      if m.type == "listener_error" then errs[#errs + 1] = m.text end
+    end
+    assert.equal(6, #errs)
+    assert.equal("a page:on(dialog) listener failed: ", errs[1]:sub(1, 35))
+    assert.matches("boom$", errs[1])
+    assert.equal("a page:on(dialog) listener answered a number (true, false or a string)", errs[2])
+    off(); off_bad(); off_num()
+    assert.equal(dt.null, page:evaluate("prompt('again?')", { timeout = 5 }))
+    page:close()
+  end)
+end)

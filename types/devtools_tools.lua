@@ -233,7 +233,7 @@ function Page:mark() end
 ---@return devtools_tools.Observed
 ---@return any ...
 function Page:observe(fn, opts) end
----@param event "console"|"request"|"response"|"navigated"|"crashed"
+---@param event "console"|"request"|"response"|"navigated"|"crashed"|"dialog"
 ---@param fn function must not wait
 ---@return fun(): boolean remove
 function Page:on(event, fn) end

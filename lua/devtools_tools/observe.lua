@@ -70,7 +70,8 @@ end
 -- A request's key in inflight.
 local function key(session, id) return (session or "") .. "\0" .. tostring(id) end
 
-local EVENTS = { console = true, request = true, response = true, navigated = true, crashed = true }
+local EVENTS = { console = true, request = true, response = true, navigated = true, crashed = true,
+  dialog = true }
 
 -- The domains a page enables beside the library's own: WebMCP is
 -- experimental, and a browser without it answers with an error, which
@@ -241,6 +242,55 @@ handlers["Log.entryAdded"] = function(page, st, p, session)
   }, session)
 end
 
+-- ---- dialogs ---------------------------------------------------------------------
+
+-- A JavaScript dialog (alert, confirm, prompt, beforeunload) stops its
+-- page's script until it is answered, and every later call on the page
+-- would time out. So each is answered as it opens: by the first "dialog"
+-- listener that returns an answer (true accepts, false dismisses, a string
+-- accepts a prompt with that text), else accepted for alert and
+-- beforeunload (a navigation or close goes on) and dismissed for confirm
+-- and prompt (false and null to the page, as if nobody clicked OK). Each
+-- is kept as a console record of type "dialog".
+local ACCEPT_BY_DEFAULT = { alert = true, beforeunload = true }
+
+local function dialog_answer(st, d)
+  local list = st.listeners.dialog
+  if list then
+    for _, fn in ipairs({ unpack(list) }) do
+      local ok, r = pcall(fn, d)
+      if not ok then
+        r = "a page:on(dialog) listener failed: " .. tostring(r)
+      elseif r ~= nil and type(r) ~= "boolean" and type(r) ~= "string" then
+        r = "a page:on(dialog) listener answered a " .. type(r) .. " (true, false or a string)"
+      elseif r ~= nil then
+        return r
+      else
+        r = nil
+      end
+      if r then
+        push(st.console, { seq = next_seq(st), level = "error", type = "listener_error",
+          source = "devtools_tools", text = r, args = {}, time = now() }, #r)
+      end
+    end
+  end
+  return ACCEPT_BY_DEFAULT[d.type] == true
+end
+
+handlers["Page.javascriptDialogOpening"] = function(page, st, p, session)
+  local d = { type = p.type, message = tostring(p.message or ""), default_prompt = p.defaultPrompt,
+    url = p.url, frame = p.frameId }
+  local answer = dialog_answer(st, d)
+  d.answer = answer
+  local params = { accept = answer ~= false }
+  if type(answer) == "string" then params.promptText = answer end
+  page.conn:send_nowait("Page.handleJavaScriptDialog", params, session)
+  record_console(page, st, {
+    level = "warning", type = "dialog", source = "dialog", text = d.message,
+    args = setmetatable({}, array_mt), dialog = d, frame = p.frameId,
+  }, session)
+end
+
 -- ---- network ---------------------------------------------------------------------
 
 local function new_request(page, st, p, session)
@@ -377,13 +427,14 @@ end
 
 -- on(event, fn) -> remove(): fn(record) for "console" and "request" (a
 -- request was sent), "response" (it finished or failed), "navigated"
--- ({url, frame}), "crashed" ({url}). Listeners run inside the connection's
--- reader and must not wait.
+-- ({url, frame}), "crashed" ({url}), "dialog" ({type, message,
+-- default_prompt, url, frame}; fn may return the answer: see dialogs
+-- above). Listeners run inside the connection's reader and must not wait.
 function P.on(page, event, fn)
   local st = state(page)
   if type(event) ~= "string" or not EVENTS[event] then
     raise("bad_argument", "on: unknown event " .. tostring(event)
-      .. " (console, request, response, navigated, crashed)")
+      .. " (console, request, response, navigated, crashed, dialog)")
   end
   return listen(st.listeners, event, fn, "on")
 end
