@@ -413,6 +413,15 @@ describe("JavaScript dialogs", function()
       d[4].dialog.answer })
     assert.equal("x", d[3].dialog.default_prompt)
     assert.equal("warning", d[1].level)
+    -- a page that asks before it is left (it may: the handler came with a
+    -- user gesture) is left: the navigation goes on
+    page:cdp("Runtime.evaluate", { userGesture = true, expression =
+      "addEventListener('beforeunload', (e) => { e.preventDefault(); e.returnValue = 'stay?'; }); 0" })
+    page:navigate(server.url("/observe.html?next"), { timeout = 5 })
+    assert.matches("?next", page.url, 1, true)
+    d = dialogs(page)
+    assert.equal("beforeunload", d[5].dialog.type)
+    assert.is_true(d[5].dialog.answer)
     page:close()
   end)
 
