@@ -305,6 +305,14 @@ describe("page (fake transport)", function()
       assert.equal(name, res[i].tool)
       assert.equal("tool " .. name .. ": the batch's reply came, but " .. F.LATE_MESSAGE, res[i].message)
     end
+    -- any other reply too: the call's deadline went with it, and the error names the call
+    fake.on["Runtime.evaluate"] = function() return F.DECODE_LATE end
+    e = H.error_of(page.evaluate, page, "big", { timeout = 5 })
+    assert.equal("timeout", e.code)
+    assert.equal("Runtime.evaluate: the reply came, but " .. F.LATE_MESSAGE, e.message)
+    assert.near(t0 + 5, fake.late_deadline, 1)
+    assert.is_nil(next(page.conn.deadlines))       -- each entry goes with its reply
+    assert.is_nil(next(page.conn.json_ids))
     -- the page answered: nothing asks whether a script of it is still busy
     local probes = 0
     for _, m in ipairs(fake.sent) do

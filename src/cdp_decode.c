@@ -12,7 +12,7 @@
 
 #include <math.h>
 
-/* transport:recv_cdp([deadline [, ids]]) -> message | nil, message, code [, head | id]
+/* transport:recv_cdp([deadline [, ids [, deadlines]]]) -> message | nil, message, code [, head | id]
  * The next message, decoded; one that is not JSON gives "bad_message" (or
  * "no_memory"); other failures are recv's. ids: a table whose keys are
  * ids of replies that carry a JSON text as a string result
@@ -26,12 +26,13 @@
  * JSON gives result.result.json_error, the decoder's message, instead.
  * Past that call's deadline (the reply may be large: 80 MB take seconds)
  * decoding stops: nil, message, "timeout", id (a reader's own timeout has
- * no id). Any other message decodes as it is. */
+ * no id). deadlines: the same for any other reply, id -> its caller's
+ * deadline. Any other message decodes as it is. */
 static int l_recv_cdp(lua_State *L)
 {
 	dt_transport *t = dt_transport_check(L, 1);
 	double deadline = dt_optdeadline(L, 2);
-	dt_json_aside aside = { "id", 0, { "result", "result", "value" }, 0, -1 };
+	dt_json_aside aside = { "id", 0, { "result", "result", "value" }, 0, 0, -1 };
 	const char *msg;
 	size_t len;
 	char err[200];
@@ -39,6 +40,10 @@ static int l_recv_cdp(lua_State *L)
 	if (!lua_isnoneornil(L, 3)) {
 		luaL_checktype(L, 3, LUA_TTABLE);
 		aside.gate = 3;
+		if (!lua_isnoneornil(L, 4)) {
+			luaL_checktype(L, 4, LUA_TTABLE);
+			aside.deadlines = 4;
+		}
 	}
 	if (t == NULL)
 		return dt_push_fail(L, DT_ECLOSED, "transport is closed");

@@ -787,12 +787,15 @@ value_done:                     /* a complete value is on top */
 			lua_pushvalue(L, -1);                       /* ... obj "id" v v */
 			lua_rawget(L, d->rule->gate);               /* ... obj "id" v ids[v] */
 			d->id_ok = lua_toboolean(L, -1);
-			if (d->id_ok) {
+			if (lua_type(L, -1) != LUA_TNUMBER && d->rule->deadlines != 0) {
+				lua_pop(L, 1);                          /* ... obj "id" v */
+				lua_pushvalue(L, -1);                   /* ... obj "id" v v */
+				lua_rawget(L, d->rule->deadlines);      /* ... obj "id" v deadlines[v] */
+			}
+			if (lua_type(L, -1) == LUA_TNUMBER) {       /* the owner's deadline */
 				d->rule->gate_value = lua_tonumber(L, -2);
-				if (lua_type(L, -1) == LUA_TNUMBER) {   /* the owner's deadline */
-					d->deadline = d->rule->deadline = lua_tonumber(L, -1);
-					d->check_at = next_check(d, p);
-				}
+				d->deadline = d->rule->deadline = lua_tonumber(L, -1);
+				d->check_at = next_check(d, p);
 			}
 			lua_pop(L, 1);                              /* ... obj "id" v */
 		}
@@ -915,6 +918,8 @@ int dt_json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 {
 	if (aside != NULL && aside->gate < 0)
 		aside->gate = lua_gettop(L) + aside->gate + 1;  /* absolute: the decoder pushes */
+	if (aside != NULL && aside->deadlines < 0)
+		aside->deadlines = lua_gettop(L) + aside->deadlines + 1;
 	return json_decode(L, s, len, max_depth, err, errsz, code, aside, NULL, -1);
 }
 

@@ -22,6 +22,10 @@ typedef struct dt_json_aside {
 	const char *gate_key;
 	int gate;                   /* stack index of the table of wanted values */
 	const char *path[3];
+	int deadlines;              /* 0, or the stack index of a table whose number
+	                             * for the gate value is a deadline, when the
+	                             * gate table gives none (the string is not
+	                             * set aside for it) */
 	lua_Number gate_value;      /* out: its value, when it matched */
 	double deadline;            /* out: the gate table's number for it, or -1 */
 } dt_json_aside;

@@ -247,7 +247,8 @@ local function await_reply(tool, id, deadline, has_els)
     if r.code == "timeout" then
       if r.details and r.details.decoding then
         -- The page answered; decoding its large result took the time left.
-        raise("timeout", "tool " .. tool.name .. ": " .. r.message, { tool = tool.name, details = r.details })
+        raise("timeout", "tool " .. tool.name .. ": the reply came, but " .. r.details.decoding,
+          { tool = tool.name, details = r.details })
       end
       tool._page:_timed_out(tool._session)
       error(not_settled(tool), 0)

@@ -3,7 +3,7 @@
 -- Correlates commands and replies by id, routes events to the session that
 -- owns them (flattened target sessions: `sessionId` at the top level) and
 -- puts a deadline on every wait. It speaks CDP over any transport object with
--- send(msg, deadline) and recv_cdp(deadline, ids) (the C transports, or a fake
+-- send(msg, deadline) and recv_cdp(deadline, ids, deadlines) (the C transports, or a fake
 -- in unit specs); it never touches a socket itself and knows nothing of pages
 -- or tools.
 --
@@ -80,6 +80,9 @@ function M.new(transport, opts)
     -- deadline of the call waiting for it (or true): decoding a large text
     -- stops there, whoever reads
     json_ids = {},
+    -- id -> the deadline of the call waiting for any other reply: decoding
+    -- a large one stops there too
+    deadlines = {},
     -- tasks waiting on this connection: waiter -> true (see wait_in_task)
     waiters = {},
     watches = {},        -- loop (driver) -> its watch of the transport
@@ -151,7 +154,11 @@ local function transmit(self, id, text, session, deadline, json_reply, method)
     end
     raise("protocol_error", method .. ": " .. tostring(err))
   end
-  if json_reply then self.json_ids[id] = deadline or true end
+  if json_reply then
+    self.json_ids[id] = deadline or true
+  elseif deadline then
+    self.deadlines[id] = deadline
+  end
   return id
 end
 
@@ -197,7 +204,7 @@ end
 
 -- Reads and routes one message. Returns false on timeout.
 local function pump(self, deadline)
-  local msg, err, code, head = self.transport:recv_cdp(deadline, self.json_ids)
+  local msg, err, code, head = self.transport:recv_cdp(deadline, self.json_ids, self.deadlines)
   if msg ~= nil and M.log.on then log_received(msg) end
   if msg ~= nil and (type(msg) ~= "table" or getmetatable(msg) == core.array_mt) then
     -- JSON, but not a CDP message (an array, a string, a number...).
@@ -207,7 +214,7 @@ local function pump(self, deadline)
   if msg == nil then
     if code == "timeout" then
       -- With an id (head): the reply came, but decoding its JSON text ran
-      -- past the deadline of the call that waits for it (json_ids).
+      -- past the deadline of the call that waits for it (json_ids, deadlines).
       if head == nil then return false end
       if self.pending[head] == false then
         self.pending[head] = errors.new("timeout", "the reply came, but " .. err,
@@ -549,6 +556,7 @@ function Conn:await(id, deadline, method)
       pending[id] = nil
       self.pending_session[id] = nil
       self.json_ids[id] = nil
+      self.deadlines[id] = nil
       if not ok then error(got, 0) end
       raise("timeout", (method or "call") .. " timed out")
     end
@@ -557,10 +565,16 @@ function Conn:await(id, deadline, method)
   pending[id] = nil
   self.pending_session[id] = nil
   self.json_ids[id] = nil
+  self.deadlines[id] = nil
   if msg == nil then
     raise("protocol_error", "no call with id " .. tostring(id) .. " is waiting")
   end
-  if errors.is_error(msg) then error(msg, 0) end
+  if errors.is_error(msg) then
+    if msg.details and msg.details.decoding then             -- see pump: name the call
+      msg.message = (method or "call") .. ": " .. msg.message
+    end
+    error(msg, 0)
+  end
   local e = msg.error
   if e then
     raise("protocol_error", (method or "call") .. ": " .. tostring(e.message),

@@ -372,8 +372,8 @@ function Page:evaluate(expression, opts)
     elseif r.code == "protocol_error" and r.details and r.details.code == -32000 then
       -- e.g. a value that cannot be returned by value (a cycle)
       raise("js_error", r.details.message, { details = r.details })
-    elseif r.code == "timeout" then
-      self:_timed_out(session)
+    elseif r.code == "timeout" and not (r.details and r.details.decoding) then
+      self:_timed_out(session)         -- (a reply cut while decoding: the page did answer)
     end
     error(r, 0)
   end

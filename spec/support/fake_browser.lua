@@ -14,9 +14,10 @@ local CALL_HEAD, CALL_TAIL = pagejs.CALL_EXPR_HEAD, pagejs.CALL_EXPR_TAIL
 local F = {}
 
 F.NO_REPLY = setmetatable({}, { __tostring = function() return "NO_REPLY" end })
--- As a result: a large JSON text whose decoding the real transports cut at
--- the deadline of the call waiting for it (ids[id], a number; otherwise it
--- decodes as {"n":0,"v":"decoded"}). fake.late_deadline: that number.
+-- As a result: a large reply whose decoding the real transports cut at the
+-- deadline of the call waiting for it (ids[id] or deadlines[id], a number;
+-- otherwise it decodes as a tool's {"n":0,"v":"decoded"}). fake.late_deadline:
+-- that number.
 F.DECODE_LATE = setmetatable({}, { __tostring = function() return "DECODE_LATE" end })
 F.LATE_MESSAGE = "the deadline passed while decoding (262144 of 1000000 bytes done)"
 
@@ -45,10 +46,11 @@ function F.new(on)
   end
   -- recv_cdp(deadline, ids): replies whose id is in ids carry a JSON
   -- text in result.result.value, decoded in place as the real transports do
-  function t:recv_cdp(_, ids)
+  function t:recv_cdp(_, ids, deadlines)
     local m = table.remove(self.queue, 1)
     if m and m.result == F.DECODE_LATE then
       local deadline = ids and ids[m.id]
+      if type(deadline) ~= "number" then deadline = deadlines and deadlines[m.id] end
       if type(deadline) == "number" then
         self.late_deadline = deadline
         return nil, F.LATE_MESSAGE, "timeout", m.id
