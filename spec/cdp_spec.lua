@@ -52,6 +52,32 @@ describe("cdp.Connection", function()
     assert.is_nil(next(c.pending))
   end)
 
+  it("forgets requests nobody awaited once their deadline is long past; their late replies are dropped", function()
+    local held = {}
+    local t = fake({
+      ["Old"] = function(m) held[#held + 1] = m; return {} end,
+      ["Q"] = function(m) return { { id = m.id, result = {} } } end,
+    })
+    local c = cdp.new(t)
+    local old = {}
+    for i = 1, 3 do old[i] = c:send("Old", nil, nil, core.now() - 20) end
+    old[4] = c:send("Old", nil, nil, core.now() - 20, true)           -- a JSON-text reply too
+    local recent = c:send("Old", nil, nil, core.now() + 30)
+    for _ = 1, 64 do c:await(c:send("Q", nil, nil, core.now() + 5), core.now() + 5, "Q") end
+    for _, id in ipairs(old) do
+      assert.is_nil(c.pending[id])
+      assert.is_nil(c.deadlines[id])
+      assert.is_nil(c.json_ids[id])
+      assert.is_nil(c.pending_session[id])
+    end
+    assert.is_false(c.pending[recent])                                 -- still awaited
+    -- the replies come at last: the forgotten ones are dropped, the recent one is taken
+    for _, m in ipairs(held) do t.queue[#t.queue + 1] = { id = m.id, result = { late = m.id } } end
+    assert.same({ late = recent }, c:await(recent, core.now() + 1, "Old"))
+    assert.is_nil(next(c.pending))
+    assert.is_nil(next(c.deadlines))
+  end)
+
   it("sends a request its caller wrote as text, numbered like the others", function()
     local t = fake({ ["T.x"] = function(m) return { { id = m.id, result = { got = m.params.v } } } end })
     local c = cdp.new(t)

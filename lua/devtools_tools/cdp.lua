@@ -88,6 +88,7 @@ function M.new(transport, opts)
     watches = {},        -- loop (driver) -> its watch of the transport
     ended_sessions = {},  -- session -> the dt.Error its requests fail with (end_session)
     dispatching = 0,        -- event listeners running (see hand_over)
+    awaits = 0,             -- awaits since the last sweep (see sweep)
   }, Conn)
 end
 
@@ -541,8 +542,36 @@ end
 -- Is the reply to request id there (or its Error)?
 local function reply_arrived(pending, id) return pending[id] ~= false end
 
+-- A caller that sent several requests and met an error awaiting the first
+-- never awaits the others: their replies would wait in pending for ever
+-- (200 discoveries cut short by their timeout left 425). So every
+-- SWEEP_EVERY awaits, the requests whose deadline passed SWEEP_GRACE
+-- seconds ago are forgotten; a reply that comes for one later is dropped,
+-- as a late one is.
+local SWEEP_EVERY, SWEEP_GRACE = 64, 10
+
+local function sweep(self)
+  self.awaits = 0
+  local too_old = now() - SWEEP_GRACE
+  local pending, sessions, json_ids, deadlines = self.pending, self.pending_session, self.json_ids,
+    self.deadlines
+  for id, deadline in pairs(deadlines) do
+    if deadline < too_old then
+      pending[id], sessions[id], json_ids[id], deadlines[id] = nil, nil, nil, nil
+    end
+  end
+  for id, deadline in pairs(json_ids) do
+    if deadline ~= true and deadline < too_old then
+      pending[id], sessions[id], json_ids[id] = nil, nil, nil
+    end
+  end
+end
+
 function Conn:await(id, deadline, method)
   local pending = self.pending
+  local n = self.awaits + 1
+  self.awaits = n
+  if n >= SWEEP_EVERY then sweep(self) end
   if pending[id] == false then
     local ok, got
     if next(self.waiters) == nil and current_task() == nil then
