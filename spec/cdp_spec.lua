@@ -63,7 +63,10 @@ describe("cdp.Connection", function()
     for i = 1, 3 do old[i] = c:send("Old", nil, nil, core.now() - 20) end
     old[4] = c:send("Old", nil, nil, core.now() - 20, true)           -- a JSON-text reply too
     local recent = c:send("Old", nil, nil, core.now() + 30)
-    for _ = 1, 64 do c:await(c:send("Q", nil, nil, core.now() + 5), core.now() + 5, "Q") end
+    for _ = 1, 63 do c:await(c:send("Q", nil, nil, core.now() + 5), core.now() + 5, "Q") end
+    -- the 64th await sweeps; its own request is long past its deadline, and kept
+    local own = c:send("Q", nil, nil, core.now() - 20)
+    assert.same({}, c:await(own, core.now() + 5, "Q"))
     for _, id in ipairs(old) do
       assert.is_nil(c.pending[id])
       assert.is_nil(c.deadlines[id])

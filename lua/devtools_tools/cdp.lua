@@ -547,21 +547,21 @@ local function reply_arrived(pending, id) return pending[id] ~= false end
 -- (200 discoveries cut short by their timeout left 425). So every
 -- SWEEP_EVERY awaits, the requests whose deadline passed SWEEP_GRACE
 -- seconds ago are forgotten; a reply that comes for one later is dropped,
--- as a late one is.
+-- as a late one is. keep: the id being awaited, which is never forgotten.
 local SWEEP_EVERY, SWEEP_GRACE = 64, 10
 
-local function sweep(self)
+local function sweep(self, keep)
   self.awaits = 0
   local too_old = now() - SWEEP_GRACE
   local pending, sessions, json_ids, deadlines = self.pending, self.pending_session, self.json_ids,
     self.deadlines
   for id, deadline in pairs(deadlines) do
-    if deadline < too_old then
+    if deadline < too_old and id ~= keep then
       pending[id], sessions[id], json_ids[id], deadlines[id] = nil, nil, nil, nil
     end
   end
   for id, deadline in pairs(json_ids) do
-    if deadline ~= true and deadline < too_old then
+    if deadline ~= true and deadline < too_old and id ~= keep then
       pending[id], sessions[id], json_ids[id] = nil, nil, nil
     end
   end
@@ -571,7 +571,7 @@ function Conn:await(id, deadline, method)
   local pending = self.pending
   local n = self.awaits + 1
   self.awaits = n
-  if n >= SWEEP_EVERY then sweep(self) end
+  if n >= SWEEP_EVERY then sweep(self, id) end
   if pending[id] == false then
     local ok, got
     if next(self.waiters) == nil and current_task() == nil then
