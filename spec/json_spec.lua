@@ -633,24 +633,7 @@ end)
 -- base64 (core.base64_decode, devtools_tools.base64): CDP's binary data
 describe("base64 decoding", function()
   local base64 = require("devtools_tools.base64")
-  local ALPHA = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-  -- a reference encoder, plain arithmetic (runs on 5.1 too)
-  local function encode(s)
-    local out = {}
-    for i = 1, #s, 3 do
-      local a, b, c = s:byte(i, i + 2)
-      local x = a * 65536 + (b or 0) * 256 + (c or 0)
-      local q = {}
-      for j = 4, 1, -1 do
-        q[j] = ALPHA:sub(x % 64 + 1, x % 64 + 1)
-        x = (x - x % 64) / 64
-      end
-      if not c then q[4] = "=" end
-      if not b then q[3] = "=" end
-      out[#out + 1] = table.concat(q)
-    end
-    return table.concat(out)
-  end
+  local encode = require("support.base64_ref").encode
 
   it("gives back every byte, with each padding, and ignores line breaks", function()
     local all = {}

@@ -41,13 +41,10 @@ static int l_base64_decode(lua_State *L)
 		len = n;
 	}
 	n = len;
-	if (n % 4 != 0) {
-		lua_pushnil(L);
-		lua_pushfstring(L, "not base64 text at byte %d", (int)n);
-		return 2;
-	}
+	if (n % 4 != 0)
+		bad = n;
 	out = lua_newuserdata(L, n / 4 * 3 + 1);        /* ... out */
-	for (i = 0; i < n; i += 4) {
+	for (i = 0; bad == 0 && i < n; i += 4) {
 		int v1 = val[s[i]], v2 = val[s[i + 1]], v3 = val[s[i + 2]], v4 = val[s[i + 3]];
 		unsigned long x;
 		if (v1 < 0 || v2 < 0) {

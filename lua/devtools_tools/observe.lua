@@ -116,17 +116,21 @@ local function next_seq(st)
   return st.seq
 end
 
--- Calls the listeners of one event; a failing listener becomes a console
--- record (so it is seen) and never reaches the connection's reader.
+-- A listener that failed (or answered nonsense) becomes a console record,
+-- so that it is seen, and never reaches the connection's reader.
+local function listener_error(st, text)
+  push(st.console, { seq = next_seq(st), level = "error", type = "listener_error",
+    source = "devtools_tools", text = text, args = {}, time = now() }, #text)
+end
+
+-- Calls the listeners of one event.
 local function emit(st, list, event, ...)
   if not list or #list == 0 then return end
   local copy = { unpack(list) }
   for _, fn in ipairs(copy) do
     local ok, err = pcall(fn, ...)
     if not ok then
-      local text = "a page:on(" .. tostring(event) .. ") listener failed: " .. tostring(err)
-      push(st.console, { seq = next_seq(st), level = "error", type = "listener_error",
-        source = "devtools_tools", text = text, args = {}, time = now() }, #text)
+      listener_error(st, "a page:on(" .. tostring(event) .. ") listener failed: " .. tostring(err))
     end
   end
 end
@@ -255,23 +259,14 @@ end
 local ACCEPT_BY_DEFAULT = { alert = true, beforeunload = true }
 
 local function dialog_answer(st, d)
-  local list = st.listeners.dialog
-  if list then
-    for _, fn in ipairs({ unpack(list) }) do
-      local ok, r = pcall(fn, d)
-      if not ok then
-        r = "a page:on(dialog) listener failed: " .. tostring(r)
-      elseif r ~= nil and type(r) ~= "boolean" and type(r) ~= "string" then
-        r = "a page:on(dialog) listener answered a " .. type(r) .. " (true, false or a string)"
-      elseif r ~= nil then
-        return r
-      else
-        r = nil
-      end
-      if r then
-        push(st.console, { seq = next_seq(st), level = "error", type = "listener_error",
-          source = "devtools_tools", text = r, args = {}, time = now() }, #r)
-      end
+  for _, fn in ipairs({ unpack(st.listeners.dialog or {}) }) do
+    local ok, r = pcall(fn, d)
+    if not ok then
+      listener_error(st, "a page:on(dialog) listener failed: " .. tostring(r))
+    elseif type(r) == "boolean" or type(r) == "string" then
+      return r
+    elseif r ~= nil then
+      listener_error(st, "a page:on(dialog) listener answered a " .. type(r) .. " (true, false or a string)")
     end
   end
   return ACCEPT_BY_DEFAULT[d.type] == true

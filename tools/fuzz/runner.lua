@@ -13,7 +13,7 @@
 
 local dir = arg[0]:match("^(.*)/fuzz/runner%.lua$") or "tools"
 local build = os.getenv("DEVTOOLS_TOOLS_BUILD") or "build/lua5.4"
-package.path = dir .. "/?.lua;./lua/?.lua;./lua/?/init.lua;" .. package.path
+package.path = dir .. "/?.lua;./lua/?.lua;./lua/?/init.lua;./spec/?.lua;" .. package.path
 package.cpath = "./" .. build .. "/?.so;" .. package.cpath
 
 local core = require "devtools_tools.core"
