@@ -403,6 +403,17 @@ describe("tasks on a driver of the spec's own", function()
     assert.are.equal(3, next_task:wait().v)
   end)
 
+  it("dt.wait_all of tasks that have ended needs no step (the driver has none)", function()
+    local task = dt.async(function() return conn:call("X.y") end)
+    t.inbox[1] = { id = t.sent[1].id, result = { v = 7 } }
+    d:fire_read()
+    assert.is_true(task.done)
+    assert.are.equal(7, dt.wait_all({ task })[1].v)
+    local waiting = dt.async(function() return conn:call("X.z") end)
+    assert.are.equal("bad_argument", H.error_of(dt.wait_all, { task, waiting }).code)
+    waiting:cancel()
+  end)
+
   it("refuses what is not a loop", function()
     assert.are.equal("bad_argument", H.error_of(dt.use_loop, {}).code)
     assert.are.equal("bad_argument", H.error_of(dt.async, 42).code)
@@ -476,6 +487,49 @@ describe("waits on the built-in loop", function()
     a:cancel(); b:cancel()
   end)
 
+  it("a task that raises nil has failed: wait and wait_all raise nil, not a bug of ours", function()
+    local t = dt.async(function() dt.sleep(0) error(nil) end)
+    local ok, err = pcall(t.wait, t, 5)
+    assert.is_false(ok)
+    assert.is_nil(err)
+    ok, err = pcall(dt.wait_all, { t }, 5)
+    assert.is_false(ok)
+    assert.is_nil(err)
+    assert.are.equal("Task(failed)", tostring(t))
+  end)
+
+  it("dt.wait_all turns every loop its tasks run on", function()
+    local other = require("devtools_tools.loop").builtin()
+    local a = dt.async(function() dt.sleep(0.02) return "a" end)          -- the default built-in loop
+    dt.use_loop(other)
+    local b = dt.async(function() dt.sleep(0.04) return "b" end)          -- another one
+    dt.use_loop(nil)
+    assert.same({ n = 2, "a", "b" }, dt.wait_all({ a, b }, 10))
+  end)
+
+  it("dt.wait_all refuses a list with holes or other keys, naming them", function()
+    local t = dt.async(function() return 1 end)
+    local e = H.error_of(dt.wait_all, { t, nil, 3 })     -- (# is 1 or 3: either is refused)
+    assert.are.equal("bad_argument", e.code)
+    e = H.error_of(dt.wait_all, { t, x = t })
+    assert.are.equal("bad_argument", e.code)
+    assert.matches('the key "x"', e.message, 1, true)
+    assert.same({ n = 1, 1 }, dt.wait_all({ t }, 5))
+  end)
+
+  it("a task polling another with short waits leaves no waiter behind on it", function()
+    local long = dt.async(function() dt.sleep(5) return "long" end)
+    local poller = dt.async(function()
+      for _ = 1, 50 do
+        local ok, e = pcall(long.wait, long, 0.001)
+        assert(not ok and e.code == "timeout", tostring(e))
+      end
+      return #(long.joiners or {})
+    end)
+    assert.are.equal(0, poller:wait(10))
+    long:cancel()
+  end)
+
   it("refuses a loop that lacks what tasks need", function()
     local e = H.error_of(dt.use_loop, { new_poll = function() end, new_timer = function() end })
     assert.are.equal("bad_argument", e.code)
@@ -499,6 +553,18 @@ describe("on_done on the built-in loop", function()
     assert.same({ n = 1, "s" }, dt.wait_all({ slow }, 5))
     order[#order + 1] = "all waited"
     assert.same({ "async returned", "q", "waited", "s", "all waited" }, order)
+  end)
+
+  it("has run when wait(0) returns a task that has just ended", function()
+    local ran = false
+    local t = dt.async(function() return "v" end, function() ran = true end)
+    assert.is_false(ran)
+    assert.are.equal("v", t:wait(0))
+    assert.is_true(ran)
+    local ran2 = false
+    local t2 = dt.async(function() return "w" end, function() ran2 = true end)
+    assert.same({ n = 1, "w" }, dt.wait_all({ t2 }, 0))
+    assert.is_true(ran2)
   end)
 
   it("an error on_done raises comes out of the wait that was turning the loop", function()
@@ -710,6 +776,13 @@ for _, L in ipairs(loops) do
         assert.is_false(r.ok)
         assert.are.equal("timeout", r.code)
         assert.is_true(r.took >= 1, ("timed out after %.2f s of 1"):format(r.took))
+      end)
+
+      it("a finite timeout too long for luv's timer is a wait, not luv's error", function()
+        local task = dt.async(function() dt.sleep(1e16) end)
+        assert.is_false(task.done, tostring(task.error))
+        task:cancel()
+        assert.are.equal("cancelled", H.error_of(task.wait, task).code)
       end)
 
       it("a wait with no timeout that nothing can end says so instead of spinning", function()

@@ -183,6 +183,9 @@ function Luv:timer(seconds, cb)
   local h = { timer = t }
   local ms = math_max(0, seconds) * 1000
   ms = ms - ms % 1 + ((ms % 1 > 0) and 1 or 0)      -- round up: never early
+  -- luv takes an integer: a finite timeout past 9.2e15 s has none (Lua
+  -- 5.4 refuses the float), so a wait that long waits 142,000 years
+  if ms > 2^52 then ms = 2^52 end
   t:start(ms, 0, function()
     if not t:is_closing() then close(self, t) end
     h.timer = nil

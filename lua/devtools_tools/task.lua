@@ -23,8 +23,8 @@ local now = core.now
 local raise = errors.raise
 local co_create, co_resume, co_running, co_status, co_yield =
       coroutine.create, coroutine.resume, coroutine.running, coroutine.status, coroutine.yield
-local type, select, setmetatable, getmetatable, ipairs, error, xpcall, pcall, rawequal =
-      type, select, setmetatable, getmetatable, ipairs, error, xpcall, pcall, rawequal
+local type, select, setmetatable, getmetatable, ipairs, pairs, error, xpcall, pcall, rawequal =
+      type, select, setmetatable, getmetatable, ipairs, pairs, error, xpcall, pcall, rawequal
 local unpack = table.unpack or unpack
 local traceback = debug.traceback
 local math_huge, math_max = math.huge, math.max
@@ -83,6 +83,7 @@ finish = function(task, ok, r)
   if ok then
     task.results = { n = r.n - 1, unpack(r, 2, r.n) }
   else
+    task.failed = true      -- the error may be any value, nil too
     task.error = r[2]
   end
   -- on_done runs on the loop, never inside the call that ended the task:
@@ -194,7 +195,7 @@ local function check_timeout(what, t)
 end
 
 local function outcome(task)
-  if task.error ~= nil then error(task.error, 0) end
+  if task.failed then error(task.error, 0) end
   local r = task.results
   return unpack(r, 1, r.n)
 end
@@ -214,9 +215,20 @@ function Task:wait(timeout)
   if me == self then raise("bad_argument", "wait: a task cannot wait for itself") end
   if me then
     while not self.done do
-      self.joiners = self.joiners or {}
-      self.joiners[#self.joiners + 1] = { task = me, seq = me.seq + 1 }
-      if me:suspend(deadline) == "timeout" and not self.done then
+      local joiners = self.joiners or {}
+      self.joiners = joiners
+      local j = { task = me, seq = me.seq + 1 }
+      joiners[#joiners + 1] = j
+      local ok, reason = pcall(me.suspend, me, deadline)
+      if not self.done then
+        -- not woken by the end: forget this waiter (a task that polls with
+        -- short timeouts would otherwise pile them up until the end)
+        for i = #joiners, 1, -1 do
+          if joiners[i] == j then table.remove(joiners, i) break end
+        end
+      end
+      if not ok then error(reason, 0) end
+      if reason == "timeout" and not self.done then
         raise("timeout", "wait: the task did not end in time")
       end
     end
@@ -236,13 +248,21 @@ end
 -- run_until(driver, pred, deadline): turns the loop (outside any task)
 -- until pred() or the deadline.
 function M.run_until(driver, pred, deadline)
+  if pred() then return true end
   if not driver.step then
     raise("bad_argument", "this loop cannot be run from outside a task (its driver has no step):"
       .. " wait with a callback instead")
   end
+  local turned = false
   while not pred() do
     local left = deadline - now()
-    if left <= 0 then return false end
+    if left <= 0 then
+      -- at least one turn, without waiting: wait(0) on a task that has
+      -- just ended runs its on_done (a timer already due)
+      if turned then return false end
+      left = 0
+    end
+    turned = true
     if driver:step(left < math_huge and left or nil, pred) == false then
       return pred()           -- nothing is watched and no timer runs: nothing can change
     end
@@ -273,18 +293,21 @@ end
 function M.wait_all(list, timeout)
   if type(list) ~= "table" then raise("bad_argument", "wait_all: expected a list of tasks") end
   check_timeout("wait_all", timeout)
-  for i, t in ipairs(list) do
-    if getmetatable(t) ~= Task then
+  local n = #list
+  for k, t in pairs(list) do
+    if type(k) ~= "number" or k < 1 or k > n or k % 1 ~= 0 then
+      raise("bad_argument", "wait_all: expected a list of tasks, found the key "
+        .. (type(k) == "string" and ("%q"):format(k:sub(1, 40)) or shown(k)))
+    end
+  end
+  for i = 1, n do
+    if getmetatable(list[i]) ~= Task then
       raise("bad_argument", "wait_all: entry " .. i .. " is not a Task")
     end
   end
   local deadline = timeout and (now() + timeout) or math_huge
   local function all_done()
     for _, t in ipairs(list) do if not t.done then return false end end
-    return true
-  end
-  local function all_settled()
-    for _, t in ipairs(list) do if not settled(t) then return false end end
     return true
   end
   local me = M.current()
@@ -294,12 +317,29 @@ function M.wait_all(list, timeout)
         -- a task's own failure waits for the others (raised below, in list
         -- order); this task's timeout or cancellation ends the wait
         local ok, err = pcall(t.wait, t, deadline < math_huge and math_max(0, deadline - now()) or nil)
-        if not ok and not (t.done and t.error ~= nil and rawequal(err, t.error)) then error(err, 0) end
+        if not ok and not (t.failed and rawequal(err, t.error)) then error(err, 0) end
       end
     end
-  elseif #list > 0 then
-    M.run_until(list[1].driver, all_settled, deadline)
-    for _, t in ipairs(list) do finish_closes(t.driver) end
+  else
+    -- Each loop the tasks run on, in turn (tasks started before a
+    -- dt.use_loop switch keep theirs): a task of the second waits while
+    -- the first turns, as it would in a:wait(); b:wait().
+    local drivers, seen = {}, {}
+    for _, t in ipairs(list) do
+      if not seen[t.driver] then
+        seen[t.driver] = true
+        drivers[#drivers + 1] = t.driver
+      end
+    end
+    for _, d in ipairs(drivers) do
+      M.run_until(d, function()
+        for _, t in ipairs(list) do
+          if t.driver == d and not settled(t) then return false end
+        end
+        return true
+      end, deadline)
+    end
+    for _, d in ipairs(drivers) do finish_closes(d) end
   end
   if not all_done() then
     if deadline == math_huge then
@@ -310,14 +350,14 @@ function M.wait_all(list, timeout)
   end
   local out = { n = #list }
   for i, t in ipairs(list) do
-    if t.error ~= nil then error(t.error, 0) end
+    if t.failed then error(t.error, 0) end
     out[i] = t.results[1]
   end
   return out
 end
 
 function Task:__tostring()
-  return "Task(" .. (self.done and (self.error ~= nil and "failed" or "done")
+  return "Task(" .. (self.done and (self.failed and "failed" or "done")
     or (self.cancelled and "cancelling" or (self.waiting and "waiting" or "running"))) .. ")"
 end
 
