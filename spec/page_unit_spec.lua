@@ -401,6 +401,26 @@ describe("discovery (fake transport)", function()
 end)
 
 describe("the Lua layer's modules", function()
+  it("looks again when a document changed under a discovery that found nothing", function()
+    local page, fake = open()
+    local counter, first = { n = 0 }, true
+    F.with_tools(fake, function()
+      if first then                     -- the document is replaced while the discovery runs
+        first = false
+        fake:event("Runtime.executionContextDestroyed", { executionContextId = 7 }, "S1")
+        fake:event("Runtime.executionContextCreated", { context = { id = 8, uniqueId = "u8",
+          origin = "http://127.0.0.1", auxData = { isDefault = true, frameId = "F1" } } }, "S1")
+        return {}
+      end
+      return { ADD }
+    end, counter)
+    assert.equal("called", page:call("add", { a = 1 }))
+    assert.equal(2, counter.n)
+    -- a miss with no change is still one discovery
+    assert.equal("tool_not_found", H.error_of(page.call, page, "nope").code)
+    assert.equal(3, counter.n)
+  end)
+
   it("require each other without a cycle, lazy or not", function()
     local lfs = require "lfs"
     local deps = {}

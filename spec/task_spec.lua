@@ -605,6 +605,8 @@ window.addEventListener('devtoolstooldiscovery', (e) => e.respondWith({ name: 'g
   { name: 'slow', description: 'settles after ms', inputSchema: { type: 'object' },
     execute: (a) => { window.inflight++; window.maxInflight = Math.max(window.maxInflight, window.inflight);
       return new Promise((r) => setTimeout(() => { window.inflight--; r(a.ms); }, a.ms)); } },
+  { name: 'busy', description: 'never returns', inputSchema: { type: 'object' },
+    execute: () => { console.log('busy'); for (;;) {} } },
 ]}));
 </script>]]
 
@@ -666,6 +668,57 @@ for _, L in ipairs(loops) do
       assert.is_true(task.done)
       assert.are.equal("cancelled", H.error_of(task.wait, task).code)
       assert.are.equal(2, run(function() return page:call("slow", { ms = 2 }) end))
+    end)
+
+    it("cancel during a busy tool call or evaluate: the next call stops the script and is answered", function()
+      local p = browser:new_page(page_url())
+      local r = run(function()
+        local out = {}
+        -- cancels fn's task once the page has started the busy script (it logs "busy" first)
+        local function cancel_when_busy(fn)
+          local started = false
+          local off = p:on("console", function(rec) if rec.text == "busy" then started = true end end)
+          local task = dt.async(fn)
+          assert(p.conn:wait_for(function() return started end, core.now() + 10), "the script did not start")
+          off()
+          task:cancel()
+          local ok, e = pcall(task.wait, task)
+          out[#out + 1] = (not ok) and e.code
+        end
+        cancel_when_busy(function() return p:call("busy", nil, { timeout = 20 }) end)
+        out[#out + 1] = p:call("slow", { ms = 3 }, { timeout = 10 })
+        cancel_when_busy(function() return p:evaluate("console.log('busy'); for (;;) {}", { timeout = 20 }) end)
+        out[#out + 1] = p:evaluate("1 + 1", { timeout = 10 })
+        return out
+      end)
+      assert.same({ "cancelled", 3, "cancelled", 2 }, r)
+      p:close()
+    end)
+
+    it("call_many with errors = \"return\" still raises the task's own cancellation", function()
+      local task = dt.async(function()
+        return page:call_many({ { "slow", { ms = 5000 } }, { "slow", { ms = 5000 } } }, { errors = "return" })
+      end)
+      task:cancel()
+      local ok, e = pcall(task.wait, task, 10)
+      assert.is_false(ok)
+      assert.are.equal("cancelled", e.code)
+    end)
+
+    it("a new_page that is cancelled or runs out of time leaves no page behind", function()
+      local b = dt.launch()
+      local function none_left() return H.wait_for(function() return #b:pages() == 0 end, 10) end
+      local task = dt.async(function() return b:new_page(page_url()) end)
+      task:cancel()                                  -- before Target.createTarget's reply
+      assert.are.equal("cancelled", H.error_of(task.wait, task).code)
+      assert.is_true(none_left(), "the cancelled new_page left its page")
+      assert.are.equal("timeout", H.error_of(b.new_page, b, page_url(), { timeout = 0 }).code)
+      assert.is_true(none_left(), "the new_page that timed out at once left its page")
+      -- a document whose load never fires: the navigation times out
+      assert.are.equal("timeout", H.error_of(b.new_page, b, "data:text/html,<script>for(;;){}</script>",
+        { timeout = 1 }).code)
+      assert.is_true(none_left(), "the new_page whose navigation timed out left its page")
+      b:close()
     end)
 
     -- runs the loop until the tasks end (luv: luv.run()), then their outcomes

@@ -484,12 +484,28 @@ function Browser:new_page(url, opts)
   local deadline = conn:deadline(opts)
   -- (newWindow left out, not false: Chromium then opens a window when it
   -- has none, where false fails with "no browser is open")
+  -- A new_page that fails (timed out, cancelled) closes its target: the
+  -- caller never gets the Page, so nobody else would.
+  local function close_target(target_id)
+    if type(target_id) == "string" then
+      conn:send_nowait("Target.closeTarget", { targetId = target_id })
+    end
+  end
   local created = conn:await(conn:send("Target.createTarget", { url = "about:blank",
-    newWindow = own_window(self) or nil }, nil, deadline), deadline, "Target.createTarget")
-  local page = Page.attach(self, created.targetId, deadline)
-  self.pages_by_session[page.session] = page
-  if url and url ~= "about:blank" then
-    page:navigate(url, { timeout = math.max(0, deadline - now()) })
+    newWindow = own_window(self) or nil }, nil, deadline), deadline, "Target.createTarget",
+    function(msg) close_target(msg.result and msg.result.targetId) end)
+  local page
+  local ok, err = errors.catch(function()
+    page = Page.attach(self, created.targetId, deadline)
+    self.pages_by_session[page.session] = page
+    if url and url ~= "about:blank" then
+      page:navigate(url, { timeout = math.max(0, deadline - now()) })
+    end
+  end)
+  if not ok then
+    close_target(created.targetId)
+    if page then page:_detached() end
+    error(err, 0)
   end
   return page
 end

@@ -15,6 +15,7 @@ local remote = require "devtools_tools.remote"
 local marshal = require "devtools_tools.marshal"
 local element = require "devtools_tools.element"
 local pagejs = require "devtools_tools.pagejs"
+local current_task = require("devtools_tools.task").current
 local CALL_EXPR_HEAD, CALL_EXPR_TAIL = pagejs.CALL_EXPR_HEAD, pagejs.CALL_EXPR_TAIL
 
 local raise = errors.raise
@@ -250,6 +251,8 @@ local function await_reply(tool, id, deadline, has_els)
       tool._page:_timed_out(tool._session)
       error(not_settled(tool), 0)
     end
+    -- A cancelled wait leaves the tool running as a timeout does.
+    if r.code == "cancelled" then tool._page:_timed_out(tool._session) end
     r.tool = r.tool or tool.name
     error(r, 0)
   end
@@ -404,6 +407,10 @@ function M.call_many(entries, deadline, keep)
     end
   end
   if first_err and not keep then error(first_err, 0) end
+  -- errors = "return" keeps the entries' failures, not the task's own
+  -- cancellation (every entry after it failed with it)
+  local me = current_task()
+  if me and me.cancelled then raise("cancelled", "the task was cancelled") end
   results.n = n
   return results
 end

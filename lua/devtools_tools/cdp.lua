@@ -83,6 +83,7 @@ function M.new(transport, opts)
     -- id -> the deadline of the call waiting for any other reply: decoding
     -- a large one stops there too
     deadlines = {},
+    late = {},           -- id -> await's on_late, for a reply its caller gave up on
     -- tasks waiting on this connection: waiter -> true (see wait_in_task)
     waiters = {},
     watches = {},        -- loop (driver) -> its watch of the transport
@@ -239,8 +240,17 @@ local function pump(self, deadline)
   end
   local id = msg.id
   if id ~= nil then
-    if self.pending[id] == false then self.pending[id] = msg end
-    -- else: a late reply to a call that timed out: dropped.
+    if self.pending[id] == false then
+      self.pending[id] = msg
+    else
+      -- a late reply to a call that timed out: dropped, unless its caller
+      -- left something to undo with it (await's on_late)
+      local fn = self.late[id]
+      if fn then
+        self.late[id] = nil
+        pcall(fn, msg)
+      end
+    end
   elseif msg.method then
     route_event(self, msg)
   end
@@ -567,7 +577,11 @@ local function sweep(self, keep)
   end
 end
 
-function Conn:await(id, deadline, method)
+-- on_late(msg): for a request whose effect must be undone if its caller
+-- gives up (a target created for a page the caller will never get): called
+-- with the reply when await fails with it in hand or it comes later. It
+-- must not wait (send_nowait).
+function Conn:await(id, deadline, method, on_late)
   local pending = self.pending
   local n = self.awaits + 1
   self.awaits = n
@@ -582,6 +596,14 @@ function Conn:await(id, deadline, method)
     end
     if not ok or not got then
       -- Timed out, cancelled or disconnected: a late reply will be dropped.
+      if on_late then
+        local msg = pending[id]
+        if msg == false then
+          self.late[id] = on_late
+        elseif type(msg) == "table" and not errors.is_error(msg) then
+          pcall(on_late, msg)
+        end
+      end
       pending[id] = nil
       self.pending_session[id] = nil
       self.json_ids[id] = nil

@@ -83,8 +83,9 @@ local function make_groups(page, frame, ctx, payload, out)
   end
 end
 
--- discover(page, deadline) -> groups, warnings, epoch (fresh, in every
--- frame; epoch: the page's document epoch the result is about)
+-- discover(page, deadline) -> groups, warnings, epoch, navigated (fresh, in
+-- every frame; epoch: the page's document epoch the result is about;
+-- navigated: a frame's document went away under the discovery call)
 function M.discover(page, deadline)
   local conn = page.conn
   conn:poll()
@@ -189,7 +190,7 @@ function M.discover(page, deadline)
         awaitPromise = true, returnByValue = true }, t.frame.session, deadline)
     end
   end
-  local groups, warnings = {}, {}
+  local groups, warnings, navigated = {}, {}, false
   local function where(t)
     return t.frame.id ~= page.main_frame and (" (frame " .. t.frame.url .. ")") or ""
   end
@@ -199,9 +200,12 @@ function M.discover(page, deadline)
       if not ok then
         if remote.is_navigation_error(r) then
           warnings[#warnings + 1] = "frame " .. t.frame.url .. " navigated during discovery"
+          navigated = true
         else
-          if r.code == "timeout" then
+          if r.code == "timeout" or r.code == "cancelled" then
             page:_timed_out(t.frame.session)
+          end
+          if r.code == "timeout" then
             r = errors.new("timeout", "discovery did not finish in time (the page's "
               .. "devtoolstooldiscovery listeners in frame " .. t.frame.url .. " were still running)")
           end
@@ -225,7 +229,7 @@ function M.discover(page, deadline)
     end
   end
   not_closed()
-  return groups, warnings, epoch
+  return groups, warnings, epoch, navigated
 end
 
 -- find_in(groups, name) -> Tool | nil: the first group wins

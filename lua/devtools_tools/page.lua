@@ -372,7 +372,7 @@ function Page:evaluate(expression, opts)
     elseif r.code == "protocol_error" and r.details and r.details.code == -32000 then
       -- e.g. a value that cannot be returned by value (a cycle)
       raise("js_error", r.details.message, { details = r.details })
-    elseif r.code == "timeout" and not (r.details and r.details.decoding) then
+    elseif (r.code == "timeout" and not (r.details and r.details.decoding)) or r.code == "cancelled" then
       self:_timed_out(session)         -- (a reply cut while decoding: the page did answer)
     end
     error(r, 0)
@@ -418,9 +418,10 @@ end
 -- The cache remembers the deadline of the call that made it: the same public
 -- call never discovers twice.
 local function discover_now(self, deadline)
-  local groups, warnings, epoch = discovery.discover(self, deadline)
+  local groups, warnings, epoch, navigated = discovery.discover(self, deadline)
   webmcp.add_groups(self, groups, deadline)          -- issue 14: WebMCP groups after the others
-  self._tool_cache = { epoch = epoch, groups = groups, warnings = warnings, made_for = deadline }
+  self._tool_cache = { epoch = epoch, groups = groups, warnings = warnings, made_for = deadline,
+    navigated = navigated }
   return groups, warnings
 end
 
@@ -438,13 +439,30 @@ end
 
 -- find(name, deadline) -> Tool | nil, groups. A miss in a cached discovery
 -- looks once more (a page may register late); a discovery made during this
--- same call is not repeated.
+-- same call is not repeated, unless a document changed while it ran (what
+-- it found is about the old one, or a new one whose scripts had not run):
+-- then again, when the new one is known, up to MOVED_LOOKS times.
+local MOVED_LOOKS = 3
+
 local function find(self, name, deadline)
   local gs, _, fresh = groups(self, deadline)
   local t = discovery.find_in(gs, name)
-  if t == nil and not fresh then
+  local c = self._tool_cache
+  local looks = 0
+  if t == nil then self.conn:poll() end      -- the events of a change that is under way
+  while t == nil and looks < MOVED_LOOKS
+      and ((looks == 0 and not fresh) or c.epoch ~= self.epoch or c.navigated) do
+    looks = looks + 1
+    if c.navigated and c.epoch == self.epoch then
+      -- (a document went away under it, and its successor is not here yet)
+      self.conn:wait_for(function() return self.epoch ~= c.epoch or self.closed or self.crashed end,
+        deadline)
+      self:_check_open()
+    end
     gs = discover_now(self, deadline)
     t = discovery.find_in(gs, name)
+    c = self._tool_cache
+    if t == nil then self.conn:poll() end
   end
   return t, gs
 end
