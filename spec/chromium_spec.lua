@@ -113,6 +113,81 @@ describe("dt.launch", function()
     assert.matches("no-such-browser-xyz", e.message, 1, true)
   end)
 
+  it("a browser that does not answer within launch's timeout: timeout, and it is ended", function()
+    local function profiles()
+      local out, p = {}, io.popen("ls -d ${TMPDIR:-/tmp}/devtools_tools-profile-* 2>/dev/null")
+      for l in p:lines() do out[l] = true end
+      p:close()
+      return out
+    end
+    local before = profiles()
+    local dir = core.mkdtemp("dt-fake-")
+    local script = dir .. "/silent-chrome"
+    local f = assert(io.open(script, "w"))
+    f:write("#!/bin/sh\necho $$ > " .. dir .. "/pid\necho 'starting' >&2\nexec sleep 60\n")
+    f:close()
+    os.execute("chmod +x " .. script)
+    local e = H.error_of(dt.launch, { executable = script, timeout = 0.5 })
+    assert.equal("timeout", e.code)
+    assert.matches("did not answer within its timeout (0.5 s)", e.message, 1, true)
+    assert.matches("starting", e.details.stderr, 1, true)
+    local pf = assert(io.open(dir .. "/pid"))
+    local pid = tonumber(pf:read("*l"))
+    pf:close()
+    core.rmtree(dir)
+    assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 10), "the browser is still running")
+    assert.is_true(H.wait_for(function()
+      for d in pairs(profiles()) do if not before[d] then return false end end
+      return true
+    end, 10), "its profile is still there")
+  end)
+
+  it("a close whose timeout is used up kills Chromium and leaves the rest to the reaper", function()
+    local b = dt.launch()
+    local real, calls = b.process, {}
+    local pid, dir = real:pid(), b.user_data_dir
+    -- a spy on the process object: records each method call, forwards every argument
+    b.process = setmetatable({}, { __index = function(_, k)
+      return function(_, ...)
+        calls[#calls + 1] = { k, ... }
+        return real[k](real, ...)
+      end
+    end })
+    b:close({ timeout = 0 })
+    assert.same({ "close", 0, true }, calls[#calls])
+    assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 10), "Chromium is still running")
+    assert.is_true(H.wait_for(function() return not H.exists(dir) end, 10), "the profile is still there")
+  end)
+
+  it("a browser ended while it starts leaves nothing in TMPDIR (its singleton directory)", function()
+    local tmp, scripts = assert(core.mkdtemp("dt-tmpdir-")), assert(core.mkdtemp("dt-script-"))
+    local script = scripts .. "/starts.lua"
+    local f = assert(io.open(script, "w"))
+    f:write([[
+      local dt = require "devtools_tools"
+      for i = 1, 6 do                      -- cancelled at different points of its start-up
+        local t = dt.async(function() return dt.launch() end)
+        dt.async(function() dt.sleep(0.05 * i) end):wait()
+        t:cancel()
+        pcall(t.wait, t)
+      end
+      local b = dt.launch()
+      print(b:new_page("about:blank"):evaluate("1 + 1"))
+      b:close()
+    ]])
+    f:close()
+    local out, rc = H.sh(("TMPDIR=%s LUA_PATH='./lua/?.lua;./lua/?/init.lua;;' LUA_CPATH='./%s/?.so;;' %s %s"):format(
+      tmp, H.build, H.lua, script))
+    core.rmtree(scripts)
+    assert.equal(0, rc, out)
+    assert.equal("2\n", out)
+    local function left() local p = io.popen("ls -A " .. tmp); local l = p:read("*a"); p:close(); return l end
+    H.wait_for(function() return left() == "" end, 5)
+    local l = left()
+    core.rmtree(tmp)
+    assert.equal("", l)
+  end)
+
   it("reports the output of a browser that dies during start-up", function()
     local dir = core.mkdtemp("dt-fake-")
     local script = dir .. "/fake-chrome"

@@ -705,12 +705,41 @@ static void drop_ring(proc_t *p)
 	}
 }
 
-/* proc:close([grace]): kill as above (default grace 2 s), reap, remove
- * cleanup_dir, dismiss the reaper. Idempotent. */
+/* The child was killed but is not gone yet: the zombie is left to the next
+ * spawn (or exit), the directory to the reaper, told to act now. */
+static void hand_to_reaper(proc_t *p)
+{
+	add_orphan(p->pid);
+	p->pid = 0;
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	p->pidfd = -1;
+	if (p->errfd >= 0)
+		close(p->errfd);
+	p->errfd = -1;
+	if (p->reaper_fd >= 0) {
+		release_reaper(p, 0);           /* EOF: it kills and removes now */
+		free(p->cleanup_dir);           /* frees: cleanup_dir (the reaper has its own) */
+		p->cleanup_dir = NULL;
+	}
+}
+
+/* proc:close([grace [, now]]): kill as above (default grace 2 s), reap,
+ * remove cleanup_dir, dismiss the reaper. Idempotent. With now (for a
+ * caller whose deadline has passed) and a reaper: SIGKILL to the group and
+ * no waiting: a child not gone at once is reaped later and its directory
+ * removed by the reaper, in the background (reaping a killed Chromium and
+ * removing its profile take 50-300 ms). */
 static int l_close(lua_State *L)
 {
 	proc_t *p = check_proc(L);
-	end_child(p, luaL_optnumber(L, 2, 2.0));
+	double grace = luaL_optnumber(L, 2, 2.0);
+	if (lua_toboolean(L, 3) && p->reaper_fd >= 0) {
+		if (!end_child_within(p, -1, 0))
+			hand_to_reaper(p);
+	} else {
+		end_child(p, grace);
+	}
 	remove_dir(p);
 	release_reaper(p, 1);
 	live_remove(p);
@@ -725,21 +754,8 @@ static int l_close(lua_State *L)
 static int l_gc(lua_State *L)
 {
 	proc_t *p = check_proc(L);
-	if (p->pid != 0 && !end_child_within(p, -1, GC_WAIT)) {
-		add_orphan(p->pid);
-		p->pid = 0;
-		if (p->pidfd >= 0)
-			close(p->pidfd);
-		p->pidfd = -1;
-		if (p->errfd >= 0)
-			close(p->errfd);
-		p->errfd = -1;
-		if (p->reaper_fd >= 0) {
-			release_reaper(p, 0);           /* EOF: it kills and removes now */
-			free(p->cleanup_dir);           /* frees: cleanup_dir (the reaper has its own) */
-			p->cleanup_dir = NULL;
-		}
-	}
+	if (p->pid != 0 && !end_child_within(p, -1, GC_WAIT))
+		hand_to_reaper(p);
 	remove_dir(p);
 	release_reaper(p, 1);
 	live_remove(p);

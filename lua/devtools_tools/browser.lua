@@ -214,8 +214,11 @@ function M.launch(opts)
   argv[#argv + 1] = opts.headless == false and "about:blank" or "--no-startup-window"
 
   -- Chromium's crash handler keeps its database under $XDG_CONFIG_HOME, not
-  -- the profile: keep it in the throw-away profile too.
-  local env = cleanup and { XDG_CONFIG_HOME = dir .. "/.config", XDG_CACHE_HOME = dir .. "/.cache" } or nil
+  -- the profile, and its singleton socket in a directory of its own under
+  -- $TMPDIR, which a browser killed while it starts never removes: keep
+  -- them in the throw-away profile too.
+  local env = cleanup and { XDG_CONFIG_HOME = dir .. "/.config", XDG_CACHE_HOME = dir .. "/.cache",
+    TMPDIR = dir } or nil
   local proc, transport, code = core.spawn(argv, { pipe = true, cleanup_dir = cleanup, env = env })
   if not proc then
     if cleanup then core.rmtree(cleanup) end
@@ -230,8 +233,18 @@ function M.launch(opts)
     proc:close(0)
     error(version, 0)
   end
+  if not ok and version.code == "timeout" then
+    -- Alive but not answering within the call's deadline: ended now, not
+    -- waited for.
+    conn:close()
+    local why = proc:stderr()
+    proc:close(0, true)
+    raise("timeout", "launch: Chromium (" .. exe .. ") did not answer within its timeout ("
+      .. timeout .. " s)" .. (why ~= "" and ("; its output ends with:\n" .. tail(why, 2000)) or ""),
+      { details = { stderr = why, executable = exe } })
+  end
   if not ok then
-    -- Died or hung during start-up: say why, with what it printed.
+    -- Died during start-up: say why, with what it printed.
     conn:close()
     if tasks.current() then
       local cancelled = await_exit(proc, now() + 1)
@@ -530,9 +543,10 @@ end
 -- close(opts?): a launched browser is asked to exit, then ended by signal
 -- if it does not, and its temporary profile removed; a connected one is
 -- only disconnected. opts.timeout (5 s) bounds all of it: what is left of
--- it when the browser has not exited, it is killed. Idempotent. Inside a
--- task that is cancelled meanwhile, the clean-up still runs, then close
--- raises `cancelled`.
+-- it when the browser has not exited, it is killed (with none left, the
+-- reaper finishes in the background). Idempotent. Inside a task that is
+-- cancelled meanwhile, the clean-up still runs, then close raises
+-- `cancelled`.
 function Browser:close(opts)
   opts = check_opts(opts, options.TIMEOUT, "close")
   if self._closed then return end
@@ -556,9 +570,16 @@ function Browser:close(opts)
     if tasks.current() and not stop then
       -- Inside a task the exit is awaited on the loop, not in proc:close.
       stop = await_exit(proc, soon(2))
+    end
+    local left = soon(2) - now()
+    if stop then
       proc:close(0)
+    elseif left <= 0 then
+      -- No time left: killed, then reaped and its profile removed in the
+      -- background (the reaper), not within this call.
+      proc:close(0, true)
     else
-      proc:close(stop and 0 or math.max(0, soon(2) - now()))
+      proc:close(left)
     end
   end
   -- What attached it may have more to undo (dt.webdriver deletes its
