@@ -686,3 +686,65 @@ describe("C failure codes", function()
     assert.equal(core.codes.syntax, select(3, core.regex_compile("(")))
   end)
 end)
+
+describe("core.write_file", function()
+  local dir
+  before_each(function() dir = assert(core.mkdtemp("dt-write-")) end)
+  after_each(function() core.rmtree(dir) end)
+  local function sh(cmd)
+    local p = io.popen(cmd)
+    local out = p:read("*a")
+    p:close()
+    return (out:gsub("%s+$", ""))
+  end
+  local function read(path)
+    local f = assert(io.open(path, "rb"))
+    local s = f:read("*a")
+    f:close()
+    return s
+  end
+  local function entries() return sh("ls -A " .. dir) end
+
+  it("replaces a regular file whole, keeping its mode, and leaves nothing beside it", function()
+    local path = dir .. "/shot.png"
+    assert.is_true(core.write_file(path, "first\0bytes"))
+    assert.equal("first\0bytes", read(path))
+    -- 0666 less the umask, as the shell makes a new file
+    assert.equal(sh("touch " .. dir .. "/ref && stat -c %a " .. dir .. "/ref"), sh("stat -c %a " .. path))
+    os.remove(dir .. "/ref")
+    os.execute("chmod 640 " .. path)
+    local f = assert(io.open(path .. ".tmp", "wb")); f:write("mine"); f:close()
+    assert.is_true(core.write_file(path, "second"))
+    assert.equal("second", read(path))
+    assert.equal("640", sh("stat -c %a " .. path))
+    assert.equal("mine", read(path .. ".tmp"))          -- a file of that name is not ours
+    assert.equal("shot.png\nshot.png.tmp", entries())
+  end)
+
+  it("writes through a symlink and a FIFO instead of replacing them", function()
+    local target, link = dir .. "/real.png", dir .. "/link.png"
+    assert.is_true(core.write_file(target, "old"))
+    os.execute("ln -s real.png " .. link)
+    assert.is_true(core.write_file(link, "new"))
+    assert.equal("real.png", sh("readlink " .. link))
+    assert.equal("new", read(target))
+    local fifo = dir .. "/fifo"
+    os.execute("mkfifo " .. fifo)
+    local reader = assert(core.spawn({ "/bin/sh", "-c", "cat " .. fifo .. " > " .. dir .. "/got" }))
+    assert.is_true(core.write_file(fifo, "through"))
+    assert.equal("exit", (reader:wait(core.now() + 10)))
+    reader:close()
+    assert.equal("through", read(dir .. "/got"))
+    assert.equal("yes", sh("test -p " .. fifo .. " && echo yes"))
+  end)
+
+  it("fails with a message naming the path, leaving nothing behind", function()
+    local ok, err = core.write_file(dir, "x")
+    assert.is_nil(ok)
+    assert.matches("cannot write " .. dir, err, 1, true)
+    ok, err = core.write_file(dir .. "/no/such/dir/x.png", "x")
+    assert.is_nil(ok)
+    assert.matches("No such file or directory", err, 1, true)
+    assert.equal("", entries())
+  end)
+end)

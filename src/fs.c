@@ -1,4 +1,4 @@
-/* fs.c - temporary directories: create one, remove a tree.
+/* fs.c - temporary directories: create one, remove a tree; write a file.
  *
  * Used for the throw-away Chromium profile. Removal does not follow
  * symlinks and stays on the directory it was given. */
@@ -104,6 +104,91 @@ static int l_rmtree(lua_State *L)
 	return 1;
 }
 
+static int write_all(int fd, const char *data, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, data, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		data += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* core.write_file(path, data) -> true | nil, message
+ * A regular file (or none yet) is replaced whole: the data goes to a new
+ * file of a unique name beside it, renamed over it once complete (an
+ * existing file's mode is kept; a new one gets 0666 less the umask).
+ * Anything else at path (a symlink, a device such as /dev/null, a FIFO) is
+ * written through, as a shell's `>` would: never replaced. */
+static int l_write_file(lua_State *L)
+{
+	size_t len;
+	const char *path = luaL_checkstring(L, 1);
+	const char *data = luaL_checklstring(L, 2, &len);
+	char tmp[4096];
+	const char *slash;
+	struct stat st;
+	mode_t mode, mask;
+	int fd, saved;
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		if (fd < 0)
+			goto fail;
+		if (write_all(fd, data, len) != 0) {
+			saved = errno;
+			close(fd);
+			errno = saved;
+			goto fail;
+		}
+		if (close(fd) != 0)
+			goto fail;
+		lua_pushboolean(L, 1);
+		return 1;
+	}
+	if (lstat(path, &st) == 0) {
+		mode = st.st_mode & 07777;
+	} else {
+		mask = umask(0);
+		umask(mask);
+		mode = 0666 & ~mask;
+	}
+	slash = strrchr(path, '/');
+	if (slash == NULL) {
+		if (snprintf(tmp, sizeof tmp, ".%s.XXXXXX", path) >= (int)sizeof tmp)
+			return luaL_argerror(L, 1, "path too long");
+	} else if (snprintf(tmp, sizeof tmp, "%.*s.%s.XXXXXX", (int)(slash - path + 1), path,
+	                    slash + 1) >= (int)sizeof tmp) {
+		return luaL_argerror(L, 1, "path too long");
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		goto fail;
+	if (write_all(fd, data, len) != 0 || fchmod(fd, mode) != 0) {
+		saved = errno;
+		close(fd);
+		unlink(tmp);
+		errno = saved;
+		goto fail;
+	}
+	if (close(fd) != 0 || rename(tmp, path) != 0) {
+		saved = errno;
+		unlink(tmp);
+		errno = saved;
+		goto fail;
+	}
+	lua_pushboolean(L, 1);
+	return 1;
+fail:
+	lua_pushnil(L);
+	lua_pushfstring(L, "cannot write %s: %s", path, strerror(errno));
+	return 2;
+}
+
 /* core.is_executable(path) -> boolean: a regular file we may execute */
 static int l_is_executable(lua_State *L)
 {
@@ -120,6 +205,7 @@ void dt_fs_open(lua_State *L)
 		{"is_executable", l_is_executable},
 		{"mkdtemp", l_mkdtemp},
 		{"rmtree", l_rmtree},
+		{"write_file", l_write_file},
 		{NULL, NULL}
 	};
 	luaL_setfuncs(L, funcs, 0);

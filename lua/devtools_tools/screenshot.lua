@@ -10,6 +10,7 @@
 
 require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
+local core = require "devtools_tools.core"
 local errors = require "devtools_tools.errors"
 local options = require "devtools_tools.options"
 local element = require "devtools_tools.element"
@@ -101,16 +102,10 @@ function M.screenshot(page, opts)
   local r = call(conn, "Page.captureScreenshot", params, page.session, deadline)
   local png = base64.decode(r.data or "")
   if opts.path then
-    local tmp = opts.path .. ".tmp"
-    local f, err = io.open(tmp, "wb")
-    if not f then raise("bad_argument", "screenshot: cannot write " .. opts.path .. ": " .. tostring(err)) end
-    local ok, werr = f:write(png)
-    f:close()
-    if ok then ok, werr = os.rename(tmp, opts.path) end
-    if not ok then
-      os.remove(tmp)
-      raise("bad_argument", "screenshot: cannot write " .. opts.path .. ": " .. tostring(werr))
-    end
+    -- a regular file is replaced whole (never half written), anything else
+    -- at the path (a symlink, /dev/stdout, a FIFO) written through
+    local ok, err = core.write_file(opts.path, png)
+    if not ok then raise("bad_argument", "screenshot: " .. err) end
   end
   return png
 end
