@@ -376,7 +376,33 @@ describe("the Neovim plugin", function()
       pcall(vim.cmd, "write")           -- reported at once: the error aborts :write
       idle()
       R.json_notes = { unpack(R.notes, before + 1) }
+      -- :w other.json writes that file and calls nothing; so does :saveas,
+      -- after which the buffer is that file's
+      local file, file2 = vim.fn.tempname() .. ".json", vim.fn.tempname() .. ".json"
+      vim.api.nvim_buf_set_lines(b, 0, -1, false, { '{"tableName": "orders", "limit": 1}' })
+      vim.cmd("write " .. file)
+      idle()
+      R.file = vim.fn.readfile(file)
+      R.rows_after_file = #result().rows
+      R.still_args = vim.bo[b].buftype
+      vim.api.nvim_set_current_buf(b)
+      vim.cmd("saveas " .. file2)
+      idle()
+      vim.api.nvim_buf_set_lines(b, 0, -1, false, { '{"limit": 2}' })
+      vim.cmd("write")
+      idle()
+      R.file2 = vim.fn.readfile(file2)
+      R.rows_after_saveas = #result().rows
+      R.saveas_bt, R.saveas_name = vim.bo[b].buftype, vim.api.nvim_buf_get_name(b)
+      R.file2_name = file2
     ]], { url = app.url })
+    assert.same({ '{"tableName": "orders", "limit": 1}' }, R.file)
+    assert.equal(3, R.rows_after_file)
+    assert.equal("acwrite", R.still_args)
+    assert.same({ '{"limit": 2}' }, R.file2)
+    assert.equal(3, R.rows_after_saveas)
+    assert.equal("", R.saveas_bt)
+    assert.equal(R.file2_name, R.saveas_name)
     assert.equal("bad_argument", R.bad_setup.code)
     assert.equal("devtools://call/app-debug/queryDatabaseTable", R.name)
     assert.equal("json", R.ft)

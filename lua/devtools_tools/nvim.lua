@@ -390,7 +390,30 @@ function M.open_args(tool)
   api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text, "\n", { plain = true }))
   api.nvim_buf_set_option(buf, "modified", false)
   S.arg_bufs[buf] = tool
-  api.nvim_create_autocmd("BufWriteCmd", { buffer = buf, callback = function(ev) on_write_args(ev.buf) end })
+  local write_cmd
+  write_cmd = api.nvim_create_autocmd("BufWriteCmd", { buffer = buf, callback = function(ev)
+    local name = api.nvim_buf_get_name(ev.buf)
+    if ev.match == name and name:sub(1, 16) == "devtools://call/" then return on_write_args(ev.buf) end
+    -- :w other.json, :saveas: a file, not a call
+    local renamed = ev.match == name                 -- (:saveas renamed the buffer first)
+    if not renamed and vim.v.cmdbang == 0 and vim.loop.fs_stat(ev.match) then
+      notify("devtools_tools: " .. ev.file .. " exists (add ! to override)", levels.ERROR)
+      return
+    end
+    local ok, rc = pcall(vim.fn.writefile, api.nvim_buf_get_lines(ev.buf, 0, -1, false), ev.match)
+    if not ok or rc ~= 0 then
+      notify("devtools_tools: cannot write " .. ev.file .. (ok and "" or (": " .. tostring(rc))), levels.ERROR)
+      return
+    end
+    if renamed then
+      -- now a file's buffer: later writes are plain writes
+      S.arg_bufs[ev.buf] = nil
+      api.nvim_del_autocmd(write_cmd)
+      api.nvim_buf_set_option(ev.buf, "buftype", "")
+      api.nvim_buf_set_option(ev.buf, "modified", false)
+    end
+    notify("devtools_tools: wrote " .. ev.file, levels.INFO)
+  end })
   api.nvim_create_autocmd("BufWipeout", { buffer = buf, callback = function(ev) S.arg_bufs[ev.buf] = nil end })
   show(buf)
   return buf
