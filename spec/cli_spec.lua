@@ -163,7 +163,8 @@ describe("devtools-tools", function()
       assert.equal('"late"\n', out)
       out, err, rc = run("list --wait-for nope --timeout 2 " .. late)
       assert.equal(1, rc)
-      assert.matches("^devtools%-tools: timeout: wait_for_tool: Tool nope not found", err)
+      assert.matches("^devtools%-tools: timeout: the command did not finish within 2 s %(%-%-timeout%): "
+        .. "wait_for_tool: Tool nope not found", err)
       assert.equal("", out)
     end)
 
@@ -432,6 +433,43 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
   end)
 
   describe("the background browser", function()
+    it("a start killed before its browser answered: status says so, and the next start ends what it left", function()
+      -- a Chromium that never opens its debugging port
+      local fake = dir .. "/silent-chromium"
+      local f = assert(io.open(fake, "w"))
+      f:write("#!/bin/sh\nexec sleep 60\n")
+      f:close()
+      os.execute("chmod +x " .. shq(fake))
+      local starter = assert(core.spawn({ "/bin/sh", "-c", ("cd / && TMPDIR=%s XDG_STATE_HOME=%s/state exec %s"
+        .. " browser start --chromium %s --timeout 60"):format(shq(dir .. "/tmp"), shq(dir), shq(bin), shq(fake)) }))
+      local state_file = dir .. "/state/devtools-tools/browser.json"
+      local function state()
+        local sf = io.open(state_file)
+        if not sf then return nil end
+        local text = sf:read("*a")
+        sf:close()
+        local ok, st = pcall(dt.json.decode, text)
+        return ok and st or nil
+      end
+      local st
+      assert.is_true(H.wait_for(function() st = state(); return st ~= nil and st.starting end, 20))
+      assert.is_true(H.wait_for(function() return #H.live_with_arg(st.profile) > 0 end, 20))
+      os.execute("kill -TERM " .. starter:pid())     -- (no handler can clean up after this)
+      starter:wait(core.now() + 10)
+      starter:close()
+      local _, err, rc = run("browser status")
+      assert.equal(1, rc)
+      assert.matches("starting, or its start was killed", err, 1, true)
+      local out
+      out, err, rc = run("browser start --timeout 30")   -- the lock's holder is gone: no waiting for it
+      assert.equal(0, rc, err)
+      assert.matches("^ws://127%.0%.0%.1:%d+/devtools/browser/", out)
+      assert.same({}, H.live_with_arg(st.profile))
+      assert.is_false(H.exists(st.profile))
+      _, err, rc = run("browser stop")
+      assert.equal(0, rc, err)
+    end)
+
     it("started three times at once is one browser, which stop ends", function()
       local cmd = ("cd / && for i in 1 2 3; do TMPDIR=%s XDG_STATE_HOME=%s/state %s browser start"
         .. " >%s/start$i 2>&1 & done; wait"):format(shq(dir .. "/tmp"), shq(dir), shq(bin), dir)
