@@ -930,6 +930,28 @@ describe("deadlines (issue 11, items 1 and 9)", function()
       assert.is_true(v(A { "x", A { "x" } }))       -- usable again, no deadline left over
     end
   end)
+
+  it("costly keywords of a plain schema look at the clock: uniqueItems, pattern, patternProperties, propertyNames", function()
+    local rows = {}
+    for i = 1, 3000 do rows[i] = { id = i } end             -- pairwise: 4.5 million comparisons
+    local evil = ("a"):rep(26) .. "!"                          -- ^(a+)+$ backtracks on each
+    local strs, keyed = {}, {}
+    for i = 1, 200 do strs[i] = evil .. i; keyed[evil .. i] = 1 end
+    local cases = {
+      { { type = "array", uniqueItems = true }, A(rows), A { 1, 2 } },
+      { { type = "array", items = { type = "string", pattern = "^(a+)+$" } }, A(strs), A { "aa" } },
+      { { type = "object", patternProperties = { ["^(a+)+$"] = { type = "string" } } }, keyed, { aa = "s" } },
+      { { type = "object", propertyNames = { pattern = "^(a+)+$" } }, keyed, { aa = 1 } },
+    }
+    for _, c in ipairs(cases) do
+      for _, closures in ipairs { false, true } do
+        local v = schema.compile(c[1], { closures = closures })
+        local err = timeout_of(v, c[2], core.now() + 0.05)
+        assert.matches("^validating the arguments", err.message)
+        assert.is_true(v(c[3]))                        -- usable again, no deadline left over
+      end
+    end
+  end)
 end)
 
 describe("one owner of what a table is (issue 11, item 13)", function()

@@ -85,8 +85,8 @@ function M.compile(s, opts)
     bad_opts("a schema must be a table or a boolean, got " .. type(s))
   end
   context.check_deadline(deadline, context.COMPILE_LATE)
-  local root, bounded, arrays = compile.compile(s, loader, deadline)
   local rs = context.run_state()
+  local root, bounded, arrays = compile.compile(s, loader, deadline, rs)
   local fast, full
   if not closures then
     fast, full = generate.generate(root, rs, deadline)
@@ -108,13 +108,16 @@ function M.compile(s, opts)
       end
       check_deadline(call_deadline, late)
     end
-    -- Only shared and cyclic nodes use the run state (memo, depth, and the
-    -- deadline while running); without them validation is linear.
-    if bounded then rs.depth, rs.deadline, rs.memo = 0, call_deadline, nil end
-    if fast(value) then return true end
+    -- Shared and cyclic nodes use the run state (memo, depth); patterns and
+    -- uniqueItems, which can be costly on any schema, its deadline, set for
+    -- this call only.
+    if bounded then rs.depth, rs.memo = 0, nil end
+    rs.deadline = call_deadline
+    if fast(value) then rs.deadline = nil; return true end
     rs.depth = 0                        -- the memo of the first pass stays
     local cx = new_context()
     full(value, cx)
+    rs.deadline = nil
     local errs = cx.errs
     if errs[1] == nil then
       errs[1] = { path = "", keyword = "", message = "is invalid", schema_path = "#" }

@@ -36,6 +36,7 @@ local sfind, ssub, sgsub, smatch = string.find, string.sub, string.gsub, string.
 
 local array_mt = core.array_mt
 local regex_compile = core.regex_compile
+local now = core.now
 local resolve, split_fragment, pct_decode, inner_base =
       uri.resolve, uri.split_fragment, uri.pct_decode, uri.inner_base
 local num_str, render, is_element = values.num_str, values.render, values.is_element
@@ -134,10 +135,11 @@ Compiler.__index = Compiler
 
 local COMPILE_TICK = 64     -- nodes between two looks at the clock
 
-local function new_compiler(loader, deadline)
+local function new_compiler(loader, deadline, rs)
   return setmetatable({
     loader = loader,
     deadline = deadline,
+    rs = rs,            -- the validator's run state (its call's deadline), or nil
     resources = {},     -- document URI -> { node, outer base }
     anchors = {},       -- URI#name -> { node, outer base }
     scanned = {},
@@ -310,12 +312,23 @@ function Compiler:compile(s, outer, loc)
   return node
 end
 
+-- A pattern's test looks at the clock after each match: one match may take
+-- up to PCRE2's match limit (80 ms for a catastrophic pattern), and a value
+-- may hold thousands of strings or keys (300 of them took 24 s).
+local function timed_test(w, s)
+  local ok = w.rx:test(s)
+  local d = w.rs.deadline
+  if d and now() > d then errors.raise("timeout", context.VALIDATE_LATE) end
+  return ok
+end
+
 function Compiler:regex(p, loc)
   local r = self.regexes[p]
   if r then return r end
   local msg
   r, msg = regex_compile(p)
   if not r then bad(loc, msg) end
+  if self.rs then r = { rx = r, rs = self.rs, test = timed_test } end
   self.regexes[p] = r
   return r
 end
@@ -756,12 +769,12 @@ local function mark_shared(root, finished)
   end
 end
 
--- compile(schema, loader?, deadline?) -> root node, bounded (true when some
+-- compile(schema, loader?, deadline?, rs?) -> root node, bounded (true when some
 -- node is shared or cyclic: then the checks use the run state), arrays
 -- (true when some node says type "array" and not "object": schema.shape
--- has work to do)
-function M.compile(s, loader, deadline)
-  local c = new_compiler(loader, deadline)
+-- has work to do). rs: the run state whose deadline the patterns watch.
+function M.compile(s, loader, deadline, rs)
+  local c = new_compiler(loader, deadline, rs)
   c.main[""] = true
   c:add_document(s, "")
   c.main[inner_base(s, "")] = true
