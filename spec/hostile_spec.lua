@@ -208,6 +208,65 @@ describe("issue 11", function()
     page:close()
   end)
 
+  -- a data: URL of a page with the given script
+  local function script_page(js)
+    return "data:text/html," .. ("<script>" .. js .. "</script>"):gsub("[%%#]", function(c)
+      return ("%%%02X"):format(c:byte())
+    end)
+  end
+  local TOOL_X = "addEventListener('devtoolstooldiscovery', e => e.respondWith({ name: 'g', tools: ["
+    .. "{ name: 'x', description: 'd', inputSchema: { type: 'object' }, execute: () => 1 }] }));"
+
+  it("a page that forges the runtime's reply gets data back, never a hang or a fake Element", function()
+    -- its own window.__devtools_tools answers an envelope claiming elements
+    for _, n in ipairs({ "1e400", "300000000", "2" }) do
+      local page = browser:new_page(script_page("window.__devtools_tools = { call() { return '{\"n\":"
+        .. n .. ",\"k\":1,\"e\":\"m\",\"v\":{\"m\":0,\"description\":{\"x\":1}}}' },"
+        .. " take() { return [] } };" .. TOOL_X))
+      local v = page:call("x", nil, { timeout = 5 })
+      assert.is_false(dt.is_element(v), n)
+      assert.same({ m = 0, description = { x = 1 } }, v)
+      page:close()
+    end
+  end)
+
+  it("a page that replaces JSON, Array or Promise methods gets dt.Errors and warnings, not Lua errors", function()
+    local cases = {
+      -- discovery's answer is not text
+      "JSON.stringify = () => ({});",
+      "window.Promise = function (f) { f(() => {}); return {}; };",
+      -- groups lose their index, or become numbers
+      "Array.prototype.indexOf = function () {};",
+      "Array.prototype.map = function () { return [5]; };",
+      -- an index that is code: never run as such
+      "Array.prototype.indexOf = function () { return '0,document.title=\"injected\"'; };",
+    }
+    for _, js in ipairs(cases) do
+      local page = browser:new_page(script_page(js .. TOOL_X))
+      local ok, groups, warnings = pcall(page.discover, page, { timeout = 5 })
+      assert.is_true(ok, js .. ": " .. tostring(groups))
+      assert.same({}, groups, js)
+      assert.is_true(#warnings > 0, js)
+      local e = H.error_of(page.call, page, "x", nil, { timeout = 5 })
+      assert.is_true(dt.is_error(e), js .. ": " .. tostring(e))
+      assert.equal("", page:evaluate("document.title"), js)
+      page:close()
+    end
+  end)
+
+  it("a listener answering in a microtask beside one answering at once is seen", function()
+    local page = browser:new_page(script_page(
+      "const T = (n, v) => ({ name: n, description: 'd', inputSchema: { type: 'object' }, execute: () => v });"
+      .. "addEventListener('devtoolstooldiscovery', e => e.respondWith({ name: 'sync', tools: [T('a', 'A')] }));"
+      .. "addEventListener('devtoolstooldiscovery', e => queueMicrotask(() => e.respondWith({ name: 'micro', tools: [T('b', 'B')] })));"
+      .. "addEventListener('devtoolstooldiscovery', e => setTimeout(() => e.respondWith({ name: 'late', tools: [T('c', 'C')] }), 0));"))
+    local groups, warnings = page:discover()
+    assert.same({ "sync", "micro" }, names(groups))
+    assert.same({}, warnings)
+    assert.equal("B", page:call("b"))
+    page:close()
+  end)
+
   it("stops a busy loop that timed out, in a tool or a discovery listener", function()
     local page = open("/tools.html")
     local e = H.error_of(page.call, page, "busy", nil, { timeout = 0.5 })

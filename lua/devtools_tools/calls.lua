@@ -42,6 +42,9 @@ local function try(fn, a, b, c, d)
 end
 
 local function decode_page_json(text, what)
+  if type(text) ~= "string" then     -- (a page that replaced JSON.stringify, say)
+    raise("protocol_error", what .. ": the page answered a " .. type(text) .. ", not JSON text")
+  end
   local v, err = json_decode(text)
   if v == nil and err then raise("protocol_error", what .. ": the page sent malformed JSON: " .. err) end
   return v
@@ -204,23 +207,26 @@ local function fetch_elements(c, n, key, deadline)
     "Runtime.callFunctionOn")
   local props = conn:await(conn:send("Runtime.getProperties", { objectId = r.result.objectId,
     ownProperties = true }, session, deadline), deadline, "Runtime.getProperties")
-  local oids = {}
-  for _, p in ipairs(props.result or {}) do
-    local i = tonumber(p.name)
-    if i and p.value and p.value.objectId then oids[i] = p.value.objectId end
+  -- What the page's array holds, not the envelope's count, says how many:
+  -- a page may forge the envelope (n = 1e400 looped for ever).
+  local oids, order = {}, {}
+  for _, p in ipairs(type(props) == "table" and type(props.result) == "table" and props.result or {}) do
+    local i = type(p) == "table" and tonumber(p.name)
+    local v = i and type(p.value) == "table" and p.value
+    if v and i >= 0 and i % 1 == 0 and i < n and type(v.objectId) == "string" and oids[i] == nil then
+      oids[i] = v.objectId
+      order[#order + 1] = i
+    end
   end
   local ids = {}
-  for i = 0, n - 1 do
-    if oids[i] then
-      ids[i] = conn:send("DOM.describeNode", { objectId = oids[i] }, session, deadline)
-    end
+  for _, i in ipairs(order) do
+    ids[i] = conn:send("DOM.describeNode", { objectId = oids[i] }, session, deadline)
   end
   local backend = {}
-  for i = 0, n - 1 do
-    if ids[i] then
-      local d = conn:await(ids[i], deadline, "DOM.describeNode")
-      backend[i] = d.node and d.node.backendNodeId
-    end
+  for _, i in ipairs(order) do
+    local d = conn:await(ids[i], deadline, "DOM.describeNode")
+    local b = type(d) == "table" and type(d.node) == "table" and d.node.backendNodeId
+    if type(b) == "number" then backend[i] = b end
   end
   conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = "devtools_tools" }, session)
   return backend
@@ -306,6 +312,8 @@ local function open_envelope(c, env, deadline)
     local backend = fetch_elements(c, n, env.k, deadline)
     local page, frame = tool._page, tool.group.frame
     v = marshal.replace_elements(v, env.e, function(idx, description)
+      if backend[idx] == nil then return nil end        -- not one of the page's elements: data
+      if type(description) ~= "string" then description = "element" end
       return element.new({ backend_node_id = backend[idx], description = description,
         frame = { id = tool._frame_id, url = frame.url, origin = frame.origin },
         _page = page, _frame_id = tool._frame_id, _loader = tool._loader })

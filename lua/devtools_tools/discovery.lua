@@ -65,21 +65,48 @@ function M.ordered_frames(main_session, child_sessions, trees)
   return out
 end
 
-local function make_groups(page, frame, ctx, payload, out)
-  if type(payload.groups) ~= "table" then return end
-  for _, g in ipairs(payload.groups) do
-    local fr = { id = frame.id, url = frame.url, origin = frame.origin }
-    local group = tools.new_group({
-      name = g.name, description = g.description, tools = {}, frame = fr,
+-- Our page script checked the groups, but it runs among the page's own
+-- globals (JSON, Array.prototype, Promise...), which a page may replace:
+-- what comes back is checked again, a group at a time. Its index goes into
+-- a call's expression: a small integer, never text.
+local function index_ok(x) return type(x) == "number" and x >= 0 and x < 2 ^ 31 and x % 1 == 0 end
+local function opt_string(x) return x == nil or type(x) == "string" end
+
+local function group_ok(g)
+  if type(g) ~= "table" or not index_ok(g.index) or type(g.name) ~= "string"
+      or not opt_string(g.description) or type(g.tools) ~= "table" then
+    return false
+  end
+  for _, t in ipairs(g.tools) do
+    if type(t) ~= "table" or type(t.name) ~= "string" or not opt_string(t.description) then return false end
+  end
+  return true
+end
+
+local function add_group(page, frame, ctx, g, out)
+  local fr = { id = frame.id, url = frame.url, origin = frame.origin }
+  local group = tools.new_group({
+    name = g.name, description = g.description, tools = {}, frame = fr,
+  })
+  for ti, t in ipairs(g.tools) do
+    group.tools[#group.tools + 1] = tools.new_tool({
+      name = t.name, description = t.description, input_schema = t.inputSchema, group = group,
+      _page = page, _session = frame.session, _context = ctx, _frame_id = frame.id,
+      _loader = frame.loader_id, _gi = g.index, _ti = ti - 1,
     })
-    for ti, t in ipairs(g.tools or {}) do
-      group.tools[#group.tools + 1] = tools.new_tool({
-        name = t.name, description = t.description, input_schema = t.inputSchema, group = group,
-        _page = page, _session = frame.session, _context = ctx, _frame_id = frame.id,
-        _loader = frame.loader_id, _gi = g.index, _ti = ti - 1,
-      })
+  end
+  out[#out + 1] = group
+end
+
+local function make_groups(page, frame, ctx, payload, out, warnings, where)
+  if type(payload.groups) ~= "table" then return end
+  for i, g in ipairs(payload.groups) do
+    if group_ok(g) then
+      add_group(page, frame, ctx, g, out)
+    else
+      warnings[#warnings + 1] = "discovery answered a malformed group (#" .. i .. ")" .. where
+        .. "; it is skipped (does the page replace JSON, Array or Promise methods?)"
     end
-    out[#out + 1] = group
   end
 end
 
@@ -220,7 +247,7 @@ function M.discover(page, deadline)
           warnings[#warnings + 1] = "discovery answered something unreadable in frame " .. t.frame.url
             .. (okd and "" or (": " .. payload.message)) .. "; its tools are skipped"
         else
-          make_groups(page, t.frame, t.ctx.id, payload, groups)
+          make_groups(page, t.frame, t.ctx.id, payload, groups, warnings, where(t))
           for _, w in ipairs(type(payload.warnings) == "table" and payload.warnings or {}) do
             warnings[#warnings + 1] = tostring(w) .. where(t)
           end

@@ -81,12 +81,14 @@ end
 
 -- replace_elements(v, key, backend, make) -> v with every table holding
 -- `key` (the runtime's marker key for this result) replaced by make(index,
--- description). Tables from the reply are ours to change in place.
+-- description), unless that gives nil (the table stays, as data). Tables
+-- from the reply are ours to change in place.
 local function replace(v, key, make, depth)
   if type(v) ~= "table" or depth > M.MAX_DEPTH + 2 then return v end
   local idx = v[key]
   if idx ~= nil and getmetatable(v) ~= array_mt then
-    return make(idx, v.description)
+    local el = make(idx, v.description)
+    if el ~= nil then return el end
   end
   for k, x in next, v do
     if type(x) == "table" then v[k] = replace(x, key, make, depth + 1) end

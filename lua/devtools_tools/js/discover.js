@@ -2,7 +2,7 @@
 // does it: reset window.__dtmcp.toolGroups, dispatch the
 // `devtoolstooldiscovery` event with respondWith, validate each group,
 // define window.__dtmcp.executeTool once, wait one setTimeout(0) only when
-// nobody answered synchronously. Invalid groups are reported with
+// nobody answered synchronously (else only for the microtasks queued). Invalid groups are reported with
 // console.error and returned to Lua as warnings.
 //
 // What it must never do: let one bad group (invalid, not JSON, nested too
@@ -92,6 +92,9 @@
       resolve(JSON.stringify({ groups: out, warnings }));
     };
     window.dispatchEvent(event);
-    if (groups.length > 0) finish(); else setTimeout(finish, 0);
+    // Answered synchronously: finish after the microtasks the listeners
+    // queued (one answering in a microtask beside them is seen too), else
+    // after one setTimeout(0).
+    if (groups.length > 0) queueMicrotask(finish); else setTimeout(finish, 0);
   });
 })
