@@ -65,6 +65,15 @@ describe("devtools-tools", function()
       out, _, rc = run("help call")
       assert.equal(0, rc)
       assert.matches("key:=json", out, 1, true)
+      out, _, rc = run("--help list")                -- as `help list`
+      assert.equal(0, rc)
+      assert.matches("^Usage: devtools%-tools list", out)
+      -- no command at all is a usage error: the help goes to stderr
+      local err
+      out, err, rc = run("")
+      assert.equal(2, rc)
+      assert.equal("", out)
+      assert.matches("Commands:", err, 1, true)
     end)
 
     it("exits 2 on a usage error, saying what is wrong, before starting any browser", function()
@@ -89,6 +98,11 @@ describe("devtools-tools", function()
         { "--timeout 5", "options but no command" },
         { "-q --timeout 7 frobnicate", "unknown command frobnicate" },
         { "call " .. url .. " types ':=1'", "key:=json needs a key" },
+        { "help --bogus", "help takes a command name, not --bogus" },
+        { "help list call", "help takes one command name" },
+        -- arguments are shown by their start, with the decoder's reason
+        { "call " .. url .. " types " .. shq(("{\"a\":"):rep(3000) .. "1" .. ("}"):rep(3000)),
+          "the JSON arguments are not JSON (invalid JSON: nesting deeper than" },
       }
       for _, c in ipairs(cases) do
         local out, err, rc = run(c[1])
@@ -97,6 +111,7 @@ describe("devtools-tools", function()
         assert.matches("^devtools%-tools: ", err)
         assert.matches(c[2], err, 1, true)
         assert.matches("--help`", err, 1, true)
+        assert.is_true(#err < 400, c[1] .. ": " .. #err .. " bytes")
       end
     end)
   end)
@@ -176,6 +191,13 @@ describe("devtools-tools", function()
   end)
 
   describe("call", function()
+    it("a number too large for JSON is a usage error (status 2), once the schema says number", function()
+      local out, err, rc = run("call " .. url .. " types n=1e999")
+      assert.equal(2, rc, err)
+      assert.equal("", out)
+      assert.matches("^devtools%-tools: n=1e999: too large for a JSON number", err)
+    end)
+
     it("types key=value by the schema and takes key:=json raw", function()
       local out, err, rc = run("call " .. url .. " types n=1.5 i=2 on=true s=3 maybe=null mode=fast ref=9"
         .. " untyped=4 'list:=[1,2]' 'obj:={\"a\":null}'")
