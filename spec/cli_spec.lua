@@ -187,6 +187,9 @@ describe("devtools-tools", function()
       local out, err, rc = run("list --json about:blank")
       assert.equal(0, rc, err)
       assert.equal("[]\n", out)
+      out, err, rc = run("list --json -- about:blank")     -- after --, the URL is still the URL
+      assert.equal(0, rc, err)
+      assert.equal("[]\n", out)
     end)
   end)
 
