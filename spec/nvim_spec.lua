@@ -330,6 +330,12 @@ describe("the Neovim plugin", function()
     local R = nvim([[
       nv.setup({ keymaps = { open_tool = "<CR>" }, timeout = 20 })
       R.bad_setup = select(2, pcall(nv.setup, { bogus = 1 }))
+      R.bad_values = {}
+      for _, o in ipairs({ { timeout = math.huge }, { timeout = 0 }, { executable = "" }, { connect = "" } }) do
+        local ok, e = pcall(nv.setup, o)
+        R.bad_values[#R.bad_values + 1] = ok and "accepted" or (e.code .. ": " .. e.message)
+      end
+      nv.setup({ keymaps = { open_tool = "<CR>" }, timeout = 20 })
       run("DevTools launch " .. ARGS.url)
       run("DevTools tools")
       local tools = vim.api.nvim_get_current_buf()
@@ -404,6 +410,11 @@ describe("the Neovim plugin", function()
     assert.equal("", R.saveas_bt)
     assert.equal(R.file2_name, R.saveas_name)
     assert.equal("bad_argument", R.bad_setup.code)
+    assert.same({
+      "bad_argument: setup: option timeout must be a positive, finite number of seconds",
+      "bad_argument: setup: option timeout must be a positive, finite number of seconds",
+      "bad_argument: setup: option executable must not be empty",
+      "bad_argument: setup: option connect must not be empty" }, R.bad_values)
     assert.equal("devtools://call/app-debug/queryDatabaseTable", R.name)
     assert.equal("json", R.ft)
     assert.equal("acwrite", R.bt)

@@ -83,8 +83,10 @@ function M.setup(opts)
       o.keymaps = false
     elseif type(v) ~= want then
       bad("setup: option " .. k .. " must be a " .. want .. ", got " .. type(v))
-    elseif k == "timeout" and not (v > 0) then
-      bad("setup: option timeout must be a positive number of seconds")
+    elseif k == "timeout" and not (v > 0 and v < math.huge) then
+      bad("setup: option timeout must be a positive, finite number of seconds")
+    elseif want == "string" and v == "" then
+      bad("setup: option " .. k .. " must not be empty")
     elseif k == "keymaps" then
       for name, lhs in pairs(v) do
         if name ~= "open_tool" then bad("setup: unknown keymap '" .. tostring(name) .. "'") end
