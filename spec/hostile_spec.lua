@@ -254,6 +254,16 @@ describe("issue 11", function()
     end
   end)
 
+  it("a group whose reading throws (a getter) is a warning, and the others stay", function()
+    local page = browser:new_page(script_page(
+      "addEventListener('devtoolstooldiscovery', e => e.respondWith({ name: 'bad', get tools() { throw new Error('nope'); } }));"
+      .. TOOL_X))
+    local groups, warnings = page:discover()
+    assert.same({ "g" }, names(groups))
+    assert.same({ "Invalid toolGroup: reading it threw: nope; group skipped" }, warnings)
+    page:close()
+  end)
+
   it("a listener answering in a microtask beside one answering at once is seen", function()
     local page = browser:new_page(script_page(
       "const T = (n, v) => ({ name: n, description: 'd', inputSchema: { type: 'object' }, execute: () => v });"

@@ -31,7 +31,7 @@
     const groups = [];
     const warnings = [];
     const label = (g) => (g && typeof g.name === 'string') ? ' "' + g.name + '"' : '';
-    event.respondWith = (toolGroup) => {
+    const respond = (toolGroup) => {
       if (!window.__dtmcp) window.__dtmcp = {};
       if (!window.__dtmcp.toolGroups) window.__dtmcp.toolGroups = [];
       let problem;
@@ -74,12 +74,27 @@
       }
       groups.push(toolGroup);
     };
+    // A group whose reading throws (a getter) is a warning too, not an
+    // exception in the page's listener that would lose it silently.
+    event.respondWith = (toolGroup) => {
+      try { respond(toolGroup); } catch (e) {
+        let why;
+        try { why = String(e && e.message !== undefined ? e.message : e); } catch (_) { why = 'an exception'; }
+        warnings.push('Invalid toolGroup: reading it threw: ' + why + '; group skipped');
+      }
+    };
     const finish = () => {
       const all = (window.__dtmcp && window.__dtmcp.toolGroups) || [];
       const out = [];
       for (const g of groups) {
-        const desc = { index: all.indexOf(g), name: g.name, description: typeof g.description === 'string' ? g.description : undefined,
-          tools: g.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })) };
+        let desc;
+        try {
+          desc = { index: all.indexOf(g), name: g.name, description: typeof g.description === 'string' ? g.description : undefined,
+            tools: g.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })) };
+        } catch (e) {             // a getter that threw the second time it was read
+          warnings.push('Invalid toolGroup' + label(g) + ': reading it threw; group skipped');
+          continue;
+        }
         const deep = desc.tools.find((t) => tooDeep(t.inputSchema, maxDepth));
         if (deep) {
           warnings.push('Invalid toolGroup' + label(g) + ': the inputSchema of tool "' + deep.name
