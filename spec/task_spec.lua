@@ -498,6 +498,14 @@ describe("waits on the built-in loop", function()
     assert.are.equal("Task(failed)", tostring(t))
   end)
 
+  it("tasks started inside tasks that are starting, 150 deep, all run (Lua 5.4's C stack ends near 100)", function()
+    local function chain(n)
+      if n == 0 then dt.sleep(0) return 0 end
+      return dt.async(chain, nil, n - 1):wait() + 1
+    end
+    assert.are.equal(150, dt.async(chain, nil, 150):wait(30))
+  end)
+
   it("dt.wait_all turns every loop its tasks run on", function()
     local other = require("devtools_tools.loop").builtin()
     local a = dt.async(function() dt.sleep(0.02) return "a" end)          -- the default built-in loop

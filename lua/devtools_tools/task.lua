@@ -114,7 +114,15 @@ local function settled(task)
   return task.done and not (task.notifying and task.driver.step)
 end
 
--- spawn(driver, fn, on_done?) -> Task, already running until its first wait.
+-- Tasks started inside tasks that are starting: each start resumes a
+-- coroutine inside the one before, and Lua 5.4's C stack ends at about 100
+-- of them ("C stack overflow"). Past this many, a task starts on the
+-- loop's next turn instead.
+local MAX_NESTED_STARTS = 32
+local starting = 0
+
+-- spawn(driver, fn, on_done?) -> Task, already running until its first wait
+-- (or, started deep inside others starting, at the loop's next turn).
 function M.spawn(driver, fn, on_done, ...)
   local task = setmetatable({ driver = driver, done = false, on_done = on_done,
     seq = 0 }, Task)
@@ -123,7 +131,14 @@ function M.spawn(driver, fn, on_done, ...)
     return pack(xpcall(function() return fn(unpack(args, 1, args.n)) end, handler))
   end)
   by_co[task.co] = task
-  resume(task)
+  if starting >= MAX_NESTED_STARTS then
+    task.driver:timer(0, function() if not task.done and co_status(task.co) == "suspended" then resume(task) end end)
+    return task
+  end
+  starting = starting + 1
+  local ok, err = pcall(resume, task)
+  starting = starting - 1
+  if not ok then error(err, 0) end
   return task
 end
 
