@@ -100,6 +100,14 @@ function H.exists(path)
 end
 
 -- sh(cmd) -> output (stdout and stderr), exit status
+-- read_file(path) -> its bytes (raises when it cannot be read)
+function H.read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
 function H.sh(cmd)
   local p = assert(io.popen(cmd .. " 2>&1; echo \"rc=$?\"", "r"))
   local out = p:read("*a")

@@ -33,12 +33,7 @@ local function png_size(png)
   return u32(17), u32(21)
 end
 
-local function read_file(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read_file = H.read_file
 
 describe("console messages", function()
   it("keep level, text, arguments as JSON values, location and frame", function()

@@ -691,18 +691,8 @@ describe("core.write_file", function()
   local dir
   before_each(function() dir = assert(core.mkdtemp("dt-write-")) end)
   after_each(function() core.rmtree(dir) end)
-  local function sh(cmd)
-    local p = io.popen(cmd)
-    local out = p:read("*a")
-    p:close()
-    return (out:gsub("%s+$", ""))
-  end
-  local function read(path)
-    local f = assert(io.open(path, "rb"))
-    local s = f:read("*a")
-    f:close()
-    return s
-  end
+  local function sh(cmd) return (H.sh(cmd):gsub("%s+$", "")) end
+  local read = H.read_file
   local function entries() return sh("ls -A " .. dir) end
 
   it("replaces a regular file whole, keeping its mode, and leaves nothing beside it", function()
