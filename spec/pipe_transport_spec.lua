@@ -629,6 +629,24 @@ describe("the reaper", function()
     assert.is_false(alive(pid))
   end)
 
+  it("close(grace, true) waits for nothing: the reaper reaps and removes the directory", function()
+    for _, argv in ipairs({ { "/bin/sh", "-c", "trap '' TERM; sleep 300" }, { "/bin/true" } }) do
+      local dir = core.mkdtemp("dt-spec-reaper-")
+      local f = io.open(dir .. "/file", "w"); f:write("x"); f:close()
+      local proc = assert(core.spawn(argv, { cleanup_dir = dir }))
+      local pid = proc:pid()
+      if argv[1] == "/bin/true" then proc:wait(core.now() + 10) end    -- gone already
+      proc:close(0, true)
+      assert.is_nil(proc:pid())
+      if argv[1] == "/bin/sh" then                  -- killed, not waited for: not reaped yet
+        assert.is_true(H.exists("/proc/" .. pid), "close waited for the child")
+      end
+      assert.is_true(H.wait_for(function() return not alive(pid) and not H.exists(dir) end, 10),
+        argv[1] .. ": the child or its directory is still there")
+      assert.is_true(H.wait_for(function() return #H.live_with_arg(dir) == 0 end, 10))
+    end
+  end)
+
   it("ends Chromium and removes its profile when the Lua process is SIGKILLed", function()
     if checked_malloc then
       pending("Chromium does not start under the ASan/valgrind preload the child inherits")

@@ -705,12 +705,15 @@ static void drop_ring(proc_t *p)
 	}
 }
 
-/* The child was killed but is not gone yet: the zombie is left to the next
- * spawn (or exit), the directory to the reaper, told to act now. */
+/* What is left is the reaper's, told to act now: the zombie of a child
+ * killed but not gone yet (reaped at the next spawn, or exit) and the
+ * directory. */
 static void hand_to_reaper(proc_t *p)
 {
-	add_orphan(p->pid);
-	p->pid = 0;
+	if (p->pid != 0) {
+		add_orphan(p->pid);
+		p->pid = 0;
+	}
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	p->pidfd = -1;
@@ -735,8 +738,8 @@ static int l_close(lua_State *L)
 	proc_t *p = check_proc(L);
 	double grace = luaL_optnumber(L, 2, 2.0);
 	if (lua_toboolean(L, 3) && p->reaper_fd >= 0) {
-		if (!end_child_within(p, -1, 0))
-			hand_to_reaper(p);
+		(void)end_child_within(p, -1, 0);   /* reaps it only if it is gone already */
+		hand_to_reaper(p);
 	} else {
 		end_child(p, grace);
 	}

@@ -247,8 +247,13 @@ local function pump(self, deadline)
       -- left something to undo with it (await's on_late)
       local fn = self.late[id]
       if fn then
+        -- run as an event listener is: what it sends does not route more
+        -- messages from in here (the read that called us goes on)
         self.late[id] = nil
+        local depth = self.dispatching
+        self.dispatching = depth + 1
         pcall(fn, msg)
+        self.dispatching = depth
       end
     end
   elseif msg.method then
