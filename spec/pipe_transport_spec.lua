@@ -693,7 +693,7 @@ describe("C failure codes", function()
     for name in pairs(errors.from_c_codes) do
       assert.equal(name, core.codes[name], "errors.lua maps a code C never returns: " .. name)
     end
-    assert.equal(11, n)
+    assert.equal(12, n)
     assert.equal("protocol_error", errors.from_c("no_memory"))
     assert.equal("protocol_error", errors.from_c("bad_message"))
     assert.equal("disconnected", errors.from_c("closed"))
@@ -754,5 +754,29 @@ describe("core.write_file", function()
     assert.is_nil(ok)
     assert.matches("No such file or directory", err, 1, true)
     assert.equal("", entries())
+  end)
+end)
+
+describe("a signal while a read waits", function()
+  it("returns to Lua (Ctrl-C's hook acts at once), not when the peer answers", function()
+    local child, pid = lua_child([[
+      local core = require "devtools_tools.core"
+      -- a peer that never answers (its reaper ends it with us)
+      local p, t = core.spawn({ "/bin/sleep", "60" }, { pipe = true, reaper = true })
+      io.stderr:write("waiting ", p:pid(), "\n")
+      local _, err, code = t:recv_cdp(core.now() + 60)
+      io.stderr:write("returned ", tostring(code), "\n")
+      p:close(0)
+    ]], "waiting (%S+)\n")
+    local cpid = child:pid()
+    -- in poll(2): the signal must find the read waiting, not Lua code
+    assert.is_true(H.wait_for(function()
+      return (H.read_file("/proc/" .. cpid .. "/wchan") or ""):find("poll", 1, true) ~= nil
+    end, 10), "the child never waited")
+    os.execute("kill -INT " .. cpid)
+    assert.equal("exit", (child:wait(core.now() + 20)), "the read went on waiting")
+    assert.matches("interrupted!", child:stderr(), 1, true)     -- lua.c's hook, right after the read
+    child:close(0)
+    assert.is_true(H.wait_for(function() return not alive(tonumber(pid)) end, 10))
   end)
 end)

@@ -62,6 +62,9 @@ typedef enum dt_code {
 	DT_EBADVALUE,       /* "bad_value": a Lua value JSON cannot hold */
 	DT_ENOMEM,          /* "no_memory": an allocation failed */
 	DT_ESYSTEM,         /* "system": an operating system call failed */
+	DT_EINTR,           /* "interrupted": a signal came while waiting (the
+	                     * caller waits again: Lua code runs in between, so a
+	                     * hook such as lua.c's for Ctrl-C acts at once) */
 	DT_NCODES
 } dt_code;
 const char *dt_code_name(int code);

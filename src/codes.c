@@ -18,6 +18,7 @@ static const char *const names[DT_NCODES] = {
 	"bad_value",        /* DT_EBADVALUE */
 	"no_memory",        /* DT_ENOMEM */
 	"system",           /* DT_ESYSTEM */
+	"interrupted",      /* DT_EINTR */
 };
 
 const char *dt_code_name(int code)

@@ -113,7 +113,8 @@ static int write_some(pipe_t *p)
 
 /* One poll over every fd we serve. want_read: poll the reply pipe. Returns
  * DT_OK after serving what was ready, DT_ETIMEOUT if nothing happened by the
- * deadline, DT_ECLOSED if the browser went away. */
+ * deadline, DT_ECLOSED if the browser went away, DT_EINTR if a signal came
+ * (a blocking read returns to Lua then: Ctrl-C's hook acts at once). */
 static int pump(pipe_t *p, double deadline, int want_read)
 {
 	struct pollfd fds[3];
@@ -130,9 +131,9 @@ static int pump(pipe_t *p, double deadline, int want_read)
 		ei = nfds;
 		fds[nfds].fd = p->errfd; fds[nfds].events = POLLIN; nfds++;
 	}
-	do {
-		rc = poll(fds, (nfds_t)nfds, dt_poll_ms(deadline));
-	} while (rc < 0 && errno == EINTR);
+	rc = poll(fds, (nfds_t)nfds, dt_poll_ms(deadline));
+	if (rc < 0 && errno == EINTR)
+		return DT_EINTR;
 	if (rc < 0)
 		return dt_transport_fail(&p->base, DT_ECLOSED, "poll: %s", strerror(errno));
 	if (rc == 0)
@@ -228,6 +229,8 @@ static int pipe_recv(dt_transport *t, double deadline, const char **msg, size_t 
 			int rc = pump(p, deadline, 1);
 			if (rc == DT_ETIMEOUT)
 				return dt_transport_fail(t, DT_ETIMEOUT, "timed out waiting for a message");
+			if (rc == DT_EINTR)
+				return dt_transport_fail(t, DT_EINTR, "interrupted by a signal");
 			if (rc != DT_OK)
 				return rc;
 		}
@@ -250,6 +253,8 @@ static int pipe_flush(dt_transport *t, double deadline)
 			return dt_transport_fail(t, DT_ETIMEOUT,
 				"timed out writing to the browser (%zu bytes still queued)",
 				p->out.len - p->out_off);
+		if (rc == DT_EINTR)
+			continue;                           /* (a write is short: finish it) */
 		if (rc != DT_OK)
 			return rc;
 	}

@@ -236,6 +236,10 @@ local function pump(self, deadline)
       lost(self, err)
       return true
     end
+    -- A signal came while the read waited: read again. (Lua code runs in
+    -- between, so lua.c's Ctrl-C hook raises at once, not when the page
+    -- answers.)
+    if code == "interrupted" then return true end
     raise("protocol_error", "unreadable message from the browser: " .. tostring(err))
   end
   local id = msg.id

@@ -42,6 +42,7 @@ M.from_c_codes = {
   bad_value = "bad_argument",       -- a Lua value JSON cannot hold
   no_memory = "protocol_error",
   system = "protocol_error",
+  interrupted = "cancelled",        -- (the CDP layer reads again; see cdp.lua's pump)
 }
 
 -- from_c(c_code) -> the dt.Error code for a C failure code
