@@ -495,6 +495,13 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
       assert.equal(0, rc, err)
     end)
 
+    it("a TMPDIR it cannot use is its one message, with status 1", function()
+      local out, err, rc = run("browser start", { env = "TMPDIR=/nonexistent" })
+      assert.equal(1, rc)
+      assert.equal("", out)
+      assert.equal("devtools-tools: launch_failed: cannot create a profile under /nonexistent\n", err)
+    end)
+
     it("started three times at once is one browser, which stop ends", function()
       local cmd = ("cd / && for i in 1 2 3; do TMPDIR=%s XDG_STATE_HOME=%s/state %s browser start"
         .. " >%s/start$i 2>&1 & done; wait"):format(shq(dir .. "/tmp"), shq(dir), shq(bin), dir)
