@@ -747,6 +747,8 @@ describe("core.write_file", function()
   end)
 
   it("fails with a message naming the path, leaving nothing behind", function()
+    assert.is_true(core.exists(dir))
+    assert.is_false(core.exists(dir .. "/nope"))
     local ok, err = core.write_file(dir, "x")
     assert.is_nil(ok)
     assert.matches("cannot write " .. dir, err, 1, true)

@@ -777,6 +777,27 @@ for _, L in ipairs(loops) do
       b:close()                                      -- idempotent
     end)
 
+    it("browser:close in a task leaves removing the profile to the reaper, and returns once it is gone", function()
+      local b = dt.launch()
+      local real, calls = b.process, {}
+      local dir = b.user_data_dir
+      -- a spy on the process object: records each method call, forwards every argument
+      b.process = setmetatable({}, { __index = function(_, k)
+        return function(_, ...)
+          calls[#calls + 1] = { k, ... }
+          return real[k](real, ...)
+        end
+      end })
+      local task = dt.async(function() b:close() end)
+      local r = settle({ task })[1]
+      assert.is_true(r[1], tostring(r[2]))
+      local closes = {}
+      for _, c in ipairs(calls) do if c[1] == "close" then closes[#closes + 1] = c end end
+      assert.same({ { "close", 0, true } }, closes)   -- not close(grace): no rmtree on the loop
+      assert.is_false(H.exists(dir), "close returned before the profile was gone")
+      assert.is_false(real:running())
+    end)
+
     it("browser:close takes a timeout and refuses unknown options", function()
       local b = dt.launch()
       assert.are.equal("bad_argument", H.error_of(b.close, b, { timout = 1 }).code)

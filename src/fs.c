@@ -189,6 +189,14 @@ fail:
 	return 2;
 }
 
+/* core.exists(path) -> boolean: something is there (a link is not followed) */
+static int l_exists(lua_State *L)
+{
+	struct stat st;
+	lua_pushboolean(L, lstat(luaL_checkstring(L, 1), &st) == 0);
+	return 1;
+}
+
 /* core.is_executable(path) -> boolean: a regular file we may execute */
 static int l_is_executable(lua_State *L)
 {
@@ -202,6 +210,7 @@ static int l_is_executable(lua_State *L)
 void dt_fs_open(lua_State *L)
 {
 	static const luaL_Reg funcs[] = {
+		{"exists", l_exists},
 		{"is_executable", l_is_executable},
 		{"mkdtemp", l_mkdtemp},
 		{"rmtree", l_rmtree},

@@ -141,6 +141,14 @@ local function await_exit(proc, deadline)
   if not ok and err.code == "cancelled" then return err end
 end
 
+-- await_removed(dir, deadline): the same for a directory the reaper removes.
+local function await_removed(dir, deadline)
+  local ok, err = errors.catch(function()
+    while core.exists(dir) and now() < deadline do tasks.sleep(0.01) end
+  end)
+  if not ok and err.code == "cancelled" then return err end
+end
+
 local launch_opts = { executable = "string", headless = "boolean", args = true,
   user_data_dir = "string", timeout = true, webmcp = "boolean", history = true }
 
@@ -266,7 +274,7 @@ function M.launch(opts)
   return new_browser(conn, {
     process = proc, executable = exe, user_data_dir = dir,
     timeout = timeout, launched = true, _version = version, history = history,
-    _headless = opts.headless ~= false,
+    _headless = opts.headless ~= false, _temp_profile = cleanup,
   })
 end
 
@@ -578,6 +586,11 @@ function Browser:close(opts)
       -- No time left: killed, then reaped and its profile removed in the
       -- background (the reaper), not within this call.
       proc:close(0, true)
+    elseif tasks.current() and self._temp_profile and not proc:running() then
+      -- Removing a profile takes 40-250 ms of work: the reaper does it,
+      -- and the task waits on the loop, which goes on turning.
+      proc:close(0, true)
+      stop = await_removed(self._temp_profile, soon(2))
     else
       proc:close(left)
     end
