@@ -98,7 +98,7 @@ describe("devtools-tools", function()
         { "--timeout 5", "options but no command" },
         { "-q --timeout 7 frobnicate", "unknown command frobnicate" },
         { "call " .. url .. " types ':=1'", "key:=json needs a key" },
-        { "help --bogus", "help takes a command name, not --bogus" },
+        { "help --bogus", "unknown option --bogus" },
         { "help list call", "help takes one command name" },
         -- arguments are shown by their start, with the decoder's reason
         { "call " .. url .. " types " .. shq(("{\"a\":"):rep(3000) .. "1" .. ("}"):rep(3000)),
@@ -462,11 +462,15 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
       -- a Chromium that never opens its debugging port
       local fake = dir .. "/silent-chromium"
       local f = assert(io.open(fake, "w"))
-      f:write("#!/bin/sh\nexec sleep 60\n")
+      f:write("#!/bin/sh\nsleep 60\n")               -- (not exec: its command line keeps the profile)
       f:close()
       os.execute("chmod +x " .. shq(fake))
       local starter = assert(core.spawn({ "/bin/sh", "-c", ("cd / && TMPDIR=%s XDG_STATE_HOME=%s/state exec %s"
         .. " browser start --chromium %s --timeout 60"):format(shq(dir .. "/tmp"), shq(dir), shq(bin), shq(fake)) }))
+      finally(function()                              -- whatever failed, nothing waits for a lock after us
+        starter:close(0)
+        run("browser stop")
+      end)
       local state_file = dir .. "/state/devtools-tools/browser.json"
       local function state()
         local sf = io.open(state_file)
