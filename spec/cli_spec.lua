@@ -261,6 +261,10 @@ describe("devtools-tools", function()
         { "browser start --chromium /nonexistent/chromium",
           "^devtools%-tools: launch_failed: no Chromium found: tried /nonexistent/chromium %(" },
         { "list --connect http://127.0.0.1:1 " .. url, "^devtools%-tools: connect_failed: " },
+        -- (the library's allow_remote is no option of the command line's)
+        { "list --connect http://10.1.2.3:9222 " .. url, "^devtools%-tools: connect_failed: connect: refusing"
+          .. " non%-loopback host 10%.1%.2%.3 %(the DevTools protocol gives full control of the browser; the"
+          .. " command line connects to loopback hosts only: 127%.0%.0%.1, ::1, localhost%)\n$" },
       }
       for _, c in ipairs(cases) do
         local out, err, rc = run(c[1])
