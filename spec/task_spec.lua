@@ -414,6 +414,16 @@ describe("tasks on a driver of the spec's own", function()
     waiting:cancel()
   end)
 
+  it("on_done runs once even on a driver that fires a timer twice", function()
+    local plain_timer = d.timer
+    function d:timer(seconds, cb) return plain_timer(self, seconds, function() cb(); cb() end) end
+    local n = 0
+    local task = dt.async(function() return 1 end, function() n = n + 1 end)
+    assert.is_true(task.done)
+    d:fire_timers()
+    assert.are.equal(1, n)
+  end)
+
   it("refuses what is not a loop", function()
     assert.are.equal("bad_argument", H.error_of(dt.use_loop, {}).code)
     assert.are.equal("bad_argument", H.error_of(dt.async, 42).code)

@@ -95,6 +95,7 @@ finish = function(task, ok, r)
     task.on_done = nil
     task.notifying = true
     task.driver:timer(0, function()
+      if not task.notifying then return end   -- once, whatever the driver does
       task.notifying = nil
       if ok then
         cb(true, unpack(task.results, 1, task.results.n))
