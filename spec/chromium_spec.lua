@@ -144,15 +144,8 @@ describe("dt.launch", function()
 
   it("a close whose timeout is used up kills Chromium and leaves the rest to the reaper", function()
     local b = dt.launch()
-    local real, calls = b.process, {}
-    local pid, dir = real:pid(), b.user_data_dir
-    -- a spy on the process object: records each method call, forwards every argument
-    b.process = setmetatable({}, { __index = function(_, k)
-      return function(_, ...)
-        calls[#calls + 1] = { k, ... }
-        return real[k](real, ...)
-      end
-    end })
+    local pid, dir = b.process:pid(), b.user_data_dir
+    local calls = H.spy_process(b)
     b:close({ timeout = 0 })
     assert.same({ "close", 0, true }, calls[#calls])
     assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 10), "Chromium is still running")

@@ -425,9 +425,7 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
   end)
 
   describe("hostile text and output that cannot be written", function()
-    local function data_url(html)
-      return "data:text/html," .. html:gsub("[^%w%-%._~]", function(c) return ("%%%02X"):format(c:byte()) end)
-    end
+    local data_url = H.data_url
     local page = data_url([[<script>addEventListener('devtoolstooldiscovery', (e) => e.respondWith({
       name: 'g', description: 'd', tools: [
         { name: 'L'.repeat(300000), description: 'long', inputSchema: { type: 'object' }, execute: () => 1 },

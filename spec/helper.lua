@@ -146,6 +146,26 @@ function H.spy_transport(conn, pattern)
   return log, function() conn.transport = real end, stats
 end
 
+-- data_url(html) -> a data: URL of the page (every byte but the unreserved
+-- ones percent-encoded, so any script survives)
+function H.data_url(html)
+  return "data:text/html," .. html:gsub("[^%w%-%._~]", function(c) return ("%%%02X"):format(c:byte()) end)
+end
+
+-- spy_process(browser) -> calls: puts a spy in front of browser.process
+-- that records each method call as {name, args...} and forwards every
+-- argument to the real object
+function H.spy_process(browser)
+  local real, calls = browser.process, {}
+  browser.process = setmetatable({}, { __index = function(_, k)
+    return function(_, ...)
+      calls[#calls + 1] = { k, ... }
+      return real[k](real, ...)
+    end
+  end })
+  return calls
+end
+
 -- on_console(page, text, fn): runs fn() (once) when the page's main frame
 -- logs `text` with console.log, from inside the connection's event loop:
 -- a spec can act at the moment a tool has started. Returns a function that

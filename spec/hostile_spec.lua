@@ -209,11 +209,7 @@ describe("issue 11", function()
   end)
 
   -- a data: URL of a page with the given script
-  local function script_page(js)
-    return "data:text/html," .. ("<script>" .. js .. "</script>"):gsub("[%%#]", function(c)
-      return ("%%%02X"):format(c:byte())
-    end)
-  end
+  local function script_page(js) return H.data_url("<script>" .. js .. "</script>") end
   local TOOL_X = "addEventListener('devtoolstooldiscovery', e => e.respondWith({ name: 'g', tools: ["
     .. "{ name: 'x', description: 'd', inputSchema: { type: 'object' }, execute: () => 1 }] }));"
 

@@ -628,9 +628,7 @@ window.addEventListener('devtoolstooldiscovery', (e) => e.respondWith({ name: 'g
 ]}));
 </script>]]
 
-local function page_url()
-  return "data:text/html," .. PAGE:gsub("[%%#]", function(c) return string.format("%%%02X", c:byte()) end)
-end
+local function page_url() return H.data_url(PAGE) end
 
 local loops = { { "the built-in loop", function() return nil end } }
 local has_luv, luv = pcall(require, "luv")
@@ -695,7 +693,7 @@ for _, L in ipairs(loops) do
         -- cancels fn's task once the page has started the busy script (it logs "busy" first)
         local function cancel_when_busy(fn)
           local started = false
-          local off = p:on("console", function(rec) if rec.text == "busy" then started = true end end)
+          local off = H.on_console(p, "busy", function() started = true end)
           local task = dt.async(fn)
           assert(p.conn:wait_for(function() return started end, core.now() + 10), "the script did not start")
           off()
@@ -789,15 +787,8 @@ for _, L in ipairs(loops) do
 
     it("browser:close in a task leaves removing the profile to the reaper, and returns once it is gone", function()
       local b = dt.launch()
-      local real, calls = b.process, {}
-      local dir = b.user_data_dir
-      -- a spy on the process object: records each method call, forwards every argument
-      b.process = setmetatable({}, { __index = function(_, k)
-        return function(_, ...)
-          calls[#calls + 1] = { k, ... }
-          return real[k](real, ...)
-        end
-      end })
+      local real, dir = b.process, b.user_data_dir
+      local calls = H.spy_process(b)
       local task = dt.async(function() b:close() end)
       local r = settle({ task })[1]
       assert.is_true(r[1], tostring(r[2]))

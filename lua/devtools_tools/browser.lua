@@ -134,19 +134,20 @@ end
 -- await_exit(proc, deadline) -> nil, or the `cancelled` dt.Error that cut
 -- the wait short: inside a task, waits on the loop for the process to exit
 -- (until deadline; other errors of the wait are of no interest here).
-local function await_exit(proc, deadline)
+local function await_until(done, deadline)
   local ok, err = errors.catch(function()
-    while proc:running() and now() < deadline do tasks.sleep(0.01) end
+    while not done() and now() < deadline do tasks.sleep(0.01) end
   end)
   if not ok and err.code == "cancelled" then return err end
 end
 
+local function await_exit(proc, deadline)
+  return await_until(function() return not proc:running() end, deadline)
+end
+
 -- await_removed(dir, deadline): the same for a directory the reaper removes.
 local function await_removed(dir, deadline)
-  local ok, err = errors.catch(function()
-    while core.exists(dir) and now() < deadline do tasks.sleep(0.01) end
-  end)
-  if not ok and err.code == "cancelled" then return err end
+  return await_until(function() return not core.exists(dir) end, deadline)
 end
 
 local launch_opts = { executable = "string", headless = "boolean", args = true,

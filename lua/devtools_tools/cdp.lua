@@ -188,13 +188,21 @@ function Conn:send_text(head, session, deadline, json_reply, method)
   return transmit(self, id, head .. id .. "}", session, deadline, json_reply, method)
 end
 
+-- as_listener(self, fn, ...) -> pcall's results: fn runs as an event
+-- listener does, so what it sends routes no further messages from inside
+-- the read that called it (see hand_over)
+local function as_listener(self, fn, a, b, c)
+  local depth = self.dispatching
+  self.dispatching = depth + 1
+  local ok, err = pcall(fn, a, b, c)
+  self.dispatching = depth
+  return ok, err
+end
+
 local function route_event(self, msg)
   local fn = self.listeners[msg.sessionId or ""]
   if fn then
-    local depth = self.dispatching
-    self.dispatching = depth + 1
-    local ok, err = pcall(fn, msg.method, msg.params, msg.sessionId)
-    self.dispatching = depth
+    local ok, err = as_listener(self, fn, msg.method, msg.params, msg.sessionId)
     if not ok then error(err, 0) end
   end
 end
@@ -251,13 +259,8 @@ local function pump(self, deadline)
       -- left something to undo with it (await's on_late)
       local fn = self.late[id]
       if fn then
-        -- run as an event listener is: what it sends does not route more
-        -- messages from in here (the read that called us goes on)
         self.late[id] = nil
-        local depth = self.dispatching
-        self.dispatching = depth + 1
-        pcall(fn, msg)
-        self.dispatching = depth
+        as_listener(self, fn, msg)
       end
     end
   elseif msg.method then
