@@ -321,6 +321,99 @@ describe("page (fake transport)", function()
     assert.equal(0, probes)
   end)
 
+  it("a WebMCP result whose decoding passes the call's deadline is a timeout naming the tool", function()
+    local page, fake = open()
+    F.with_tools(fake, {})
+    fake:event("WebMCP.toolsAdded", { tools = { { name = "big", description = "rows", frameId = "F1",
+      inputSchema = { type = "object" } } } }, "S1")
+    local big = page:tool("big")
+    assert.equal("webmcp", big.kind)
+    local n, output = 0, F.DECODE_LATE
+    -- the reply, then the result (an event) that names the invocation
+    fake.on["WebMCP.invokeTool"] = function(_, session, msg, f)
+      n = n + 1
+      f.queue[#f.queue + 1] = { id = msg.id, sessionId = session, result = { invocationId = "I" .. n } }
+      f:event("WebMCP.toolResponded", { invocationId = "I" .. n, status = "Completed",
+        output = output }, session)
+      return F.NO_REPLY
+    end
+    local t0 = require("devtools_tools.core").now()
+    local e = H.error_of(big.call, big, {}, { timeout = 7 })
+    assert.equal("timeout", e.code)
+    assert.equal("big", e.tool)
+    assert.equal("tool big: the result came, but " .. F.LATE_MESSAGE, e.message)
+    assert.same({ decoding = F.LATE_MESSAGE }, e.details)
+    assert.near(t0 + 7, fake.late_deadline, 1)     -- the call's own deadline went with the invocation
+    assert.is_nil(next(page.conn.deadlines))
+    assert.is_nil(next(page.conn.cut))
+    assert.equal(0, fake:count("WebMCP.cancelInvocation"))   -- it had answered
+    -- a page:on_cdp listener gets the result whole, and so does the call
+    local heard = {}
+    local off = page:on_cdp("WebMCP.toolResponded", function(p) heard[#heard + 1] = p.output end)
+    assert.equal("decoded", big:call({}, { timeout = 7 }))
+    assert.same({ "decoded" }, heard)
+    off()
+    assert.equal("timeout", H.error_of(big.call, big, {}, { timeout = 7 }).code)
+    assert.is_nil(next(page.conn.deadlines))
+    assert.is_nil(next(page.conn.cut))
+    output = "small"
+    assert.equal("small", big:call({}, { timeout = 7 }))
+    assert.is_nil(next(page.conn.deadlines))
+    assert.is_nil(next(page.conn.cut))
+    -- a result that comes after its call gave up is cut at once, and forgotten
+    local conn, held = page.conn, nil
+    fake.on["WebMCP.invokeTool"] = function(_, session, msg, f)
+      n = n + 1
+      held = "I" .. n
+      f.queue[#f.queue + 1] = { id = msg.id, sessionId = session, result = { invocationId = held } }
+      return F.NO_REPLY
+    end
+    e = H.error_of(big.call, big, {}, { timeout = 30 })
+    local gave_up = require("devtools_tools.core").now()
+    assert.equal("tool big did not settle in time", e.message)
+    assert.is_true(conn.deadlines[held] <= gave_up)        -- its deadline is now, not 30 s on
+    fake:event("WebMCP.toolResponded", { invocationId = held, status = "Completed", output = F.DECODE_LATE }, "S1")
+    fake.late_deadline = nil
+    page:evaluate("1")
+    assert.is_true(fake.late_deadline <= gave_up)
+    assert.is_nil(next(conn.deadlines))
+    assert.is_nil(next(conn.cut))
+  end)
+
+  it("a reply that comes after its caller gave up is cut at once, and its entries go", function()
+    local page, fake = open()
+    F.with_tools(fake, { ADD })
+    page:discover()
+    local conn, core, held = page.conn, require("devtools_tools.core"), nil
+    fake.on_call = function(_, _, msg) held = msg.id; return F.NO_REPLY end
+    assert.equal("timeout", H.error_of(page.call, page, "add", { a = 1 }, { timeout = 30 }).code)
+    local gave_up = core.now()
+    assert.is_true(conn.json_ids[held] <= gave_up)          -- its deadline is now, not 30 s on
+    fake.on_call = nil
+    fake.queue[#fake.queue + 1] = { id = held, sessionId = "S1", result = F.DECODE_LATE }
+    assert.equal("called", page:call("add", { a = 1 }))
+    assert.is_true(fake.late_deadline <= gave_up)
+    assert.is_nil(next(conn.json_ids))
+    assert.is_nil(next(conn.deadlines))
+    -- any other reply (deadlines); a small one that is decoded clears its entry too
+    local evaluate = fake.on["Runtime.evaluate"]
+    fake.on["Runtime.evaluate"] = function(p, ...)
+      if p.expression == "big" then held = select(2, ...).id; return F.NO_REPLY end
+      return evaluate(p, ...)
+    end
+    for _, late in ipairs({ F.DECODE_LATE, { result = { type = "number", value = 2 } } }) do
+      assert.equal("timeout", H.error_of(page.evaluate, page, "big", { timeout = 30 }).code)
+      gave_up = core.now()
+      assert.is_true(conn.deadlines[held] <= gave_up)
+      fake.queue[#fake.queue + 1] = { id = held, sessionId = "S1", result = late }
+      fake.late_deadline = nil
+      assert.equal(1, page:evaluate("1"))
+      if late == F.DECODE_LATE then assert.is_true(fake.late_deadline <= gave_up) end
+      assert.is_nil(next(conn.json_ids))
+      assert.is_nil(next(conn.deadlines))
+    end
+  end)
+
   it("closes once and is forgotten by its browser", function()
     local page, fake, b = open()
     assert.equal(page, b.pages_by_session.S1)

@@ -314,6 +314,48 @@ describe("pipe transport", function()
     assert.equal(500001, #t:recv_cdp(soon(30), { [8] = past }, { [8] = past }).result.big)
     t:close(); proc:close()
   end)
+
+  -- A WebMCP tool's result is an event: Chromium writes the invocation id
+  -- first in its params, before the output, so deadlines[invocation id]
+  -- cuts it the same way (the id comes back as a string).
+  it("stops decoding a WebMCP result at the deadline of the call waiting for it", function()
+    local rows = "[" .. string.rep('{"invocationId":"I1"},', 50000) .. "0]"
+    local function responded(id, output, head)
+      return (head or '{"method":"WebMCP.toolResponded","params":{"invocationId":"') .. id
+        .. '","status":"Completed","output":' .. output .. '},"sessionId":"S1"}'
+    end
+    local past = core.now() - 1
+    local proc, t = echo_child()
+    local big = responded("I1", rows)
+    assert.is_true(t:send(big, soon(30)))
+    local m, err, code, id = t:recv_cdp(soon(30), {}, { I1 = past, [1] = soon(30) })
+    assert.is_true(m == nil, "decoded whole")
+    assert.same({ "timeout", "I1" }, { code, id })
+    assert.matches("^the deadline passed while decoding %(%d+ of " .. #big .. " bytes done%)$", err)
+    t:send('{"id":10,"result":{}}', soon())
+    assert.equal(10, t:recv_cdp(soon(), {}, { I1 = past }).id)          -- reads on
+    -- decoded whole: a deadline ahead, an id nobody waits for, a small one,
+    -- no deadlines table, and anything not written as Chromium writes it
+    -- (the id after the output, spaces, an escape in the id, one too long)
+    local long = string.rep("A", 200)
+    for i, c in ipairs({
+      { big, { I1 = soon(60) } },
+      { big, { I2 = past } },
+      { responded("I1", "[1]"), { I1 = past } },
+      { big, nil },
+      { '{"method":"WebMCP.toolResponded","params":{"status":"Completed","output":' .. rows
+        .. ',"invocationId":"I1"}}', { I1 = past } },
+      { responded("I1", rows, '{"method": "WebMCP.toolResponded","params":{"invocationId":"'), { I1 = past } },
+      { responded("I\\u0031", rows), { ["I\\u0031"] = past, I1 = past } },
+      { responded(long, rows), { [long] = past } },
+    }) do
+      assert.is_true(t:send(c[1], soon(30)))
+      local got, e2 = t:recv_cdp(soon(30), {}, c[2])
+      assert.is_true(got ~= nil, "case " .. i .. ": " .. tostring(e2))
+      assert.equal("WebMCP.toolResponded", got.method, "case " .. i)
+    end
+    t:close(); proc:close()
+  end)
 end)
 
 describe("process", function()

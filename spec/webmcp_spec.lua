@@ -136,6 +136,37 @@ describe("WebMCP tools", function()
     page:close()
   end)
 
+  -- A result is an event; Chromium writes its invocation id before the
+  -- output the page wrote, so decoding a large one stops at the deadline of
+  -- the call waiting for it, as a reply's does (specs in pipe_transport
+  -- and page_unit; here: that Chromium writes it so).
+  it("a large result is named before its output, and comes whole within the deadline", function()
+    local page = open("/webmcp.html")
+    page:evaluate("window.registered")
+    page:evaluate([[(document.modelContext || navigator.modelContext).registerTool({
+      name: 'rows', description: 'n rows', inputSchema: { type: 'object', properties: { n: { type: 'number' } } },
+      execute: async ({ n }) => Array.from({ length: n }, (_, i) => ({ id: i, invocationId: 'forged' })),
+    })]])
+    local rows = page:tool("rows")
+    local got = rows({ n = 40000 })
+    assert.equal(40000, #got)
+    assert.same({ id = 39999, invocationId = "forged" }, got[40000])
+    assert.is_nil(next(page.conn.deadlines))
+    -- read the result the way the connection does, its caller's deadline past
+    local conn, now = page.conn, require("devtools_tools.core").now
+    local r = conn:await(conn:send("WebMCP.invokeTool", { frameId = rows._frame_id, toolName = "rows",
+      input = { n = 40000 } }, rows._session, now() + 10), now() + 10)
+    local m, err, code, id
+    repeat
+      m, err, code, id = conn.transport:recv_cdp(now() + 10, {}, { [r.invocationId] = now() - 1 })
+    until m == nil or m.method == "WebMCP.toolResponded"
+    assert.is_true(m == nil, "decoded whole")
+    assert.equal("timeout", code, err)
+    assert.equal(r.invocationId, id)
+    assert.matches("^the deadline passed while decoding", err)
+    page:close()
+  end)
+
   it("are found in every frame, cross-origin iframes included", function()
     local page = open("/webmcp_frames.html")
     local mcp

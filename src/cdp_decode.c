@@ -11,6 +11,7 @@
 #include "dt.h"
 
 #include <math.h>
+#include <string.h>
 
 /* transport:recv_cdp([deadline [, ids [, deadlines]]]) -> message | nil, message, code [, head | id]
  * The next message, decoded; one that is not JSON gives "bad_message" (or
@@ -27,7 +28,42 @@
  * Past that call's deadline (the reply may be large: 80 MB take seconds)
  * decoding stops: nil, message, "timeout", id (a reader's own timeout has
  * no id). deadlines: the same for any other reply, id -> its caller's
- * deadline. Any other message decodes as it is. */
+ * deadline; and for a WebMCP tool's result, an event, its invocation id
+ * (a string) -> the deadline of the call waiting for it: Chromium writes
+ * that id first in the params, before the output the page wrote, so the
+ * event is cut there too (nil, message, "timeout", invocation id). Any
+ * other message decodes as it is. */
+/* The start of a WebMCP tool's result as Chromium writes it: what follows
+ * is the invocation id, up to the next quote. */
+static const char RESPONDED[] =
+	"{\"method\":\"WebMCP.toolResponded\",\"params\":{\"invocationId\":\"";
+#define INVOCATION_ID_MAX 128
+
+/* Stack: ... deadlines. For a WebMCP tool's result whose invocation id is
+ * a key of deadlines with a number: pushes the id and returns its
+ * deadline. Otherwise pushes nothing and returns -1. */
+static double event_deadline(lua_State *L, int deadlines, const char *msg, size_t len)
+{
+	const size_t n = sizeof RESPONDED - 1;
+	const char *id, *q;
+	double deadline = -1;
+	if (len <= n || memcmp(msg, RESPONDED, n) != 0)
+		return -1;
+	id = msg + n;
+	q = memchr(id, '"', len - n < INVOCATION_ID_MAX ? len - n : INVOCATION_ID_MAX);
+	if (q == NULL || memchr(id, '\\', (size_t)(q - id)) != NULL)
+		return -1;
+	lua_pushlstring(L, id, (size_t)(q - id));   /* ... id */
+	lua_pushvalue(L, -1);                       /* ... id id */
+	lua_rawget(L, deadlines);                   /* ... id deadlines[id] */
+	if (lua_type(L, -1) == LUA_TNUMBER)
+		deadline = lua_tonumber(L, -1);
+	lua_pop(L, 1);                              /* ... id */
+	if (deadline < 0)
+		lua_pop(L, 1);                          /* ... */
+	return deadline;
+}
+
 static int l_recv_cdp(lua_State *L)
 {
 	dt_transport *t = dt_transport_check(L, 1);
@@ -37,6 +73,7 @@ static int l_recv_cdp(lua_State *L)
 	size_t len;
 	char err[200];
 	int rc, n, code = DT_OK;
+	double event = -1;
 	if (!lua_isnoneornil(L, 3)) {
 		luaL_checktype(L, 3, LUA_TTABLE);
 		aside.gate = 3;
@@ -51,17 +88,23 @@ static int l_recv_cdp(lua_State *L)
 	rc = t->ops->recv(t, deadline, &msg, &len);
 	if (rc != DT_OK)
 		return dt_transport_push_fail(L, t, rc);
-	n = dt_json_decode(L, msg, len, DT_JSON_MAX_DEPTH, aside.gate ? &aside : NULL,
+	if (aside.deadlines != 0)                   /* ... [invocation id] */
+		event = event_deadline(L, aside.deadlines, msg, len);
+	n = dt_json_decode(L, msg, len, DT_JSON_MAX_DEPTH, aside.gate ? &aside : NULL, event,
 	                   err, sizeof err, &code);
 	dt_transport_release(t);                    /* msg is dangling from here */
 	if (n == 3)                                 /* ... value tbl text */
 		code = dt_json_decode_aside(L, aside.deadline, err, sizeof err); /* ... value */
 	if (n > 0 && code == DT_OK)
 		return 1;                               /* ... value */
-	if (code == DT_ETIMEOUT) {                  /* only the reply's deadline does it */
+	if (code == DT_ETIMEOUT) {                  /* only the reply's or event's deadline does it */
 		if (n > 0)
-			lua_pop(L, 1);                      /* ... */
+			lua_pop(L, 1);                      /* ... [invocation id] */
 		dt_push_fail(L, DT_ETIMEOUT, err);
+		if (event >= 0) {
+			lua_pushvalue(L, -4);               /* the invocation id */
+			return 4;                           /* nil, message, "timeout", invocation id */
+		}
 		if (fabs(aside.gate_value) <= 9007199254740992.0 &&   /* our ids: integers */
 		    aside.gate_value == (lua_Number)(lua_Integer)aside.gate_value)
 			lua_pushinteger(L, (lua_Integer)aside.gate_value);

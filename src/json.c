@@ -914,13 +914,14 @@ static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 }
 
 int dt_json_decode(lua_State *L, const char *s, size_t len, int max_depth,
-                   dt_json_aside *aside, char *err, size_t errsz, int *code)
+                   dt_json_aside *aside, double deadline, char *err, size_t errsz,
+                   int *code)
 {
 	if (aside != NULL && aside->gate < 0)
 		aside->gate = lua_gettop(L) + aside->gate + 1;  /* absolute: the decoder pushes */
 	if (aside != NULL && aside->deadlines < 0)
 		aside->deadlines = lua_gettop(L) + aside->deadlines + 1;
-	return json_decode(L, s, len, max_depth, err, errsz, code, aside, NULL, -1);
+	return json_decode(L, s, len, max_depth, err, errsz, code, aside, NULL, deadline);
 }
 
 int dt_json_decode_aside(lua_State *L, double deadline, char *err, size_t errsz)

@@ -35,11 +35,13 @@ typedef struct dt_json_aside {
 /* Decodes s[0..len) and pushes the value; returns 1. With aside and the
  * string found: pushes the value, the table lacking path[2] and the text,
  * and returns 3. On failure pushes nothing, writes a message to err, sets
- * *code (DT_ESYNTAX, DT_ETOODEEP, DT_ENOMEM, or DT_ETIMEOUT past the
- * aside's deadline) and returns 0. The text does not point into s, so s
- * may go before dt_json_decode_aside. */
+ * *code (DT_ESYNTAX, DT_ETOODEEP, DT_ENOMEM, or DT_ETIMEOUT past deadline
+ * or the aside's) and returns 0. deadline: dt_now's clock, read every
+ * DT_JSON_CLOCK_STEP bytes (-1: none). The text does not point into s, so
+ * s may go before dt_json_decode_aside. */
 int dt_json_decode(lua_State *L, const char *s, size_t len, int max_depth,
-                   dt_json_aside *aside, char *err, size_t errsz, int *code);
+                   dt_json_aside *aside, double deadline, char *err, size_t errsz,
+                   int *code);
 /* Stack: table text. Decodes the text into table.json, or on failure sets
  * table.json_error to why it is not JSON; gives back the text's pages as
  * it goes and pops both. Returns DT_OK, or DT_ETIMEOUT (table left without

@@ -81,8 +81,12 @@ function M.new(transport, opts)
     -- stops there, whoever reads
     json_ids = {},
     -- id -> the deadline of the call waiting for any other reply: decoding
-    -- a large one stops there too
+    -- a large one stops there too; and a WebMCP invocation id -> the
+    -- deadline of the call waiting for its result (an event)
     deadlines = {},
+    -- WebMCP invocation id -> false while its call waits, then the dt.Error
+    -- decoding its result ran into
+    cut = {},
     late = {},           -- id -> await's on_late, for a reply its caller gave up on
     -- tasks waiting on this connection: waiter -> true (see wait_in_task)
     waiters = {},
@@ -226,9 +230,20 @@ local function pump(self, deadline)
       -- With an id (head): the reply came, but decoding its JSON text ran
       -- past the deadline of the call that waits for it (json_ids, deadlines).
       if head == nil then return false end
+      -- A string: a WebMCP tool's result, an event (see webmcp.call).
+      if type(head) == "string" then
+        self.deadlines[head] = nil
+        if self.cut[head] == false then
+          self.cut[head] = errors.new("timeout", "the result came, but " .. err,
+            { details = { decoding = err } })
+        end
+        return true
+      end
       if self.pending[head] == false then
         self.pending[head] = errors.new("timeout", "the reply came, but " .. err,
           { details = { decoding = err } })
+      else
+        self.json_ids[head], self.deadlines[head] = nil, nil      -- a late one: see await
       end
       return true
     end
@@ -257,6 +272,7 @@ local function pump(self, deadline)
     else
       -- a late reply to a call that timed out: dropped, unless its caller
       -- left something to undo with it (await's on_late)
+      self.json_ids[id], self.deadlines[id] = nil, nil
       local fn = self.late[id]
       if fn then
         self.late[id] = nil
@@ -607,9 +623,12 @@ function Conn:await(id, deadline, method, on_late)
       ok, got = pcall(self.wait_for, self, function() return pending[id] ~= false end, deadline)
     end
     if not ok or not got then
-      -- Timed out, cancelled or disconnected: a late reply will be dropped.
+      -- Timed out, cancelled or disconnected: a late reply will be dropped,
+      -- and if large, decoding it stops at once (the first clock check),
+      -- whoever reads it: its deadline is now. Unless on_late wants it;
+      -- sweep forgets the entries if no reply comes.
+      local msg = pending[id]
       if on_late then
-        local msg = pending[id]
         if msg == false then
           self.late[id] = on_late
         elseif type(msg) == "table" and not errors.is_error(msg) then
@@ -618,8 +637,14 @@ function Conn:await(id, deadline, method, on_late)
       end
       pending[id] = nil
       self.pending_session[id] = nil
-      self.json_ids[id] = nil
-      self.deadlines[id] = nil
+      if msg == false and not on_late then
+        local t = now()
+        if self.json_ids[id] ~= nil then self.json_ids[id] = t end
+        if self.deadlines[id] ~= nil then self.deadlines[id] = t end
+      else
+        self.json_ids[id] = nil
+        self.deadlines[id] = nil
+      end
       if not ok then error(got, 0) end
       raise("timeout", (method or "call") .. " timed out")
     end

@@ -17,6 +17,7 @@
 
 require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
+local now = require("devtools_tools.core").now
 local errors = require "devtools_tools.errors"
 local tools = require "devtools_tools.tools"
 local calls = require "devtools_tools.calls"
@@ -75,9 +76,10 @@ handlers["WebMCP.toolsRemoved"] = function(_, st, p)
   end
 end
 
-handlers["WebMCP.toolResponded"] = function(_, st, p)
+handlers["WebMCP.toolResponded"] = function(page, st, p)
   local id = p.invocationId
   if type(id) ~= "string" then return end
+  page.conn.deadlines[id] = nil
   if st.answers[id] == nil then
     local order = st.answer_order
     order[#order + 1] = id
@@ -233,13 +235,26 @@ function M.call(tool, args, deadline)
   if type(id) ~= "string" then
     raise("protocol_error", "tool " .. tool.name .. ": WebMCP.invokeTool gave no invocationId", { tool = tool.name })
   end
-  local answers = st.answers
+  local answers, cut = st.answers, conn.cut
+  -- The result is an event that names its invocation before the output:
+  -- decoding a large one stops at this call's deadline (cdp's pump), unless
+  -- a page:on_cdp listener wants it whole.
+  local heard = page._obs and page._obs.cdp_listeners["WebMCP.toolResponded"]
+  local watched = not (heard and #heard > 0) and answers[id] == nil
+  if watched then conn.deadlines[id], cut[id] = deadline, false end
   local ok2, got = errors.catch(conn.wait_for, conn, function()
-    return answers[id] ~= nil or page.closed or page.crashed
+    return answers[id] ~= nil or cut[id] or page.closed or page.crashed
       or not page:_is_current(tool._frame_id, tool._loader)
   end, deadline)
-  local a = answers[id]
+  local a, e = answers[id], cut[id]
+  cut[id] = nil
   if a == nil then
+    if e then
+      raise("timeout", "tool " .. tool.name .. ": " .. e.message, { tool = tool.name, details = e.details })
+    end
+    -- Given up: a result that still comes is dropped, its decoding cut at
+    -- once (sweep forgets the entry if none comes).
+    if watched then conn.deadlines[id] = now() end
     conn:send_nowait("WebMCP.cancelInvocation", { invocationId = id }, tool._session)
     if not ok2 then error(got, 0) end
     page:_check_open()

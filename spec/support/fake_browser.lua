@@ -17,7 +17,8 @@ F.NO_REPLY = setmetatable({}, { __tostring = function() return "NO_REPLY" end })
 -- As a result: a large reply whose decoding the real transports cut at the
 -- deadline of the call waiting for it (ids[id] or deadlines[id], a number;
 -- otherwise it decodes as a tool's {"n":0,"v":"decoded"}). fake.late_deadline:
--- that number.
+-- that number. As the output of a WebMCP.toolResponded event: the same, by
+-- deadlines[invocationId] (otherwise the output is "decoded").
 F.DECODE_LATE = setmetatable({}, { __tostring = function() return "DECODE_LATE" end })
 F.LATE_MESSAGE = "the deadline passed while decoding (262144 of 1000000 bytes done)"
 
@@ -56,6 +57,15 @@ function F.new(on)
         return nil, F.LATE_MESSAGE, "timeout", m.id
       end
       m.result = { result = { type = "string", value = '{"n":0,"v":"decoded"}' } }
+    end
+    local p = m and m.method == "WebMCP.toolResponded" and m.params
+    if p and p.output == F.DECODE_LATE then
+      local deadline = deadlines and deadlines[p.invocationId]
+      if type(deadline) == "number" then
+        self.late_deadline = deadline
+        return nil, F.LATE_MESSAGE, "timeout", p.invocationId
+      end
+      p.output = "decoded"
     end
     if m then
       local rr = m.result and m.result.result
