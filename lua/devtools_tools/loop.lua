@@ -23,8 +23,10 @@
 -- One watch per descriptor: libuv forbids two poll handles on one fd, so a
 -- caller that wants both directions modifies its watch to "rw".
 --
--- Callbacks never block and never raise into the loop: what they run is
--- the library's own code, which catches its errors (see cdp.lua).
+-- A driver runs callbacks later, on the loop: never from inside the watch
+-- or timer call that set them up. Callbacks never block and never raise
+-- into the loop: what they run is the library's own code, which catches
+-- its errors (see cdp.lua).
 
 require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
