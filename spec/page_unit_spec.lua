@@ -569,6 +569,22 @@ describe("browser (fake transport)", function()
     assert.equal("bad_argument", H.error_of(dt.connect, "http://127.0.0.1:99999").code)
     assert.equal("bad_argument", H.error_of(dt.connect, "ftp://127.0.0.1:1").code)
     assert.equal("connect_failed", H.error_of(dt.connect, "http://example.com:9222").code)
+    -- loopback means an address written as one: anything else is a name the
+    -- resolver would look up, refused before any lookup
+    for _, host in ipairs({ "127.0.0.256", "127.0.0.08", "127.0.0.0999", "127.1.2.99999999999", "127.1",
+        "localhost.", "127.0.0.1.example", "0x7f.0.0.1", "[::2]" }) do
+      local e = H.error_of(dt.connect, "http://" .. host .. ":9222")
+      assert.equal("connect_failed", e.code, host)
+      assert.matches("refusing non-loopback host", e.message, 1, true)
+      e = H.error_of(dt.webdriver, "http://" .. host .. ":4444")
+      assert.matches("allow_remote", e.message, 1, true)
+    end
+    for _, host in ipairs({ "127.0.0.1", "127.255.0.10", "127.0.0.0", "localhost", "[::1]" }) do
+      local e = H.error_of(dt.connect, "http://" .. host .. ":" .. require("support.ws_helper").refused_port(),
+        { timeout = 5 })
+      assert.equal("connect_failed", e.code, host)
+      assert.no.matches("refusing", e.message, 1, true)
+    end
     local fake = F.new()
     local b = F.browser(fake)
     assert.equal("bad_argument", H.error_of(b.new_page, b, nil, { timout = 1 }).code)

@@ -281,9 +281,17 @@ end
 
 -- ---- connect ----------------------------------------------------------------
 
+-- is_loopback(host) -> true for "localhost", "::1" or an address in
+-- 127.0.0.0/8 written as one (four decimal octets 0-255, no leading zero):
+-- never a name the resolver would look up (127.0.0.256 is a host name).
+local function octet_ok(x) return #x <= 3 and tonumber(x) <= 255 and (x == "0" or x:sub(1, 1) ~= "0") end
+
 local function is_loopback(host)
-  return host == "localhost" or host == "::1" or host:match("^127%.%d+%.%d+%.%d+$") ~= nil
+  if host == "localhost" or host == "::1" then return true end
+  local a, b, c = host:match("^127%.(%d+)%.(%d+)%.(%d+)$")
+  return a ~= nil and octet_ok(a) and octet_ok(b) and octet_ok(c)
 end
+M._is_loopback = is_loopback
 
 -- parse("http://h:p/path") -> scheme, host, port, path
 local function parse_url(url)

@@ -48,9 +48,7 @@ local function parse(url)
   return scheme, host:lower(), port, path
 end
 
-local function is_loopback(host)
-  return host == "localhost" or host == "::1" or host:match("^127%.%d+%.%d+%.%d+$") ~= nil
-end
+local is_loopback = browser._is_loopback
 
 local wd_opts = { allow_remote = "boolean", timeout = true, headers = true, ca_file = "string",
   insecure = "boolean" }
