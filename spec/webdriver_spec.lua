@@ -164,6 +164,28 @@ describe("dt.webdriver with a Grid router (se:cdp)", function()
     assert.are.equal(l.created[#l.created], l.deleted[#l.deleted])
   end)
 
+  -- One deadline: a Grid slow to delete a session holds neither close nor a
+  -- failed attach past it (the fake answers such a DELETE 3 s late, having
+  -- ended the session at once, as a Grid would).
+  it("deletes the session within close's timeout, and within its own when attaching fails", function()
+    local b = dt.webdriver("http://127.0.0.1:" .. gport, { browserName = "slowdelete" }, { timeout = 30 })
+    local id = b.webdriver.session_id
+    local t0 = core.now()
+    b:close({ timeout = 0.5 })
+    local took = core.now() - t0
+    assert.is_true(took < 2.5, ("close took %.2f s"):format(took))    -- was 3 s: the DELETE's answer
+    assert.are.equal(id, log().deleted[#log().deleted])
+    local before = #log().deleted
+    t0 = core.now()
+    local e = expect_error("timeout", nil, dt.webdriver, "http://127.0.0.1:" .. gport,
+      { browserName = "silentcdp" }, { timeout = 1.5 })
+    took = core.now() - t0
+    assert.is_true(took < 2.5, ("dt.webdriver took %.2f s: %s"):format(took, e.message))  -- was 13 s
+    local l = log()
+    assert.are.equal(before + 1, #l.deleted)         -- the session was still deleted
+    assert.are.equal(l.created[#l.created], l.deleted[#l.deleted])
+  end)
+
   it("checks its arguments and refuses remote endpoints unless allowed", function()
     expect_error("bad_argument", "expected", dt.webdriver, "ws://127.0.0.1:1")
     expect_error("bad_argument", "capabilities", dt.webdriver, "http://127.0.0.1:1", "chrome")

@@ -605,11 +605,12 @@ function Browser:close(opts)
     end
   end
   -- What attached it may have more to undo (dt.webdriver deletes its
-  -- WebDriver session); errors there do not make close fail.
+  -- WebDriver session), within close's deadline; errors there do not make
+  -- close fail.
   local after = self._after_close
   if after then
     self._after_close = nil
-    errors.catch(after, self)
+    errors.catch(after, self, deadline)
   end
   if stop then error(stop, 0) end
 end

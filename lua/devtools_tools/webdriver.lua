@@ -116,6 +116,10 @@ function M.connect(url, capabilities, opts)
   end
   local timeout = opts.timeout or 60
   local deadline = now() + timeout
+  -- Attaching may fail after the session exists: what is left for deleting
+  -- it then (a session left behind holds a Grid node until it times out)
+  -- is kept back from the attach, within the one deadline.
+  local reserve = math.min(1, timeout / 10)
   local ep = { url = url:gsub("/+$", ""), scheme = scheme, host = host, port = port,
     path = path, headers = opts.headers, ca_file = opts.ca_file, insecure = opts.insecure }
 
@@ -132,20 +136,21 @@ function M.connect(url, capabilities, opts)
 
   local target = cdp_endpoint(caps)
   if not target then
-    errors.catch(delete, now() + 10)
+    errors.catch(delete, deadline)
     raise("connect_failed", "webdriver: the session's capabilities name no CDP endpoint"
       .. " (neither se:cdp nor goog:chromeOptions.debuggerAddress)")
   end
   local ok, b = errors.catch(browser.connect, target, {
-    timeout = math.max(0, deadline - now()), allow_remote = opts.allow_remote,
+    timeout = math.max(0, deadline - reserve - now()), allow_remote = opts.allow_remote,
     headers = opts.headers, ca_file = opts.ca_file, insecure = opts.insecure })
   if not ok then
-    errors.catch(delete, now() + 10)
+    errors.catch(delete, deadline)
     error(b, 0)
   end
   b.webdriver = { url = ep.url, session_id = id, capabilities = caps, cdp = target }
-  b._after_close = function(self)
-    delete(now() + math.min(self.timeout or 30, 30))
+  -- browser:close's deadline bounds the DELETE too
+  b._after_close = function(_, close_deadline)
+    delete(close_deadline)
   end
   return b
 end

@@ -9,6 +9,9 @@
 --          capabilities hold se:cdp = CDP_URL; browserName "firefox" is
 --          refused with "session not created"; browserName "nocdp" gets a
 --          session without se:cdp; "deadcdp" one whose se:cdp refuses
+--          "slowdelete" one whose DELETE is answered 3 s late, "silentcdp"
+--          one whose se:cdp accepts connections and never answers (and
+--          whose DELETE is answered 3 s late too)
 --   DELETE /session/<id>: ends it (404 "invalid session id" if unknown)
 --   GET    /log: {"created": [...], "deleted": [...], "bodies": [...]}
 local socket = require "socket"
@@ -22,6 +25,9 @@ io.stderr:flush()
 
 local log = { created = {}, deleted = {}, bodies = {} }
 local live, n = {}, 0
+local slow = {}             -- session id -> true: its DELETE is answered 3 s late
+local silent = assert(socket.bind("127.0.0.1", 0))      -- accepts in the kernel, never answers
+local silent_url = ("ws://127.0.0.1:%d/devtools/browser/silent"):format(select(2, silent:getsockname()))
 
 local function answer(c, status, value)
   local body = cjson.encode({ value = value })
@@ -63,7 +69,9 @@ local function handle(c)
     log.created[#log.created + 1] = id
     local out = { browserName = "chrome", browserVersion = "156", ["se:cdpVersion"] = "156" }
     if caps.browserName == "deadcdp" then out["se:cdp"] = dead_url
+    elseif caps.browserName == "silentcdp" then out["se:cdp"] = silent_url
     elseif caps.browserName ~= "nocdp" then out["se:cdp"] = cdp_url end
+    slow[id] = caps.browserName == "slowdelete" or caps.browserName == "silentcdp"
     return answer(c, 200, { sessionId = id, capabilities = out })
   end
   local id = path:match("/session/([^/]+)$")
@@ -73,6 +81,7 @@ local function handle(c)
     end
     live[id] = nil
     log.deleted[#log.deleted + 1] = id
+    if slow[id] then socket.sleep(3) end
     return answer(c, 200, cjson.null)
   end
   answer(c, 404, { error = "unknown command", message = method .. " " .. path })
