@@ -592,6 +592,21 @@ describe("browser (fake transport)", function()
     assert.equal(0, #fake.sent)
   end)
 
+  it("names the request that timed out once", function()
+    local silent, port = require("support.ws_helper").silent_listener()   -- accepts, never answers
+    local e = H.error_of(dt.connect, "http://127.0.0.1:" .. port, { timeout = 0.2 })
+    silent:close()
+    assert.equal("timeout", e.code)
+    assert.equal("connect: GET http://127.0.0.1:" .. port .. "/json/version: timed out reading the response",
+      e.message)
+    silent, port = require("support.ws_helper").silent_listener()
+    e = H.error_of(dt.webdriver, "http://127.0.0.1:" .. port, nil, { timeout = 0.2 })
+    silent:close()
+    assert.equal("timeout", e.code)
+    assert.equal("webdriver: POST http://127.0.0.1:" .. port .. "/session: timed out reading the response",
+      e.message)
+  end)
+
   it("a connected browser is only disconnected on close", function()
     local fake = F.new()
     local b = F.browser(fake)

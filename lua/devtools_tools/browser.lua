@@ -404,7 +404,7 @@ function M.connect(url, opts)
       ca_file = topts.ca_file, insecure = topts.insecure })
     if not status then
       raise(code == "timeout" and "timeout" or "connect_failed",
-        "connect: GET " .. url .. "/json/version: " .. tostring(body))
+        "connect: " .. tostring(body))                -- "GET http://host:port/json/version: why"
     end
     if status ~= 200 then
       raise("connect_failed", "connect: GET /json/version answered " .. tostring(status),

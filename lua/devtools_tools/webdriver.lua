@@ -64,7 +64,7 @@ local function command(ep, method, path, body, deadline)
     server_name = ep.host, ca_file = ep.ca_file, insecure = ep.insecure })
   if not status then
     raise(code == "timeout" and "timeout" or "connect_failed",
-      "webdriver: " .. method .. " " .. ep.url .. path .. ": " .. tostring(text))
+      "webdriver: " .. tostring(text))                    -- "METHOD url: why"
   end
   local ok, doc = errors.catch(json.decode, text)
   local value = ok and type(doc) == "table" and doc.value
