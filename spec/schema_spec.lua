@@ -786,6 +786,33 @@ describe("tables as the codec sends them", function()
     valid({ type = "object" }, element())
   end)
 
+  it("a hole in a marked array is null, as it is sent", function()
+    assert.are.equal("[null,null,3]", json.encode(A { nil, null, 3 }))
+    valid({ items = { type = { "null", "number" } } }, A { nil, null, 3 })
+    valid({ items = { type = "null" } }, A { nil, null })
+    valid({ items = { enum = { null } } }, A { nil, null })
+    valid({ items = { const = null } }, A { nil, null })
+    valid({ items = { { type = "null" }, { type = "number" } } }, A { nil, 2 })    -- a tuple
+    valid({ contains = { type = "null" } }, A { nil, 1 })
+    invalid({ items = { type = "number" } }, A { nil, 1 }, { "/0", "type", "must be number" })
+    invalid({ items = { type = "null" } }, A { nil, 1 }, { "/1", "type", "must be null" })
+    invalid({ uniqueItems = true }, A { nil, null },
+      { "", "uniqueItems", "must NOT have duplicate items (items ## 1 and 0 are identical)" })
+    valid({ enum = { A { nil, 1 } } }, A { null, 1 })
+    valid({ enum = { A { null, 1 } } }, A { nil, 1 })
+    valid({ enum = A { nil, 1 } }, null)                    -- in the schema too
+    -- more than 32 items take another path: a hole, and NaN (equal to nothing)
+    local long = A {}
+    for i = 1, 40 do long[i] = i end
+    long[5] = nil
+    valid({ uniqueItems = true }, long)
+    long[10] = null
+    invalid({ uniqueItems = true }, long,
+      { "", "uniqueItems", "must NOT have duplicate items (items ## 9 and 4 are identical)" })
+    long[5], long[10] = 0 / 0, 0 / 0
+    valid({ uniqueItems = true }, long)
+  end)
+
   it("integer keys of an object are matched as the decimal strings sent", function()
     local s = { properties = { ["2"] = { type = "string" } }, additionalProperties = false }
     valid(s, { [2] = "x" })

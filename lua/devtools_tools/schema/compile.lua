@@ -34,7 +34,7 @@ local type, pairs, ipairs, next, rawget, getmetatable, setmetatable, tostring, t
 local concat, sort = table.concat, table.sort
 local sfind, ssub, sgsub, smatch = string.find, string.sub, string.gsub, string.match
 
-local array_mt = core.array_mt
+local array_mt, null = core.array_mt, core.null
 local regex_compile = core.regex_compile
 local now = core.now
 local resolve, split_fragment, pct_decode, inner_base =
@@ -374,6 +374,7 @@ function K.enum(_, s, n, loc)
   local set, tables, nt = {}, {}, 0
   for i = 1, #vals do
     local x = vals[i]
+    if x == nil then x = null end     -- a hole, as the encoder writes it
     if type(x) == "table" then
       nt = nt + 1
       tables[nt] = x

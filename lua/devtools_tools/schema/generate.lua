@@ -367,7 +367,9 @@ function Gen:array(n, x, nest)
   if n.items and not trivial(resolved(n.items)) then
     local i, it = self:var("i"), self:var("x")
     self:emit("for " .. i .. " = 1, " .. len .. " do")
+    -- a hole is sent as null, and checked as null
     self:emit("local " .. it .. " = " .. x .. "[" .. i .. "]")
+    self:emit("if " .. it .. " == nil then " .. it .. " = null end")
     self:check(n.items, it, nest + 1)
     self:emit("end")
   end
@@ -481,7 +483,8 @@ function Gen:collect(n, j)
   if n.maxItems then self:emit("if #v > " .. lit(n.maxItems[1]) .. " then " .. fail("maxItems", n.maxItems, "v") .. " end") end
   if n.minItems then self:emit("if #v < " .. lit(n.minItems[1]) .. " then " .. fail("minItems", n.minItems, "v") .. " end") end
   if n.items and not trivial(resolved(n.items)) then
-    self:emit("for i = 1, #v do if not " .. call(n.items, "i - 1", "v[i]") .. " then ok = false end end")
+    self:emit("for i = 1, #v do local x = v[i]; if x == nil then x = null end")
+    self:emit("if not " .. call(n.items, "i - 1", "x") .. " then ok = false end end")
   end
   recs(n.arr)
   self:emit("end")

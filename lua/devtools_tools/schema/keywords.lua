@@ -20,6 +20,7 @@ local values = require "devtools_tools.schema.values"
 
 local type, next, ipairs = type, next, ipairs
 local concat = table.concat
+local null = require("devtools_tools.core").null
 
 local fail, at, tick = context.fail, context.at, context.tick
 local deep_equal, multiple_of, key_string, is_element =
@@ -31,8 +32,9 @@ local function TRUE() return true end
 M.TRUE = TRUE
 
 -- Calls f on the value under key (0-based index or string): the path grows
--- only while collecting.
+-- only while collecting. A hole in an array is null, as it is sent.
 local function child(f, key, x, cx)
+  if x == nil then x = null end
   if cx then return at(f, key, x, cx) end
   return f(x)
 end
@@ -109,7 +111,9 @@ function B.contains(r, fn)
   local f, msg, loc = fn(r.node), r.msg, r.loc
   return function(v, cx)
     for i = 1, #v do
-      if f(v[i]) then return true end
+      local x = v[i]
+      if x == nil then x = null end
+      if f(x) then return true end
     end
     return fail(cx, "contains", msg, loc, v)
   end
@@ -153,7 +157,9 @@ local function duplicate(v, rs)
   for i = 1, n do
     local x = v[i]
     local j
-    if type(x) == "table" then
+    if x == nil then x = null end     -- a hole is sent as null
+    if x ~= x then                    -- NaN equals nothing (and is refused when sent)
+    elseif type(x) == "table" then
       for t = 1, #tables do
         tick(rs)
         if deep_equal(x, v[tables[t]]) then j = tables[t]; break end

@@ -75,6 +75,8 @@ local function eq_is_array(t)
 end
 
 local function deep_equal(a, b)
+  if a == nil then a = null end       -- a hole in an array is sent as null
+  if b == nil then b = null end
   if a == b then return true end
   if type(a) ~= "table" or type(b) ~= "table" then return false end
   if is_element(a) or is_element(b) then return false end
