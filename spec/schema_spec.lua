@@ -823,6 +823,31 @@ describe("tables as the codec sends them", function()
     valid(many, { [20] = 1, [30] = 2 })
     invalid(many, { [20] = "x" })
     invalid(many, { [21] = 1 })
+    -- and by properties, required and dependencies alone (no additionalProperties)
+    local mixed = { [1] = 5, a = 1 }
+    assert.are.equal('{"1":5,"a":1}', json.encode(mixed))
+    invalid({ properties = { ["1"] = { type = "string" } } }, mixed, { "/1", "type", "must be string" })
+    valid({ properties = { ["1"] = { type = "number" } } }, mixed)
+    valid({ required = { "1", "a" } }, mixed)
+    invalid({ required = { "2" } }, mixed, { "", "required", "must have required property '2'" })
+    invalid({ dependencies = { ["1"] = { "b" } } }, mixed,
+      { "", "dependencies", "must have property b when property 1 is present" })
+    valid({ dependencies = { ["1"] = { "a" }, a = { "1" } } }, mixed)
+    invalid({ dependencies = { ["1"] = { required = { "b" } } } }, mixed)
+    local props, req = { type = "object", properties = {} }, {}
+    for i = 1, 70 do props.properties[tostring(i)] = { type = "integer" }; req[i] = tostring(i) end
+    props.required = req                                -- many: the generated code loops
+    local full = { x = 0 }
+    for i = 1, 70 do full[i] = i end
+    valid(props, full)
+    full[7] = "x"
+    invalid(props, full, { "/7", "type", "must be integer" })
+    full[7] = nil
+    invalid(props, full, { "", "required", "must have required property '7'" })
+    -- a name the encoder would not write for a number stays a name
+    valid({ required = { "01" } }, { [1] = 5, a = 1, ["01"] = 2 })
+    invalid({ required = { "01" } }, mixed)
+    invalid({ required = { "1.0" } }, mixed)
   end)
 end)
 

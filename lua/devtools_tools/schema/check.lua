@@ -22,6 +22,7 @@ local type, ipairs, next, getmetatable = type, ipairs, next, getmetatable
 local null = require("devtools_tools.core").null
 local fail = context.fail
 local kind, ulen, key_string, raw_view = values.kind, values.ulen, values.key_string, values.raw_view
+local numeric_keys = values.numeric_keys
 local child, TRUE = keywords.child, keywords.TRUE
 local resolved = compile.resolved
 
@@ -54,10 +55,11 @@ end
 
 local function required(rec)
   local names, msgs, loc = rec[1], rec[2], rec[3]
+  local nums = numeric_keys(names) or {}      -- see values.numeric_key
   return function(v, cx)
     local ok = true
     for i = 1, #names do
-      if v[names[i]] == nil then
+      if v[names[i]] == nil and (not nums[i] or v[nums[i]] == nil) then
         if not cx then return false end
         ok = fail(cx, "required", msgs[i], loc, v, names[i])
       end
@@ -68,11 +70,13 @@ end
 
 local function properties(rec, fn)
   local keys, fns = rec.keys, {}
+  local nums = numeric_keys(keys) or {}
   for i, node in ipairs(rec.nodes) do fns[i] = fn(node) end
   return function(v, cx)
     local ok = true
     for i = 1, #keys do
       local pv = v[keys[i]]
+      if pv == nil and nums[i] then pv = v[nums[i]] end
       if pv ~= nil and not child(fns[i], keys[i], pv, cx) then
         if not cx then return false end
         ok = false

@@ -18,6 +18,7 @@ nojit()                                 -- LuaJIT x64 builds of 2021-22 miscompi
 
 local context = require "devtools_tools.schema.context"
 local values = require "devtools_tools.schema.values"
+local numeric_keys = values.numeric_keys
 local keywords = require "devtools_tools.schema.keywords"
 local compile = require "devtools_tools.schema.compile"
 
@@ -287,23 +288,29 @@ end
 function Gen:object(n, x, nest)
   if n.required then
     local names = n.required[1]
+    local nums = numeric_keys(names)      -- names also found under a number (values.numeric_key)
     if #names <= PROPS_CHUNK then
       for i = 1, #names do
-        self:emit("if " .. x .. "[" .. lit(names[i]) .. "] == nil then return false end")
+        self:emit("if " .. x .. "[" .. lit(names[i]) .. "] == nil" ..
+                  (nums and nums[i] and (" and " .. x .. "[" .. lit(nums[i]) .. "] == nil") or "") ..
+                  " then return false end")
       end
     else                                -- many: a loop keeps the jumps short
       local i, names_k = self:var("i"), self:k(names)
       self:emit("for " .. i .. " = 1, " .. #names .. " do if " .. x .. "[" .. names_k .. "[" .. i ..
-                "]] == nil then return false end end")
+                "]] == nil" .. (nums and (" and (not " .. self:k(nums) .. "[" .. i .. "] or " .. x ..
+                "[" .. self:k(nums) .. "[" .. i .. "]] == nil)") or "") .. " then return false end end")
     end
   end
   if n.props then
     local keys, nodes = n.props.keys, n.props.nodes
+    local nums = numeric_keys(keys) or {}
     local function props(gen, from, to, y, depth)
       for i = from, to do
         if not trivial(resolved(nodes[i])) then
           local p = gen:var("p")
           gen:emit("do local " .. p .. " = " .. y .. "[" .. lit(keys[i]) .. "]")
+          if nums[i] then gen:emit("if " .. p .. " == nil then " .. p .. " = " .. y .. "[" .. lit(nums[i]) .. "] end") end
           gen:emit("if " .. p .. " ~= nil then")
           gen:check(nodes[i], p, depth + 1)
           gen:emit("end end")
@@ -445,9 +452,11 @@ function Gen:collect(n, j)
   -- the number of properties, and LuaJIT's jumps stay short)
   if n.required then
     local names, msgs, loc = n.required[1], n.required[2], n.required[3]
+    local nums = numeric_keys(names)
     self:emit("for i = 1, " .. #names .. " do local name = " .. self:k(names) .. "[i]")
-    self:emit("if v[name] == nil then ok = fail(cx, \"required\", " .. self:k(msgs) .. "[i], " ..
-              self:k(loc) .. ", v, name) end end")
+    self:emit("if v[name] == nil" .. (nums and (" and (not " .. self:k(nums) .. "[i] or v[" ..
+              self:k(nums) .. "[i]] == nil)") or "") .. " then ok = fail(cx, \"required\", " ..
+              self:k(msgs) .. "[i], " .. self:k(loc) .. ", v, name) end end")
   end
   if n.props then
     local keys, nodes = n.props.keys, n.props.nodes
@@ -459,6 +468,8 @@ function Gen:collect(n, j)
     self:emit("for i = 1, " .. #keys .. " do local key, j = " .. self:k(keys) .. "[i], " ..
               self:k(js) .. "[i]")
     self:emit("local p = v[key]")
+    local nums = numeric_keys(keys)
+    if nums then self:emit("if p == nil and " .. self:k(nums) .. "[i] then p = v[" .. self:k(nums) .. "[i]] end") end
     self:emit("if p ~= nil and j ~= true and not at(FC[j], key, p, cx) then ok = false end end")
   end
   if n.merged then

@@ -25,6 +25,7 @@ local null = require("devtools_tools.core").null
 local fail, at, tick = context.fail, context.at, context.tick
 local deep_equal, multiple_of, key_string, is_element =
       values.deep_equal, values.multiple_of, values.key_string, values.is_element
+local numeric_key, numeric_keys = values.numeric_key, values.numeric_keys
 
 local M = {}
 
@@ -241,22 +242,23 @@ end
 function B.dependencies(r, fn)
   local list = {}
   for i, d in ipairs(r.list) do
-    list[i] = { key = d.key, names = d.names, msgs = d.msgs, loc = d.loc, f = d.node and fn(d.node) }
+    list[i] = { key = d.key, names = d.names, msgs = d.msgs, loc = d.loc, f = d.node and fn(d.node),
+      nkey = numeric_key(d.key), nums = d.names and numeric_keys(d.names) or {} }
   end
   return function(v, cx)
     local ok = true
     for i = 1, #list do
       local d = list[i]
-      if v[d.key] ~= nil then
+      if v[d.key] ~= nil or (d.nkey and v[d.nkey] ~= nil) then
         if d.f then
           if not d.f(v, cx) then
             if not cx then return false end
             ok = false
           end
         else
-          local names = d.names
+          local names, nums = d.names, d.nums
           for j = 1, #names do
-            if v[names[j]] == nil then
+            if v[names[j]] == nil and (not nums[j] or v[nums[j]] == nil) then
               if not cx then return false end
               ok = fail(cx, "dependencies", d.msgs[j], d.loc, v, names[j])
             end

@@ -128,6 +128,26 @@ function M.key_string(k)
   return tostring(k)
 end
 
+-- numeric_key(name) -> the number whose key the encoder writes as name
+-- ({[1] = 5, a = 1} is sent {"1":5,"a":1}), or nil: a property's value is
+-- found under either.
+function M.numeric_key(name)
+  local n = tonumber(name)
+  if n ~= nil and M.key_string(n) == name then return n end
+  return nil
+end
+
+-- numeric_keys(names) -> list: each name's numeric_key, or false; nil when
+-- no name has one (the common case: nothing more to look up).
+function M.numeric_keys(names)
+  local out, any = {}, false
+  for i = 1, #names do
+    out[i] = M.numeric_key(names[i]) or false
+    any = any or out[i] ~= false
+  end
+  return any and out or nil
+end
+
 -- x > 0 as digits * 10^exp with at most 14 digits (exact in a double too).
 local function decimal(x)
   local s = num_str(x)
