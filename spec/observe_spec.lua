@@ -210,6 +210,29 @@ describe("listeners", function()
     page:close()
   end)
 
+  it("observe ends at once when the page crashes while it waits for a request", function()
+    local page = open("/observe.html")
+    local silent, port = require("support.ws_helper").silent_listener()    -- accepts, never answers
+    local crash
+    -- the page says when (its own timer, well after observe started to wait)
+    page:on("console", function(m)
+      if not crash and m.text == "crash now" then
+        crash = dt.async(function() return pcall(page.cdp, page, "Page.crash", nil, { timeout = 10 }) end)
+      end
+    end)
+    local t0 = require("devtools_tools.core").now()
+    local e = H.error_of(page.observe, page, function()
+      return page:evaluate("fetch('http://127.0.0.1:" .. port .. "/never'); "
+        .. "setTimeout(() => console.log('crash now'), 300); 1")
+    end, { timeout = 30 })
+    local took = require("devtools_tools.core").now() - t0
+    silent:close()
+    assert.equal("disconnected", e.code)
+    assert.is_true(took < 15, ("observe took %.1f s"):format(took))      -- it waited all 30 s
+    assert.is_false(crash:wait(10))                                         -- Page.crash: no answer
+    page:close()
+  end)
+
   it("a failing listener is reported as a console record and the page goes on", function()
     local page = open("/observe.html")
     page:on("console", function(m)

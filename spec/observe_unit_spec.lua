@@ -110,7 +110,159 @@ describe("network records (fake transport)", function()
   end)
 end)
 
+describe("every page string a record holds counts (fake transport)", function()
+  local KB = ("k"):rep(1000)
+  it("console: where it came from, an exception's message and stack, a dialog's default", function()
+    local page, fake = open({ bytes = 2500 })
+    local function sizes()
+      local r, out = page._obs.console, {}
+      for i = r.first, r.last do out[#out + 1] = r.sizes[i] end
+      return out
+    end
+    fake:event("Runtime.consoleAPICalled", { type = "log", args = { { type = "string", value = "hi" } },
+      stackTrace = { callFrames = { { url = KB, functionName = "f", lineNumber = 1, columnNumber = 2 } } } }, "S1")
+    page.conn:poll()
+    assert.same({ 2 + 1000 + 1 }, sizes())
+    fake:event("Runtime.exceptionThrown", { exceptionDetails = { text = "Uncaught", lineNumber = 1,
+      exception = { type = "object", subtype = "error", description = "Error: " .. KB } } }, "S1")
+    page.conn:poll()
+    -- "Uncaught Error: k..." (1016), the message (1007) and the stack (1007): 3030, the first goes
+    assert.same({ 3030 }, sizes())
+    fake:event("Page.javascriptDialogOpening", { type = "prompt", message = "m", defaultPrompt = KB,
+      url = "u" }, "S1")
+    page.conn:poll()
+    assert.same({ 1 + 1000 + 1 }, sizes())
+  end)
+
+  it("requests: headers, document, initiator, and the response's headers when they come", function()
+    local page, fake = open({ bytes = 5000 })
+    local function sent_req(id)
+      fake:event("Network.requestWillBeSent", { requestId = id, timestamp = 1, documentURL = KB,
+        request = { method = "GET", url = "u", headers = { ["X-Big"] = KB } },
+        initiator = { type = "script", url = KB } }, "S1")
+    end
+    sent_req("R1")
+    page.conn:poll()
+    local r = page._obs.requests
+    assert.equal(1 + 5 + 1000 + 1000 + 1000, r.bytes)
+    fake:event("Network.responseReceived", { requestId = "R1", timestamp = 2,
+      response = { status = 200, statusText = "OK", mimeType = "text/plain", headers = { ["Y"] = KB } } }, "S1")
+    page.conn:poll()
+    assert.equal(3006 + 2 + 10 + 1001, r.bytes)
+    sent_req("R2")                          -- 4019 + 3006 > 5000: R1 goes, though its record grew later
+    page.conn:poll()
+    local reqs = page:network_requests()
+    assert.equal(1, #reqs)
+    assert.equal(3006, r.bytes)
+  end)
+
+  it("an object argument read by value holds what it read", function()
+    local page, fake = open({ bytes = 2000 })
+    fake.on["Runtime.callFunctionOn"] = function()
+      return { result = { type = "object", value = { s = KB } } }
+    end
+    for _ = 1, 3 do
+      fake:event("Runtime.consoleAPICalled", { type = "log", args = {
+        { type = "object", objectId = "O", description = "Object" } } }, "S1")
+    end
+    assert.equal(3, #page:console_messages())      -- "Object" each: 6 bytes, all kept until read
+    local r = page._obs.console
+    assert.equal(1, r.last - r.first + 1)          -- read: 1000 bytes and more each, one fits
+    assert.is_true(r.bytes > 1000)
+  end)
+end)
+
+describe("network records: the rest (fake transport)", function()
+  it("an iframe's document, sent on the parent's session, finishes on its own session", function()
+    local page, fake = open()
+    fake:event("Target.attachedToTarget", { sessionId = "S2", waitingForDebugger = false,
+      targetInfo = { type = "iframe", targetId = "T2", url = "http://localhost/frame", parentFrameId = "F1" } }, "S1")
+    fake:event("Network.requestWillBeSent", { requestId = "L9", timestamp = 1, type = "Document",
+      request = { method = "GET", url = "http://localhost/frame" }, initiator = { type = "parser" } }, "S1")
+    fake:event("Network.responseReceived", { requestId = "L9", timestamp = 2, type = "Document",
+      response = { status = 200, mimeType = "text/html", headers = {} } }, "S2")
+    fake:event("Network.loadingFinished", { requestId = "L9", timestamp = 3, encodedDataLength = 10 }, "S2")
+    local rec = page:network_requests()[1]
+    assert.equal(200, rec.status)
+    assert.is_true(rec.done)
+    assert.is_nil(next(page._obs.inflight))
+    assert.is_nil(next(page._obs.by_id))
+  end)
+
+  it("a redirect has no body; a record dropped in flight says so and is asked for at once", function()
+    local page, fake = open({ requests = 2 })
+    fake:event("Network.requestWillBeSent", { requestId = "R1", timestamp = 1,
+      request = { method = "GET", url = "http://127.0.0.1/old" }, initiator = { type = "other" } }, "S1")
+    fake:event("Network.requestWillBeSent", { requestId = "R1", timestamp = 2,
+      request = { method = "GET", url = "http://127.0.0.1/new" }, initiator = { type = "other" },
+      redirectResponse = { status = 302, headers = {} } }, "S1")
+    fake:event("Network.loadingFinished", { requestId = "R1", timestamp = 3 }, "S1")
+    local hop = page:network_requests()[1]
+    local e = H.error_of(page.response_body, page, hop)
+    assert.equal("protocol_error", e.code)
+    assert.equal("response_body: http://127.0.0.1/old is a redirect (to http://127.0.0.1/new): it has no body",
+      e.message)
+    assert.equal(0, fake:count("Network.getResponseBody"))
+    -- in flight when it fell out: nothing will finish it
+    fake:event("Network.requestWillBeSent", { requestId = "R2", timestamp = 4,
+      request = { method = "GET", url = "http://127.0.0.1/slow" }, initiator = { type = "other" } }, "S1")
+    local slow = page:network_requests()[2]
+    for i = 3, 4 do
+      fake:event("Network.requestWillBeSent", { requestId = "R" .. i, timestamp = 5,
+        request = { method = "GET", url = "http://127.0.0.1/" .. i }, initiator = { type = "other" } }, "S1")
+    end
+    page.conn:poll()
+    assert.is_true(slow.dropped)
+    assert.is_false(slow.done)
+    fake.on["Network.getResponseBody"] = function() return { body = "late" } end
+    assert.equal("late", page:response_body(slow, { timeout = 30 }))
+  end)
+
+  it("a mark comes after what already happened", function()
+    local page, fake = open()
+    fake:event("Runtime.consoleAPICalled", { type = "log", args = { { type = "string", value = "before" } } }, "S1")
+    local mark = page:mark()
+    fake:event("Runtime.consoleAPICalled", { type = "log", args = { { type = "string", value = "after" } } }, "S1")
+    local msgs = page:console_messages({ since = mark })
+    assert.equal(1, #msgs)
+    assert.equal("after", msgs[1].text)
+  end)
+end)
+
 describe("console records (fake transport)", function()
+  it("null and numbers read as JavaScript writes them; a throw of null too", function()
+    local page, fake = open()
+    fake:event("Runtime.consoleAPICalled", { type = "log", args = {
+      { type = "object", subtype = "null", value = dt.null },
+      { type = "number", value = 0.30000000000000004, description = "0.30000000000000004" },
+      { type = "number", value = 1 / 3, description = "0.3333333333333333" },
+      { type = "boolean", value = true, description = "true" } } }, "S1")
+    fake:event("Runtime.exceptionThrown", { exceptionDetails = { text = "Uncaught",
+      exception = { type = "object", subtype = "null", value = dt.null } } }, "S1")
+    fake:event("Runtime.exceptionThrown", { exceptionDetails = { text = "Uncaught",
+      exception = { type = "number", value = 0.30000000000000004, description = "0.30000000000000004" } } }, "S1")
+    local msgs = page:console_messages()
+    assert.equal("null 0.30000000000000004 0.3333333333333333 true", msgs[1].text)
+    assert.equal("Uncaught null", msgs[2].text)
+    assert.equal("null", msgs[2].exception.message)
+    assert.equal("0.30000000000000004", msgs[3].exception.message)
+  end)
+
+  it("a listener's error that cannot be shown is still a listener_error record", function()
+    local page, fake = open()
+    page:on("console", function()
+      error(setmetatable({}, { __tostring = function() error("no message yet") end }))
+    end)
+    fake:event("Runtime.consoleAPICalled", { type = "log", args = { { type = "string", value = "x" } } }, "S1")
+    local msgs = page:console_messages()
+    assert.equal("x", msgs[1].text)
+    assert.equal("listener_error", msgs[2].type)
+    assert.equal("a page:on(console) listener failed: (a table that cannot be shown)", msgs[2].text)
+  end)
+
+end)
+
+describe("console records, more (fake transport)", function()
   it("objects are read by value when asked for; one that is gone keeps its description", function()
     local page, fake = open()
     fake.on["Runtime.callFunctionOn"] = function(p)

@@ -46,7 +46,21 @@ local function len(s) return type(s) == "string" and #s or 0 end
 -- on_drop(item) is told of each item that falls out.
 local function ring(cap, max_bytes, on_drop)
   return { cap = cap, max_bytes = max_bytes, bytes = 0, items = {}, sizes = {},
-    first = 1, last = 0, on_drop = on_drop }
+    first = 1, last = 0, on_drop = on_drop, pos = setmetatable({}, { __mode = "k" }) }
+end
+
+-- The oldest fall out while the ring is over its bounds (never the newest).
+local function trim(r)
+  local last = r.last
+  while last - r.first + 1 > r.cap or (r.bytes > r.max_bytes and r.first < last) do
+    local i = r.first
+    local old = r.items[i]
+    r.bytes = r.bytes - r.sizes[i]
+    r.items[i], r.sizes[i] = nil, nil
+    r.pos[old] = nil
+    r.first = i + 1
+    if r.on_drop then r.on_drop(old) end
+  end
 end
 
 -- push(r, v, size): adds v, which holds size bytes; the oldest fall out
@@ -54,15 +68,38 @@ local function push(r, v, size)
   local last = r.last + 1
   r.last = last
   r.items[last], r.sizes[last] = v, size
+  r.pos[v] = last
   r.bytes = r.bytes + size
-  while last - r.first + 1 > r.cap or (r.bytes > r.max_bytes and r.first < last) do
-    local i = r.first
-    local old = r.items[i]
-    r.bytes = r.bytes - r.sizes[i]
-    r.items[i], r.sizes[i] = nil, nil
-    r.first = i + 1
-    if r.on_drop then r.on_drop(old) end
+  trim(r)
+end
+
+-- grow(r, v, size): v, still in the ring, now holds size bytes more (a
+-- response's headers, a console argument read by value)
+local function grow(r, v, size)
+  local i = r.pos[v]
+  if not i or size == 0 then return end
+  r.sizes[i] = r.sizes[i] + size
+  r.bytes = r.bytes + size
+  trim(r)
+end
+
+-- Bytes of the strings in a flat table (headers).
+local function strings_size(t)
+  local n = 0
+  if type(t) == "table" then
+    for k, v in next, t do n = n + len(k) + len(v) end
   end
+  return n
+end
+
+-- Bytes of page text a JSON value holds (its strings and keys; 8 a number).
+local function value_size(v, depth)
+  local t = type(v)
+  if t == "string" then return #v end
+  if t ~= "table" or depth > 200 then return 8 end
+  local n = 8
+  for k, x in next, v do n = n + len(k) + value_size(x, depth + 1) end
+  return n
 end
 
 -- ---- state --------------------------------------------------------------------
@@ -85,15 +122,19 @@ function M.attach_send(page, deadline, history)
   history = history or {}
   local bytes = history.bytes or M.DEFAULT_HISTORY_BYTES
   local inflight = {}       -- session .. "\0" .. requestId -> record
+  local by_id = {}          -- requestId -> the latest record in flight with it (see find)
   page._obs = {
     seq = 0,
     console = ring(history.console or M.DEFAULT_HISTORY, bytes),
     requests = ring(history.requests or M.DEFAULT_HISTORY, bytes, function(old)
-      -- a request that falls out is forgotten, finished or not
+      -- a request that falls out is forgotten, finished or not: one still
+      -- in flight says so (nothing will finish it)
       local k = key(old.session, old.id)
-      if inflight[k] == old then inflight[k] = nil end
+      if inflight[k] == old then inflight[k] = nil; old.dropped = true end
+      if by_id[old.id] == old then by_id[old.id] = nil end
     end),
     inflight = inflight,
+    by_id = by_id,
     listeners = {},         -- event name -> list of functions
     cdp_listeners = {},     -- CDP method -> list of functions (a plain table: names are data)
   }
@@ -116,6 +157,13 @@ local function next_seq(st)
   return st.seq
 end
 
+-- An error value as text: its __tostring may raise too.
+local function shown_error(err)
+  local ok, s = pcall(tostring, err)
+  if ok and type(s) == "string" then return s end
+  return "(a " .. type(err) .. " that cannot be shown)"
+end
+
 -- A listener that failed (or answered nonsense) becomes a console record,
 -- so that it is seen, and never reaches the connection's reader.
 local function listener_error(st, text)
@@ -130,7 +178,7 @@ local function emit(st, list, event, ...)
   for _, fn in ipairs(copy) do
     local ok, err = pcall(fn, ...)
     if not ok then
-      listener_error(st, "a page:on(" .. tostring(event) .. ") listener failed: " .. tostring(err))
+      listener_error(st, "a page:on(" .. tostring(event) .. ") listener failed: " .. shown_error(err))
     end
   end
 end
@@ -162,6 +210,9 @@ local function text_of(args)
   for i, ro in ipairs(args) do
     local v = ro.value
     if ro.type == "string" then parts[i] = v
+    elseif v == null or ro.subtype == "null" then parts[i] = "null"
+    elseif type(ro.description) == "string" and ro.type ~= "object" then
+      parts[i] = ro.description         -- a number as JavaScript writes it (0.30000000000000004)
     elseif v ~= nil and type(v) ~= "table" then parts[i] = tostring(v)
     elseif ro.type == "undefined" then parts[i] = "undefined"
     else parts[i] = tostring(ro.unserializableValue or ro.description or ro.type) end
@@ -184,14 +235,19 @@ local function location_of(stack, url, line, col)
   if url or line then return { url = url, line = line, column = col } end
 end
 
--- Bytes of page text a console record holds: its text and the strings
--- among its arguments that are not that text.
+-- Bytes of page text a console record holds: its text, the strings among
+-- its arguments that are not that text, where it came from, an exception's
+-- message and stack, a dialog's default and URL.
 local function console_size(rec)
   local text = rec.text
   local n = len(text)
   for _, v in ipairs(rec.args) do
     if type(v) == "string" and v ~= text then n = n + #v end
   end
+  local loc, ex, d = rec.location, rec.exception, rec.dialog
+  if loc then n = n + len(loc.url) + len(loc["function"]) end
+  if ex then n = n + len(ex.message) + len(ex.stack) end
+  if d then n = n + len(d.default_prompt) + len(d.url) + (d.message ~= text and len(d.message) or 0) end
   return n
 end
 
@@ -262,7 +318,7 @@ local function dialog_answer(st, d)
   for _, fn in ipairs({ unpack(st.listeners.dialog or {}) }) do
     local ok, r = pcall(fn, d)
     if not ok then
-      listener_error(st, "a page:on(dialog) listener failed: " .. tostring(r))
+      listener_error(st, "a page:on(dialog) listener failed: " .. shown_error(r))
     elseif type(r) == "boolean" or type(r) == "string" then
       return r
     elseif r ~= nil then
@@ -303,12 +359,21 @@ local function new_request(page, st, p, session)
     done = false,
   }
   st.inflight[key(rec.session, rec.id)] = rec
-  push(st.requests, rec, len(rec.url) + len(rec.post_data))
+  st.by_id[rec.id] = rec
+  push(st.requests, rec, len(rec.url) + len(rec.post_data) + strings_size(rec.headers)
+    + len(rec.document) + len(rec.initiator.url))
   emit(st, st.listeners.request, "request", rec)
   return rec
 end
 
-local function set_response(rec, resp, ts)
+-- The record in flight a network event is about: by its session and id,
+-- else by id alone (an out-of-process iframe's document: the parent's
+-- session saw it sent, the iframe's own session sees the rest).
+local function find(page, st, session, id)
+  return st.inflight[key(session or page.session, id)] or st.by_id[id]
+end
+
+local function set_response(st, rec, resp, ts)
   rec.status = resp.status
   rec.status_text = resp.statusText
   rec.mime_type = resp.mimeType
@@ -317,6 +382,8 @@ local function set_response(rec, resp, ts)
   rec.remote_address = resp.remoteIPAddress and (resp.remoteIPAddress .. ":" .. tostring(resp.remotePort))
   rec.from_cache = resp.fromDiskCache or resp.fromPrefetchCache or resp.fromServiceWorker or nil
   rec.timing.response = ts
+  grow(st.requests, rec, len(rec.status_text) + len(rec.mime_type) + strings_size(rec.response_headers)
+    + len(rec.protocol) + len(rec.remote_address))
 end
 
 local function finish(st, rec, ts)
@@ -324,35 +391,37 @@ local function finish(st, rec, ts)
   rec.timing.finished = ts
   if ts and rec.timing.start then rec.timing.duration = ts - rec.timing.start end
   st.inflight[key(rec.session, rec.id)] = nil
+  if st.by_id[rec.id] == rec then st.by_id[rec.id] = nil end
   emit(st, st.listeners.response, "response", rec)
 end
 
 handlers["Network.requestWillBeSent"] = function(page, st, p, session)
-  local prev = st.inflight[key(session or page.session, p.requestId)]
+  local prev = find(page, st, session, p.requestId)
   if prev and p.redirectResponse then
     -- A redirect keeps the request id: the hop ends here, a new record starts.
-    set_response(prev, p.redirectResponse, p.timestamp)
+    set_response(st, prev, p.redirectResponse, p.timestamp)
     prev.redirected_to = p.request and p.request.url
+    grow(st.requests, prev, len(prev.redirected_to))
     finish(st, prev, p.timestamp)
   end
   new_request(page, st, p, session)
 end
 
 handlers["Network.responseReceived"] = function(page, st, p, session)
-  local rec = st.inflight[key(session or page.session, p.requestId)]
+  local rec = find(page, st, session, p.requestId)
   if rec then
-    set_response(rec, p.response or {}, p.timestamp)
+    set_response(st, rec, p.response or {}, p.timestamp)
     if p.type then rec.type = p.type end
   end
 end
 
 handlers["Network.dataReceived"] = function(page, st, p, session)
-  local rec = st.inflight[key(session or page.session, p.requestId)]
+  local rec = find(page, st, session, p.requestId)
   if rec then rec.sizes.body = rec.sizes.body + (p.dataLength or 0) end
 end
 
 handlers["Network.loadingFinished"] = function(page, st, p, session)
-  local rec = st.inflight[key(session or page.session, p.requestId)]
+  local rec = find(page, st, session, p.requestId)
   if rec then
     rec.sizes.transferred = p.encodedDataLength or rec.sizes.transferred
     finish(st, rec, p.timestamp)
@@ -360,7 +429,7 @@ handlers["Network.loadingFinished"] = function(page, st, p, session)
 end
 
 handlers["Network.loadingFailed"] = function(page, st, p, session)
-  local rec = st.inflight[key(session or page.session, p.requestId)]
+  local rec = find(page, st, session, p.requestId)
   if rec then
     rec.failed = p.errorText or "failed"
     rec.canceled = p.canceled or nil
@@ -471,7 +540,9 @@ end
 
 -- mark() -> a position: records made after it have seq > that number
 function P.mark(page)
-  return state(page).seq
+  local st = state(page)
+  page.conn:poll()          -- what already happened is before the mark
+  return st.seq
 end
 
 local function since_of(v, fname)
@@ -523,6 +594,7 @@ local function resolve_args(page, list, deadline)
       local v = remote.remote_value(r.result)
       if v == nil then v = null end
       p.rec.args[p.i] = v
+      grow(page._obs.console, p.rec, value_size(v, 0))     -- it holds the value now
     elseif not ok and r.code ~= "protocol_error" then
       error(r, 0)
     end
@@ -596,7 +668,11 @@ function P.response_body(page, rec, opts)
   end
   local conn = page.conn
   local deadline = conn:deadline(opts)
-  if not rec.done then
+  if rec.redirected_to then
+    raise("protocol_error", "response_body: " .. tostring(rec.url) .. " is a redirect (to "
+      .. tostring(rec.redirected_to) .. "): it has no body")
+  end
+  if not rec.done and not rec.dropped then      -- (a dropped one is asked for as it is)
     conn:wait_for(function() return rec.done or page.closed or page.crashed end, deadline)
     page:_check_open()
     if not rec.done then raise("timeout", "response_body: " .. tostring(rec.url) .. " is still loading") end
@@ -647,14 +723,18 @@ function P.observe(page, fn, opts)
   -- body the page never reads may never finish, so that second wait is
   -- bounded by opts.settle.
   conn:wait_for(function()
-    for _, r in ipairs(reqs) do if not r.done and not r.status then return false end end
+    if page.closed or page.crashed then return true end
+    for _, r in ipairs(reqs) do if not r.done and not r.status and not r.dropped then return false end end
     return true
   end, deadline)
+  page:_check_open()
   local settle = now() + (opts.settle or 1)
   conn:wait_for(function()
-    for _, r in ipairs(reqs) do if not r.done then return false end end
+    if page.closed or page.crashed then return true end
+    for _, r in ipairs(reqs) do if not r.done and not r.dropped then return false end end
     return true
   end, settle < deadline and settle or deadline)
+  page:_check_open()
   local left = deadline - now()
   local msgs = P.console_messages(page, { since = from, timeout = left > 0 and left or 0 })
   return { requests = reqs, console = msgs, since = from }, unpack(res, 1, res.n)

@@ -61,6 +61,10 @@ function M.exception_info(ex)
     if e.type == "object" and type(e.description) == "string" then
       stack = e.description
       message = e.description:match("^[^\n]*")
+    elseif e.value == null or e.subtype == "null" then
+      message = "null"                              -- throw null
+    elseif type(e.description) == "string" then
+      message = e.description                       -- a number as JavaScript writes it
     elseif e.value ~= nil then
       message = tostring(e.value)
     elseif e.unserializableValue then
