@@ -390,6 +390,25 @@ describe("screenshots", function()
     page:close()
   end)
 
+  it("by selector leaves the DOM domain alone, and refuses a capture too large for Chromium", function()
+    local page = open("/observe.html")
+    local events = 0
+    for _, ev in ipairs({ "DOM.childNodeCountUpdated", "DOM.childNodeInserted", "DOM.setChildNodes" }) do
+      page:on_cdp(ev, function() events = events + 1 end)
+    end
+    page:screenshot({ element = "#p" })
+    page:evaluate("for (let i = 0; i < 200; i++) document.body.appendChild(document.createElement('div')); 1")
+    page:evaluate("1")                       -- a round trip: what it sent has come
+    assert.equal(0, events)                  -- DOM.getDocument made every change an event
+    -- 30000 x 200000 px: Chromium fails, and a few tries end the browser
+    page:evaluate("document.body.style.width = '30000px'; document.body.style.height = '200000px'; 1")
+    local e = H.error_of(page.screenshot, page, { full_page = true })
+    assert.equal("too_large", e.code)
+    assert.matches("^screenshot: the page is %d+ x %d+ px, over the 268435456 pixels one capture can hold", e.message)
+    assert.equal(0, page:evaluate("0"))      -- the page (and its browser) go on
+    page:close()
+  end)
+
   it("of an Element a tool returned", function()
     local page = open("/child.html")
     local el = page:call("para")

@@ -780,7 +780,18 @@ describe("core.write_file", function()
     assert.equal("new", read(target))
     local fifo = dir .. "/fifo"
     os.execute("mkfifo " .. fifo)
-    local reader = assert(core.spawn({ "/bin/sh", "-c", "cat " .. fifo .. " > " .. dir .. "/got" }))
+    -- without a reader it fails at once (it waited for one for ever)
+    local ok, err = core.write_file(fifo, "nobody")
+    assert.is_nil(ok)
+    assert.equal("cannot write " .. fifo .. ": it is a FIFO that no process reads", err)
+    -- a reader that holds the FIFO open before reading (an open for reading
+    -- alone would wait for a writer), and reads the 7 bytes
+    local reader = assert(core.spawn({ "/bin/sh", "-c",
+      "exec 3<>" .. fifo .. "; exec head -c 7 <&3 > " .. dir .. "/got" }))
+    assert(H.wait_for(function()                      -- it has the FIFO open
+      local fd = H.sh("readlink /proc/" .. reader:pid() .. "/fd/* 2>/dev/null")
+      return fd:find(fifo, 1, true) ~= nil
+    end, 10), "the reader did not open the FIFO")
     assert.is_true(core.write_file(fifo, "through"))
     assert.equal("exit", (reader:wait(core.now() + 10)))
     reader:close()
@@ -797,6 +808,13 @@ describe("core.write_file", function()
     ok, err = core.write_file(dir .. "/no/such/dir/x.png", "x")
     assert.is_nil(ok)
     assert.matches("No such file or directory", err, 1, true)
+    -- a path too long for the temporary name, or with a NUL byte: messages, not raw errors
+    ok, err = core.write_file(dir .. "/" .. ("a"):rep(4100), "x")
+    assert.is_nil(ok)
+    assert.matches("File name too long$", err)
+    ok, err = core.write_file(dir .. "/x.png\0/../../y", "x")
+    assert.is_nil(ok)
+    assert.equal("cannot write a path that holds a NUL byte", err)
     assert.equal("", entries())
   end)
 end)

@@ -124,22 +124,38 @@ static int write_all(int fd, const char *data, size_t len)
  * file of a unique name beside it, renamed over it once complete (an
  * existing file's mode is kept; a new one gets 0666 less the umask).
  * Anything else at path (a symlink, a device such as /dev/null, a FIFO) is
- * written through, as a shell's `>` would: never replaced. */
+ * written through, as a shell's `>` would: never replaced. A FIFO nobody
+ * reads is an error at once, not a wait; a path with a NUL byte or too
+ * long is an error too. */
 static int l_write_file(lua_State *L)
 {
-	size_t len;
-	const char *path = luaL_checkstring(L, 1);
+	size_t len, plen;
+	const char *path = luaL_checklstring(L, 1, &plen);
 	const char *data = luaL_checklstring(L, 2, &len);
 	char tmp[4096];
 	const char *slash;
 	struct stat st;
 	mode_t mode, mask;
-	int fd, saved;
+	int fd, saved, fl;
+	if (strlen(path) != plen) {
+		lua_pushnil(L);
+		lua_pushliteral(L, "cannot write a path that holds a NUL byte");
+		return 2;
+	}
 	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-		if (fd < 0)
+		/* O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of
+		 * blocking in open; writes then block as usual */
+		fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0) {
+			if (errno == ENXIO) {
+				lua_pushnil(L);
+				lua_pushfstring(L, "cannot write %s: it is a FIFO that no process reads", path);
+				return 2;
+			}
 			goto fail;
-		if (write_all(fd, data, len) != 0) {
+		}
+		fl = fcntl(fd, F_GETFL);
+		if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 || write_all(fd, data, len) != 0) {
 			saved = errno;
 			close(fd);
 			errno = saved;
@@ -158,12 +174,11 @@ static int l_write_file(lua_State *L)
 		mode = 0666 & ~mask;
 	}
 	slash = strrchr(path, '/');
-	if (slash == NULL) {
-		if (snprintf(tmp, sizeof tmp, ".%s.XXXXXX", path) >= (int)sizeof tmp)
-			return luaL_argerror(L, 1, "path too long");
-	} else if (snprintf(tmp, sizeof tmp, "%.*s.%s.XXXXXX", (int)(slash - path + 1), path,
-	                    slash + 1) >= (int)sizeof tmp) {
-		return luaL_argerror(L, 1, "path too long");
+	if (slash == NULL ? snprintf(tmp, sizeof tmp, ".%s.XXXXXX", path) >= (int)sizeof tmp
+	    : snprintf(tmp, sizeof tmp, "%.*s.%s.XXXXXX", (int)(slash - path + 1), path,
+	               slash + 1) >= (int)sizeof tmp) {
+		errno = ENAMETOOLONG;
+		goto fail;
 	}
 	fd = mkstemp(tmp);
 	if (fd < 0)

@@ -33,6 +33,10 @@ local function box_of(quad)
   return x0, y0, x1 - x0, y1 - y0
 end
 
+-- The most pixels one capture may have (a 1 GiB bitmap): 16384 x 16384
+-- and 780 x 200000 px pages are captured here; Chromium fails on more.
+local MAX_PIXELS = 268435456
+
 local function call(conn, method, params, session, deadline)
   return conn:await(conn:send(method, params, session, deadline), deadline, method)
 end
@@ -49,24 +53,22 @@ local function element_clip(page, el, deadline, metrics)
     end
     params = { backendNodeId = el.backend_node_id }
   elseif type(el) == "string" then
-    local doc = call(conn, "DOM.getDocument", { depth = 0 }, page.session, deadline)
-    local ok, q = errors.catch(call, conn, "DOM.querySelector", { nodeId = doc.root.nodeId, selector = el },
-      page.session, deadline)
-    if not ok then
-      -- Chromium refuses a selector it cannot parse ("", "((")
-      if q.code == "protocol_error" then
-        raise("bad_argument", "screenshot: " .. json.encode(el) .. " is not a valid CSS selector")
-      end
-      error(q, 0)
+    -- Found by the page's querySelector, not the DOM domain: DOM.getDocument
+    -- would make Chromium send an event for every later change of the
+    -- document (50,000 appends then took 34 times as long)
+    local q = call(conn, "Runtime.evaluate", { expression = "document.querySelector(" .. json.encode(el) .. ")",
+      objectGroup = "devtools_tools" }, page.session, deadline)
+    if q.exceptionDetails then      -- a selector it cannot parse ("", "((")
+      raise("bad_argument", "screenshot: " .. json.encode(el) .. " is not a valid CSS selector")
     end
-    if not q.nodeId or q.nodeId == 0 then
-      raise("bad_argument", "screenshot: no element matches " .. json.encode(el))
-    end
-    params = { nodeId = q.nodeId }
+    local oid = q.result and q.result.objectId
+    if not oid then raise("bad_argument", "screenshot: no element matches " .. json.encode(el)) end
+    params = { objectId = oid }
   else
     raise("bad_argument", "screenshot: element must be an Element or a CSS selector, got " .. type(el))
   end
   local ok, box = errors.catch(call, conn, "DOM.getBoxModel", params, page.session, deadline)
+  if params.objectId then conn:send_nowait("Runtime.releaseObject", { objectId = params.objectId }, page.session) end
   if not ok then
     if box.code == "protocol_error" then
       raise("bad_argument", "screenshot: the element has no box (not rendered): " .. box.message)
@@ -98,6 +100,14 @@ function M.screenshot(page, opts)
       params.clip = element_clip(page, opts.element, deadline, m)
     end
     params.captureBeyondViewport = true
+    -- Chromium fails to capture much more, and a few such tries end the
+    -- whole browser (a 30000 x 200000 px page did, every other page with it)
+    local c = params.clip
+    if c.width * c.height > MAX_PIXELS then
+      raise("too_large", ("screenshot: %s is %d x %d px, over the %d pixels one capture can hold;"
+        .. " capture the viewport or an element"):format(opts.full_page and "the page" or "the element",
+        math.ceil(c.width), math.ceil(c.height), MAX_PIXELS))
+    end
   end
   local r = call(conn, "Page.captureScreenshot", params, page.session, deadline)
   local png = base64.decode(r.data or "")
