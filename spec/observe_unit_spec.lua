@@ -248,6 +248,22 @@ describe("console records (fake transport)", function()
     assert.equal("0.30000000000000004", msgs[3].exception.message)
   end)
 
+  it("an object not read by the deadline (a busy page) keeps its description, and is asked for again", function()
+    local page, fake = open()
+    local busy = true
+    fake.on["Runtime.callFunctionOn"] = function()
+      if busy then return F.NO_REPLY end
+      return { result = { type = "object", value = { step = 1 } } }
+    end
+    fake:event("Runtime.consoleAPICalled", { type = "log", args = {
+      { type = "string", value = "starting" }, { type = "object", objectId = "O1", description = "Object" } } }, "S1")
+    local m = page:console_messages({ timeout = 5 })[1]      -- the fake answers nothing: a timeout at once
+    assert.equal("Object", m.args[2])
+    busy = false
+    assert.same({ step = 1 }, page:console_messages({ timeout = 5 })[1].args[2])
+    assert.equal(2, fake:count("Runtime.callFunctionOn"))
+  end)
+
   it("a listener's error that cannot be shown is still a listener_error record", function()
     local page, fake = open()
     page:on("console", function()

@@ -575,7 +575,8 @@ end
 
 -- Reads the object arguments of console messages by value, pipelined, in
 -- one deadline. An object that cannot be read (its document is gone, or a
--- cycle) keeps its description.
+-- cycle), or not by the deadline (the page's script is busy), keeps its
+-- description; one not read in time is asked for again next time.
 local READ_THIS = "function () { return this; }"
 local function resolve_args(page, list, deadline)
   local conn, pend = page.conn, {}
@@ -595,10 +596,13 @@ local function resolve_args(page, list, deadline)
       if v == nil then v = null end
       p.rec.args[p.i] = v
       grow(page._obs.console, p.rec, value_size(v, 0))     -- it holds the value now
+    elseif not ok and r.code == "timeout" then
+      goto later                     -- the records are here: they go back as they are
     elseif not ok and r.code ~= "protocol_error" then
       error(r, 0)
     end
     p.rec._objects[p.i] = nil
+    ::later::
   end
   for _, rec in ipairs(list) do
     if rec._objects and next(rec._objects) == nil then rec._objects = nil end
