@@ -46,7 +46,7 @@ local function len(s) return type(s) == "string" and #s or 0 end
 -- on_drop(item) is told of each item that falls out.
 local function ring(cap, max_bytes, on_drop)
   return { cap = cap, max_bytes = max_bytes, bytes = 0, items = {}, sizes = {},
-    first = 1, last = 0, on_drop = on_drop, pos = setmetatable({}, { __mode = "k" }) }
+    first = 1, last = 0, on_drop = on_drop, pos = {} }      -- pos: item -> its index
 end
 
 -- The oldest fall out while the ring is over its bounds (never the newest).
