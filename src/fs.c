@@ -147,7 +147,7 @@ static int l_write_file(lua_State *L)
 		 * blocking in open; writes then block as usual */
 		fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0) {
-			if (errno == ENXIO) {
+			if (errno == ENXIO && stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) {
 				lua_pushnil(L);
 				lua_pushfstring(L, "cannot write %s: it is a FIFO that no process reads", path);
 				return 2;
