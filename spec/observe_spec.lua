@@ -233,6 +233,23 @@ describe("listeners", function()
     page:close()
   end)
 
+  it("observe around a worker's start: its script's request finishes, on the worker's session", function()
+    local page = open("/observe.html")
+    local t0 = require("devtools_tools.core").now()
+    local seen, got = page:observe(function()
+      return page:evaluate([[new Promise((res) => {
+        const w = new Worker(URL.createObjectURL(new Blob(["fetch(location.origin + '/observe.html'); postMessage('hi')"])));
+        w.onmessage = (e) => res(e.data) })]])
+    end, { timeout = 30 })
+    local took = require("devtools_tools.core").now() - t0
+    assert.equal("hi", got)
+    assert.is_true(took < 15, ("observe took %.1f s"):format(took))       -- it waited all 30 s
+    local script = seen.requests[1]
+    assert.matches("^blob:", script.url)
+    assert.is_true(script.done)
+    page:close()
+  end)
+
   it("a failing listener is reported as a console record and the page goes on", function()
     local page = open("/observe.html")
     page:on("console", function(m)

@@ -189,6 +189,35 @@ describe("network records: the rest (fake transport)", function()
     assert.is_nil(next(page._obs.by_id))
   end)
 
+  it("a dedicated worker stays attached for its requests: its script's answer comes on its session", function()
+    local page, fake = open()
+    fake:event("Network.requestWillBeSent", { requestId = "W1", timestamp = 1, type = "Script",
+      request = { method = "GET", url = "http://127.0.0.1/w.js" }, initiator = { type = "script" } }, "S1")
+    fake:event("Target.attachedToTarget", { sessionId = "SW", waitingForDebugger = false,
+      targetInfo = { type = "worker", targetId = "TW", url = "http://127.0.0.1/w.js" } }, "S1")
+    page.conn:poll()
+    assert.same({ "Network.enable", "Runtime.runIfWaitingForDebugger" }, fake:methods("SW"))
+    assert.equal(0, fake:count("Target.detachFromTarget"))
+    fake:event("Network.loadingFinished", { requestId = "W1", timestamp = 2 }, "SW")
+    fake:event("Network.requestWillBeSent", { requestId = "W2", timestamp = 3, type = "Fetch",
+      request = { method = "GET", url = "http://127.0.0.1/from-worker" }, initiator = { type = "script" } }, "SW")
+    local reqs = page:network_requests()
+    assert.is_true(reqs[1].done)                          -- it stayed loading for ever
+    assert.equal("http://127.0.0.1/from-worker", reqs[2].url)
+    assert.equal("SW", reqs[2].session)
+    -- once it is gone, its session is forgotten
+    fake:event("Target.detachedFromTarget", { sessionId = "SW" }, "S1")
+    page.conn:poll()
+    fake:event("Network.requestWillBeSent", { requestId = "W3", timestamp = 4,
+      request = { method = "GET", url = "http://127.0.0.1/after" }, initiator = { type = "script" } }, "SW")
+    assert.equal(2, #page:network_requests())
+    -- anything else is still let go
+    fake:event("Target.attachedToTarget", { sessionId = "SX", waitingForDebugger = false,
+      targetInfo = { type = "shared_worker", targetId = "TX", url = "http://127.0.0.1/s.js" } }, "S1")
+    page.conn:poll()
+    assert.equal(1, fake:count("Target.detachFromTarget"))
+  end)
+
   it("a redirect has no body; a record dropped in flight says so and is asked for at once", function()
     local page, fake = open({ requests = 2 })
     fake:event("Network.requestWillBeSent", { requestId = "R1", timestamp = 1,

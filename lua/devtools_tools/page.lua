@@ -119,8 +119,17 @@ local AUTO_ATTACH = { autoAttach = true, waitForDebuggerOnStart = false, flatten
 handlers["Target.attachedToTarget"] = function(self, p)
   local info = p.targetInfo
   local conn, sid = self.conn, p.sessionId
+  if info.type == "worker" and self._obs then
+    -- A dedicated worker: no tools live there, but its requests are the
+    -- page's (the answer to its own script's request comes on its session)
+    self.worker_sessions[sid] = true
+    conn:listen(sid, self._listener)
+    conn:send_nowait("Network.enable", nil, sid)
+    conn:send_nowait("Runtime.runIfWaitingForDebugger", nil, sid)
+    return
+  end
   if info.type ~= "iframe" then
-    -- Workers and the like: nothing of ours lives there; let them run.
+    -- Anything else: nothing of ours lives there; let it run.
     conn:send_nowait("Runtime.runIfWaitingForDebugger", nil, sid)
     conn:send_nowait("Target.detachFromTarget", { sessionId = sid })
     return
@@ -138,6 +147,10 @@ end
 
 handlers["Target.detachedFromTarget"] = function(self, p)
   local sid = p.sessionId
+  if self.worker_sessions[sid] then
+    self.worker_sessions[sid] = nil
+    self.conn:listen(sid, nil)
+  end
   if self.child_sessions[sid] then
     self.child_sessions[sid] = nil
     self.conn:listen(sid, nil)
@@ -191,7 +204,7 @@ function M.attach(browser, target_id, deadline, opts)
   local self = setmetatable({
     browser = browser, conn = conn, target_id = target_id, session = r.sessionId,
     url = "about:blank", frames = {}, contexts = {}, loaded = {}, nav_count = 0,
-    child_sessions = {}, _attach_seq = 1, epoch = 0, _probes = {},
+    child_sessions = {}, worker_sessions = {}, _attach_seq = 1, epoch = 0, _probes = {},
   }, Page)
   self._listener = function(method, params, session)
     on_event(self, method, params, session)
@@ -405,6 +418,7 @@ function Page:_detached()
   local conn = self.conn
   conn:listen(self.session, nil)
   for sid in pairs(self.child_sessions) do conn:listen(sid, nil) end
+  for sid in pairs(self.worker_sessions) do conn:listen(sid, nil) end
   self.browser:_forget(self)
   -- Requests other tasks still wait on will get no reply: they fail now.
   local gone = errors.new("disconnected", "the page was closed (or detached) while the call waited")
