@@ -247,6 +247,29 @@ describe("network records: the rest (fake transport)", function()
     assert.equal("late", page:response_body(slow, { timeout = 30 }))
   end)
 
+  it("a document that goes away cancels what it had in flight; the next one's requests go on", function()
+    local page, fake = open()
+    local function req(id, url, loader, frame)
+      fake:event("Network.requestWillBeSent", { requestId = id, timestamp = 1, loaderId = loader,
+        frameId = frame or "F1", request = { method = "GET", url = url }, initiator = { type = "script" } }, "S1")
+    end
+    req("A", "http://127.0.0.1/hang", "L1")
+    req("B", "http://127.0.0.1/next", "L2")              -- the new document's own request
+    req("C", "http://127.0.0.1/in-frame", "L7", "F2")
+    fake:event("Page.frameNavigated", { frame = { id = "F1", loaderId = "L2", url = "http://127.0.0.1/next",
+      securityOrigin = "http://127.0.0.1" } }, "S1")
+    local reqs = page:network_requests()
+    assert.is_true(reqs[1].done)
+    assert.equal("net::ERR_ABORTED (its document went away)", reqs[1].failed)
+    assert.is_true(reqs[1].canceled)
+    assert.is_false(reqs[2].done)
+    assert.is_nil(reqs[2].failed)
+    assert.is_false(reqs[3].done)
+    fake:event("Page.frameDetached", { frameId = "F2", reason = "remove" }, "S1")
+    assert.equal("net::ERR_ABORTED (its document went away)", page:network_requests()[3].failed)
+    assert.equal("protocol_error", H.error_of(page.response_body, page, reqs[1]).code)
+  end)
+
   it("a mark comes after what already happened", function()
     local page, fake = open()
     fake:event("Runtime.consoleAPICalled", { type = "log", args = { { type = "string", value = "before" } } }, "S1")

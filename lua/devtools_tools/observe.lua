@@ -356,7 +356,7 @@ local function new_request(page, st, p, session)
       line = ini.lineNumber or (iframe and iframe.lineNumber) },
     timing = { start = p.timestamp, wall = p.wallTime },
     sizes = { transferred = 0, body = 0 },
-    done = false,
+    done = false, _loader = p.loaderId,
   }
   st.inflight[key(rec.session, rec.id)] = rec
   st.by_id[rec.id] = rec
@@ -436,6 +436,33 @@ handlers["Network.loadingFailed"] = function(page, st, p, session)
     rec.blocked = p.blockedReason
     finish(st, rec, p.timestamp)
   end
+end
+
+-- A frame's document went away (a new one, or the frame itself): what it
+-- still had in flight is cancelled, and Chromium says nothing more of it.
+-- keep_loader: the new document's (its own request goes on); false: none.
+local function orphan(st, frame_id, keep_loader, ts)
+  local gone = {}
+  for _, rec in next, st.inflight do
+    if rec.frame == frame_id and (keep_loader == false or rec._loader ~= keep_loader) then
+      gone[#gone + 1] = rec
+    end
+  end
+  table.sort(gone, function(a, b) return a.seq < b.seq end)       -- in the order they were sent
+  for _, rec in ipairs(gone) do
+    rec.failed = "net::ERR_ABORTED (its document went away)"
+    rec.canceled = true
+    finish(st, rec, ts)
+  end
+end
+
+handlers["Page.frameNavigated"] = function(_, st, p)
+  local f = p.frame
+  if f and f.id and f.loaderId then orphan(st, f.id, f.loaderId) end
+end
+
+handlers["Page.frameDetached"] = function(_, st, p)
+  if p.reason ~= "swap" and p.frameId then orphan(st, p.frameId, false) end
 end
 
 -- ---- the dispatcher hook ---------------------------------------------------------
