@@ -196,21 +196,36 @@ describe("network records: the rest (fake transport)", function()
     fake:event("Target.attachedToTarget", { sessionId = "SW", waitingForDebugger = false,
       targetInfo = { type = "worker", targetId = "TW", url = "http://127.0.0.1/w.js" } }, "S1")
     page.conn:poll()
-    assert.same({ "Network.enable", "Runtime.runIfWaitingForDebugger" }, fake:methods("SW"))
+    assert.same({ "Network.enable", "Target.setAutoAttach", "Runtime.runIfWaitingForDebugger" },
+      fake:methods("SW"))                                 -- its own workers come too
     assert.equal(0, fake:count("Target.detachFromTarget"))
     fake:event("Network.loadingFinished", { requestId = "W1", timestamp = 2 }, "SW")
     fake:event("Network.requestWillBeSent", { requestId = "W2", timestamp = 3, type = "Fetch",
       request = { method = "GET", url = "http://127.0.0.1/from-worker" }, initiator = { type = "script" } }, "SW")
+    -- a worker it starts, attached through its session, with a request in flight
+    fake:event("Target.attachedToTarget", { sessionId = "SW2", waitingForDebugger = false,
+      targetInfo = { type = "worker", targetId = "TW2", url = "http://127.0.0.1/inner.js" } }, "SW")
+    fake:event("Network.requestWillBeSent", { requestId = "W4", timestamp = 3, type = "Fetch",
+      request = { method = "GET", url = "http://127.0.0.1/from-inner" }, initiator = { type = "script" } }, "SW2")
     local reqs = page:network_requests()
     assert.is_true(reqs[1].done)                          -- it stayed loading for ever
     assert.equal("http://127.0.0.1/from-worker", reqs[2].url)
     assert.equal("SW", reqs[2].session)
-    -- once it is gone, its session is forgotten
+    assert.equal("SW2", reqs[3].session)
+    -- once it is gone, its session and its own worker's are forgotten, and
+    -- what they had in flight is cancelled (Chromium says nothing more)
     fake:event("Target.detachedFromTarget", { sessionId = "SW" }, "S1")
     page.conn:poll()
+    for i = 2, 3 do
+      assert.is_true(reqs[i].done)
+      assert.equal("net::ERR_ABORTED (its document went away)", reqs[i].failed)
+    end
+    assert.is_nil(next(page.worker_sessions))
+    assert.is_nil(page.conn.listeners.SW)
+    assert.is_nil(page.conn.listeners.SW2)
     fake:event("Network.requestWillBeSent", { requestId = "W3", timestamp = 4,
       request = { method = "GET", url = "http://127.0.0.1/after" }, initiator = { type = "script" } }, "SW")
-    assert.equal(2, #page:network_requests())
+    assert.equal(3, #page:network_requests())
     -- anything else is still let go
     fake:event("Target.attachedToTarget", { sessionId = "SX", waitingForDebugger = false,
       targetInfo = { type = "shared_worker", targetId = "TX", url = "http://127.0.0.1/s.js" } }, "S1")

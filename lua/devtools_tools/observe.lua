@@ -438,31 +438,40 @@ handlers["Network.loadingFailed"] = function(page, st, p, session)
   end
 end
 
--- A frame's document went away (a new one, or the frame itself): what it
--- still had in flight is cancelled, and Chromium says nothing more of it.
--- keep_loader: the new document's (its own request goes on); false: none.
-local function orphan(st, frame_id, keep_loader, ts)
-  local gone = {}
+-- A document (or a worker) went away: what it still had in flight, the
+-- records gone(rec) picks, is cancelled; Chromium says nothing more of it.
+local function orphan(st, gone)
+  local list = {}
   for _, rec in next, st.inflight do
-    if rec.frame == frame_id and (keep_loader == false or rec._loader ~= keep_loader) then
-      gone[#gone + 1] = rec
-    end
+    if gone(rec) then list[#list + 1] = rec end
   end
-  table.sort(gone, function(a, b) return a.seq < b.seq end)       -- in the order they were sent
-  for _, rec in ipairs(gone) do
+  table.sort(list, function(a, b) return a.seq < b.seq end)       -- in the order they were sent
+  for _, rec in ipairs(list) do
     rec.failed = "net::ERR_ABORTED (its document went away)"
     rec.canceled = true
-    finish(st, rec, ts)
+    finish(st, rec)
   end
 end
 
+-- A frame's new document: its own request goes on (its loader's).
 handlers["Page.frameNavigated"] = function(_, st, p)
   local f = p.frame
-  if f and f.id and f.loaderId then orphan(st, f.id, f.loaderId) end
+  if f and f.id and f.loaderId then
+    orphan(st, function(rec) return rec.frame == f.id and rec._loader ~= f.loaderId end)
+  end
 end
 
 handlers["Page.frameDetached"] = function(_, st, p)
-  if p.reason ~= "swap" and p.frameId then orphan(st, p.frameId, false) end
+  if p.reason ~= "swap" and p.frameId then
+    orphan(st, function(rec) return rec.frame == p.frameId end)
+  end
+end
+
+-- session_gone(page, session): a worker's or an iframe's session ended
+-- (page.lua): its requests still in flight will not finish.
+function M.session_gone(page, session)
+  local st = page._obs
+  if st then orphan(st, function(rec) return rec.session == session end) end
 end
 
 -- ---- the dispatcher hook ---------------------------------------------------------

@@ -116,15 +116,18 @@ end
 -- later awaits a Runtime.enable on each new session as a barrier.
 local AUTO_ATTACH = { autoAttach = true, waitForDebuggerOnStart = false, flatten = true }
 
-handlers["Target.attachedToTarget"] = function(self, p)
+handlers["Target.attachedToTarget"] = function(self, p, session)
   local info = p.targetInfo
   local conn, sid = self.conn, p.sessionId
   if info.type == "worker" and self._obs then
     -- A dedicated worker: no tools live there, but its requests are the
-    -- page's (the answer to its own script's request comes on its session)
-    self.worker_sessions[sid] = true
+    -- page's (the answer to its own script's request comes on its
+    -- session), and so are its own workers'. Kept: the session it came
+    -- through, which takes it along when it goes.
+    self.worker_sessions[sid] = session or self.session
     conn:listen(sid, self._listener)
     conn:send_nowait("Network.enable", nil, sid)
+    conn:send_nowait("Target.setAutoAttach", AUTO_ATTACH, sid)
     conn:send_nowait("Runtime.runIfWaitingForDebugger", nil, sid)
     return
   end
@@ -145,15 +148,29 @@ handlers["Target.attachedToTarget"] = function(self, p)
   conn:send_nowait("Runtime.runIfWaitingForDebugger", nil, sid)
 end
 
+-- A worker's or an iframe's session ended: what was in flight on it will
+-- not finish, and the workers attached through it went with it (Chromium
+-- tells their end on a session nobody listens to any more).
+local function session_gone(self, sid)
+  self.conn:listen(sid, nil)
+  observe.session_gone(self, sid)
+  for wsid, parent in pairs(self.worker_sessions) do
+    if parent == sid then
+      self.worker_sessions[wsid] = nil
+      session_gone(self, wsid)
+    end
+  end
+end
+
 handlers["Target.detachedFromTarget"] = function(self, p)
   local sid = p.sessionId
   if self.worker_sessions[sid] then
     self.worker_sessions[sid] = nil
-    self.conn:listen(sid, nil)
+    session_gone(self, sid)
   end
   if self.child_sessions[sid] then
     self.child_sessions[sid] = nil
-    self.conn:listen(sid, nil)
+    session_gone(self, sid)
     for fid, fr in pairs(self.frames) do
       if fr.session == sid then self.frames[fid] = nil end
     end
