@@ -808,6 +808,11 @@ describe("core.write_file", function()
     ok, err = core.write_file(dir .. "/no/such/dir/x.png", "x")
     assert.is_nil(ok)
     assert.matches("No such file or directory", err, 1, true)
+    -- a name as long as the system allows (255 bytes): its temporary name is cut
+    local long = dir .. "/" .. ("n"):rep(255)
+    assert.is_true(core.write_file(long, "long"))
+    assert.equal("long", read(long))
+    os.remove(long)
     -- a path too long for the temporary name, or with a NUL byte: messages, not raw errors
     ok, err = core.write_file(dir .. "/" .. ("a"):rep(4100), "x")
     assert.is_nil(ok)

@@ -174,8 +174,10 @@ static int l_write_file(lua_State *L)
 		mode = 0666 & ~mask;
 	}
 	slash = strrchr(path, '/');
-	if (slash == NULL ? snprintf(tmp, sizeof tmp, ".%s.XXXXXX", path) >= (int)sizeof tmp
-	    : snprintf(tmp, sizeof tmp, "%.*s.%s.XXXXXX", (int)(slash - path + 1), path,
+	/* the temporary name: ".NAME.XXXXXX" beside it, NAME cut to 200 bytes
+	 * (a name of up to 255 bytes is allowed, the temporary one too) */
+	if (slash == NULL ? snprintf(tmp, sizeof tmp, ".%.200s.XXXXXX", path) >= (int)sizeof tmp
+	    : snprintf(tmp, sizeof tmp, "%.*s.%.200s.XXXXXX", (int)(slash - path + 1), path,
 	               slash + 1) >= (int)sizeof tmp) {
 		errno = ENAMETOOLONG;
 		goto fail;
