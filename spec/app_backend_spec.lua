@@ -236,6 +236,20 @@ describe("sample app backend", function()
 				assert_json_error(expect_ok(s:get("/api/session?user=abc")), 400)
 			end)
 
+			it("reads the demo_user cookie from a long Cookie header (other apps on localhost set cookies too)", function()
+				local cookie = "other=" .. ("x"):rep(600) .. "; demo_user=2"
+				local mine = expect_ok(s:get("/api/orders", { headers = { Cookie = cookie } }))
+				assert.are.equal(2, #mine.json.orders)           -- was user 1's: a header over 512 bytes was ignored
+				assert.are.equal(2, mine.json.orders[1].userId)
+			end)
+
+			it("POST /api/orders for a user that does not exist: 404, nothing written", function()
+				local before = count(s.db, "orders")
+				assert_json_error(expect_ok(s:post("/api/orders", { items = { { productId = 3, qty = 1 } } },
+					{ headers = { Cookie = "demo_user=99" } })), 404)   -- was 500 (a foreign key)
+				assert.are.equal(before, count(s.db, "orders"))
+			end)
+
 			it("GET /api/reps", function()
 				local j = get_json("/api/reps")
 				assert.are.equal(6, #j.reps)
@@ -391,6 +405,26 @@ describe("sample app backend", function()
 				assert_json_error(expect_ok(s:request("POST", "/api/orders", { headers = { ["Transfer-Encoding"] = "chunked" } })), 411)
 				assert_json_error(expect_ok(s:request("POST", "/api/orders", { headers = { ["Content-Length"] = "12abc" } })), 400)
 			end)
+
+			it("refuses Transfer-Encoding beside a Content-Length: the chunked body hides no second request", function()
+				local hidden = "GET /api/debug/db-inspect?table=users&limit=1 HTTP/1.1\r\nHost: 127.0.0.1:" .. s.port .. "\r\n\r\n"
+				local size = ("%x\r\n"):format(#hidden)
+				local c = assert(require("socket").tcp())
+				c:settimeout(10)
+				assert(c:connect("127.0.0.1", s.port))
+				assert(c:send("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1:" .. s.port .. "\r\nContent-Length: " .. #size
+					.. "\r\nTransfer-Encoding: chunked\r\n\r\n" .. size .. hidden .. "\r\n0\r\n\r\n"))
+				local raw = {}
+				repeat
+					local data, err, partial = c:receive(8192)
+					raw[#raw + 1] = data or partial
+				until not data
+				c:close()
+				raw = table.concat(raw)
+				local _, responses = raw:gsub("HTTP/1%.1 %d%d%d", "")
+				assert.are.equal(1, responses, raw)          -- was 2: the 400 and the hidden request's 200
+				assert.truthy(raw:match("^HTTP/1%.1 411"), raw)
+			end)
 		end)
 	end)
 
@@ -429,6 +463,7 @@ describe("sample app backend", function()
 			assert.are.equal(1, #inspect("?table=leads&limit=1").json.rows)
 			assert.are.equal(20, #inspect("?table=leads&limit=100").json.rows)
 			assert.are.equal(7, #inspect("?limit=7&table=leads").json.rows)
+			assert.are.equal(2, #inspect("?table=leads&&limit=2").json.rows)       -- an empty argument skipped
 		end)
 
 		for _, t in ipairs(ALLOWED) do
@@ -467,6 +502,11 @@ describe("sample app backend", function()
 			{ "?table=orders&limit=99999999999999999999", 400, "huge limit" },
 			{ "?table=orders&table=users", 400, "duplicate table" },
 			{ "?table=orders&verbose=1", 400, "unknown parameter" },
+			-- an empty argument is not the end: what follows it is read (it was ignored)
+			{ "?table=orders&&verbose=1", 400, "an unknown parameter after an empty one" },
+			{ "?table=orders&&table=users", 400, "a duplicate after an empty one" },
+			{ "?table=orders&&limit=abc", 400, "a bad limit after an empty one" },
+			{ "?table=orders;;DROP%20TABLE%20orders", 400, "injection after an empty argument" },
 			-- lws splits query arguments at ';', so this arrives as table=orders plus a stray argument
 			{ "?table=orders;DROP%20TABLE%20orders", 400, "injection: orders;DROP TABLE orders" },
 			{ "?table=orders%3BDROP%20TABLE%20orders", 404, "injection: orders;DROP TABLE orders, ';' encoded" },

@@ -201,17 +201,21 @@ static void qargs_load(struct lws *wsi, struct qargs *q)
 	int i;
 
 	memset(q, 0, sizeof *q);
-	for (i = 0; i < 64; i++) {
+	for (i = 0; ; i++) {
 		int len = lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_URI_ARGS, i);
 		char *eq;
 
-		if (len <= 0)
-			break;
-		if (q->n == MAX_ARGS || len >= (int)sizeof frag) {
+		if (len >= (int)sizeof frag) {
 			q->bad = 1;
 			return;
 		}
-		if (lws_hdr_copy_fragment(wsi, frag, (int)sizeof frag, WSI_TOKEN_HTTP_URI_ARGS, i) < 0) {
+		/* past the last one; an empty one ("a=1&&b=2") is skipped, not
+		 * the end: what follows it is read too */
+		if (lws_hdr_copy_fragment(wsi, frag, (int)sizeof frag, WSI_TOKEN_HTTP_URI_ARGS, i) < 0)
+			break;
+		if (frag[0] == '\0')
+			continue;
+		if (q->n == MAX_ARGS || i >= 64) {
 			q->bad = 1;
 			return;
 		}
@@ -267,21 +271,29 @@ static long long parse_uint(const char *s, const char **end)
 /* The demo user: the demo_user cookie set by /api/session?user=N, else 1. */
 static long long current_user(struct lws *wsi)
 {
-	char buf[512], *p;
-	long long id;
+	char *buf, *p;
+	long long id = 1;
+	int len = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_COOKIE);
 
-	if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_COOKIE) <= 0
-	    || lws_hdr_copy(wsi, buf, sizeof buf, WSI_TOKEN_HTTP_COOKIE) < 0)
+	/* the whole header, however long (other apps on localhost set cookies too) */
+	if (len <= 0 || !(buf = malloc((size_t)len + 1)))
 		return 1;
+	if (lws_hdr_copy(wsi, buf, len + 1, WSI_TOKEN_HTTP_COOKIE) < 0) {
+		free(buf);
+		return 1;
+	}
 	/* "a=1; demo_user=2; b=3": find the name at the start or after "; " */
 	for (p = buf; (p = strstr(p, "demo_user=")); p++) {
 		if (p == buf || p[-1] == ' ' || p[-1] == ';') {
 			const char *end;
-			id = parse_uint(p + 10, &end);
-			return id > 0 && (*end == '\0' || *end == ';') ? id : 1;
+			long long v = parse_uint(p + 10, &end);
+			if (v > 0 && (*end == '\0' || *end == ';'))
+				id = v;
+			break;
 		}
 	}
-	return 1;
+	free(buf);
+	return id;
 }
 
 /* ------------------------------------------------------------------ */
@@ -839,6 +851,21 @@ static void api_create_order(struct lws *wsi, struct req *r)
 	n = read_order_lines(r, lines);
 	if (n < 0)
 		return;
+	st = prepare(app.rw, "SELECT 1 FROM users WHERE id = ?1");
+	if (!st) {
+		reply_db_error(r, app.rw, "order user");
+		return;
+	}
+	sqlite3_bind_int64(st, 1, uid);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW) {
+		if (rc == SQLITE_DONE)
+			reply_error(r, 404, "unknown user");
+		else
+			reply_db_error(r, app.rw, "order user");
+		return;
+	}
 	st = prepare(app.rw, "SELECT price_cents FROM products WHERE id = ?1");
 	if (!st) {
 		reply_db_error(r, app.rw, "order prices");
@@ -1289,7 +1316,14 @@ static int on_http(struct lws *wsi, struct req *r, const char *uri)
 		respond(wsi, r);
 		return 0;
 	}
-	if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0) {
+	if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0) {
+		/* Checked first: with a Content-Length beside it, a body read by
+		 * the length would let the rest pass as another request */
+		r->close_after = 1;
+		reply_error(r, 411, "Content-Length required");
+		respond(wsi, r);
+		return 0;
+	} else if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0) {
 		/* More than 9 digits (or than the buffer) is far over any limit. */
 		if (lws_hdr_copy(wsi, cl, sizeof cl, WSI_TOKEN_HTTP_CONTENT_LENGTH) < 0)
 			clen = MAX_DRAIN + 1LL;
@@ -1300,11 +1334,6 @@ static int on_http(struct lws *wsi, struct req *r, const char *uri)
 			return 0;
 		} else
 			clen = strlen(cl) > 9 ? MAX_DRAIN + 1LL : parse_uint(cl, NULL);
-	} else if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0) {
-		r->close_after = 1;
-		reply_error(r, 411, "Content-Length required");
-		respond(wsi, r);
-		return 0;
 	} else if (r->method == LWSHUMETH_POST || r->method == LWSHUMETH_PUT || r->method == LWSHUMETH_PATCH) {
 		/* No length: lws keeps waiting for a body that never comes, so
 		 * answer (as a request without a body) and close. */
