@@ -17,6 +17,11 @@ local report = require "report"
 local url = arg[1] or error("usage: lua5.4 examples/db_query.lua URL [table] [limit]", 0)
 local table_name = arg[2] or "orders"
 local limit = tonumber(arg[3] or "5")
+if not limit then      -- "abc" would have been sent as no limit at all
+  io.stderr:write("usage: lua5.4 examples/db_query.lua URL [table] [limit]: limit must be a number, got "
+    .. arg[3] .. "\n")
+  os.exit(2)
+end
 if math.tointeger then limit = math.tointeger(limit) or limit end   -- an integer on 5.3+
 
 local browser = dt.launch()         -- Lua 5.4: local browser <close> = dt.launch()

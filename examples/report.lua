@@ -53,9 +53,10 @@ function M.table(headers, rows)
   print(M.format(headers, rows))
 end
 
--- Money in integer cents -> "59.97"
+-- Money in integer cents -> "59.97" ("-0.05" for -5)
 function M.money(cents)
-  return string.format("%d.%02d", math.floor(cents / 100), cents % 100)
+  local a = math.abs(cents)
+  return string.format("%s%d.%02d", cents < 0 and "-" or "", math.floor(a / 100), a % 100)
 end
 
 function M.section(title)
