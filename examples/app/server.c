@@ -385,6 +385,22 @@ static sqlite3_stmt *prepare(sqlite3 *db, const char *sql)
 	return st;
 }
 
+/* row_exists(sql, id): steps a "SELECT 1 ... WHERE id = ?1" on the
+ * read-write connection: SQLITE_ROW (there), SQLITE_DONE (not there), or
+ * another code (a database error, also when it cannot be prepared). */
+static int row_exists(const char *sql, long long id)
+{
+	sqlite3_stmt *st = prepare(app.rw, sql);
+	int rc;
+
+	if (!st)
+		return SQLITE_ERROR;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc;
+}
+
 /* ------------------------------------------------------------------ */
 /* API: session and feature flags. */
 
@@ -663,21 +679,14 @@ static void api_assign(struct req *r, long long lead_id)
 		return;
 	}
 	json_decref(lead);
-	st = prepare(app.rw, "SELECT 1 FROM reps WHERE id = ?1");
-	if (!st) {
-		reply_db_error(r, app.rw, "assign");
-		return;
-	}
-	sqlite3_bind_int64(st, 1, rep_id);
-	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	rc = row_exists("SELECT 1 FROM reps WHERE id = ?1", rep_id);
 	if (rc == SQLITE_DONE) {
 		reply_error(r, 400, "unknown rep");
 		return;
 	}
-	st = prepare(app.rw, "UPDATE leads SET rep_id = ?1, updated_at = datetime('now') WHERE id = ?2");
-	if (rc != SQLITE_ROW || !st) {
-		sqlite3_finalize(st);
+	st = rc == SQLITE_ROW
+		? prepare(app.rw, "UPDATE leads SET rep_id = ?1, updated_at = datetime('now') WHERE id = ?2") : NULL;
+	if (!st) {
 		reply_db_error(r, app.rw, "assign");
 		return;
 	}
@@ -851,14 +860,7 @@ static void api_create_order(struct lws *wsi, struct req *r)
 	n = read_order_lines(r, lines);
 	if (n < 0)
 		return;
-	st = prepare(app.rw, "SELECT 1 FROM users WHERE id = ?1");
-	if (!st) {
-		reply_db_error(r, app.rw, "order user");
-		return;
-	}
-	sqlite3_bind_int64(st, 1, uid);
-	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	rc = row_exists("SELECT 1 FROM users WHERE id = ?1", uid);
 	if (rc != SQLITE_ROW) {
 		if (rc == SQLITE_DONE)
 			reply_error(r, 404, "unknown user");
