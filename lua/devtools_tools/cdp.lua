@@ -552,6 +552,26 @@ end
 
 -- Processes whatever has arrived, without waiting for more. With
 -- buffered_only, only what the transport already holds (no system call).
+-- An event whose decoding a caller's deadline bounds, as a reply's is:
+-- key is what the transport reads at the event's start (a WebMCP result's
+-- invocation id: see recv_cdp). expect_event(key, deadline) before
+-- waiting; event_cut(key) -> the dt.Error its decoding ran into, or nil;
+-- end_event(key, gave_up) when done: if the caller gave up, one that still
+-- comes is cut at its first clock check and dropped (sweep forgets the
+-- entry if none comes).
+function Conn:expect_event(key, deadline)
+  self.deadlines[key], self.cut[key] = deadline, false
+end
+
+function Conn:event_cut(key)
+  return self.cut[key] or nil
+end
+
+function Conn:end_event(key, gave_up)
+  self.cut[key] = nil
+  self.deadlines[key] = gave_up and now() or nil
+end
+
 function Conn:poll(buffered_only)
   if buffered_only then
     if take_buffered(self) and next(self.waiters) then wake_waiters(self, true) end

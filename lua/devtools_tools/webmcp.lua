@@ -17,7 +17,6 @@
 
 require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
-local now = require("devtools_tools.core").now
 local errors = require "devtools_tools.errors"
 local tools = require "devtools_tools.tools"
 local calls = require "devtools_tools.calls"
@@ -79,7 +78,7 @@ end
 handlers["WebMCP.toolResponded"] = function(page, st, p)
   local id = p.invocationId
   if type(id) ~= "string" then return end
-  page.conn.deadlines[id] = nil
+  page.conn:end_event(id)              -- it came whole
   if st.answers[id] == nil then
     local order = st.answer_order
     order[#order + 1] = id
@@ -235,26 +234,24 @@ function M.call(tool, args, deadline)
   if type(id) ~= "string" then
     raise("protocol_error", "tool " .. tool.name .. ": WebMCP.invokeTool gave no invocationId", { tool = tool.name })
   end
-  local answers, cut = st.answers, conn.cut
+  local answers = st.answers
   -- The result is an event that names its invocation before the output:
   -- decoding a large one stops at this call's deadline (cdp's pump), unless
   -- a page:on_cdp listener wants it whole.
   local heard = page._obs and page._obs.cdp_listeners["WebMCP.toolResponded"]
   local watched = not (heard and #heard > 0) and answers[id] == nil
-  if watched then conn.deadlines[id], cut[id] = deadline, false end
+  if watched then conn:expect_event(id, deadline) end
   local ok2, got = errors.catch(conn.wait_for, conn, function()
-    return answers[id] ~= nil or cut[id] or page.closed or page.crashed
+    return answers[id] ~= nil or conn:event_cut(id) or page.closed or page.crashed
       or not page:_is_current(tool._frame_id, tool._loader)
   end, deadline)
-  local a, e = answers[id], cut[id]
-  cut[id] = nil
+  local a, e = answers[id], conn:event_cut(id)
+  -- given up: a result that still comes is dropped, its decoding cut at once
+  if watched then conn:end_event(id, a == nil and e == nil) end
   if a == nil then
     if e then
       raise("timeout", "tool " .. tool.name .. ": " .. e.message, { tool = tool.name, details = e.details })
     end
-    -- Given up: a result that still comes is dropped, its decoding cut at
-    -- once (sweep forgets the entry if none comes).
-    if watched then conn.deadlines[id] = now() end
     conn:send_nowait("WebMCP.cancelInvocation", { invocationId = id }, tool._session)
     if not ok2 then error(got, 0) end
     page:_check_open()
