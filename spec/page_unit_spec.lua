@@ -378,6 +378,11 @@ describe("page (fake transport)", function()
     assert.is_true(fake.late_deadline <= gave_up)
     assert.is_nil(next(conn.deadlines))
     assert.is_nil(next(conn.cut))
+    -- a small one that comes late is decoded, and its entry goes with it too
+    assert.equal("timeout", H.error_of(big.call, big, {}, { timeout = 30 }).code)
+    fake:event("WebMCP.toolResponded", { invocationId = held, status = "Completed", output = "small" }, "S1")
+    page:evaluate("1")
+    assert.is_nil(next(conn.deadlines))
   end)
 
   it("a reply that comes after its caller gave up is cut at once, and its entries go", function()
