@@ -136,13 +136,14 @@ static int l_write_file(lua_State *L)
 	const char *slash;
 	struct stat st;
 	mode_t mode, mask;
-	int fd, saved, fl;
+	int fd, saved, fl, exists;
 	if (strlen(path) != plen) {
 		lua_pushnil(L);
 		lua_pushliteral(L, "cannot write a path that holds a NUL byte");
 		return 2;
 	}
-	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+	exists = lstat(path, &st) == 0;
+	if (exists && !S_ISREG(st.st_mode)) {
 		/* O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of
 		 * blocking in open; writes then block as usual */
 		fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NONBLOCK);
@@ -166,7 +167,7 @@ static int l_write_file(lua_State *L)
 		lua_pushboolean(L, 1);
 		return 1;
 	}
-	if (lstat(path, &st) == 0) {
+	if (exists) {
 		mode = st.st_mode & 07777;
 	} else {
 		mask = umask(0);
