@@ -13,26 +13,6 @@
 #include <math.h>
 #include <string.h>
 
-/* transport:recv_cdp([deadline [, ids [, deadlines]]]) -> message | nil, message, code [, head | id]
- * The next message, decoded; one that is not JSON gives "bad_message" (or
- * "no_memory"); other failures are recv's. ids: a table whose keys are
- * ids of replies that carry a JSON text as a string result
- * (Runtime.callFunctionOn / evaluate with returnByValue), each with true
- * or the deadline of the call waiting for it. For such a
- * reply, written {"id":N,"result":{"result":{"type":"string","value":
- * "<text>"}}} with "id" before "result", the text is decoded in place of
- * the string: result.result.json holds its value and there is no
- * result.result.value (no Lua string of the text is ever made, and the
- * receive buffer is gone before the text is decoded); a text that is not
- * JSON gives result.result.json_error, the decoder's message, instead.
- * Past that call's deadline (the reply may be large: 80 MB take seconds)
- * decoding stops: nil, message, "timeout", id (a reader's own timeout has
- * no id). deadlines: the same for any other reply, id -> its caller's
- * deadline; and for a WebMCP tool's result, an event, its invocation id
- * (a string) -> the deadline of the call waiting for it: Chromium writes
- * that id first in the params, before the output the page wrote, so the
- * event is cut there too (nil, message, "timeout", invocation id). Any
- * other message decodes as it is. */
 /* The start of a WebMCP tool's result as Chromium writes it: what follows
  * is the invocation id, up to the next quote. */
 static const char RESPONDED[] =
@@ -64,6 +44,26 @@ static double event_deadline(lua_State *L, int deadlines, const char *msg, size_
 	return deadline;
 }
 
+/* transport:recv_cdp([deadline [, ids [, deadlines]]]) -> message | nil, message, code [, head | id]
+ * The next message, decoded; one that is not JSON gives "bad_message" (or
+ * "no_memory"); other failures are recv's. ids: a table whose keys are
+ * ids of replies that carry a JSON text as a string result
+ * (Runtime.callFunctionOn / evaluate with returnByValue), each with true
+ * or the deadline of the call waiting for it. For such a
+ * reply, written {"id":N,"result":{"result":{"type":"string","value":
+ * "<text>"}}} with "id" before "result", the text is decoded in place of
+ * the string: result.result.json holds its value and there is no
+ * result.result.value (no Lua string of the text is ever made, and the
+ * receive buffer is gone before the text is decoded); a text that is not
+ * JSON gives result.result.json_error, the decoder's message, instead.
+ * Past that call's deadline (the reply may be large: 80 MB take seconds)
+ * decoding stops: nil, message, "timeout", id (a reader's own timeout has
+ * no id). deadlines: the same for any other reply, id -> its caller's
+ * deadline; and for a WebMCP tool's result, an event, its invocation id
+ * (a string) -> the deadline of the call waiting for it: Chromium writes
+ * that id first in the params, before the output the page wrote, so the
+ * event is cut there too (nil, message, "timeout", invocation id). Any
+ * other message decodes as it is. */
 static int l_recv_cdp(lua_State *L)
 {
 	dt_transport *t = dt_transport_check(L, 1);
