@@ -65,7 +65,7 @@ function M.workflow(page)
 
   -- the order: what the UI charged against what the backend stored
   local order = call("checkout")
-  local rows = call("queryDatabaseTable", { tableName = "orders", limit = 100 }).rows
+  local rows = call("queryDatabaseTable", { tableName = "orders", afterId = order.orderId - 1, limit = 1 }).rows
   for _, o in ipairs(rows) do
     if o.id == order.orderId and o.total_cents ~= order.totalCents
        and o.tax_cents == tax_of(o.subtotal_cents + o.shipping_cents) then

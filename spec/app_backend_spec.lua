@@ -459,6 +459,20 @@ describe("sample app backend", function()
 				tax_cents = 440, total_cents = 5939, created_at = "2025-02-03 10:15:00" }, j.rows[1])
 		end)
 
+		it("reads the rows after an id, in primary-key order", function()
+			local function ids(query)
+				local out = {}
+				for _, row in ipairs(inspect(query).json.rows) do out[#out + 1] = row.id end
+				return out
+			end
+			assert.are.same({ 1042, 1043 }, ids("?table=orders&after=1041&limit=2"))
+			assert.are.same({ 1040 }, ids("?table=orders&after=0&limit=1"))
+			assert.are.same({ 1046, 1047 }, ids("?after=1045&table=orders"))
+			assert.are.same({}, ids("?table=orders&after=1047"))
+			assert.are.same({}, ids("?table=orders&after=999999999"))
+			assert.are.same({ 2, 3 }, ids("?table=users&after=1&limit=2"))
+		end)
+
 		it("honours limit 1 and 100", function()
 			assert.are.equal(1, #inspect("?table=leads&limit=1").json.rows)
 			assert.are.equal(20, #inspect("?table=leads&limit=100").json.rows)
@@ -502,6 +516,14 @@ describe("sample app backend", function()
 			{ "?table=orders&limit=99999999999999999999", 400, "huge limit" },
 			{ "?table=orders&table=users", 400, "duplicate table" },
 			{ "?table=orders&verbose=1", 400, "unknown parameter" },
+			{ "?table=orders&after=-1", 400, "after -1" },
+			{ "?table=orders&after=abc", 400, "after abc" },
+			{ "?table=orders&after=", 400, "empty after" },
+			{ "?table=orders&after=1.5", 400, "after 1.5" },
+			{ "?table=orders&after=1000000000", 400, "after over 999999999" },
+			{ "?table=orders&after=1&after=2", 400, "duplicate after" },
+			{ "?table=feature_flags&after=1", 400, "after on a table ordered by name" },
+			{ "?table=orders&after=1%20OR%201=1", 400, "injection: after 1 OR 1=1" },
 			-- an empty argument is not the end: what follows it is read (it was ignored)
 			{ "?table=orders&&verbose=1", 400, "an unknown parameter after an empty one" },
 			{ "?table=orders&&table=users", 400, "a duplicate after an empty one" },

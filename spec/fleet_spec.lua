@@ -29,6 +29,19 @@ describe("the fleet recipe", function()
     assert.matches("3 pages on 2 browsers: 3 found all 3 bugs, 0 failed", out, 1, true)
   end)
 
+  it("finds the stored order on a server whose first 100 orders are older ones", function()
+    server:stop()
+    server = assert(app_server.start({ extra_seed = app_server.MANY_ORDERS }))
+    local browser = dt.launch()
+    finally(function() browser:close() end)
+    local fleet = require "examples.fleet"
+    local lines = {}
+    local _, s = fleet.run({ url = server.url, pages = 2, browsers = { browser },
+      log = function(l) lines[#lines + 1] = l end })
+    -- each page's order (1198, 1199) is past the 100 lowest ids
+    assert.are.equal(2, s.all_bugs, table.concat(lines, "\n"))
+  end)
+
   it("runs side by side on a launched browser and one attached over wss://", function()
     local chrome, cport = R.chromium()
     local certs = R.certificates()

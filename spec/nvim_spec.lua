@@ -299,7 +299,7 @@ describe("the Neovim plugin", function()
     local port = app.url:match(":(%d+)/")
     for _, s in ipairs({ "app-debug  [frame " .. app.url .. "]", "sales-dashboard", "shop  [frame",
       "support-widget  [frame http://localhost:" .. port .. "/widget.html",
-      "  queryDatabaseTable(tableName*, limit)", "  reassignLead(leadId*, repId*)", "  getSupportTickets(status)",
+      "  queryDatabaseTable(tableName*, afterId, limit)", "  reassignLead(leadId*, repId*)", "  getSupportTickets(status)",
       "Reads rows from the app's database", "4 groups, 13 tools" }) do
       assert.truthy(all:find(s, 1, true), "tool list lacks " .. s .. ":\n" .. all)
     end

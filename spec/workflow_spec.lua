@@ -88,6 +88,27 @@ describe("sample app workflows", function()
     assert.matches("the backend taxes shipping", by["backend-taxes-shipping"], 1, true)
     assert.matches("orders 1040, 1042, 1044, 1045", by["backend-taxes-shipping-history"], 1, true)
   end)
+
+  it("finds the stored order on a server whose first 100 orders are older ones", function()
+    server:stop()
+    server = assert(app_server.start({ extra_seed = app_server.MANY_ORDERS }))
+    local browser = dt.launch()
+    local page = browser:new_page(server.url)
+    package.path = "examples/?.lua;" .. package.path
+    local workflow = require "workflow"
+    local lines = {}
+    local ok, findings = pcall(workflow.run, page, { log = function(s) lines[#lines + 1] = s end })
+    browser:close()
+    assert(ok, tostring(findings))
+    local text = table.concat(lines, "\n")
+    -- 8 seed orders and 150 more: the new one is 1198, past the 100 rows listed
+    assert.matches("order 1198 (not among the 100 lowest ids above): subtotal 61.49, shipping 5.99, tax 5.40, "
+      .. "total 72.88", text, 1, true)
+    local by = {}
+    for _, f in ipairs(findings) do by[f.bug] = f.line end
+    assert.matches("order 1198: subtotal 61.49 + tax 4.92 + shipping 5.99 = 72.40 as the UI showed it, stored total 72.88",
+      by["backend-taxes-shipping"], 1, true)
+  end)
 end)
 
 describe("the demo", function()

@@ -981,36 +981,40 @@ static void api_tickets(struct lws *wsi, struct req *r, const struct qargs *q)
 }
 
 /* ------------------------------------------------------------------ */
-/* GET /api/debug/db-inspect?table=&limit=
+/* GET /api/debug/db-inspect?table=&limit=&after=
  *
  * Read-only by construction: its own connection is opened with
  * SQLITE_OPEN_READONLY and PRAGMA query_only; the table must equal one of the
  * names below byte for byte, and the SQL run is that entry's constant (the
- * request text never reaches SQL); limit is a bound parameter of 1..100.
+ * request text never reaches SQL); limit is a bound parameter of 1..100,
+ * after (rows whose id is above it) one of 0..999999999, for the tables
+ * keyed by an integer id.
  * Errors: missing table 400, unknown table 404 (with the allowed names),
- * bad limit 400, duplicate parameter 400, any method but GET 405. Rows come
- * ordered by primary key. users is listed without password_hash. */
+ * bad limit or after 400, after on feature_flags 400, duplicate parameter
+ * 400, any method but GET 405. Rows come ordered by primary key. users is
+ * listed without password_hash. */
 
 static const struct inspect_table {
 	const char *name;
 	const char *sql;
+	int by_id;                   /* keyed by an integer id: takes after (?2) */
 } inspect_tables[] = {
-	{ "feature_flags",   "SELECT name, description, kind, default_value, rule FROM feature_flags ORDER BY name LIMIT ?1" },
-	{ "leads",           "SELECT id, company, contact_name, email, stage, value_cents, rep_id, updated_at FROM leads ORDER BY id LIMIT ?1" },
-	{ "order_items",     "SELECT id, order_id, product_id, qty, unit_price_cents, line_total_cents FROM order_items ORDER BY id LIMIT ?1" },
-	{ "orders",          "SELECT id, user_id, status, subtotal_cents, shipping_cents, tax_cents, total_cents, created_at FROM orders ORDER BY id LIMIT ?1" },
-	{ "products",        "SELECT id, sku, name, description, price_cents, stock FROM products ORDER BY id LIMIT ?1" },
-	{ "reps",            "SELECT id, name, email, region, quota_cents FROM reps ORDER BY id LIMIT ?1" },
-	{ "support_tickets", "SELECT id, user_id, subject, status, priority, created_at FROM support_tickets ORDER BY id LIMIT ?1" },
-	{ "users",           "SELECT id, name, email, plan, beta, created_at FROM users ORDER BY id LIMIT ?1" },
+	{ "feature_flags",   "SELECT name, description, kind, default_value, rule FROM feature_flags ORDER BY name LIMIT ?1", 0 },
+	{ "leads",           "SELECT id, company, contact_name, email, stage, value_cents, rep_id, updated_at FROM leads WHERE id > ?2 ORDER BY id LIMIT ?1", 1 },
+	{ "order_items",     "SELECT id, order_id, product_id, qty, unit_price_cents, line_total_cents FROM order_items WHERE id > ?2 ORDER BY id LIMIT ?1", 1 },
+	{ "orders",          "SELECT id, user_id, status, subtotal_cents, shipping_cents, tax_cents, total_cents, created_at FROM orders WHERE id > ?2 ORDER BY id LIMIT ?1", 1 },
+	{ "products",        "SELECT id, sku, name, description, price_cents, stock FROM products WHERE id > ?2 ORDER BY id LIMIT ?1", 1 },
+	{ "reps",            "SELECT id, name, email, region, quota_cents FROM reps WHERE id > ?2 ORDER BY id LIMIT ?1", 1 },
+	{ "support_tickets", "SELECT id, user_id, subject, status, priority, created_at FROM support_tickets WHERE id > ?2 ORDER BY id LIMIT ?1", 1 },
+	{ "users",           "SELECT id, name, email, plan, beta, created_at FROM users WHERE id > ?2 ORDER BY id LIMIT ?1", 1 },
 };
 #define N_INSPECT_TABLES ((int)(sizeof inspect_tables / sizeof inspect_tables[0]))
 
 static void api_db_inspect(struct req *r, const struct qargs *q)
 {
 	const struct inspect_table *t = NULL;
-	const char *table, *limit_arg;
-	long long limit = INSPECT_DEFAULT_LIMIT;
+	const char *table, *limit_arg, *after_arg;
+	long long limit = INSPECT_DEFAULT_LIMIT, after = -1;
 	sqlite3_stmt *st;
 	json_t *columns, *rows;
 	int dup = 0, i;
@@ -1018,13 +1022,14 @@ static void api_db_inspect(struct req *r, const struct qargs *q)
 	/* Strict: lws also splits arguments at ';', so "table=orders;DROP TABLE
 	 * orders" arrives as table=orders plus a stray argument, which is refused. */
 	for (i = 0; i < q->n; i++) {
-		if (strcmp(q->name[i], "table") && strcmp(q->name[i], "limit")) {
-			reply_error(r, 400, "unknown parameter (allowed: table, limit)");
+		if (strcmp(q->name[i], "table") && strcmp(q->name[i], "limit") && strcmp(q->name[i], "after")) {
+			reply_error(r, 400, "unknown parameter (allowed: table, limit, after)");
 			return;
 		}
 	}
 	table = qarg(q, "table", &dup);
 	limit_arg = qarg(q, "limit", &dup);
+	after_arg = qarg(q, "after", &dup);
 	if (dup) {
 		reply_error(r, 400, "duplicate parameter");
 		return;
@@ -1050,12 +1055,25 @@ static void api_db_inspect(struct req *r, const struct qargs *q)
 			return;
 		}
 	}
+	if (after_arg) {
+		if (!t->by_id) {
+			reply_error(r, 400, "after: this table is ordered by name, not by id");
+			return;
+		}
+		after = parse_uint(after_arg, NULL);
+		if (after < 0) {
+			reply_error(r, 400, "after must be an integer between 0 and 999999999");
+			return;
+		}
+	}
 	st = prepare(app.ro, t->sql);
 	if (!st) {
 		reply_db_error(r, app.ro, "db-inspect");
 		return;
 	}
 	sqlite3_bind_int64(st, 1, limit);
+	if (t->by_id)
+		sqlite3_bind_int64(st, 2, after);    /* -1: every row (ids start at 1) */
 	columns = json_array();
 	for (i = 0; i < sqlite3_column_count(st); i++)
 		json_array_append_new(columns, json_string(sqlite3_column_name(st, i)));

@@ -50,12 +50,20 @@ function M.dump(db)
 	return out
 end
 
+-- 150 more orders after the seed's 8 (free shipping, tax right): a server
+-- that took many orders since it started, whose next order is not among the
+-- 100 lowest ids.
+M.MANY_ORDERS = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 150) "
+	.. "INSERT INTO orders (user_id, status, subtotal_cents, shipping_cents, tax_cents, total_cents, created_at) "
+	.. "SELECT 3, 'placed', 8900, 0, 712, 9612, '2025-03-05 09:00:00' FROM n;"
+
 local Server = {}
 Server.__index = Server
 
 --- Starts build/app/server --port 0. opts.db: database path (default: a file
 -- in the server's temporary directory); opts.default_db: pass no --db at all;
--- opts.args: extra arguments. Returns a Server, or nil plus the reason.
+-- opts.extra_seed: SQL run after examples/app/seed.sql when the database is
+-- built; opts.args: extra arguments. Returns a Server, or nil plus the reason.
 function M.start(opts)
 	opts = opts or {}
 	local dir = run("mktemp -d \"${TMPDIR:-/tmp}/app-spec-XXXXXX\""):gsub("%s+$", "")
@@ -66,6 +74,16 @@ function M.start(opts)
 	if not opts.default_db then
 		argv[#argv + 1] = "--db"
 		argv[#argv + 1] = q(db)
+	end
+	if opts.extra_seed then
+		local f = assert(io.open("examples/app/seed.sql", "rb"))
+		local seed = f:read("*a") .. "\n" .. opts.extra_seed .. "\n"
+		f:close()
+		f = assert(io.open(dir .. "/seed.sql", "wb"))
+		f:write(seed)
+		f:close()
+		argv[#argv + 1] = "--seed"
+		argv[#argv + 1] = q(dir .. "/seed.sql")
 	end
 	for _, a in ipairs(opts.args or {}) do argv[#argv + 1] = q(a) end
 	-- The server's stdout and the shell's lines share one pipe: "pid N" and

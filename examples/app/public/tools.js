@@ -119,20 +119,22 @@
       {
         name: 'queryDatabaseTable',
         description: 'Reads rows from the app\'s database through the read-only debug endpoint GET /api/debug/db-inspect, ' +
-          'in primary-key order. Money columns are integer cents (orders: subtotal_cents, shipping_cents, tax_cents, ' +
+          'in primary-key order (afterId: only rows whose id is above it). Money columns are integer cents (orders: subtotal_cents, shipping_cents, tax_cents, ' +
           'total_cents). users is shown without password hashes. Returns {table, columns, rows}; fails with the server\'s message for a bad request.',
         inputSchema: {
           type: 'object',
           properties: {
             tableName: { type: 'string', enum: DB_TABLES, description: 'Table to read; only these tables are exposed.' },
-            limit: { type: 'integer', minimum: 1, maximum: 100, default: 5, description: 'How many rows, from the lowest primary key (default 5, at most 100).' },
+            limit: { type: 'integer', minimum: 1, maximum: 100, default: 5, description: 'How many rows, from the lowest primary key (above afterId if given; default 5, at most 100).' },
+            afterId: { type: 'integer', minimum: 0, maximum: 999999999, description: 'Only rows whose id is above this one (every table but feature_flags, which is ordered by name).' },
           },
           required: ['tableName'],
           additionalProperties: false,
         },
         execute: whenReady(function (args) {
           var limit = args.limit === undefined ? 5 : args.limit;
-          var url = '/api/debug/db-inspect?table=' + encodeURIComponent(args.tableName) + '&limit=' + encodeURIComponent(limit);
+          var url = '/api/debug/db-inspect?table=' + encodeURIComponent(args.tableName) + '&limit=' + encodeURIComponent(limit) +
+            (args.afterId === undefined ? '' : '&after=' + encodeURIComponent(args.afterId));
           return fetch(url, { headers: { Accept: 'application/json' } }).then(function (res) {
             return res.json().then(null, function () {
               throw new Error('db-inspect answered HTTP ' + res.status + ' with a body that is not JSON');
