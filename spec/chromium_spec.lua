@@ -257,6 +257,38 @@ describe("dt.launch", function()
   end)
 end)
 
+describe("ECMA-262 patterns against Chromium's own RegExp", function()
+  -- Strings with lone surrogates, which JavaScript holds and our JSON
+  -- decoder keeps: Regex:test answers as new RegExp(p, "u").test does.
+  it("agrees on strings with lone surrogates", function()
+    local pats = { "^a", "^.*$", "^[^<>]*$", "b$", "^a.b$", "^\\S+$", "^a\\Sb$", "^a[\\uD800-\\uDFFF]b$",
+      "^a\\uD800b$", "^a\\uDC00b$", "^a[\\uD800]b$", "^a[^\\uD800]b$", "^a[\\u0000-\\uFFFF]b$",
+      "^a[\\uE000-\\uFFFF]b$", "^a[\\u0000-\\uD7FF]b$", "^a[\\uDBFF-\\uDC00]b$", "^a\\Wb$", "^a\\Db$",
+      "^a[^a]b$", "^a\\p{Cs}b$", "^a\\P{Cs}b$", "^a\\p{Co}b$", "^a\\P{Co}b$", "^a[\\p{Co}]b$",
+      "^a[^\\p{Cs}]b$", "^a\\p{gc=Surrogate}b$", "^a\\P{L}b$", "^a\\p{C}b$", "^a\\p{Any}b$",
+      "^.{3}$", "^\\uD83D\\uDC32$", "^\\uD83D$", "^[\\uD83D\\uDC32]$", "^a.$", "^a[\\s\\S]b$" }
+    local subjects = { '"a\\ud800b"', '"a\\udc00b"', '"a\\udbffb"', '"a\\ud83d"', '"\\ud83d"',
+      '"\\ud83d\\udc32"', '"\\udc32\\ud83d"', '"a\\ud800\\ud800b"', '"\\udbff\\udfff"', '"abb"', '"a\\ue000b"' }
+    local b = dt.launch()
+    finally(function() b:close() end)
+    local page = b:new_page()
+    local js = page:evaluate(("(function (pats, subjects) {"
+      .. " return pats.map(p => subjects.map(s => new RegExp(p, 'u').test(JSON.parse(s)))); })(%s, %s)")
+      :format(dt.json.encode(dt.array(pats)), dt.json.encode(dt.array(subjects))))
+    local differ = {}
+    for i, p in ipairs(pats) do
+      local rx = assert(core.regex_compile(p))
+      for j, sj in ipairs(subjects) do
+        local ours = rx:test(dt.json.decode(sj))
+        if ours ~= js[i][j] then
+          differ[#differ + 1] = ("/%s/ on %s: %s, JavaScript %s"):format(p, sj, tostring(ours), tostring(js[i][j]))
+        end
+      end
+    end
+    assert.are.same({}, differ)
+  end)
+end)
+
 describe("dt.connect", function()
   local proc, port, profile
 

@@ -38,7 +38,31 @@ describe("core.regex_compile / Regex:test", function()
     { "^\\u0041$", "A", true },
     { "^\\u{1F432}$", "\u{1F432}", true },
     { "^\\uD83D\\uDC32$", "\u{1F432}", true }, -- a surrogate pair is one code point
-    { "^\\uD83D$", "\u{1F432}", false },       -- a lone surrogate matches nothing
+    { "^\\uD83D$", "\u{1F432}", false },       -- a lone surrogate is not half of a pair
+    -- lone surrogates, as our JSON decoder keeps them (ED A0-BF 80-BF): each is
+    -- one code point, as in JavaScript's u-mode (was: every pattern failed)
+    { "^a.b$", "a\xED\xA0\x80b", true },
+    { "^a", "a\xED\xA0\x80", true },
+    { "^[^<>]*$", "\xED\xB0\x80x", true },
+    { "^\\S\\S$", "\xED\xA0\xBD\xED\xA0\x80", true },
+    { "^\\uD83D$", "\xED\xA0\xBD", true },
+    { "^\\uD83D$", "\xED\xA0\xBE", false },
+    { "^[\\uD800-\\uDBFF]$", "\xED\xAF\xBF", true },
+    { "^[\\uD800-\\uDBFF]$", "\xED\xB0\x80", false },
+    { "^[\\u0000-\\uFFFF]$", "\xED\xB0\x80", true },
+    { "^[\\uE000-\\uFFFF]$", "\xED\xB0\x80", false },
+    { "^[^\\uD800]$", "\xED\xA0\x80", false },
+    { "^\\p{Cs}$", "\xED\xA0\x80", true },
+    { "^\\p{Co}$", "\xED\xA0\x80", false },
+    { "^\\P{Co}$", "\xED\xA0\x80", true },
+    { "^[\\p{Surrogate}]$", "\xED\xA0\x80", true },
+    { "^\\p{Co}$", "\u{E000}", true },
+    { "^.{3}$", "a\xED\xA0\x80b", true },
+    { "^\\p{gc=Surrogate}$", "\xED\xA0\x80", true },
+    -- a high and a low one in a row (CESU-8) are sent as the pair: one character
+    { "^\\u{1F432}$", "\xED\xA0\xBD\xED\xB0\xB2", true },
+    { "^a.b$", "a\xED\xA0\xBD\xED\xB0\xB2b", true },
+    { "^..$", "\xED\xB0\xB2\xED\xA0\xBD", true },            -- low then high: two
     -- \d and \w are ASCII, \s is ECMA white space and line terminators
     { "^\\d$", "7", true },
     { "^\\d$", "\u{07C0}", false },          -- NKO DIGIT ZERO

@@ -18,6 +18,8 @@
  *   - named groups become plain groups and `\k<name>` a numbered
  *     back-reference (JS numbers named groups like the others);
  *   - `[]` never matches, `[^]` matches anything;
+ *   - a lone surrogate (in the pattern, or in the subject as WTF-8) is one
+ *     character, written as U+10F800-U+10FFFF (see map_surrogate);
  *   - PCRE2-only syntax (`(?i)`, `(?#...)`, `(?P<n>...)`, `\a`, possessive
  *     quantifiers) is an error, as it is in JavaScript.
  * What PCRE2 cannot do is reported when compiling: a lookbehind of variable
@@ -187,6 +189,19 @@ static int is_syntax_char(int c)
 static int is_surrogate(long cp)
 {
 	return cp >= 0xd800 && cp <= 0xdfff;
+}
+
+/* A lone surrogate: JavaScript strings hold them, and our JSON decoder keeps
+ * one as the three bytes ED A0-BF 80-BF (WTF-8), which PCRE2 refuses as
+ * invalid UTF-8. A subject's are rewritten as U+10F800-U+10FFFF (the last
+ * 2048 code points, private use: F4 8F and the same two last bytes), and a
+ * pattern's surrogates are written as the same code points, so `.`, `[^a]`,
+ * `\S` and `[\uD800-\uDFFF]` match one as JavaScript's u-mode does. */
+#define SURROGATE_BASE 0x10f800L
+
+static long map_surrogate(long cp)
+{
+	return is_surrogate(cp) ? cp - 0xd800 + SURROGATE_BASE : cp;
 }
 
 /* ---- group names --------------------------------------------------------- */
@@ -440,6 +455,29 @@ static int span_is(const char *p, size_t len, const char *lit)
 	return strlen(lit) == len && memcmp(p, lit, len) == 0;
 }
 
+/* A General_Category by its short name, as PCRE2 class items or a class.
+ * Lone surrogates are U+10F800-U+10FFFF here (see map_surrogate), which
+ * PCRE2 counts as private use: Cs is that range, Co the private-use ranges
+ * without it (they are fixed by Unicode's stability policy). */
+static void emit_gc(translator *o, int in_class, int neg, const char *gc)
+{
+	const char *items = NULL;
+	if (strcmp(gc, "Cs") == 0)
+		items = neg ? "\\x{0}-\\x{10f7ff}" : "\\x{10f800}-\\x{10ffff}";
+	else if (strcmp(gc, "Co") == 0)
+		items = neg ? "\\x{0}-\\x{d7ff}\\x{f900}-\\x{effff}\\x{ffffe}-\\x{fffff}\\x{10f800}-\\x{10ffff}"
+		            : "\\x{e000}-\\x{f8ff}\\x{f0000}-\\x{ffffd}\\x{100000}-\\x{10f7ff}";
+	if (items == NULL)
+		emitf(o, "\\%c{%s}", neg ? 'P' : 'p', gc);
+	else if (in_class)
+		emit(o, items);
+	else {
+		emit(o, "[");
+		emit(o, items);
+		emit(o, "]");
+	}
+}
+
 /* After `\p` or `\P` (neg): reads {...} from t and writes the PCRE2 form
  * to o (t itself, or the buffer of a class being built). */
 static void property_escape(translator *t, translator *o, int neg)
@@ -479,7 +517,7 @@ static void property_escape(translator *t, translator *o, int neg)
 				fail(t, "unknown General_Category value '%.*s'", (int)vlen, val);
 				return;
 			}
-			emitf(o, "\\%c{%s}", neg ? 'P' : 'p', s);
+			emit_gc(o, o != t, neg, s);
 			return;
 		}
 		if (!(span_is(p, nlen, "Script") || span_is(p, nlen, "sc")
@@ -499,12 +537,13 @@ static void property_escape(translator *t, translator *o, int neg)
 	}
 	{
 		const char *s = gc_short(p, len);
+		if (s != NULL) {
+			emit_gc(o, o != t, neg, s);
+			return;
+		}
 		emitf(o, "\\%c{", neg ? 'P' : 'p');
-		if (s != NULL)
-			emit(o, s);
-		else
-			for (k = 0; k < len; k++)   /* a binary property: PCRE2 knows them */
-				emitn(o, p + k, 1);
+		for (k = 0; k < len; k++)   /* a binary property: PCRE2 knows them */
+			emitn(o, p + k, 1);
 		emit(o, "}");
 	}
 }
@@ -514,12 +553,10 @@ static void property_escape(translator *t, translator *o, int neg)
 /* A literal code point outside a class. */
 static void emit_literal(translator *t, long cp)
 {
-	if (is_surrogate(cp))
-		emit(t, "(?!)");    /* a lone surrogate: never in a UTF-8 subject */
-	else if (is_alnum(cp))
+	if (is_alnum(cp))
 		emitf(t, "%c", (int)cp);
 	else
-		emitf(t, "\\x{%lx}", cp);
+		emitf(t, "\\x{%lx}", map_surrogate(cp));
 }
 
 static void disjunction(translator *t);
@@ -611,21 +648,19 @@ static void char_class(translator *t)
 				fail(t, "range out of order in character class at offset %zu", open);
 				break;
 			}
-			/* keep surrogates out: PCRE2 rejects them in UTF mode */
-			if (lo >= 0xd800 && lo <= 0xdfff)
-				lo = 0xe000;
-			if (hi >= 0xd800 && hi <= 0xdfff)
-				hi = 0xd7ff;
-			if (lo <= 0xd7ff && hi >= 0xe000) {
-				emitf(&body, "\\x{%lx}-\\x{d7ff}", lo);
-				emitf(&body, "\\x{e000}-\\x{%lx}", hi);
-			} else if (lo <= hi) {
-				emitf(&body, "\\x{%lx}-\\x{%lx}", lo, hi);
-			}
+			/* PCRE2 rejects surrogates in UTF mode: the part of the range
+			 * below them, their part (mapped), the part above them */
+			if (lo < 0xd800)
+				emitf(&body, "\\x{%lx}-\\x{%lx}", lo, hi < 0xd800 ? hi : 0xd7ffL);
+			if (lo <= 0xdfff && hi >= 0xd800)
+				emitf(&body, "\\x{%lx}-\\x{%lx}", map_surrogate(lo < 0xd800 ? 0xd800L : lo),
+				      map_surrogate(hi > 0xdfff ? 0xdfffL : hi));
+			if (hi > 0xdfff)
+				emitf(&body, "\\x{%lx}-\\x{%lx}", lo > 0xdfff ? lo : 0xe000L, hi);
 			continue;
 		}
-		if (!lo_set && !is_surrogate(lo))
-			emitf(&body, "\\x{%lx}", lo);
+		if (!lo_set)
+			emitf(&body, "\\x{%lx}", map_surrogate(lo));
 	}
 	if (body.failed && !t->failed)
 		fail(t, "%s", body.err);
@@ -633,8 +668,6 @@ static void char_class(translator *t)
 		const char *items = body.out.data ? body.out.data : "";
 		int nitems = (int)body.out.len;
 		if (empty)
-			emit(t, neg ? "(?s:.)" : "(?!)");
-		else if (!has_S && nitems == 0)     /* only lone surrogates */
 			emit(t, neg ? "(?s:.)" : "(?!)");
 		else if (!has_S) {
 			emit(t, neg ? "[^" : "[");
@@ -1032,26 +1065,72 @@ static int l_regex_check(lua_State *L)
 	                     "invalid regular expression: %s", msg);
 }
 
+/* Is s[i] the start of a lone surrogate's three bytes (ED A0-BF 80-BF)? */
+static int surrogate_at(const unsigned char *s, size_t n, size_t i)
+{
+	return s[i] == 0xed && i + 2 < n && (s[i + 1] & 0xe0) == 0xa0 && (s[i + 2] & 0xc0) == 0x80;
+}
+
+/* The subject with its lone surrogates as U+10F800-U+10FFFF (see
+ * map_surrogate), in a userdata left on the stack; or s itself when it
+ * has none. A high and a low one in a row (CESU-8) are the code point they
+ * make, as our encoder sends them ("\ud83d\udc32", which a page reads as
+ * one character). from: where its first non-ASCII byte is. */
+static const char *map_subject(lua_State *L, const char *s, size_t *n, size_t from)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = from, k = 0, len = *n;
+	unsigned char *out;
+	while (i < len && !surrogate_at(u, len, i))
+		i++;
+	if (i == len)
+		return s;
+	out = (unsigned char *)lua_newuserdata(L, len + len / 3 + 1);
+	memcpy(out, s, i);
+	k = i;
+	while (i < len) {
+		if (surrogate_at(u, len, i) && u[i + 1] < 0xb0 && i + 3 < len
+		    && surrogate_at(u, len, i + 3) && u[i + 4] >= 0xb0) {
+			long hi = ((long)(u[i + 1] & 0x0f) << 6) | (u[i + 2] & 0x3f);
+			long lo = ((long)(u[i + 4] & 0x0f) << 6) | (u[i + 5] & 0x3f);
+			long cp = 0x10000 + (hi << 10) + lo;
+			out[k++] = (unsigned char)(0xf0 | (cp >> 18));
+			out[k++] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+			out[k++] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+			out[k++] = (unsigned char)(0x80 | (cp & 0x3f));
+			i += 6;
+		} else if (surrogate_at(u, len, i)) {
+			out[k++] = 0xf4;
+			out[k++] = 0x8f;
+			out[k++] = u[i + 1];
+			out[k++] = u[i + 2];
+			i += 3;
+		} else {
+			out[k++] = u[i++];
+		}
+	}
+	*n = k;
+	return (const char *)out;
+}
+
 /* regex:test(subject) -> boolean | nil, message */
 static int l_regex_test(lua_State *L)
 {
 	dt_regex *r = check_regex(L);
-	size_t n;
+	size_t n, i = 0;
 	const char *s = luaL_checklstring(L, 2, &n);
 	int rc;
 	if (r->code == NULL)
 		return luaL_argerror(L, 1, "regex is closed");
-	if (r->jit) {
+	while (i < n && (unsigned char)s[i] < 0x80)
+		i++;
+	if (i == n && r->jit) {
 		/* pcre2_jit_match skips pcre2_match's checks, the UTF-8 one
 		 * included: an ASCII subject needs none, any other goes the long way */
-		size_t i = 0;
-		while (i < n && (unsigned char)s[i] < 0x80)
-			i++;
-		if (i == n)
-			rc = pcre2_jit_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
-		else
-			rc = pcre2_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
+		rc = pcre2_jit_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
 	} else {
+		if (i < n)
+			s = map_subject(L, s, &n, i);
 		rc = pcre2_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
 	}
 	if (rc == PCRE2_ERROR_JIT_STACKLIMIT)   /* retry without the JIT's small stack */
