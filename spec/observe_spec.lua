@@ -423,6 +423,15 @@ describe("screenshots", function()
     assert.equal("too_large", e.code)
     assert.matches("^screenshot: the page is %d+ x %d+ px, over the 268435456 pixels one capture can hold", e.message)
     assert.equal(0, page:evaluate("0"))      -- the page (and its browser) go on
+    -- under a phone's emulation every CSS px is 3 x 3 device px: 1170 x 300000 is too much,
+    -- though 390 x 100000 CSS px is not
+    page:cdp("Emulation.setDeviceMetricsOverride", { width = 390, height = 844, deviceScaleFactor = 3,
+      mobile = false })
+    page:evaluate("document.body.style.width = '390px'; document.body.style.height = '100000px'; 1")
+    e = H.error_of(page.screenshot, page, { full_page = true })
+    assert.equal("too_large", e.code)
+    assert.matches("^screenshot: the page is %d+ x 3%d%d%d%d%d px %(3 device px per CSS px%), over the 268435456", e.message)
+    assert.equal(0, page:evaluate("0"))
     page:close()
   end)
 

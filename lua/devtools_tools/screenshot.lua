@@ -92,7 +92,15 @@ function M.screenshot(page, opts)
   local deadline = conn:deadline(opts)
   local params = { format = "png" }
   if opts.full_page or opts.element ~= nil then
-    local m = call(conn, "Page.getLayoutMetrics", nil, page.session, deadline)
+    -- the capture has devicePixelRatio x the clip's CSS px on each side (3
+    -- under a phone's emulation); a page that says less than 1 is read as 1
+    local mid = conn:send("Page.getLayoutMetrics", nil, page.session, deadline)
+    local rid = conn:send("Runtime.evaluate", { expression = "devicePixelRatio", returnByValue = true },
+      page.session, deadline)
+    local m = conn:await(mid, deadline, "Page.getLayoutMetrics")
+    local r = conn:await(rid, deadline, "Runtime.evaluate")
+    local dpr = r.result and r.result.value
+    if type(dpr) ~= "number" or not (dpr >= 1 and dpr < math.huge) then dpr = 1 end
     if opts.full_page then
       local size = m.cssContentSize or m.contentSize
       params.clip = { x = 0, y = 0, width = size.width, height = size.height, scale = 1 }
@@ -103,10 +111,11 @@ function M.screenshot(page, opts)
     -- Chromium fails to capture much more, and a few such tries end the
     -- whole browser (a 30000 x 200000 px page did, every other page with it)
     local c = params.clip
-    if c.width * c.height > MAX_PIXELS then
-      raise("too_large", ("screenshot: %s is %d x %d px, over the %d pixels one capture can hold;"
+    if c.width * dpr * c.height * dpr > MAX_PIXELS then
+      raise("too_large", ("screenshot: %s is %d x %d px%s, over the %d pixels one capture can hold;"
         .. " capture the viewport or an element"):format(opts.full_page and "the page" or "the element",
-        math.ceil(c.width), math.ceil(c.height), MAX_PIXELS))
+        math.ceil(c.width * dpr), math.ceil(c.height * dpr),
+        dpr == 1 and "" or (" (%g device px per CSS px)"):format(dpr), MAX_PIXELS))
     end
   end
   local r = call(conn, "Page.captureScreenshot", params, page.session, deadline)
