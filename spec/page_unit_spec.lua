@@ -383,6 +383,39 @@ describe("page (fake transport)", function()
     fake:event("WebMCP.toolResponded", { invocationId = held, status = "Completed", output = "small" }, "S1")
     page:evaluate("1")
     assert.is_nil(next(conn.deadlines))
+    -- a listener added while a call waits (here: by another listener) gets
+    -- the result whole, and so does the call
+    fake.on["WebMCP.invokeTool"] = function(_, session, msg, f)
+      n = n + 1
+      f.queue[#f.queue + 1] = { id = msg.id, sessionId = session, result = { invocationId = "I" .. n } }
+      f:event("WebMCP.toolInvoked", { invocationId = "I" .. n }, session)
+      f:event("WebMCP.toolResponded", { invocationId = "I" .. n, status = "Completed", output = F.DECODE_LATE }, session)
+      return F.NO_REPLY
+    end
+    local heard_late, off_late = {}, nil
+    local off_invoked = page:on_cdp("WebMCP.toolInvoked", function()
+      off_late = off_late or page:on_cdp("WebMCP.toolResponded", function(p) heard_late[#heard_late + 1] = p.output end)
+    end)
+    assert.equal("decoded", big:call({}, { timeout = 7 }))
+    assert.same({ "decoded" }, heard_late)
+    off_late()
+    off_late = nil
+    -- and after the call gave up, still whole for the listener
+    fake.on["WebMCP.invokeTool"] = function(_, session, msg, f)
+      n = n + 1
+      held = "I" .. n
+      f.queue[#f.queue + 1] = { id = msg.id, sessionId = session, result = { invocationId = held } }
+      f:event("WebMCP.toolInvoked", { invocationId = held }, session)
+      return F.NO_REPLY
+    end
+    assert.equal("timeout", H.error_of(big.call, big, {}, { timeout = 30 }).code)
+    fake:event("WebMCP.toolResponded", { invocationId = held, status = "Completed", output = F.DECODE_LATE }, "S1")
+    page:evaluate("1")
+    assert.same({ "decoded", "decoded" }, heard_late)
+    off_invoked()
+    off_late()
+    assert.is_nil(next(conn.deadlines))
+    assert.is_nil(next(conn.cut))
   end)
 
   it("a reply that comes after its caller gave up is cut at once, and its entries go", function()

@@ -18,6 +18,7 @@ local errors = require "devtools_tools.errors"
 local options = require "devtools_tools.options"
 local remote = require "devtools_tools.remote"
 local base64 = require "devtools_tools.base64"
+local webmcp = require "devtools_tools.webmcp"
 
 local raise = errors.raise
 local now = core.now
@@ -547,7 +548,9 @@ function P.on_cdp(page, method, fn)
     raise("bad_argument", "on_cdp: expected an event name such as \"Network.requestWillBeSent\", got "
       .. tostring(method))
   end
-  return listen(st.cdp_listeners, method, fn, "on_cdp")
+  local remove = listen(st.cdp_listeners, method, fn, "on_cdp")
+  if method == "WebMCP.toolResponded" then webmcp.unwatch(page) end
+  return remove
 end
 
 local function cdp_call(conn, session, method, params, opts, fname)

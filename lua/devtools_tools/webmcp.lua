@@ -35,7 +35,8 @@ local KEEP_ANSWERS = 128
 local function state(page)
   local st = page._webmcp
   if not st then
-    st = { tools = {}, seq = 0, answers = {}, answer_order = {} }
+    st = { tools = {}, seq = 0, answers = {}, answer_order = {},
+      watched = {} }       -- invocation id -> true: its result's decoding is bounded
     page._webmcp = st
   end
   return st
@@ -207,6 +208,17 @@ local function tool_failure(tool, a)
     details = { message = message, stack = stack, name = ex and ex.className } })
 end
 
+-- unwatch(page): a page:on_cdp("WebMCP.toolResponded") listener came: the
+-- results of calls in flight are decoded whole for it, as later ones are.
+function M.unwatch(page)
+  local st = page._webmcp
+  if not st then return end
+  for id in pairs(st.watched) do
+    page.conn:end_event(id, false)
+    st.watched[id] = nil
+  end
+end
+
 -- call(tool, args, deadline) -> value: WebMCP.invokeTool, then its
 -- toolResponded answer, mapped to a value or a dt.Error.
 function M.call(tool, args, deadline)
@@ -240,14 +252,19 @@ function M.call(tool, args, deadline)
   -- a page:on_cdp listener wants it whole.
   local heard = page._obs and page._obs.cdp_listeners["WebMCP.toolResponded"]
   local watched = not (heard and #heard > 0) and answers[id] == nil
-  if watched then conn:expect_event(id, deadline) end
+  if watched then
+    st.watched[id] = true
+    conn:expect_event(id, deadline)
+  end
   local ok2, got = errors.catch(conn.wait_for, conn, function()
     return answers[id] ~= nil or conn:event_cut(id) or page.closed or page.crashed
       or not page:_is_current(tool._frame_id, tool._loader)
   end, deadline)
   local a, e = answers[id], conn:event_cut(id)
   -- given up: a result that still comes is dropped, its decoding cut at once
-  if watched then conn:end_event(id, a == nil and e == nil) end
+  -- (unless a listener came meanwhile: see unwatch)
+  if st.watched[id] then conn:end_event(id, a == nil and e == nil) end
+  st.watched[id] = nil
   if a == nil then
     if e then
       raise("timeout", "tool " .. tool.name .. ": " .. e.message, { tool = tool.name, details = e.details })
