@@ -65,7 +65,8 @@ describe("sample app workflows", function()
     assert.matches("change%s+%-?%d+%s+8%s+%-1", out)
   end)
 
-  it("the multi-step workflow finds every planted bug with its numbers", function()
+  -- run_workflow() -> its findings by bug, and the lines it logged
+  local function run_workflow()
     local browser = dt.launch()
     local page = browser:new_page(server.url)
     package.path = "examples/?.lua;" .. package.path
@@ -76,6 +77,11 @@ describe("sample app workflows", function()
     assert(ok, tostring(findings))
     local by = {}
     for _, f in ipairs(findings) do by[f.bug] = f.line end
+    return by, table.concat(lines, "\n")
+  end
+
+  it("the multi-step workflow finds every planted bug with its numbers", function()
+    local by = run_workflow()
     assert.matches("refetched 8 cache keys %(misses 9 %-> 17", by["cache-invalidate-all"])
     assert.matches("throws the whole cache away", by["cache-invalidate-all"], 1, true)
     -- counted from page:observe around the reassignment
@@ -92,20 +98,10 @@ describe("sample app workflows", function()
   it("finds the stored order on a server whose first 100 orders are older ones", function()
     server:stop()
     server = assert(app_server.start({ extra_seed = app_server.MANY_ORDERS }))
-    local browser = dt.launch()
-    local page = browser:new_page(server.url)
-    package.path = "examples/?.lua;" .. package.path
-    local workflow = require "workflow"
-    local lines = {}
-    local ok, findings = pcall(workflow.run, page, { log = function(s) lines[#lines + 1] = s end })
-    browser:close()
-    assert(ok, tostring(findings))
-    local text = table.concat(lines, "\n")
+    local by, text = run_workflow()
     -- 8 seed orders and 150 more: the new one is 1198, past the 100 rows listed
     assert.matches("order 1198 (not among the 100 lowest ids above): subtotal 61.49, shipping 5.99, tax 5.40, "
       .. "total 72.88", text, 1, true)
-    local by = {}
-    for _, f in ipairs(findings) do by[f.bug] = f.line end
     assert.matches("order 1198: subtotal 61.49 + tax 4.92 + shipping 5.99 = 72.40 as the UI showed it, stored total 72.88",
       by["backend-taxes-shipping"], 1, true)
   end)
