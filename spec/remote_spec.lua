@@ -59,9 +59,16 @@ describe("remote browsers over TLS", function()
   it("is refused without the required header, on /json/version and on the handshake", function()
     local e = expect_error("connect_failed", "401", dt.connect, https(), { ca_file = certs.ca, timeout = 10 })
     assert.are.equal(401, e.details.status)
-    expect_error("connect_failed", "401", dt.connect, wss(), { ca_file = certs.ca, timeout = 10 })
+    e = expect_error("connect_failed", "401", dt.connect, wss(), { ca_file = certs.ca, timeout = 10 })
+    assert.are.equal(401, e.details.status)
     expect_error("connect_failed", "401", dt.connect, wss(),
       { ca_file = certs.ca, headers = { Authorization = "Bearer wrong" }, timeout = 10 })
+    -- in a task the handshake runs on the loop: the same error
+    local task = dt.async(function() return dt.connect(wss(), { ca_file = certs.ca, timeout = 10 }) end)
+    local ok, te = pcall(task.wait, task, 15)
+    assert.is_false(ok)
+    assert.are.equal("connect_failed", te.code)
+    assert.are.equal(401, te.details.status)
   end)
 
   it("refuses a certificate from another CA, or from no trusted CA, with connect_failed", function()

@@ -369,6 +369,13 @@ end
 -- through /json/version) or ws(s)://host:port/devtools/browser/<id>.
 -- opts: allow_remote, timeout, history, headers (on every request and the
 -- handshake), ca_file (a private CA, PEM), insecure (no certificate check).
+-- A refused websocket handshake's HTTP status, as details (the C core
+-- writes it "the server answered HTTP 401 (...)"), or nil.
+local function handshake_details(message)
+  local status = tostring(message):match("the server answered HTTP (%d+)")
+  return status and { details = { status = tonumber(status) } } or nil
+end
+
 function M.connect(url, opts)
   opts = check_opts(opts, connect_opts, "connect")
   local history = check_history(opts.history, "connect")
@@ -431,7 +438,7 @@ function M.connect(url, opts)
       ca_file = topts.ca_file, insecure = topts.insecure, async = tasks.current() ~= nil })
   if not transport then
     raise(code == "timeout" and "timeout" or "connect_failed",
-      "connect: " .. url .. ": " .. tostring(err))
+      "connect: " .. url .. ": " .. tostring(err), handshake_details(err))
   end
   local conn = cdp.new(transport, { timeout = timeout })
   local ok, version = errors.catch(conn.call, conn, "Browser.getVersion", nil,
@@ -445,7 +452,7 @@ function M.connect(url, opts)
     local message = version.message
     if state == "closed" and why and version.code ~= "timeout" then message = why end
     raise(version.code == "timeout" and "timeout" or "connect_failed",
-      "connect: " .. url .. ": " .. message)
+      "connect: " .. url .. ": " .. message, handshake_details(message))
   end
   return new_browser(conn, { timeout = timeout, launched = false, url = url,
     _version = version, history = history })
