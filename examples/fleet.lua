@@ -78,6 +78,17 @@ end
 -- run(opts) -> results, summary. opts: url, pages, browsers (a list of
 -- Browsers to use; they are not closed here), log (a function of one line).
 function M.run(opts)
+  local errors = require "devtools_tools.errors"
+  if type(opts) ~= "table" or type(opts.url) ~= "string" then
+    errors.raise("bad_argument", "fleet.run: opts.url must be the app's URL")
+  end
+  if type(opts.pages) ~= "number" or opts.pages < 1 or opts.pages % 1 ~= 0 then
+    errors.raise("bad_argument", "fleet.run: opts.pages must be a whole number of pages, 1 or more")
+  end
+  if type(opts.browsers) ~= "table" or #opts.browsers == 0 then
+    errors.raise("bad_argument", "fleet.run: opts.browsers must be a list of Browsers (dt.launch(), "
+      .. "dt.connect(...)), got " .. type(opts.browsers))
+  end
   local log = opts.log or print
   local browsers, results, tasks = opts.browsers, {}, {}
   local t0 = core.now()

@@ -29,6 +29,19 @@ describe("the fleet recipe", function()
     assert.matches("3 pages on 2 browsers: 3 found all 3 bugs, 0 failed", out, 1, true)
   end)
 
+  it("refuses options it cannot use with bad_argument", function()
+    local fleet = require "examples.fleet"
+    for _, o in ipairs({ { url = server.url, pages = 2, browsers = 2 }, { url = server.url, pages = 2, browsers = {} },
+        { url = server.url, pages = 0, browsers = {} }, { pages = 2, browsers = {} } }) do
+      local ok, e = pcall(fleet.run, o)
+      assert.is_false(ok)
+      assert.are.equal("bad_argument", e.code, tostring(e))
+    end
+    local ok, e = pcall(fleet.run, { url = server.url, pages = 2, browsers = 2 })
+    assert.is_false(ok)
+    assert.matches("opts.browsers must be a list of Browsers", e.message, 1, true)
+  end)
+
   it("finds the stored order on a server whose first 100 orders are older ones", function()
     server:stop()
     server = assert(app_server.start({ extra_seed = app_server.MANY_ORDERS }))
