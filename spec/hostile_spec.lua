@@ -190,6 +190,12 @@ describe("issue 11", function()
     assert.equal(2, #warnings)
     assert.matches('"deepTool" nests deeper than 512 levels', warnings[1], 1, true)
     assert.matches("(frame http://localhost:", warnings[2], 1, true)
+    -- reported in the page's console too, as an invalid group is (README)
+    local reported = 0
+    for _, m in ipairs(page:console_messages({ level = "error" })) do
+      if m.text:find("Invalid toolGroup:", 1, true) then reported = reported + 1 end
+    end
+    assert.equal(2, reported)
     assert.equal("main fine", page:call("mainFine"))
     assert.equal("fine", page:call("fineTool"))
     page:close()
@@ -255,6 +261,12 @@ describe("issue 11", function()
       "addEventListener('devtoolstooldiscovery', e => e.respondWith({ name: 'bad', get tools() { throw new Error('nope'); } }));"
       .. TOOL_X))
     local groups, warnings = page:discover()
+    assert.same({ "g" }, names(groups))
+    assert.same({ "Invalid toolGroup: reading it threw: nope; group skipped" }, warnings)
+    assert.equal(1, #page:console_messages({ level = "error" }))
+    -- a console.error that throws loses the report, not the discovery
+    page:evaluate("console.error = () => { throw new Error('no console') }; 1")
+    groups, warnings = page:discover()
     assert.same({ "g" }, names(groups))
     assert.same({ "Invalid toolGroup: reading it threw: nope; group skipped" }, warnings)
     page:close()

@@ -31,6 +31,12 @@
     const groups = [];
     const warnings = [];
     const label = (g) => (g && typeof g.name === 'string') ? ' "' + g.name + '"' : '';
+    // The checks of our own (a getter that throws, too deep, not JSON) are
+    // reported the same way; a console.error the page replaced may throw.
+    const skip = (g, text) => {
+      try { console.error('Invalid toolGroup:', g); } catch (_) { /* the warning stays */ }
+      warnings.push(text);
+    };
     const respond = (toolGroup) => {
       if (!window.__dtmcp) window.__dtmcp = {};
       if (!window.__dtmcp.toolGroups) window.__dtmcp.toolGroups = [];
@@ -80,7 +86,7 @@
       try { respond(toolGroup); } catch (e) {
         let why;
         try { why = String(e && e.message !== undefined ? e.message : e); } catch (_) { why = 'an exception'; }
-        warnings.push('Invalid toolGroup: reading it threw: ' + why + '; group skipped');
+        skip(toolGroup, 'Invalid toolGroup: reading it threw: ' + why + '; group skipped');
       }
     };
     const finish = () => {
@@ -92,17 +98,17 @@
           desc = { index: all.indexOf(g), name: g.name, description: typeof g.description === 'string' ? g.description : undefined,
             tools: g.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })) };
         } catch (e) {             // a getter that threw the second time it was read
-          warnings.push('Invalid toolGroup' + label(g) + ': reading it threw; group skipped');
+          skip(g, 'Invalid toolGroup' + label(g) + ': reading it threw; group skipped');
           continue;
         }
         const deep = desc.tools.find((t) => tooDeep(t.inputSchema, maxDepth));
         if (deep) {
-          warnings.push('Invalid toolGroup' + label(g) + ': the inputSchema of tool "' + deep.name
+          skip(g, 'Invalid toolGroup' + label(g) + ': the inputSchema of tool "' + deep.name
             + '" nests deeper than ' + maxDepth + ' levels; group skipped');
           continue;
         }
         try { JSON.stringify(desc); out.push(desc); }
-        catch (e) { warnings.push('Invalid toolGroup' + label(g) + ': its schemas are not JSON (' + e.message + '); group skipped'); }
+        catch (e) { skip(g, 'Invalid toolGroup' + label(g) + ': its schemas are not JSON (' + e.message + '); group skipped'); }
       }
       resolve(JSON.stringify({ groups: out, warnings }));
     };
