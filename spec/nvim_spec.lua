@@ -661,7 +661,8 @@ describe("the Neovim plugin", function()
       "Task:wait", "Task:cancel", "json.encode", "json.decode", "schema.compile", "nvim.setup",
       -- issue 14
       "Browser:cdp", "Page:console_messages", "Page:network_requests", "Page:response_body", "Page:mark",
-      "Page:observe", "Page:on", "Page:on_cdp", "Page:cdp", "Page:screenshot" }) do
+      "Page:observe", "Page:on", "Page:on_cdp", "Page:cdp", "Page:screenshot",
+      "Page:wait_for_tool", "schema.validate", "schema.shape", "json.kind" }) do
       local at = src:find("\nfunction " .. f .. "(", 1, true)
       assert.truthy(at, "no function " .. f)
       local before = src:sub(1, at - 1):match("([^\n]*)$")

@@ -200,6 +200,12 @@ function Page:tool_groups(opts) end
 ---@param opts? devtools_tools.CallOpts
 ---@return devtools_tools.Tool|nil
 function Page:tool(name, opts) end
+---The tool once the page offers it (discovers again as documents change and
+---in between); raises `timeout` when the deadline passes first.
+---@param name string
+---@param opts? devtools_tools.CallOpts
+---@return devtools_tools.Tool
+function Page:wait_for_tool(name, opts) end
 ---@param name string
 ---@param args? table named arguments (a JSON object)
 ---@param opts? devtools_tools.CallOpts
@@ -321,6 +327,11 @@ function json.decode(text, opts) end
 ---@param t? T
 ---@return T
 function json.array(t) end
+---What the encoder makes of a table: "empty" is a plain {} (sent as {});
+---nil for a value that is not a table.
+---@param t any
+---@return "array"|"object"|"empty"|nil
+function json.kind(t) end
 
 ---@class devtools_tools
 ---@field _VERSION string
@@ -384,10 +395,26 @@ function dt.debug(what) end
 
 ---@class devtools_tools.schema
 local schema = {}
+---The check: check(value, deadline?) (deadline in core.now() seconds;
+---past it, `timeout`).
 ---@param s table|boolean a JSON Schema draft-07
----@param opts? {loader?: table|fun(uri: string): table}
----@return fun(value: any): boolean, devtools_tools.SchemaError[]?
+---@param opts? {loader?: table|fun(uri: string): table, deadline?: number}
+---@return fun(value: any, deadline?: number): boolean, devtools_tools.SchemaError[]?
 function schema.compile(s, opts) end
+---Compiles once per schema table (without opts) and checks value.
+---@param s table|boolean
+---@param value any
+---@param opts? {loader?: table|fun(uri: string): table, deadline?: number}
+---@return boolean ok
+---@return devtools_tools.SchemaError[]? errors
+function schema.validate(s, value, opts) end
+---value, or a copy in which every empty plain table the schema says is an
+---array carries dt.array_mt (sent as []); the caller's tables are never changed.
+---@param check fun(value: any, deadline?: number): boolean, devtools_tools.SchemaError[]?
+---@param value any
+---@param deadline? number core.now() seconds
+---@return any
+function schema.shape(check, value, deadline) end
 ---@param errs devtools_tools.SchemaError[]
 ---@param sep? string
 ---@return string
