@@ -105,6 +105,9 @@ nvim:
 	$(MAKE) -s LUA=luajit all
 	cp build/luajit/devtools_tools/core.so $(NVIM_CORE).tmp
 	mv -f $(NVIM_CORE).tmp $(NVIM_CORE)
+	@# :help devtools_tools without a plugin manager (which would run it too)
+	@if command -v nvim >/dev/null 2>&1; then \
+		nvim --headless -u NONE -i NONE -n -c 'helptags doc' -c 'qa!' </dev/null >/dev/null 2>&1 || true; fi
 
 # Installs missing Debian packages when run as root; otherwise names the
 # command. tools/deps.sh splits them: running, the demo, the tests.
