@@ -70,6 +70,82 @@ describe("one deadline per call", function()
   end)
 end)
 
+describe("tasks sharing one page", function()
+  -- a page whose tools are installed by script (about:blank)
+  local function page_with(js)
+    local page = browser:new_page()
+    page:evaluate(js .. "; 1")
+    return page
+  end
+  local TOOLS = [[window.addEventListener('devtoolstooldiscovery', (e) => e.respondWith({ name: 'g', description: 'g', tools: [
+    { name: 'add', description: 'a+b', inputSchema: { type: 'object' }, execute: ({ a, b }) => a + b },
+    { name: 'never', description: 'never settles', inputSchema: { type: 'object' }, execute: () => new Promise(() => {}) },
+    { name: 'spin', description: 'busy for ms', inputSchema: { type: 'object' },
+      execute: ({ ms }) => { const end = performance.now() + ms; while (performance.now() < end); return 'spun'; } },
+  ] }))]]
+
+  it("a call that timed out on an idle page does not stop the next one", function()
+    local page = page_with(TOOLS)
+    for _ = 1, 5 do
+      assert.equal("timeout", H.error_of(page.call, page, "never", nil, { timeout = 0.2 }).code)
+      assert.equal(3, page:call("add", { a = 1, b = 2 }))
+      assert.equal("spun", page:call("spin", { ms = 20 }))
+    end
+    page:close()
+  end)
+
+  it("one task's call that timed out does not stop another task's tool", function()
+    local page = page_with(TOOLS)
+    page:call("add", { a = 1, b = 1 })
+    local a = dt.async(function()
+      assert.equal("timeout", H.error_of(page.call, page, "never", nil, { timeout = 0.2 }).code)
+      return page:call("add", { a = 1, b = 2 })
+    end)
+    local b = dt.async(function()
+      dt.sleep(0.1)
+      return page:call("spin", { ms = 300 }, { timeout = 10 })   -- busy when a's call times out
+    end)
+    local r = dt.wait_all({ a, b }, 20)
+    assert.equal(3, r[1])
+    assert.equal("spun", r[2])
+    page:close()
+  end)
+
+  it("a discovery cut short leaves the page's tools as they were", function()
+    local page = page_with([[window.addEventListener('devtoolstooldiscovery', (e) => {
+      const end = performance.now() + 150; while (performance.now() < end);
+      e.respondWith({ name: 'g', description: 'g', tools: [
+        { name: 'add', description: 'a+b', inputSchema: { type: 'object' }, execute: ({ a, b }) => a + b }] }); })]])
+    local add = page:tool("add")                  -- a Tool kept: called without a second look
+    assert.equal("timeout", H.error_of(page.discover, page, { timeout = 0.05 }).code)
+    for _ = 1, 3 do assert.equal(3, add({ a = 1, b = 2 })) end
+    assert.equal(1, page:evaluate("window.__dtmcp.toolGroups.length"))
+    assert.equal(3, page:call("add", { a = 1, b = 2 }))
+    page:close()
+  end)
+
+  it("one task's discoveries never hide cached tools from another task's calls", function()
+    -- the listener answers after a setTimeout(0), as the contract allows
+    local page = page_with([[window.addEventListener('devtoolstooldiscovery', (e) => setTimeout(() =>
+      e.respondWith({ name: 'g', description: 'g', tools: [
+        { name: 'add', description: 'a+b', inputSchema: { type: 'object' }, execute: ({ a, b }) => a + b }] }), 0))]])
+    local add = page:tool("add")                  -- a Tool kept: called without a second look
+    local discovering = dt.async(function() for _ = 1, 20 do page:discover() end end)
+    local calling = dt.async(function()
+      local failed = {}
+      for _ = 1, 200 do
+        local ok, e = pcall(add.call, add, { a = 1, b = 2 })
+        if not ok then failed[#failed + 1] = tostring(e) end
+        dt.sleep(0)
+      end
+      return failed
+    end)
+    local r = dt.wait_all({ discovering, calling }, 60)
+    assert.same({}, r[2])
+    page:close()
+  end)
+end)
+
 describe("issue 11", function()
   it("finds a tool registered after an earlier miss", function()
     local page = open("/cases.html?case=counting")

@@ -151,6 +151,21 @@ describe("page (fake transport)", function()
     fake.on["Runtime.evaluate"] = function() return { result = { type = "number", value = 1 } } end
     assert.equal(1, page:evaluate("1"))
     assert.equal(1, fake:count("Runtime.terminateExecution"))
+    -- a probe whose answer is on its way (10 ms) when the next call starts:
+    -- the page is idle, and left alone
+    local core = require "devtools_tools.core"
+    fake.on["Runtime.evaluate"] = function(p, session, msg, f)
+      if p.expression == "0" then
+        f.later[#f.later + 1] = { at = core.now() + 0.01, msg = { id = msg.id, sessionId = session,
+          result = { result = { type = "number", value = 0 } } } }
+      end
+      return F.NO_REPLY
+    end
+    assert.equal("timeout", H.error_of(page.evaluate, page, "x", { timeout = 0.05 }).code)
+    fake.on["Runtime.evaluate"] = function() return { result = { type = "number", value = 1 } } end
+    assert.equal(1, page:evaluate("1"))
+    assert.equal(1, fake:count("Runtime.terminateExecution"))
+    assert.equal(0, #fake.later)
   end)
 
   it("fails a waiting call at once with disconnected when the renderer crashes", function()
@@ -212,6 +227,21 @@ describe("page (fake transport)", function()
     assert.equal("Tool " .. long .. " not found (the page has 2 tools)", e.message)
     res = page:call_many({ { long } }, { errors = "return" })
     assert.equal("tool_not_found", res[1].code)
+    -- a cached tool the page says it has not (its list changed in place):
+    -- one fresh look, and the call goes to what that finds
+    local NOT_FOUND = { result = { type = "string", value = '{"error":{"kind":"not_found","message":"Tool add not found"}}' } }
+    local answers = { NOT_FOUND }
+    fake.on_call = function() return table.remove(answers, 1) or { result = { type = "string", value = '{"n":0,"v":"again"}' } } end
+    local n = counter.n
+    assert.equal("again", page:call("add", { a = 1 }))
+    assert.equal(n + 1, counter.n)
+    -- and only one: the page still says no
+    answers = { NOT_FOUND, NOT_FOUND }
+    e = H.error_of(page.call, page, "add", { a = 1 })
+    assert.equal("tool_not_found", e.code)
+    assert.equal(n + 2, counter.n)
+    assert.equal(0, #answers)
+    fake.on_call = nil
   end)
 
   it("validates before sending and sends one request per call", function()

@@ -56,7 +56,7 @@ M.decode_page_json = decode_page_json
 local function prepare(tool, args, who, deadline)
   args = marshal.check_args(args, who)
   local page = tool._page
-  page:_check_open()
+  page:_check_open(deadline)
   page.conn:poll(true)        -- events already read; a late one shows as `navigated`
   if not page:_is_current(tool._frame_id, tool._loader, tool._context) then
     raise("stale", "tool " .. tool.name .. " belongs to a document that is gone (its frame navigated"

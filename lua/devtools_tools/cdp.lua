@@ -691,6 +691,26 @@ function Conn:await(id, deadline, method, on_late)
   return msg.result
 end
 
+-- waiting(id) -> true while request id has no reply and its caller has
+-- not given up
+function Conn:waiting(id)
+  return self.pending[id] == false
+end
+
+-- waiting_before(session, id) -> true while a request sent on that session
+-- before request id waits for its reply within its deadline (one a caller
+-- left unawaited when it failed, its deadline past, does not count)
+function Conn:waiting_before(session, id)
+  local pending, deadlines, json_ids, t = self.pending, self.deadlines, self.json_ids, now()
+  for other, s in pairs(self.pending_session) do
+    if s == session and other < id and pending[other] == false then
+      local d = deadlines[other] or json_ids[other]
+      if type(d) ~= "number" or d > t then return true end
+    end
+  end
+  return false
+end
+
 -- fail_pending(session, err): every request still waiting for a reply on
 -- that session (nil: the browser's) fails with err (a dt.Error) at once, e.g.
 -- when its target crashed. Safe to call from an event listener.

@@ -249,14 +249,14 @@ end
 
 -- ---- state other modules ask about ------------------------------------------
 
-function Page:_check_open()
+function Page:_check_open(deadline)
   if self.closed then raise("disconnected", "the page is closed") end
   if self.conn.closed then raise("disconnected", "the browser connection is closed: "
     .. tostring(self.conn.closed)) end
   if self.crashed then
     raise("disconnected", "the page crashed (its renderer process died); page:reload() recovers")
   end
-  self:_unstick()
+  self:_unstick(deadline)
 end
 
 -- _is_current(frame_id, loader_id, context_id?) -> true while that frame
@@ -303,14 +303,27 @@ end
 -- _unstick(): before the next call, a session whose probe has no answer is
 -- still running the script that timed out: stop it (Runtime.terminateExecution)
 -- so the page answers again. An idle page is left alone: terminating there
--- would cut short whatever script of the page runs next.
-function Page:_unstick()
+-- would cut short whatever script of the page runs next. So the probe's
+-- answer, if it is on its way, is given PROBE_GRACE to come; and while a
+-- request sent before the probe still has a caller waiting for it (another
+-- task's tool may be what keeps the page busy), the page is left alone and
+-- the probe asked again at the next call.
+local PROBE_GRACE = 0.05
+
+function Page:_unstick(deadline)
   if next(self._probes) == nil then return end
   local conn = self.conn
   for sid, id in pairs(self._probes) do
-    self._probes[sid] = nil
-    if not conn.closed and not errors.catch(conn.await, conn, id, now(), "Runtime.evaluate") then
-      conn:send_nowait("Runtime.terminateExecution", nil, sid)
+    if conn.closed or not conn:waiting(id) then
+      self._probes[sid] = nil                -- answered (or forgotten): nothing runs
+      errors.catch(conn.await, conn, id, now())
+    elseif not conn:waiting_before(sid, id) then
+      self._probes[sid] = nil
+      local wait = now() + PROBE_GRACE
+      if deadline and deadline < wait then wait = deadline end
+      if not errors.catch(conn.await, conn, id, wait, "Runtime.evaluate") then
+        conn:send_nowait("Runtime.terminateExecution", nil, sid)
+      end
     end
   end
 end
@@ -514,15 +527,17 @@ end
 -- discover(opts?) -> groups, warnings: fresh discovery in every frame
 function Page:discover(opts)
   opts = options.check(opts, options.TIMEOUT, "discover")
-  self:_check_open()
-  return discover_now(self, self.conn:deadline(opts))
+  local deadline = self.conn:deadline(opts)
+  self:_check_open(deadline)
+  return discover_now(self, deadline)
 end
 
 -- tool_groups(opts?) -> groups, warnings: cached while no frame changed document
 function Page:tool_groups(opts)
   opts = options.check(opts, options.TIMEOUT, "tool_groups")
-  self:_check_open()
-  local g, w = groups(self, self.conn:deadline(opts))
+  local deadline = self.conn:deadline(opts)
+  self:_check_open(deadline)
+  local g, w = groups(self, deadline)
   return g, w
 end
 
@@ -570,12 +585,24 @@ function Page:wait_for_tool(name, opts)
   end
 end
 
--- call(name, args?, opts?) -> value
+-- call(name, args?, opts?) -> value. A tool of the cache that the page
+-- says it has not (its list changed without a new document: another
+-- client's discovery, a page script) did not run: one fresh look, unless
+-- this call already discovered.
 function Page:call(name, args, opts)
   if opts ~= nil then opts = options.check(opts, options.TIMEOUT, "call") end
-  self:_check_open()
   local deadline = self.conn:deadline(opts)
-  return calls.call_tool(lookup(self, name, deadline, "call"), args, deadline)
+  self:_check_open(deadline)
+  local t = lookup(self, name, deadline, "call")
+  local c = self._tool_cache
+  if c and c.made_for == deadline then return calls.call_tool(t, args, deadline) end
+  local ok, r = errors.catch(calls.call_tool, t, args, deadline)
+  if ok then return r end
+  if r.code ~= "tool_not_found" then error(r, 0) end
+  local gs = discover_now(self, deadline)
+  t = discovery.find_in(gs, name)
+  if not t then error(discovery.not_found(name, gs), 0) end
+  return calls.call_tool(t, args, deadline)
 end
 
 local call_many_opts = { timeout = true, errors = true }

@@ -2,7 +2,9 @@
 -- browser: a Lua table with send/recv/pending/close that plays a scripted
 -- Chromium. `on[method] = function(params, session, msg, fake) -> result |
 -- {error = {code, message}} | fake.NO_REPLY` answers a command; fake:event()
--- queues an event. Nothing here waits: an empty queue is a timeout at once.
+-- queues an event. Nothing here waits: an empty queue is a timeout at once,
+-- unless fake.later holds {at = time, msg = message}: one that "arrives" at
+-- that time, so a read whose deadline reaches it gets it.
 
 require("devtools_tools.nojit")()   -- the specs' helpers too: see lua/devtools_tools/nojit.lua
 
@@ -23,7 +25,7 @@ F.DECODE_LATE = setmetatable({}, { __tostring = function() return "DECODE_LATE" 
 F.LATE_MESSAGE = "the deadline passed while decoding (262144 of 1000000 bytes done)"
 
 function F.new(on)
-  local t = { sent = {}, queue = {}, closed = false, on = on or {} }
+  local t = { sent = {}, queue = {}, later = {}, closed = false, on = on or {} }
   function t:send(text)
     if self.closed then return nil, "gone", "closed" end
     local msg = json.decode(text)
@@ -47,8 +49,11 @@ function F.new(on)
   end
   -- recv_cdp(deadline, ids): replies whose id is in ids carry a JSON
   -- text in result.result.value, decoded in place as the real transports do
-  function t:recv_cdp(_, ids, deadlines)
+  function t:recv_cdp(deadline, ids, deadlines)
     local m = table.remove(self.queue, 1)
+    if not m and self.later[1] and deadline and deadline >= self.later[1].at then
+      m = table.remove(self.later, 1).msg
+    end
     if m and m.result == F.DECODE_LATE then
       local deadline = ids and ids[m.id]
       if type(deadline) ~= "number" then deadline = deadlines and deadlines[m.id] end

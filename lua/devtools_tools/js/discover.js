@@ -1,9 +1,14 @@
 // devtools_tools discovery, point by point as Chrome DevTools for agents
-// does it: reset window.__dtmcp.toolGroups, dispatch the
+// does it: a new window.__dtmcp.toolGroups, dispatch the
 // `devtoolstooldiscovery` event with respondWith, validate each group,
 // define window.__dtmcp.executeTool once, wait one setTimeout(0) only when
 // nobody answered synchronously (else only for the microtasks queued). Invalid groups are reported with
 // console.error and returned to Lua as warnings.
+//
+// The new list replaces the old one only when the discovery finishes: until
+// then calls (of other tasks) find their tools in the old one, and a
+// discovery cut short (a timeout, Runtime.terminateExecution) leaves it as
+// it was, which is what Lua's cache of tools says.
 //
 // What it must never do: let one bad group (invalid, not JSON, nested too
 // deep for the wire) spoil the others, or return anything but one JSON text.
@@ -12,7 +17,7 @@
 // (schemas nested deeper are skipped with a warning).
 (function discoverDevtoolsTools(maxDepth) {
   'use strict';
-  if (window.__dtmcp) window.__dtmcp.toolGroups = [];
+  const fresh = [];            // window.__dtmcp.toolGroups once finished
   // How deep a JSON value nests (a cycle counts as too deep).
   const tooDeep = (value, limit) => {
     const stack = [[value, 0]];
@@ -39,7 +44,6 @@
     };
     const respond = (toolGroup) => {
       if (!window.__dtmcp) window.__dtmcp = {};
-      if (!window.__dtmcp.toolGroups) window.__dtmcp.toolGroups = [];
       let problem;
       if (toolGroup === null || typeof toolGroup !== 'object') problem = 'respondWith needs an object, got ' + (toolGroup === null ? 'null' : typeof toolGroup);
       else if (typeof toolGroup.name !== 'string') problem = 'name must be a string';
@@ -65,7 +69,7 @@
           return;
         }
       }
-      window.__dtmcp.toolGroups.push(toolGroup);
+      fresh.push(toolGroup);
       if (!window.__dtmcp.executeTool) {
         window.__dtmcp.executeTool = async (toolName, args) => {
           if (!window.__dtmcp?.toolGroups || window.__dtmcp.toolGroups.length === 0) {
@@ -90,7 +94,8 @@
       }
     };
     const finish = () => {
-      const all = (window.__dtmcp && window.__dtmcp.toolGroups) || [];
+      if (window.__dtmcp) window.__dtmcp.toolGroups = fresh;   // (made by a group's respondWith)
+      const all = fresh;
       const out = [];
       for (const g of groups) {
         let desc;
