@@ -247,6 +247,10 @@ local function await_reply(tool, id, deadline, has_els)
     conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = "devtools_tools" }, tool._session)
   end
   if not ok then
+    if remote.never_ran(r) then
+      raise("stale", "tool " .. tool.name .. " belongs to a document that is gone (its frame navigated"
+        .. " or was removed); get it again with page:tool()", { tool = tool.name, details = r.details })
+    end
     if remote.is_navigation_error(r) then
       raise("navigated", "tool " .. tool.name .. ": the frame navigated during the call",
         { tool = tool.name, details = r.details })

@@ -585,10 +585,11 @@ function Page:wait_for_tool(name, opts)
   end
 end
 
--- call(name, args?, opts?) -> value. A tool of the cache that the page
--- says it has not (its list changed without a new document: another
--- client's discovery, a page script) did not run: one fresh look, unless
--- this call already discovered.
+-- call(name, args?, opts?) -> value. A tool of the cache that did not run,
+-- its document gone (the events saying so were not read yet: stale) or the
+-- page's list changed without a new document (another client's discovery,
+-- a page script: tool_not_found), is looked for again, once, unless this
+-- call already discovered.
 function Page:call(name, args, opts)
   if opts ~= nil then opts = options.check(opts, options.TIMEOUT, "call") end
   local deadline = self.conn:deadline(opts)
@@ -598,10 +599,15 @@ function Page:call(name, args, opts)
   if c and c.made_for == deadline then return calls.call_tool(t, args, deadline) end
   local ok, r = errors.catch(calls.call_tool, t, args, deadline)
   if ok then return r end
-  if r.code ~= "tool_not_found" then error(r, 0) end
-  local gs = discover_now(self, deadline)
-  t = discovery.find_in(gs, name)
-  if not t then error(discovery.not_found(name, gs), 0) end
+  if r.code == "stale" then
+    t = lookup(self, name, deadline, "call")     -- the new document's, discovered
+  elseif r.code == "tool_not_found" then
+    local gs = discover_now(self, deadline)
+    t = discovery.find_in(gs, name)
+    if not t then error(discovery.not_found(name, gs), 0) end
+  else
+    error(r, 0)
+  end
   return calls.call_tool(t, args, deadline)
 end
 

@@ -23,6 +23,16 @@ local gone_patterns = {
   "Frame with the given id was not found",
 }
 
+-- never_ran(err) -> true when a protocol_error says the execution context
+-- was gone before the request came to it (the script did not run; the
+-- page's events saying so may not have been read yet)
+function M.never_ran(err)
+  if not errors.is_error(err) or err.code ~= "protocol_error" then return false end
+  local msg = err.details and err.details.message or err.message
+  return type(msg) == "string" and (msg:find("Cannot find context with specified id", 1, true)
+    or msg:find("Cannot find default execution context", 1, true)) ~= nil
+end
+
 -- is_navigation_error(err) -> true when a protocol_error says the document
 -- (execution context) the request ran in is gone
 function M.is_navigation_error(err)
