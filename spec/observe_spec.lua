@@ -5,6 +5,7 @@
 -- screenshots checked as PNGs of the page's size.
 
 local dt = require "devtools_tools"
+local core = require "devtools_tools.core"
 local H = require "helper"
 local app_server = require "support.app_server"
 
@@ -312,6 +313,22 @@ describe("page:observe", function()
     end)
     app:stop()
     assert(ok, tostring(err))
+  end)
+end)
+
+describe("page:observe on a busy page", function()
+  it("returns what came when the page's own script keeps it busy; times out only when fn used the deadline", function()
+    local page = open("/observe.html")
+    page:evaluate("setTimeout(() => { const end = performance.now() + 2500; while (performance.now() < end); }, 0); 1")
+    local t0 = core.now()
+    local seen, v = page:observe(function() return 42 end, { timeout = 1 })
+    assert.equal(42, v)
+    assert.same({}, seen.requests)
+    assert.is_true(core.now() - t0 < 2)
+    local e = H.error_of(page.observe, page, function() dt.sleep(0.3) end, { timeout = 0.2 })
+    assert.equal("timeout", e.code)
+    assert.matches("^observe: the function used the whole deadline %(0%.2 s%)$", e.message)
+    page:close()
   end)
 end)
 

@@ -750,6 +750,7 @@ function P.observe(page, fn, opts)
   opts = options.check(opts, observe_opts, "observe")
   local st = state(page)
   local conn = page.conn
+  local t0 = now()
   local deadline = conn:deadline(opts)
   conn:poll()
   local from = st.seq
@@ -757,10 +758,17 @@ function P.observe(page, fn, opts)
   local function pack(...) res = { n = select("#", ...), ... } end
   pack(fn())
   page:_check_open()
+  if now() >= deadline then
+    raise("timeout", ("observe: the function used the whole deadline (%.3g s)"):format(deadline - t0))
+  end
   -- A round trip on the page's session: what the page did before it
-  -- answers has reached us.
-  conn:await(conn:send("Runtime.evaluate", { expression = "0" }, page.session, deadline), deadline,
-    "Runtime.evaluate")
+  -- answers has reached us. A page whose script keeps it busy answers only
+  -- later: what has come by the deadline is returned as it is.
+  local ok, e = errors.catch(function()
+    return conn:await(conn:send("Runtime.evaluate", { expression = "0" }, page.session, deadline), deadline,
+      "Runtime.evaluate")
+  end)
+  if not ok and e.code ~= "timeout" then error(e, 0) end
   local reqs = P.network_requests(page, { since = from })
   -- Every request answered (or failed), then finished: a response whose
   -- body the page never reads may never finish, so that second wait is
