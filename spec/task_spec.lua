@@ -799,6 +799,21 @@ for _, L in ipairs(loops) do
       assert.is_false(real:running())
     end)
 
+    it("a second browser:close while one runs in another task returns once Chromium has exited", function()
+      local b = dt.launch()
+      local first = dt.async(function() b:close() end)
+      local second = dt.async(function() b:close(); return b.process:running() end)
+      assert.is_false(second:wait(20))             -- it returned at once, Chromium still up
+      first:wait(20)
+      -- blocking, while a task's close is under way
+      b = dt.launch()
+      first = dt.async(function() b:close() end)
+      assert.is_false(first.done)
+      b:close()
+      assert.is_false(b.process:running())
+      first:wait(20)
+    end)
+
     it("browser:close takes a timeout and refuses unknown options", function()
       local b = dt.launch()
       assert.are.equal("bad_argument", H.error_of(b.close, b, { timout = 1 }).code)

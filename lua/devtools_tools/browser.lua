@@ -564,18 +564,8 @@ function Browser:_forget(page)
   if self.pages_by_session[page.session] == page then self.pages_by_session[page.session] = nil end
 end
 
--- close(opts?): a launched browser is asked to exit, then ended by signal
--- if it does not, and its temporary profile removed; a connected one is
--- only disconnected. opts.timeout (5 s) bounds all of it: what is left of
--- it when the browser has not exited, it is killed (with none left, the
--- reaper finishes in the background). Idempotent. Inside a task that is
--- cancelled meanwhile, the clean-up still runs, then close raises
--- `cancelled`.
-function Browser:close(opts)
-  opts = check_opts(opts, options.TIMEOUT, "close")
-  if self._closed then return end
-  self._closed = true
-  local deadline = now() + (opts.timeout or 5)
+-- The work of close: see below.
+local function close_now(self, deadline)
   local function soon(s) return math.min(now() + s, deadline) end
   local conn, proc = self.conn, self.process
   local stop                      -- a cancellation met on the way, raised at the end
@@ -620,6 +610,36 @@ function Browser:close(opts)
     errors.catch(after, self, deadline)
   end
   if stop then error(stop, 0) end
+end
+
+-- close(opts?): a launched browser is asked to exit, then ended by signal
+-- if it does not, and its temporary profile removed; a connected one is
+-- only disconnected. opts.timeout (5 s) bounds all of it: what is left of
+-- it when the browser has not exited, it is killed (with none left, the
+-- reaper finishes in the background). Idempotent. Inside a task that is
+-- cancelled meanwhile, the clean-up still runs, then close raises
+-- `cancelled`.
+function Browser:close(opts)
+  opts = check_opts(opts, options.TIMEOUT, "close")
+  local deadline = now() + (opts.timeout or 5)
+  if self._closed then
+    -- Another task's close under way: this one returns when that one has
+    -- (within its own deadline). Blocking, it cannot drive that task: it
+    -- waits for Chromium's exit, which is what a caller relies on.
+    if self._closing then
+      if tasks.current() then
+        local err = await_until(function() return not self._closing end, deadline)
+        if err then error(err, 0) end
+      elseif self.process then
+        while self.process:running() and now() < deadline do core.sleep(0.01) end
+      end
+    end
+    return
+  end
+  self._closed, self._closing = true, true
+  local ok, err = pcall(close_now, self, deadline)
+  self._closing = nil
+  if not ok then error(err, 0) end
 end
 
 -- `local b <close> = dt.launch()`: Lua passes the error that ends the
