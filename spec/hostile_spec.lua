@@ -111,6 +111,31 @@ describe("tasks sharing one page", function()
     page:close()
   end)
 
+  it("a page stuck in a tool's loop is stopped, though two tasks take turns calling it", function()
+    local page = page_with(TOOLS .. [[;
+      window.addEventListener('devtoolstooldiscovery', (e) => e.respondWith({ name: 'h', description: 'h', tools: [
+        { name: 'stuck', description: 'loops for ever', inputSchema: { type: 'object' }, execute: () => { for (;;) {} } }] }))]])
+    page:discover()
+    local a = dt.async(function()
+      assert.equal("timeout", H.error_of(page.call, page, "stuck", nil, { timeout = 0.3 }).code)
+      local got = {}
+      for i = 1, 4 do
+        local ok, v = pcall(page.call, page, "add", { a = 1, b = 2 }, { timeout = 0.5 })
+        got[i] = ok and v or v.code
+      end
+      return got
+    end)
+    local b = dt.async(function()
+      dt.sleep(0.1)
+      assert.equal("timeout", H.error_of(page.call, page, "add", { a = 1, b = 1 }, { timeout = 1 }).code)
+      return page:call("add", { a = 2, b = 2 }, { timeout = 5 })
+    end)
+    local r = dt.wait_all({ a, b }, 30)
+    assert.equal(4, r[2])                           -- the loop was stopped for b's second call
+    assert.equal(3, r[1][4])                        -- and a's calls go through again
+    page:close()
+  end)
+
   it("a discovery cut short leaves the page's tools as they were", function()
     local page = page_with([[window.addEventListener('devtoolstooldiscovery', (e) => {
       const end = performance.now() + 150; while (performance.now() < end);

@@ -691,6 +691,12 @@ function Conn:await(id, deadline, method, on_late)
   return msg.result
 end
 
+-- keep(id): the reply to request id stays until awaited; the sweep, which
+-- forgets requests whose deadline passed long ago, leaves it alone
+function Conn:keep(id)
+  self.deadlines[id] = nil
+end
+
 -- waiting(id) -> true while request id has no reply and its caller has
 -- not given up
 function Conn:waiting(id)

@@ -292,12 +292,21 @@ end
 -- _timed_out(session): a request on that session ran out of time. Was it
 -- page script that kept it (a busy loop in a tool or a listener)? A probe
 -- tells: it is answered only once the page's thread is free. Never waits.
+-- A probe still unanswered stays: a newer one would have behind it the
+-- requests sent since, which _unstick waits for (two tasks taking turns at
+-- a stuck page would then put it off for ever). Its reply is kept until
+-- asked for (conn:keep), not forgotten by the connection's sweep.
 function Page:_timed_out(session)
   local conn = self.conn
   if conn.closed then return end
   session = session or self.session
+  local old = self._probes[session]
+  if old and conn:waiting(old) then return end
   local ok, id = errors.catch(conn.send, conn, "Runtime.evaluate", { expression = "0" }, session, now())
-  if ok then self._probes[session] = id end
+  if ok then
+    conn:keep(id)
+    self._probes[session] = id
+  end
 end
 
 -- _unstick(): before the next call, a session whose probe has no answer is
@@ -307,14 +316,20 @@ end
 -- answer, if it is on its way, is given PROBE_GRACE to come; and while a
 -- request sent before the probe still has a caller waiting for it (another
 -- task's tool may be what keeps the page busy), the page is left alone and
--- the probe asked again at the next call.
+-- the probe asked again at the next call. Those requests have deadlines:
+-- once they are answered or given up, the page is stopped.
 local PROBE_GRACE = 0.05
 
 function Page:_unstick(deadline)
   if next(self._probes) == nil then return end
   local conn = self.conn
-  for sid, id in pairs(self._probes) do
-    if conn.closed or not conn:waiting(id) then
+  local list = {}                -- (the waits below may yield: another task adds probes)
+  for sid, id in pairs(self._probes) do list[#list + 1] = { sid, id } end
+  for _, e in ipairs(list) do
+    local sid, id = e[1], e[2]
+    if self._probes[sid] ~= id then
+      -- (another task's call dealt with it meanwhile)
+    elseif conn.closed or not conn:waiting(id) then
       self._probes[sid] = nil                -- answered (or forgotten): nothing runs
       errors.catch(conn.await, conn, id, now())
     elseif not conn:waiting_before(sid, id) then
