@@ -266,9 +266,15 @@ describe("ECMA-262 patterns against Chromium's own RegExp", function()
       "^a[\\uE000-\\uFFFF]b$", "^a[\\u0000-\\uD7FF]b$", "^a[\\uDBFF-\\uDC00]b$", "^a\\Wb$", "^a\\Db$",
       "^a[^a]b$", "^a\\p{Cs}b$", "^a\\P{Cs}b$", "^a\\p{Co}b$", "^a\\P{Co}b$", "^a[\\p{Co}]b$",
       "^a[^\\p{Cs}]b$", "^a\\p{gc=Surrogate}b$", "^a\\P{L}b$", "^a\\p{C}b$", "^a\\p{Any}b$",
-      "^.{3}$", "^\\uD83D\\uDC32$", "^\\uD83D$", "^[\\uD83D\\uDC32]$", "^a.$", "^a[\\s\\S]b$" }
+      "^.{3}$", "^\\uD83D\\uDC32$", "^\\uD83D$", "^[\\uD83D\\uDC32]$", "^a.$", "^a[\\s\\S]b$",
+      "^a\\p{Cn}b$", "^a\\P{Cn}b$", "^a\\p{Assigned}b$", "^a\\p{Noncharacter_Code_Point}b$",
+      "^a[^\\p{Co}]b$", "^a[\\P{Cs}]b$",
+      -- lone surrogates in the pattern's own text, as decoded from JSON, and a CESU-8 pair
+      dt.json.decode('"^a[\\ud800-\\udfff]b$"'), dt.json.decode('"^a\\ud800b$"'), dt.json.decode('"^a[^\\udc00]b$"'),
+      "^\xED\xA0\xBD\xED\xB0\xB2$" }
     local subjects = { '"a\\ud800b"', '"a\\udc00b"', '"a\\udbffb"', '"a\\ud83d"', '"\\ud83d"',
-      '"\\ud83d\\udc32"', '"\\udc32\\ud83d"', '"a\\ud800\\ud800b"', '"\\udbff\\udfff"', '"abb"', '"a\\ue000b"' }
+      '"\\ud83d\\udc32"', '"\\udc32\\ud83d"', '"a\\ud800\\ud800b"', '"\\udbff\\udfff"', '"abb"', '"a\\ue000b"',
+      '"a\\udfffb"', '"a\\udffeb"' }
     local b = dt.launch()
     finally(function() b:close() end)
     local page = b:new_page()

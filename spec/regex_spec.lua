@@ -63,6 +63,12 @@ describe("core.regex_compile / Regex:test", function()
     { "^\\u{1F432}$", "\xED\xA0\xBD\xED\xB0\xB2", true },
     { "^a.b$", "a\xED\xA0\xBD\xED\xB0\xB2b", true },
     { "^..$", "\xED\xB0\xB2\xED\xA0\xBD", true },            -- low then high: two
+    -- in the pattern's own text too (a schema decoded from JSON)
+    { "^a\xED\xA0\x80b$", "a\xED\xA0\x80b", true },
+    { "^[\xED\xA0\x80-\xED\xBF\xBF]$", "\xED\xB3\x80", true },
+    { "^\xED\xA0\xBD\xED\xB0\xB2$", "\u{1F432}", true },
+    { "^\\p{Cn}$", "\xED\xBF\xBF", false },                  -- Cs, not a noncharacter
+    { "^\\P{Cn}$", "\xED\xBF\xBF", true },
     -- \d and \w are ASCII, \s is ECMA white space and line terminators
     { "^\\d$", "7", true },
     { "^\\d$", "\u{07C0}", false },          -- NKO DIGIT ZERO

@@ -19,7 +19,7 @@
  *     back-reference (JS numbers named groups like the others);
  *   - `[]` never matches, `[^]` matches anything;
  *   - a lone surrogate (in the pattern, or in the subject as WTF-8) is one
- *     character, written as U+10F800-U+10FFFF (see map_surrogate);
+ *     character, written as U+F0000-U+F07FF (see map_surrogate);
  *   - PCRE2-only syntax (`(?i)`, `(?#...)`, `(?P<n>...)`, `\a`, possessive
  *     quantifiers) is an error, as it is in JavaScript.
  * What PCRE2 cannot do is reported when compiling: a lookbehind of variable
@@ -159,6 +159,26 @@ static long utf8_next(const unsigned char *s, size_t n, size_t *i)
 	return cp;
 }
 
+/* utf8_next for the pattern's text, which may hold lone surrogates as our
+ * JSON decoder keeps them (ED A0-BF 80-BF): a high and a low one in a row
+ * are the code point they make, one alone is returned as it is (D800-DFFF). */
+static long pattern_next(const unsigned char *s, size_t n, size_t *i)
+{
+	size_t k = *i;
+	if (s[k] == 0xed && k + 2 < n && (s[k + 1] & 0xe0) == 0xa0 && (s[k + 2] & 0xc0) == 0x80) {
+		long hi = 0xd000 | ((long)(s[k + 1] & 0x3f) << 6) | (s[k + 2] & 0x3f);
+		if (hi < 0xdc00 && k + 5 < n && s[k + 3] == 0xed && (s[k + 4] & 0xf0) == 0xb0
+		    && (s[k + 5] & 0xc0) == 0x80) {
+			long lo = 0xd000 | ((long)(s[k + 4] & 0x3f) << 6) | (s[k + 5] & 0x3f);
+			*i = k + 6;
+			return 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
+		}
+		*i = k + 3;
+		return hi;
+	}
+	return utf8_next(s, n, i);
+}
+
 static int is_hex(int c)
 {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -193,11 +213,12 @@ static int is_surrogate(long cp)
 
 /* A lone surrogate: JavaScript strings hold them, and our JSON decoder keeps
  * one as the three bytes ED A0-BF 80-BF (WTF-8), which PCRE2 refuses as
- * invalid UTF-8. A subject's are rewritten as U+10F800-U+10FFFF (the last
- * 2048 code points, private use: F4 8F and the same two last bytes), and a
- * pattern's surrogates are written as the same code points, so `.`, `[^a]`,
- * `\S` and `[\uD800-\uDFFF]` match one as JavaScript's u-mode does. */
-#define SURROGATE_BASE 0x10f800L
+ * invalid UTF-8. A subject's are rewritten as U+F0000-U+F07FF (the first
+ * 2048 code points of plane 15, all private use: F3 B0, the second byte
+ * less 0x20, the third), and a pattern's surrogates are written as the same
+ * code points, so `.`, `[^a]`, `\S` and `[\uD800-\uDFFF]` match one as
+ * JavaScript's u-mode does. */
+#define SURROGATE_BASE 0xf0000L
 
 static long map_surrogate(long cp)
 {
@@ -456,17 +477,17 @@ static int span_is(const char *p, size_t len, const char *lit)
 }
 
 /* A General_Category by its short name, as PCRE2 class items or a class.
- * Lone surrogates are U+10F800-U+10FFFF here (see map_surrogate), which
+ * Lone surrogates are U+F0000-U+F07FF here (see map_surrogate), which
  * PCRE2 counts as private use: Cs is that range, Co the private-use ranges
  * without it (they are fixed by Unicode's stability policy). */
 static void emit_gc(translator *o, int in_class, int neg, const char *gc)
 {
 	const char *items = NULL;
 	if (strcmp(gc, "Cs") == 0)
-		items = neg ? "\\x{0}-\\x{10f7ff}" : "\\x{10f800}-\\x{10ffff}";
+		items = neg ? "\\x{0}-\\x{effff}\\x{f0800}-\\x{10ffff}" : "\\x{f0000}-\\x{f07ff}";
 	else if (strcmp(gc, "Co") == 0)
-		items = neg ? "\\x{0}-\\x{d7ff}\\x{f900}-\\x{effff}\\x{ffffe}-\\x{fffff}\\x{10f800}-\\x{10ffff}"
-		            : "\\x{e000}-\\x{f8ff}\\x{f0000}-\\x{ffffd}\\x{100000}-\\x{10f7ff}";
+		items = neg ? "\\x{0}-\\x{d7ff}\\x{f900}-\\x{f07ff}\\x{ffffe}-\\x{fffff}\\x{10fffe}-\\x{10ffff}"
+		            : "\\x{e000}-\\x{f8ff}\\x{f0800}-\\x{ffffd}\\x{100000}-\\x{10fffd}";
 	if (items == NULL)
 		emitf(o, "\\%c{%s}", neg ? 'P' : 'p', gc);
 	else if (in_class)
@@ -611,7 +632,7 @@ static void char_class(translator *t)
 				lo = char_escape(t, 1);
 			}
 		} else {
-			lo = utf8_next(t->s, t->n, &t->i);
+			lo = pattern_next(t->s, t->n, &t->i);
 			if (lo < 0)
 				fail(t, "pattern is not valid UTF-8");
 		}
@@ -634,7 +655,7 @@ static void char_class(translator *t)
 					hi = char_escape(t, 1);
 				}
 			} else {
-				hi = utf8_next(t->s, t->n, &t->i);
+				hi = pattern_next(t->s, t->n, &t->i);
 				if (hi < 0)
 					fail(t, "pattern is not valid UTF-8");
 			}
@@ -915,7 +936,7 @@ static void term(translator *t)
 		break;
 	}
 	default: {
-		long cp = utf8_next(t->s, t->n, &t->i);
+		long cp = pattern_next(t->s, t->n, &t->i);
 		if (cp < 0) {
 			fail(t, "pattern is not valid UTF-8");
 			return;
@@ -1071,7 +1092,7 @@ static int surrogate_at(const unsigned char *s, size_t n, size_t i)
 	return s[i] == 0xed && i + 2 < n && (s[i + 1] & 0xe0) == 0xa0 && (s[i + 2] & 0xc0) == 0x80;
 }
 
-/* The subject with its lone surrogates as U+10F800-U+10FFFF (see
+/* The subject with its lone surrogates as U+F0000-U+F07FF (see
  * map_surrogate), in a userdata left on the stack; or s itself when it
  * has none. A high and a low one in a row (CESU-8) are the code point they
  * make, as our encoder sends them ("\ud83d\udc32", which a page reads as
@@ -1100,9 +1121,9 @@ static const char *map_subject(lua_State *L, const char *s, size_t *n, size_t fr
 			out[k++] = (unsigned char)(0x80 | (cp & 0x3f));
 			i += 6;
 		} else if (surrogate_at(u, len, i)) {
-			out[k++] = 0xf4;
-			out[k++] = 0x8f;
-			out[k++] = u[i + 1];
+			out[k++] = 0xf3;
+			out[k++] = 0xb0;
+			out[k++] = (unsigned char)(u[i + 1] - 0x20);
 			out[k++] = u[i + 2];
 			i += 3;
 		} else {
