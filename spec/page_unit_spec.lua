@@ -242,6 +242,13 @@ describe("page (fake transport)", function()
     assert.equal(n + 2, counter.n)
     assert.equal(0, #answers)
     fake.on_call = nil
+    -- calls without a deadline (timeout = math.huge) are told apart too
+    page:discover({ timeout = math.huge })
+    groups = { ADD, { index = 1, name = "h", tools = { { name = "later", description = "d",
+      inputSchema = { type = "object" } } } } }
+    n = counter.n
+    assert.equal("called", page:call("later", nil, { timeout = math.huge }))
+    assert.equal(n + 1, counter.n)
   end)
 
   it("validates before sending and sends one request per call", function()

@@ -484,13 +484,19 @@ local function discover_now(self, deadline)
   return groups, warnings
 end
 
+-- made_in(cache, deadline) -> true when the public call of that deadline
+-- made the cache (a deadline tells calls apart; an infinite one does not)
+local function made_in(c, deadline)
+  return c.made_for == deadline and deadline ~= math.huge
+end
+
 -- groups(deadline) -> groups, warnings, fresh: the cached discovery while
 -- no frame changed document, else a new one; fresh: made during this call
 local function groups(self, deadline)
   local c = self._tool_cache
   if c then
     self.conn:poll()
-    if c.epoch == self.epoch then return c.groups, c.warnings, c.made_for == deadline end
+    if c.epoch == self.epoch then return c.groups, c.warnings, made_in(c, deadline) end
   end
   local g, w = discover_now(self, deadline)
   return g, w, true
@@ -611,19 +617,14 @@ function Page:call(name, args, opts)
   self:_check_open(deadline)
   local t = lookup(self, name, deadline, "call")
   local c = self._tool_cache
-  if c and c.made_for == deadline then return calls.call_tool(t, args, deadline) end
+  if c and made_in(c, deadline) then return calls.call_tool(t, args, deadline) end
   local ok, r = errors.catch(calls.call_tool, t, args, deadline)
   if ok then return r end
-  if r.code == "stale" then
-    t = lookup(self, name, deadline, "call")     -- the new document's, discovered
-  elseif r.code == "tool_not_found" then
-    local gs = discover_now(self, deadline)
-    t = discovery.find_in(gs, name)
-    if not t then error(discovery.not_found(name, gs), 0) end
-  else
-    error(r, 0)
-  end
-  return calls.call_tool(t, args, deadline)
+  if r.code ~= "stale" and r.code ~= "tool_not_found" then error(r, 0) end
+  -- stale: the new document's tools are discovered; not found: the cache
+  -- is no good
+  if r.code == "tool_not_found" then self._tool_cache = nil end
+  return calls.call_tool(lookup(self, name, deadline, "call"), args, deadline)
 end
 
 local call_many_opts = { timeout = true, errors = true }
