@@ -370,6 +370,14 @@ describe("issue 11", function()
     groups, warnings = page:discover()
     assert.same({ "g" }, names(groups))
     assert.same({ "Invalid toolGroup: reading it threw: nope; group skipped" }, warnings)
+    -- nor the reason an invalid group or tool gives
+    page:evaluate([[addEventListener('devtoolstooldiscovery', e => { e.respondWith({ name: 'notools' });
+      e.respondWith({ name: 'badtool', tools: [{ name: 'y' }] }); }); 1]])
+    groups, warnings = page:discover()
+    assert.same({ "g" }, names(groups))
+    assert.same({ "Invalid toolGroup: reading it threw: nope; group skipped",
+      'Invalid toolGroup "notools": tools must be an array',
+      'Invalid tool "y" in group "badtool": description must be a string; group skipped' }, warnings)
     page:close()
   end)
 

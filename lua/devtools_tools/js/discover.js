@@ -36,11 +36,12 @@
     const groups = [];
     const warnings = [];
     const label = (g) => (g && typeof g.name === 'string') ? ' "' + g.name + '"' : '';
-    // The checks of our own (a getter that throws, too deep, not JSON) are
-    // reported the same way; a console.error the page replaced may throw.
-    const skip = (g, text) => {
-      try { console.error('Invalid toolGroup:', g); } catch (_) { /* the warning stays */ }
+    // Every skipped group is a warning for Lua and a console.error in the
+    // page (ours too: a getter that throws, too deep, not JSON); a
+    // console.error the page replaced may throw: the warning stays.
+    const skip = (g, text, what = 'Invalid toolGroup:') => {
       warnings.push(text);
+      try { console.error(what, g); } catch (_) { /* reported to Lua all the same */ }
     };
     const respond = (toolGroup) => {
       if (!window.__dtmcp) window.__dtmcp = {};
@@ -50,8 +51,7 @@
       else if (toolGroup.description && typeof toolGroup.description !== 'string') problem = 'description must be a string';
       else if (!Array.isArray(toolGroup.tools)) problem = 'tools must be an array';
       if (problem) {
-        console.error('Invalid toolGroup:', toolGroup);
-        warnings.push('Invalid toolGroup' + label(toolGroup) + ': ' + problem);
+        skip(toolGroup, 'Invalid toolGroup' + label(toolGroup) + ': ' + problem);
         return;
       }
       for (let i = 0; i < toolGroup.tools.length; i++) {
@@ -63,9 +63,8 @@
         else if (typeof tool.inputSchema !== 'object') bad = 'inputSchema must be an object';
         else if (typeof tool.execute !== 'function') bad = 'execute must be a function';
         if (bad) {
-          console.error('Invalid tool:', tool);
-          warnings.push('Invalid tool ' + (tool && typeof tool.name === 'string' ? '"' + tool.name + '"' : '#' + (i + 1))
-            + ' in group' + label(toolGroup) + ': ' + bad + '; group skipped');
+          skip(tool, 'Invalid tool ' + (tool && typeof tool.name === 'string' ? '"' + tool.name + '"' : '#' + (i + 1))
+            + ' in group' + label(toolGroup) + ': ' + bad + '; group skipped', 'Invalid tool:');
           return;
         }
       }
