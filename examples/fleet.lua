@@ -85,7 +85,10 @@ function M.run(opts)
   if type(opts.pages) ~= "number" or opts.pages < 1 or opts.pages % 1 ~= 0 then
     errors.raise("bad_argument", "fleet.run: opts.pages must be a whole number of pages, 1 or more")
   end
-  if type(opts.browsers) ~= "table" or #opts.browsers == 0 then
+  local function a_browser(b) return type(b) == "table" and type(b.new_page) == "function" end
+  local bad = type(opts.browsers) ~= "table" or #opts.browsers == 0
+  for _, b in ipairs(bad and {} or opts.browsers) do bad = bad or not a_browser(b) end
+  if bad then
     errors.raise("bad_argument", "fleet.run: opts.browsers must be a list of Browsers (dt.launch(), "
       .. "dt.connect(...)), got " .. type(opts.browsers))
   end

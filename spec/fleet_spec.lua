@@ -32,7 +32,8 @@ describe("the fleet recipe", function()
   it("refuses options it cannot use with bad_argument", function()
     local fleet = require "examples.fleet"
     for _, o in ipairs({ { url = server.url, pages = 2, browsers = 2 }, { url = server.url, pages = 2, browsers = {} },
-        { url = server.url, pages = 0, browsers = {} }, { pages = 2, browsers = {} } }) do
+        { url = server.url, pages = 0, browsers = {} }, { pages = 2, browsers = {} },
+        { url = server.url, pages = 1, browsers = { 2 } } }) do
       local ok, e = pcall(fleet.run, o)
       assert.is_false(ok)
       assert.are.equal("bad_argument", e.code, tostring(e))

@@ -805,6 +805,15 @@ for _, L in ipairs(loops) do
       local second = dt.async(function() b:close(); return b.process:running() end)
       assert.is_false(second:wait(20))             -- it returned at once, Chromium still up
       first:wait(20)
+      -- one that cannot wait that long
+      b = dt.launch()
+      first = dt.async(function() b:close() end)
+      second = dt.async(function() b:close({ timeout = 0 }) end)
+      local r = settle({ second })[1]
+      assert.is_false(r[1])
+      assert.are.equal("timeout", r[2].code)
+      first:wait(20)
+      assert.is_false(b.process:running())
       -- blocking, while a task's close is under way
       b = dt.launch()
       first = dt.async(function() b:close() end)

@@ -626,17 +626,21 @@ function Browser:close(opts)
     -- Another task's close under way: this one returns when that one has
     -- (within its own deadline). Blocking, it cannot drive that task: it
     -- waits for Chromium's exit, which is what a caller relies on.
-    if self._closing then
-      if tasks.current() then
+    local task = tasks.current()
+    if self._closing and self._closing ~= task then   -- (not the closing task itself: a listener)
+      if task then
         local err = await_until(function() return not self._closing end, deadline)
         if err then error(err, 0) end
+        if self._closing then
+          raise("timeout", "close: another close of this browser was still under way at the deadline")
+        end
       elseif self.process then
         while self.process:running() and now() < deadline do core.sleep(0.01) end
       end
     end
     return
   end
-  self._closed, self._closing = true, true
+  self._closed, self._closing = true, tasks.current() or true
   local ok, err = pcall(close_now, self, deadline)
   self._closing = nil
   if not ok then error(err, 0) end
