@@ -101,6 +101,7 @@
 ---@field requests devtools_tools.Request[]
 ---@field console devtools_tools.ConsoleMessage[]
 ---@field since integer
+---@field complete boolean false when the page did not answer after fn by the deadline (busy)
 
 ---@class devtools_tools.ScreenshotOpts
 ---@field path? string also write the PNG there

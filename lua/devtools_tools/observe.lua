@@ -769,6 +769,7 @@ function P.observe(page, fn, opts)
       "Runtime.evaluate")
   end)
   if not ok and e.code ~= "timeout" then error(e, 0) end
+  local complete = ok
   local reqs = P.network_requests(page, { since = from })
   -- Every request answered (or failed), then finished: a response whose
   -- body the page never reads may never finish, so that second wait is
@@ -788,7 +789,7 @@ function P.observe(page, fn, opts)
   page:_check_open()
   local left = deadline - now()
   local msgs = P.console_messages(page, { since = from, timeout = left > 0 and left or 0 })
-  return { requests = reqs, console = msgs, since = from }, unpack(res, 1, res.n)
+  return { requests = reqs, console = msgs, since = from, complete = complete }, unpack(res, 1, res.n)
 end
 
 return M
