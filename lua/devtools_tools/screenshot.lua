@@ -81,6 +81,34 @@ local function element_clip(page, el, deadline, metrics)
   return { x = x + (vv.pageX or 0), y = y + (vv.pageY or 0), width = w, height = h, scale = 1 }
 end
 
+-- device_ratio(page, deadline) -> devicePixelRatio, at least 1: the capture
+-- has that many device px per CSS px on each side (3 under a phone's
+-- emulation). Read in an isolated world of the main frame, made once per
+-- document: the page's own window.devicePixelRatio is [Replaceable], so a
+-- page could say 1 and have Chromium sent a capture 9 times the bound.
+local function device_ratio(page, deadline)
+  local conn = page.conn
+  local fr = page.frames[page.main_frame]
+  local w = page._ratio_world
+  for _ = 1, 2 do
+    if not (w and fr and w.loader == fr.loader_id) then
+      local made = call(conn, "Page.createIsolatedWorld", { frameId = page.main_frame,
+        worldName = "devtools_tools" }, page.session, deadline)
+      w = { loader = fr and fr.loader_id, id = made.executionContextId }
+      page._ratio_world = w
+    end
+    local ok, r = errors.catch(call, conn, "Runtime.evaluate", { expression = "devicePixelRatio",
+      contextId = w.id, returnByValue = true }, page.session, deadline)
+    if ok then
+      local v = r.result and r.result.value
+      return (type(v) == "number" and v >= 1 and v < math.huge) and v or 1
+    end
+    if r.code ~= "protocol_error" then error(r, 0) end
+    w = nil                      -- its document went away meanwhile: once more
+  end
+  return 1
+end
+
 -- screenshot(page, opts?) -> PNG bytes (also written to opts.path when given)
 function M.screenshot(page, opts)
   opts = options.check(opts, shot_opts, "screenshot")
@@ -92,15 +120,9 @@ function M.screenshot(page, opts)
   local deadline = conn:deadline(opts)
   local params = { format = "png" }
   if opts.full_page or opts.element ~= nil then
-    -- the capture has devicePixelRatio x the clip's CSS px on each side (3
-    -- under a phone's emulation); a page that says less than 1 is read as 1
     local mid = conn:send("Page.getLayoutMetrics", nil, page.session, deadline)
-    local rid = conn:send("Runtime.evaluate", { expression = "devicePixelRatio", returnByValue = true },
-      page.session, deadline)
+    local dpr = device_ratio(page, deadline)
     local m = conn:await(mid, deadline, "Page.getLayoutMetrics")
-    local r = conn:await(rid, deadline, "Runtime.evaluate")
-    local dpr = r.result and r.result.value
-    if type(dpr) ~= "number" or not (dpr >= 1 and dpr < math.huge) then dpr = 1 end
     if opts.full_page then
       local size = m.cssContentSize or m.contentSize
       params.clip = { x = 0, y = 0, width = size.width, height = size.height, scale = 1 }
