@@ -51,6 +51,13 @@ local function decode_page_json(text, what)
 end
 M.decode_page_json = decode_page_json
 
+-- Raises `stale` for a Tool whose document is gone (details: what
+-- Chromium said, when it said so).
+local function stale_tool(tool, details)
+  raise("stale", "tool " .. tool.name .. " belongs to a document that is gone (its frame navigated"
+    .. " or was removed); get it again with page:tool()", { tool = tool.name, details = details })
+end
+
 -- prepare(tool, args, who, deadline) -> {tool, args, els}: validation and
 -- marshalling happen before anything is sent.
 local function prepare(tool, args, who, deadline)
@@ -59,8 +66,7 @@ local function prepare(tool, args, who, deadline)
   page:_check_open(deadline)
   page.conn:poll(true)        -- events already read; a late one shows as `navigated`
   if not page:_is_current(tool._frame_id, tool._loader, tool._context) then
-    raise("stale", "tool " .. tool.name .. " belongs to a document that is gone (its frame navigated"
-      .. " or was removed); get it again with page:tool()", { tool = tool.name })
+    stale_tool(tool)
   end
   local ok, err = tool:validate(args, deadline)
   if not ok then error(err, 0) end
@@ -248,8 +254,7 @@ local function await_reply(tool, id, deadline, has_els)
   end
   if not ok then
     if remote.never_ran(r) then
-      raise("stale", "tool " .. tool.name .. " belongs to a document that is gone (its frame navigated"
-        .. " or was removed); get it again with page:tool()", { tool = tool.name, details = r.details })
+      stale_tool(tool, r.details)
     end
     if remote.is_navigation_error(r) then
       raise("navigated", "tool " .. tool.name .. ": the frame navigated during the call",

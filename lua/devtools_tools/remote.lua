@@ -14,35 +14,40 @@ local type, tostring, ipairs, math_huge = type, tostring, ipairs, math.huge
 
 local M = {}
 
--- Messages Chromium uses when the document a call ran in went away.
+-- Messages Chromium uses when the document a call was for went away: before
+-- the call came to it (it did not run), or at any time.
+local never_ran_patterns = {
+  "Cannot find context with specified id",
+  "Cannot find default execution context",
+}
 local gone_patterns = {
   "Execution context was destroyed",
   "Inspected target navigated or closed",
-  "Cannot find context with specified id",
-  "Cannot find default execution context",
   "Frame with the given id was not found",
+  never_ran_patterns[1], never_ran_patterns[2],
 }
+
+local function says(err, patterns)
+  if not errors.is_error(err) or err.code ~= "protocol_error" then return false end
+  local msg = err.details and err.details.message or err.message
+  if type(msg) ~= "string" then return false end
+  for _, p in ipairs(patterns) do
+    if msg:find(p, 1, true) then return true end
+  end
+  return false
+end
 
 -- never_ran(err) -> true when a protocol_error says the execution context
 -- was gone before the request came to it (the script did not run; the
 -- page's events saying so may not have been read yet)
 function M.never_ran(err)
-  if not errors.is_error(err) or err.code ~= "protocol_error" then return false end
-  local msg = err.details and err.details.message or err.message
-  return type(msg) == "string" and (msg:find("Cannot find context with specified id", 1, true)
-    or msg:find("Cannot find default execution context", 1, true)) ~= nil
+  return says(err, never_ran_patterns)
 end
 
 -- is_navigation_error(err) -> true when a protocol_error says the document
 -- (execution context) the request ran in is gone
 function M.is_navigation_error(err)
-  if not errors.is_error(err) or err.code ~= "protocol_error" then return false end
-  local msg = err.details and err.details.message or err.message
-  if type(msg) ~= "string" then return false end
-  for _, p in ipairs(gone_patterns) do
-    if msg:find(p, 1, true) then return true end
-  end
-  return false
+  return says(err, gone_patterns)
 end
 
 local unserializable = {
