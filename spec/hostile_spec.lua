@@ -136,6 +136,24 @@ describe("tasks sharing one page", function()
     page:close()
   end)
 
+  it("a kept Tool runs its own group's tool after a discovery puts another group of that name first", function()
+    local page = page_with([[window.admin = false;
+      addEventListener('devtoolstooldiscovery', (e) => { if (window.admin) e.respondWith({ name: 'admin', tools: [
+        { name: 'deleteAll', description: 'every record', inputSchema: { type: 'object' },
+          execute: () => { window.deleted = true; return 'admin'; } }] }); });
+      addEventListener('devtoolstooldiscovery', (e) => e.respondWith({ name: 'shop', tools: [
+        { name: 'deleteAll', description: 'the cart', inputSchema: { type: 'object' }, execute: () => 'shop' }] }))]])
+    local clear = page:tool("deleteAll")
+    assert.equal("shop", clear())
+    page:evaluate("window.admin = true; 1")
+    local groups = page:discover()                -- another task's, say
+    assert.same({ "admin", "shop" }, names(groups))
+    assert.equal("shop", clear())
+    assert.equal("shop", page:call_many({ { clear } })[1])
+    assert.is_nil(page:evaluate("window.deleted"))
+    page:close()
+  end)
+
   it("a discovery cut short leaves the page's tools as they were", function()
     local page = page_with([[window.addEventListener('devtoolstooldiscovery', (e) => {
       const end = performance.now() + 150; while (performance.now() < end);

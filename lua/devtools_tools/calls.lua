@@ -130,7 +130,8 @@ local function request_text(tool)
   head = '{"method":"Runtime.evaluate","sessionId":' .. json_encode(tool._session)
     .. ',"params":{"contextId":' .. json_encode(tool._context)
     .. ',"awaitPromise":true,"returnByValue":true,"expression":' .. ssub(expr_head, 1, -2)
-  local tail = ssub(json_encode(CALL_EXPR_TAIL), 2) .. '},"id":'
+  -- after the arguments: no elements, and the tool's group by name (js/runtime.js findTool)
+  local tail = ssub(json_encode(",null," .. json_encode(tool.group.name) .. CALL_EXPR_TAIL), 2) .. '},"id":'
   tool._req_head, tool._req_tail = head, tail
   return head, tail
 end
@@ -153,7 +154,7 @@ local function send_call(c, deadline)
     return
   end
   local arguments = { { value = setmetatable({ tool._gi, tool._ti, tool.name,
-    proto and argtext or c.args }, array_mt) } }
+    proto and argtext or c.args, tool.group.name }, array_mt) } }
   if c.els then
     for _, o in ipairs(resolve_elements({ c }, deadline)) do arguments[#arguments + 1] = o end
   end
@@ -192,7 +193,7 @@ local function send_batch(b, deadline)
     local args = c.args
     if has_proto_key(args, 0) then args = json_encode(args) end
     specs[i] = setmetatable({ tool._gi, tool._ti, tool.name, args, c.el_first,
-      c.els and #c.els or 0 }, array_mt)
+      c.els and #c.els or 0, tool.group.name }, array_mt)
   end
   local arguments = { { value = specs }, { value = batch_limit_ms(deadline) } }
   for _, o in ipairs(objs) do arguments[#arguments + 1] = o end

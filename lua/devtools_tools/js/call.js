@@ -1,5 +1,5 @@
 // devtools_tools: one tool call with element arguments. spec is
-// [groupIndex, toolIndex, name, args];
+// [groupIndex, toolIndex, name, args, groupName];
 // element arguments follow as remote objects. Answers the runtime's JSON
 // envelope text; never throws for a tool's failure.
 function callDevtoolsTool(spec, ...els) {
@@ -7,5 +7,5 @@ function callDevtoolsTool(spec, ...els) {
   if (!rt) return '{"error":{"kind":"stale","message":"the tools of this document are gone"}}';
   // Arguments holding a key "__proto__" come as JSON text (see calls.lua).
   const args = typeof spec[3] === 'string' ? JSON.parse(spec[3]) : spec[3];
-  return rt.call(spec[0], spec[1], spec[2], args, els);
+  return rt.call(spec[0], spec[1], spec[2], args, els, spec[4]);
 }

@@ -121,13 +121,18 @@
     return v;
   };
 
-  const findTool = (gi, ti, name) => {
+  // The tool at the indexes discovery gave, if it still has that name in a
+  // group of that name; else the first of that name in a group of that name
+  // (a later discovery may have put other groups before it). Never one of
+  // another group: two groups may each have a tool of one name.
+  const findTool = (gi, ti, name, gname) => {
     const groups = window.__dtmcp && window.__dtmcp.toolGroups;
     if (!Array.isArray(groups)) return undefined;
+    const ours = (g) => g && (gname === undefined || g.name === gname) && Array.isArray(g.tools);
     const g = groups[gi];
-    if (g && Array.isArray(g.tools) && g.tools[ti] && g.tools[ti].name === name) return g.tools[ti];
+    if (ours(g) && g.tools[ti] && g.tools[ti].name === name) return g.tools[ti];
     for (const group of groups) {
-      const t = group && Array.isArray(group.tools) && group.tools.find((x) => x && x.name === name);
+      const t = ours(group) && group.tools.find((x) => x && x.name === name);
       if (t) return t;
     }
     return undefined;
@@ -157,8 +162,8 @@
   const rt = {
     // Like the reference's `await tool.execute(args)`, but a tool that
     // answers synchronously is answered without a trip through promises.
-    call(gi, ti, name, args, els) {
-      const tool = findTool(gi, ti, name);
+    call(gi, ti, name, args, els, gname) {
+      const tool = findTool(gi, ti, name, gname);
       if (!tool) return JSON.stringify({ error: { kind: 'not_found', message: 'Tool ' + name + ' not found' } });
       if (els && els.length) args = restore(args, els, 0);   // none: a call by expression
       let value;
@@ -182,7 +187,7 @@
       let pending = null;
       specs.forEach((s, i) => {
         let r;
-        try { r = rt.call(s[0], s[1], s[2], typeof s[3] === 'string' ? JSON.parse(s[3]) : s[3], els.slice(s[4], s[4] + s[5])); }
+        try { r = rt.call(s[0], s[1], s[2], typeof s[3] === 'string' ? JSON.parse(s[3]) : s[3], els.slice(s[4], s[4] + s[5]), s[6]); }
         catch (e) { r = failed('tool', e); }
         if (typeof r === 'string') out[i] = r;
         else (pending || (pending = [])).push(r.then((v) => { out[i] = v; }));
