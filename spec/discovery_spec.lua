@@ -149,6 +149,32 @@ describe("discovery", function()
     page:close()
   end)
 
+  it("a call into a cross-origin iframe fails navigated as soon as the iframe is removed", function()
+    local page = open("/oopif.html")
+    page:wait_for_tool("slow", { timeout = 10 })
+    page:evaluate("setTimeout(() => document.getElementById('cross').remove(), 300); 1")
+    local t0 = core.now()
+    local e = H.error_of(page.call, page, "slow", { ms = 5000 }, { timeout = 10 })
+    assert.equal("navigated", e.code)
+    assert.is_true(core.now() - t0 < 3, "waited " .. (core.now() - t0) .. " s")   -- was: the whole 10 s
+    assert.same({ "top" }, names(page:discover({ timeout = 5 })))
+    page:close()
+  end)
+
+  it("leaves out an iframe whose renderer crashed; the others' tools answer", function()
+    local page = open("/oopif.html")
+    page:wait_for_tool("slow", { timeout = 10 })
+    local sid = page:tool("slow")._session
+    page.conn:send_nowait("Page.crash", nil, sid)
+    -- (was: every discovery from then on timed out on the crashed frame)
+    assert.is_true(H.wait_for(function()
+      local ok, groups = pcall(page.discover, page, { timeout = 2 })
+      return ok and #groups == 1 and groups[1].name == "top"
+    end, 10))
+    assert.equal("main", page:call("whoami", nil, { timeout = 5 }))
+    page:close()
+  end)
+
   it("marks only the navigated frame's tools stale", function()
     local page = open("/frames.html")
     local groups = page:discover()

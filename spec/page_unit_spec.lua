@@ -239,6 +239,10 @@ describe("page (fake transport)", function()
     assert.equal("tool_not_found", e.code)
     assert.equal(n + 2, counter.n)
     assert.equal(0, #answers)
+    -- a request to a session that had just gone never ran either: one more look
+    answers = { { error = { code = -32001, message = "Session with given id not found." } } }
+    assert.equal("again", page:call("add", { a = 1 }))
+    assert.equal(0, #answers)
     fake.on_call = nil
     -- calls without a deadline (timeout = math.huge) are told apart too
     page:discover({ timeout = math.huge })

@@ -193,6 +193,27 @@ describe("WebMCP tools", function()
     page:close()
   end)
 
+  it("a call into a cross-origin iframe whose renderer crashes fails at once with disconnected", function()
+    local page = open("/webmcp_frames.html")
+    local cross
+    assert.is_true(H.wait_for(function()
+      for _, g in ipairs(by_kind(page:discover(), "webmcp")) do
+        if g.frame.origin == "http://localhost:" .. server.port then cross = g end
+      end
+      return cross ~= nil
+    end, 10))
+    local never = cross:tool("frameNever")
+    local t0 = require("devtools_tools.core").now()
+    local task = dt.async(function() return never() end)
+    page:evaluate("1")                             -- the invocation is under way
+    page.conn:send_nowait("Page.crash", nil, never._session)
+    local ok, e = pcall(task.wait, task, 20)
+    assert.is_false(ok)
+    assert.equal("disconnected", e.code)
+    assert.is_true(require("devtools_tools.core").now() - t0 < 5)   -- was: the whole timeout
+    page:close()
+  end)
+
   it("are removed by a navigation; a Tool from before is stale", function()
     local page = open("/webmcp.html")
     page:evaluate("window.registered")

@@ -26,10 +26,13 @@ local type, ipairs, pairs, error = type, ipairs, pairs, error
 
 local M = {}
 
--- Every session of the page: its own, then the out-of-process iframes'.
+-- Every session of the page: its own, then the out-of-process iframes'
+-- (but for one whose renderer crashed: it answers nothing).
 local function sessions_of(page)
   local list = { page.session }
-  for sid in pairs(page.child_sessions) do list[#list + 1] = sid end
+  for sid, child in pairs(page.child_sessions) do
+    if not child.crashed then list[#list + 1] = sid end
+  end
   return list
 end
 

@@ -75,6 +75,8 @@ end
 handlers["Runtime.executionContextCreated"] = function(self, p, session)
   local c = p.context
   local aux = c.auxData
+  local child = session and self.child_sessions[session]
+  if child then child.crashed = nil end      -- (a crashed iframe's new document)
   if aux and aux.isDefault and aux.frameId then
     self.contexts[aux.frameId] = { id = c.id, unique_id = c.uniqueId, origin = c.origin,
       session = session }
@@ -107,6 +109,13 @@ handlers["Inspector.targetCrashed"] = function(self, _, session)
   else
     self.conn:fail_pending(sid, errors.new("disconnected",
       "the renderer of an iframe crashed"))
+    -- it answers nothing more: discovery leaves it out until it has a
+    -- document again
+    local child = self.child_sessions[sid]
+    if child then child.crashed = true end
+    for fid, c in pairs(self.contexts) do
+      if c.session == sid then self.contexts[fid] = nil end
+    end
   end
 end
 
@@ -162,15 +171,25 @@ local function session_gone(self, sid)
   end
 end
 
+-- What waits on a session that went away (its iframe removed, or moved to
+-- another process) gets no reply: it fails now, as a request to a document
+-- that went away does (a call: navigated; discovery skips the frame).
+local function detached_error()
+  return errors.new("protocol_error", "Inspected target navigated or closed (its session was detached)",
+    { details = { message = "Inspected target navigated or closed" } })
+end
+
 handlers["Target.detachedFromTarget"] = function(self, p)
   local sid = p.sessionId
   if self.worker_sessions[sid] then
     self.worker_sessions[sid] = nil
     session_gone(self, sid)
+    self.conn:end_session(sid, detached_error())
   end
   if self.child_sessions[sid] then
     self.child_sessions[sid] = nil
     session_gone(self, sid)
+    self.conn:end_session(sid, detached_error())
     for fid, fr in pairs(self.frames) do
       if fr.session == sid then self.frames[fid] = nil end
     end

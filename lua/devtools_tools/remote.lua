@@ -19,12 +19,13 @@ local M = {}
 local never_ran_patterns = {
   "Cannot find context with specified id",
   "Cannot find default execution context",
+  "Session with given id not found",
 }
 local gone_patterns = {
   "Execution context was destroyed",
   "Inspected target navigated or closed",
   "Frame with the given id was not found",
-  never_ran_patterns[1], never_ran_patterns[2],
+  never_ran_patterns[1], never_ran_patterns[2], never_ran_patterns[3],
 }
 
 local function says(err, patterns)

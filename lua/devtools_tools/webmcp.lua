@@ -256,9 +256,10 @@ function M.call(tool, args, deadline)
     st.watched[id] = true
     conn:expect_event(id, deadline)
   end
+  local child = page.child_sessions[tool._session]
   local ok2, got = errors.catch(conn.wait_for, conn, function()
     return answers[id] ~= nil or conn:event_cut(id) or page.closed or page.crashed
-      or not page:_is_current(tool._frame_id, tool._loader)
+      or (child and child.crashed) or not page:_is_current(tool._frame_id, tool._loader)
   end, deadline)
   local a, e = answers[id], conn:event_cut(id)
   -- given up: a result that still comes is dropped, its decoding cut at once
@@ -272,6 +273,9 @@ function M.call(tool, args, deadline)
     conn:send_nowait("WebMCP.cancelInvocation", { invocationId = id }, tool._session)
     if not ok2 then error(got, 0) end
     page:_check_open()
+    if child and child.crashed then
+      raise("disconnected", "tool " .. tool.name .. ": the renderer of its iframe crashed", { tool = tool.name })
+    end
     if not page:_is_current(tool._frame_id, tool._loader) then
       raise("navigated", "tool " .. tool.name .. ": the frame navigated during the call", { tool = tool.name })
     end
