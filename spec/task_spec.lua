@@ -657,6 +657,17 @@ for _, L in ipairs(loops) do
       return task:wait(30)
     end
 
+    it("use_loop with the loop already in use twice over keeps one driver (two modules may set it up)", function()
+      dt.use_loop(get_loop())
+      local r = run(function()
+        local a = dt.async(function() return page:call("slow", { ms = 100 }) end)
+        dt.use_loop(get_loop())
+        local b = dt.async(function() return page:call("slow", { ms = 100 }) end)
+        return dt.wait_all({ a, b })
+      end)
+      assert.are.equal(2, #r)
+    end)
+
     it("two tasks' slow calls are in flight at the same time", function()
       page:evaluate("window.maxInflight = 0")
       local r = run(function()

@@ -31,6 +31,7 @@
 require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
+local errors = require "devtools_tools.errors"
 
 local now, poll = core.now, core.poll
 local pairs, ipairs, next, type, rawget, setmetatable, math_max, math_huge =
@@ -121,12 +122,19 @@ local Luv = {}
 Luv.__index = Luv
 Luv.__name = "devtools_tools.loop.Luv"
 
+-- One driver per luv module: dt.use_loop(uv) twice (two modules of one
+-- program each setting it up) must not watch one fd twice, which libuv
+-- refuses.
+local luv_drivers = setmetatable({}, { __mode = "k" })
+
 function M.luv(uv)
   if type(uv) ~= "table" or type(uv.new_poll) ~= "function" or type(uv.new_timer) ~= "function"
       or type(uv.run) ~= "function" then
     return nil
   end
+  if luv_drivers[uv] then return luv_drivers[uv] end
   local d = setmetatable({ uv = uv, kind = "luv", closing = 0 }, Luv)
+  luv_drivers[uv] = d
   local vim = rawget(_G, "vim")
   if type(vim) == "table" and (uv == rawget(vim, "loop") or uv == rawget(vim, "uv")) then
     d.kind = "neovim"
@@ -156,7 +164,11 @@ function Luv:finish_closes()
 end
 
 function Luv:watch(fd, events, cb)
-  local p = self.uv.new_poll(fd)
+  local p, err = self.uv.new_poll(fd)
+  if not p then
+    errors.raise("protocol_error", "the loop cannot watch fd " .. tostring(fd) .. " (" .. tostring(err)
+      .. "): is it watched by another driver of the same loop?")
+  end
   local h = { poll = p, cb = cb }
   p:start(events, function(err, ready) cb(err and "r" or ready) end)
   return h
