@@ -81,6 +81,17 @@ describe("WebMCP tools", function()
     assert.same({ sum = 3 }, r[1])
     assert.equal("hello", r[2])
     assert.same({ got = "y", n = 3 }, r[3])
+    -- every entry is sent before any answer is awaited: one that never
+    -- settles times out under its own name, and holds up none of the others
+    local t0 = require("devtools_tools.core").now()
+    r = page:call_many({ { "slow" }, { "hello" }, { echo, { text = "z" } }, { "add", { a = 2, b = 2 } } },
+      { errors = "return", timeout = 1 })
+    assert.equal("timeout", r[1].code)
+    assert.equal("tool slow did not settle in time", r[1].message)
+    assert.equal("hello", r[2])
+    assert.same({ got = "z", n = 3 }, r[3])
+    assert.same({ sum = 4 }, r[4])
+    assert.is_true(require("devtools_tools.core").now() - t0 < 3)
     page:close()
   end)
 

@@ -348,7 +348,7 @@ end
 -- the first one.
 function M.call_many(entries, deadline, keep)
   local results, n = {}, #entries
-  local batches, by_doc = {}, {}
+  local batches, by_doc, started = {}, {}, {}
   local first_err
   local function fail(i, err)
     if not keep then error(err, 0) end
@@ -359,10 +359,11 @@ function M.call_many(entries, deadline, keep)
     local ok, c
     if entry.err then
       ok, c = false, entry.err
-    elseif entry.tool._call then
-      -- issue 14: a WebMCP tool is called on its own, in list order
-      local ok1, v = errors.catch(entry.tool._call, entry.tool, entry.args, deadline)
-      if ok1 then results[i] = v; ok, c = true, nil else ok, c = false, v end
+    elseif entry.tool._start then
+      -- issue 14: a WebMCP tool is invoked on its own; its answer is
+      -- awaited once every request is written
+      ok, c = try(entry.tool._start, entry.tool, entry.args, deadline)
+      if ok then started[#started + 1] = { index = i, call = c }; c = nil end
     else
       ok, c = try(prepare, entry.tool, entry.args, "call_many entry " .. i, deadline)
     end
@@ -423,6 +424,11 @@ function M.call_many(entries, deadline, keep)
         results[c.index] = v
       end
     end
+  end
+  for _, st in ipairs(started) do
+    local ok, v = errors.catch(st.call.tool._finish, st.call, deadline)
+    if not ok then first_err = first_err or v end
+    results[st.index] = v
   end
   if first_err and not keep then error(first_err, 0) end
   -- errors = "return" keeps the entries' failures, not the task's own

@@ -488,6 +488,7 @@ function Page:_detached()
   local gone = errors.new("disconnected", "the page was closed (or detached) while the call waited")
   conn:end_session(self.session, gone)
   for sid in pairs(self.child_sessions) do conn:end_session(sid, gone) end
+  webmcp.detached(self)
 end
 
 -- ---- tools ------------------------------------------------------------------------

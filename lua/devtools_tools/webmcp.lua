@@ -36,7 +36,8 @@ local function state(page)
   local st = page._webmcp
   if not st then
     st = { tools = {}, seq = 0, answers = {}, answer_order = {},
-      watched = {} }       -- invocation id -> true: its result's decoding is bounded
+      watched = {},        -- invocation id -> true: its result's decoding is bounded
+      given_up = {} }      -- invocation id -> true: its caller gave up, its result not come
     page._webmcp = st
   end
   return st
@@ -80,6 +81,7 @@ handlers["WebMCP.toolResponded"] = function(page, st, p)
   local id = p.invocationId
   if type(id) ~= "string" then return end
   page.conn:end_event(id)              -- it came whole
+  st.given_up[id] = nil
   if st.answers[id] == nil then
     local order = st.answer_order
     order[#order + 1] = id
@@ -183,7 +185,7 @@ function M.add_groups(page, groups, deadline)
         input_schema = type(t.input_schema) == "table" and t.input_schema or { type = "object" },
         group = group, kind = "webmcp",
         _page = page, _session = t.session, _frame_id = fid, _loader = t.loader or fr.loader_id,
-        _call = M.call,
+        _call = M.call, _start = M.start, _finish = M.finish,
       })
     end
     groups[#groups + 1] = group
@@ -208,6 +210,16 @@ local function tool_failure(tool, a)
     details = { message = message, stack = stack, name = ex and ex.className } })
 end
 
+-- detached(page): the page is gone, and the results its callers gave up
+-- on will never come: the connection forgets them now (its sweep would,
+-- after a while).
+function M.detached(page)
+  local st = page._webmcp
+  if not st then return end
+  for id in pairs(st.given_up) do page.conn:end_event(id, false) end
+  st.given_up = {}
+end
+
 -- unwatch(page): a page:on_cdp("WebMCP.toolResponded") listener came: the
 -- results of calls in flight are decoded whole for it, as later ones are.
 function M.unwatch(page)
@@ -219,21 +231,27 @@ function M.unwatch(page)
   end
 end
 
--- call(tool, args, deadline) -> value: WebMCP.invokeTool, then its
--- toolResponded answer, mapped to a value or a dt.Error.
-function M.call(tool, args, deadline)
+-- start(tool, args, deadline) -> a call under way: WebMCP.invokeTool is
+-- written, its reply not awaited (call_many starts every entry first).
+function M.start(tool, args, deadline)
   local c = calls.prepare(tool, args, "tool " .. tostring(tool.name), deadline)
   if c.els then
     raise("bad_argument", "tool " .. tool.name .. ": WebMCP tools take JSON arguments, not Elements",
       { tool = tool.name })
   end
+  local conn = tool._page.conn
+  return { tool = tool, id = conn:send("WebMCP.invokeTool", { frameId = tool._frame_id,
+    toolName = tool.name, input = c.args }, tool._session, deadline) }
+end
+
+-- finish(started, deadline) -> value: the invocation's toolResponded
+-- answer, mapped to a value or a dt.Error.
+function M.finish(started, deadline)
+  local tool = started.tool
   local page = tool._page
   local conn = page.conn
   local st = state(page)
-  local ok, r = errors.catch(function()
-    return conn:await(conn:send("WebMCP.invokeTool", { frameId = tool._frame_id, toolName = tool.name,
-      input = c.args }, tool._session, deadline), deadline, "WebMCP.invokeTool")
-  end)
+  local ok, r = errors.catch(conn.await, conn, started.id, deadline, "WebMCP.invokeTool")
   if not ok then
     local msg = r.details and r.details.message
     if r.code == "protocol_error" and type(msg) == "string" and msg:find("not found", 1, true) then
@@ -264,7 +282,11 @@ function M.call(tool, args, deadline)
   local a, e = answers[id], conn:event_cut(id)
   -- given up: a result that still comes is dropped, its decoding cut at once
   -- (unless a listener came meanwhile: see unwatch)
-  if st.watched[id] then conn:end_event(id, a == nil and e == nil) end
+  if st.watched[id] then
+    local gave_up = a == nil and e == nil
+    conn:end_event(id, gave_up)
+    if gave_up then st.given_up[id] = true end       -- (see detached)
+  end
   st.watched[id] = nil
   if a == nil then
     if e then
@@ -291,6 +313,11 @@ function M.call(tool, args, deadline)
   end
   raise("protocol_error", "tool " .. tool.name .. ": unknown WebMCP status " .. tostring(a.status),
     { tool = tool.name })
+end
+
+-- call(tool, args, deadline) -> value: start, then finish.
+function M.call(tool, args, deadline)
+  return M.finish(M.start(tool, args, deadline), deadline)
 end
 
 return M
