@@ -240,8 +240,9 @@ function M.start(tool, args, deadline)
       { tool = tool.name })
   end
   local conn = tool._page.conn
-  return { tool = tool, id = conn:send("WebMCP.invokeTool", { frameId = tool._frame_id,
-    toolName = tool.name, input = c.args }, tool._session, deadline) }
+  local ok, id = errors.catch(conn.send, conn, "WebMCP.invokeTool", { frameId = tool._frame_id,
+    toolName = tool.name, input = c.args }, tool._session, deadline)
+  return { tool = tool, id = ok and id or nil, err = not ok and id or nil }   -- (err: finish says it)
 end
 
 -- finish(started, deadline) -> value: the invocation's toolResponded
@@ -251,7 +252,8 @@ function M.finish(started, deadline)
   local page = tool._page
   local conn = page.conn
   local st = state(page)
-  local ok, r = errors.catch(conn.await, conn, started.id, deadline, "WebMCP.invokeTool")
+  local ok, r = false, started.err
+  if not r then ok, r = errors.catch(conn.await, conn, started.id, deadline, "WebMCP.invokeTool") end
   if not ok then
     local msg = r.details and r.details.message
     if r.code == "protocol_error" and type(msg) == "string" and msg:find("not found", 1, true) then
