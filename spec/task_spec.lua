@@ -660,9 +660,9 @@ for _, L in ipairs(loops) do
     it("use_loop with the loop already in use twice over keeps one driver (two modules may set it up)", function()
       dt.use_loop(get_loop())
       local r = run(function()
-        local a = dt.async(function() return page:call("slow", { ms = 100 }) end)
+        local a = dt.async(function() return page:call("slow", { ms = 50 }) end)
         dt.use_loop(get_loop())
-        local b = dt.async(function() return page:call("slow", { ms = 100 }) end)
+        local b = dt.async(function() return page:call("slow", { ms = 300 }) end)   -- waits alone at the end
         return dt.wait_all({ a, b })
       end)
       assert.are.equal(2, #r)

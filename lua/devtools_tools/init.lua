@@ -20,12 +20,19 @@ local type, tostring = type, tostring
 -- The loop new tasks run on: the one thing dt.use_loop changes. It lives
 -- here, in the facade, so the modules beneath take their driver from the
 -- task they run in and hold no such setting themselves.
-local state = { driver = nil }
+local state = { driver = nil, builtin = nil }
+
+-- The built-in loop is one: tasks started before and after a use_loop(nil)
+-- are driven together (two would each wait for the other's tasks).
+local function builtin()
+  if not state.builtin then state.builtin = loop.builtin() end
+  return state.builtin
+end
 
 local function driver()
   local d = state.driver
   if not d then
-    d = loop.builtin()
+    d = builtin()
     state.driver = d
   end
   return d
@@ -37,7 +44,7 @@ end
 -- loop they started on.
 local function use_loop(l)
   if l == nil then
-    state.driver = loop.builtin()
+    state.driver = builtin()
     return state.driver
   end
   local d = loop.as_driver(l)
