@@ -92,6 +92,20 @@ describe("WebMCP tools", function()
     assert.same({ got = "z", n = 3 }, r[3])
     assert.same({ sum = 4 }, r[4])
     assert.is_true(require("devtools_tools.core").now() - t0 < 3)
+    -- every entry is checked before anything is sent: a bad one later in
+    -- the list invokes nothing
+    local invoked = 0
+    local off = page:on_cdp("WebMCP.toolInvoked", function() invoked = invoked + 1 end)
+    local e = H.error_of(page.call_many, page, { { echo, { text = "a" } }, { "add", { a = "x", b = 1 } } })
+    assert.equal("invalid_params", e.code)
+    page:evaluate("1")
+    assert.equal(0, invoked)
+    off()
+    -- more answers in flight than the page keeps unread (128): none is lost
+    local list = {}
+    for i = 1, 140 do list[i] = { echo, { text = tostring(i) } } end
+    r = page:call_many(list, { errors = "return", timeout = 20 })
+    for i = 1, 140 do assert.same({ got = tostring(i), n = 3 }, r[i]) end
     page:close()
   end)
 
@@ -222,6 +236,13 @@ describe("WebMCP tools", function()
     assert.is_false(ok)
     assert.equal("disconnected", e.code)
     assert.is_true(require("devtools_tools.core").now() - t0 < 5)   -- was: the whole timeout
+    -- and later: a call into it fails at once, discovery leaves it out
+    t0 = require("devtools_tools.core").now()
+    assert.equal("disconnected", H.error_of(never.call, never, nil, { timeout = 10 }).code)
+    for _, g in ipairs(by_kind(page:discover({ timeout = 5 }), "webmcp")) do
+      assert.are_not.equal("http://localhost:" .. server.port, g.frame.origin)
+    end
+    assert.is_true(require("devtools_tools.core").now() - t0 < 5)
     page:close()
   end)
 

@@ -359,10 +359,10 @@ function M.call_many(entries, deadline, keep)
     local ok, c
     if entry.err then
       ok, c = false, entry.err
-    elseif entry.tool._start then
-      -- issue 14: a WebMCP tool is invoked on its own; its answer is
-      -- awaited once every request is written
-      ok, c = try(entry.tool._start, entry.tool, entry.args, deadline)
+    elseif entry.tool._webmcp then
+      -- issue 14: a WebMCP tool is invoked on its own, checked here with
+      -- the others, sent with them, its answer awaited after them
+      ok, c = try(entry.tool._webmcp.prepare, entry.tool, entry.args, deadline)
       if ok then started[#started + 1] = { index = i, call = c }; c = nil end
     else
       ok, c = try(prepare, entry.tool, entry.args, "call_many entry " .. i, deadline)
@@ -381,13 +381,18 @@ function M.call_many(entries, deadline, keep)
       b.calls[#b.calls + 1] = c
     end
   end
+  -- Everything checked: from here on an entry's failure is recorded, so
+  -- that every request sent is also awaited (raised at the end).
+  for _, st in ipairs(started) do st.call.tool._webmcp.send(st.call, deadline) end
   for _, b in ipairs(batches) do
     local ok, err = errors.catch(send_batch, b, deadline)
     if not ok then
       b.failed = err
-      for _, c in ipairs(b.calls) do fail(c.index, err) end
+      first_err = first_err or err
+      for _, c in ipairs(b.calls) do results[c.index] = err end
     end
   end
+  for _, st in ipairs(started) do st.call.tool._webmcp.ack(st.call, deadline) end
   for _, b in ipairs(batches) do
     if not b.failed then
       local tool = b.calls[1].tool
@@ -426,7 +431,7 @@ function M.call_many(entries, deadline, keep)
     end
   end
   for _, st in ipairs(started) do
-    local ok, v = errors.catch(st.call.tool._finish, st.call, deadline)
+    local ok, v = errors.catch(st.call.tool._webmcp.finish, st.call, deadline)
     if not ok then first_err = first_err or v end
     results[st.index] = v
   end

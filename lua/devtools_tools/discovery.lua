@@ -228,7 +228,7 @@ function M.discover(page, deadline)
     if t.listening then
       local ok, r = errors.catch(conn.await, conn, pend[i], deadline, "Runtime.callFunctionOn")
       if not ok then
-        if remote.is_navigation_error(r) then
+        if remote.is_navigation_error(r) or remote.never_ran(r) then
           warnings[#warnings + 1] = "frame " .. t.frame.url .. " navigated during discovery"
           navigated = true
         else

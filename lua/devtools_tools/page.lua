@@ -173,7 +173,9 @@ end
 
 -- What waits on a session that went away (its iframe removed, or moved to
 -- another process) gets no reply: it fails now, as a request to a document
--- that went away does (a call: navigated; discovery skips the frame).
+-- that went away does (a call: navigated; discovery skips the frame). What
+-- is sent to it later Chromium answers at once ("Session with given id not
+-- found"), so the session is not kept in the connection's list of ended ones.
 local function detached_error()
   return errors.new("protocol_error", "Inspected target navigated or closed (its session was detached)",
     { details = { message = "Inspected target navigated or closed" } })
@@ -184,12 +186,12 @@ handlers["Target.detachedFromTarget"] = function(self, p)
   if self.worker_sessions[sid] then
     self.worker_sessions[sid] = nil
     session_gone(self, sid)
-    self.conn:end_session(sid, detached_error())
+    self.conn:fail_pending(sid, detached_error())
   end
   if self.child_sessions[sid] then
     self.child_sessions[sid] = nil
     session_gone(self, sid)
-    self.conn:end_session(sid, detached_error())
+    self.conn:fail_pending(sid, detached_error())
     for fid, fr in pairs(self.frames) do
       if fr.session == sid then self.frames[fid] = nil end
     end

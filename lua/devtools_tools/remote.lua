@@ -25,8 +25,8 @@ local gone_patterns = {
   "Execution context was destroyed",
   "Inspected target navigated or closed",
   "Frame with the given id was not found",
-  never_ran_patterns[1], never_ran_patterns[2], never_ran_patterns[3],
-}
+  never_ran_patterns[1], never_ran_patterns[2],   -- (not the third: a session id the caller
+}                                                 -- gave, e.g. evaluate's, may be wrong)
 
 local function says(err, patterns)
   if not errors.is_error(err) or err.code ~= "protocol_error" then return false end

@@ -20,6 +20,7 @@ require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile p
 local errors = require "devtools_tools.errors"
 local tools = require "devtools_tools.tools"
 local calls = require "devtools_tools.calls"
+local remote = require "devtools_tools.remote"
 
 local raise = errors.raise
 local type, tostring, ipairs, pairs, error = type, tostring, ipairs, pairs, error
@@ -86,7 +87,13 @@ handlers["WebMCP.toolResponded"] = function(page, st, p)
     local order = st.answer_order
     order[#order + 1] = id
     if #order > KEEP_ANSWERS then
-      st.answers[table.remove(order, 1)] = nil
+      -- the oldest no caller waits for (call_many may have many in flight)
+      for i = 1, #order do
+        if not st.watched[order[i]] then
+          st.answers[table.remove(order, i)] = nil
+          break
+        end
+      end
     end
   end
   st.answers[id] = p
@@ -129,7 +136,7 @@ local function enable_children(page, st, deadline)
   for sid, info in pairs(page.child_sessions) do
     local fr = page.frames[info.target_id]
     local loader = fr and fr.loader_id or false
-    if st.enabled[sid] ~= loader then
+    if st.enabled[sid] ~= loader and not info.crashed then     -- (a crashed one answers nothing)
       pend[#pend + 1] = { sid = sid, loader = loader, id = conn:send("WebMCP.enable", nil, sid, deadline) }
     end
   end
@@ -155,7 +162,8 @@ function M.add_groups(page, groups, deadline)
   local by_frame, order = {}, {}
   for _, t in ipairs(st.tools) do
     local fr = page.frames[t.frame_id]
-    if fr and (t.loader == nil or t.loader == fr.loader_id) then
+    local child = page.child_sessions[t.session]
+    if fr and (t.loader == nil or t.loader == fr.loader_id) and not (child and child.crashed) then
       local list = by_frame[t.frame_id]
       if not list then
         list = {}
@@ -185,7 +193,7 @@ function M.add_groups(page, groups, deadline)
         input_schema = type(t.input_schema) == "table" and t.input_schema or { type = "object" },
         group = group, kind = "webmcp",
         _page = page, _session = t.session, _frame_id = fid, _loader = t.loader or fr.loader_id,
-        _call = M.call, _start = M.start, _finish = M.finish,
+        _call = M.call, _webmcp = M,
       })
     end
     groups[#groups + 1] = group
@@ -231,51 +239,86 @@ function M.unwatch(page)
   end
 end
 
--- start(tool, args, deadline) -> a call under way: WebMCP.invokeTool is
--- written, its reply not awaited (call_many starts every entry first).
-function M.start(tool, args, deadline)
+-- A call goes in steps, so that call_many can check every entry before
+-- anything is sent, then send them all, then learn every invocation's id,
+-- and only then wait for answers:
+--   prepare(tool, args, deadline) -> c  (arguments checked; nothing sent)
+--   send(c, deadline)                   (WebMCP.invokeTool written)
+--   ack(c, deadline)                    (its reply: the invocation id)
+--   finish(c, deadline) -> value        (the toolResponded answer)
+function M.prepare(tool, args, deadline)
   local c = calls.prepare(tool, args, "tool " .. tostring(tool.name), deadline)
   if c.els then
     raise("bad_argument", "tool " .. tool.name .. ": WebMCP tools take JSON arguments, not Elements",
       { tool = tool.name })
   end
+  local child = tool._page.child_sessions[tool._session]
+  if child and child.crashed then
+    raise("disconnected", "tool " .. tool.name .. ": the renderer of its iframe crashed", { tool = tool.name })
+  end
+  return c
+end
+
+function M.send(c, deadline)
+  local tool = c.tool
   local conn = tool._page.conn
   local ok, id = errors.catch(conn.send, conn, "WebMCP.invokeTool", { frameId = tool._frame_id,
     toolName = tool.name, input = c.args }, tool._session, deadline)
-  return { tool = tool, id = ok and id or nil, err = not ok and id or nil }   -- (err: finish says it)
+  if ok then c.id = id else c.err = id end           -- (err: ack says it)
 end
 
--- finish(started, deadline) -> value: the invocation's toolResponded
--- answer, mapped to a value or a dt.Error.
-function M.finish(started, deadline)
-  local tool = started.tool
+-- A failed invokeTool, as the caller should see it: a fresh Error (one the
+-- connection gave may be shared by every request that failed with it).
+local function invoke_failure(tool, r)
+  local msg = r.details and r.details.message
+  if remote.never_ran(r) then
+    return errors.new("stale", "tool " .. tool.name .. " belongs to a document that is gone", { tool = tool.name,
+      details = r.details })
+  elseif remote.is_navigation_error(r) then
+    return errors.new("navigated", "tool " .. tool.name .. ": the frame navigated during the call",
+      { tool = tool.name, details = r.details })
+  elseif r.code == "protocol_error" and type(msg) == "string" and msg:find("not found", 1, true) then
+    return errors.new("tool_not_found", "Tool " .. tool.name .. " not found", { tool = tool.name,
+      details = r.details })
+  end
+  return errors.new(r.code, r.message, { tool = tool.name, details = r.details })
+end
+
+function M.ack(c, deadline)
+  if c.invocation or c.failed then return end
+  local tool = c.tool
   local page = tool._page
   local conn = page.conn
-  local st = state(page)
-  local ok, r = false, started.err
-  if not r then ok, r = errors.catch(conn.await, conn, started.id, deadline, "WebMCP.invokeTool") end
-  if not ok then
-    local msg = r.details and r.details.message
-    if r.code == "protocol_error" and type(msg) == "string" and msg:find("not found", 1, true) then
-      raise("tool_not_found", "Tool " .. tool.name .. " not found", { tool = tool.name, details = r.details })
-    end
-    r.tool = r.tool or tool.name
-    error(r, 0)
-  end
+  local ok, r = false, c.err
+  if not r then ok, r = errors.catch(conn.await, conn, c.id, deadline, "WebMCP.invokeTool") end
+  if not ok then c.failed = invoke_failure(tool, r) return end
   local id = r.invocationId
   if type(id) ~= "string" then
-    raise("protocol_error", "tool " .. tool.name .. ": WebMCP.invokeTool gave no invocationId", { tool = tool.name })
+    c.failed = errors.new("protocol_error", "tool " .. tool.name .. ": WebMCP.invokeTool gave no invocationId",
+      { tool = tool.name })
+    return
   end
-  local answers = st.answers
+  c.invocation = id
   -- The result is an event that names its invocation before the output:
   -- decoding a large one stops at this call's deadline (cdp's pump), unless
   -- a page:on_cdp listener wants it whole.
+  local st = state(page)
   local heard = page._obs and page._obs.cdp_listeners["WebMCP.toolResponded"]
-  local watched = not (heard and #heard > 0) and answers[id] == nil
-  if watched then
+  if not (heard and #heard > 0) and st.answers[id] == nil then
     st.watched[id] = true
     conn:expect_event(id, deadline)
   end
+end
+
+function M.finish(c, deadline)
+  M.ack(c, deadline)
+  if c.failed then error(c.failed, 0) end
+  local tool = c.tool
+  local page = tool._page
+  local conn = page.conn
+  local st = state(page)
+  local id = c.invocation
+  local answers = st.answers
   local child = page.child_sessions[tool._session]
   local ok2, got = errors.catch(conn.wait_for, conn, function()
     return answers[id] ~= nil or conn:event_cut(id) or page.closed or page.crashed
@@ -317,9 +360,11 @@ function M.finish(started, deadline)
     { tool = tool.name })
 end
 
--- call(tool, args, deadline) -> value: start, then finish.
+-- call(tool, args, deadline) -> value: the steps above, one after another.
 function M.call(tool, args, deadline)
-  return M.finish(M.start(tool, args, deadline), deadline)
+  local c = M.prepare(tool, args, deadline)
+  M.send(c, deadline)
+  return M.finish(c, deadline)
 end
 
 return M

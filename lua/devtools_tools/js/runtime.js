@@ -164,7 +164,10 @@
     // answers synchronously is answered without a trip through promises.
     call(gi, ti, name, args, els, gname) {
       const tool = findTool(gi, ti, name, gname);
-      if (!tool) return JSON.stringify({ error: { kind: 'not_found', message: 'Tool ' + name + ' not found' } });
+      if (!tool) {
+        return JSON.stringify({ error: { kind: 'not_found', message: 'Tool ' + name + ' not found'
+          + (gname === undefined ? '' : ' in group ' + JSON.stringify(gname) + ' (the page\'s groups changed)') } });
+      }
       if (els && els.length) args = restore(args, els, 0);   // none: a call by expression
       let value;
       try { value = tool.execute(args); }
