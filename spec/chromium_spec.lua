@@ -298,24 +298,9 @@ end)
 describe("dt.connect", function()
   local proc, port, profile
 
-  setup(function()
-    profile = core.mkdtemp("dt-connect-")
-    local argv = { "/usr/lib/chromium/chromium" }
-    for _, a in ipairs(require("devtools_tools.browser").default_args) do argv[#argv + 1] = a end
-    argv[#argv + 1] = "--remote-debugging-port=0"
-    argv[#argv + 1] = "--user-data-dir=" .. profile
-    argv[#argv + 1] = "about:blank"
-    proc = assert(core.spawn(argv, { cleanup_dir = profile }))
-    assert(H.wait_for(function()
-      local f = io.open(profile .. "/DevToolsActivePort")
-      if not f then return false end
-      port = tonumber(f:read("*l"))
-      f:close()
-      return port ~= nil
-    end, 15), "no DevToolsActivePort")
-  end)
+  setup(function() proc, port, profile = R.chromium() end)
 
-  teardown(function() proc:close(0) end)
+  teardown(function() R.stop(proc) end)
 
   it("attaches over http://127.0.0.1:port and leaves the browser running", function()
     local b = dt.connect("http://127.0.0.1:" .. port)
@@ -354,7 +339,7 @@ describe("dt.connect", function()
       assert.equal(2, b:new_page():evaluate("1 + 1"))
     end)
     b:close()
-    p:close(0)
+    R.stop(p)
     assert(ok, tostring(err))
   end)
 

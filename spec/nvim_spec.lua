@@ -490,16 +490,8 @@ describe("the Neovim plugin", function()
   end)
 
   it("connects to a running browser and leaves it running on close", function()
-    local dir = assert(core.mkdtemp("dt-nvim-port-"))
-    local chrome = os.getenv("DEVTOOLS_TOOLS_CHROME") or "/usr/lib/chromium/chromium"
-    local proc = assert(core.spawn({ chrome, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic",
-      "--remote-debugging-port=0", "--user-data-dir=" .. dir, "about:blank" }, { cleanup_dir = dir }))
-    local port
-    assert(H.wait_for(function()
-      port = tonumber((read(dir .. "/DevToolsActivePort") or ""):match("^(%d+)\n"))
-      return port ~= nil
-    end, 30), "no DevToolsActivePort")
+    local remote = require "support.remote_helper"
+    local proc, port = remote.chromium()
     local ok, err = pcall(function()
       local R = nvim([[
         run("DevTools connect http://127.0.0.1:" .. ARGS.port)
@@ -517,7 +509,7 @@ describe("the Neovim plugin", function()
       assert.is_nil(R.closed.browser)
       assert.is_true(proc:running())            -- someone else's browser keeps running
     end)
-    proc:close(2)
+    remote.stop(proc, 2)
     assert(ok, err)
   end)
 

@@ -18,6 +18,8 @@ M.chrome_args = { "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run
 
 -- Chromium with --remote-debugging-port=0, then args (default: a start-up
 -- page, about:blank): returns proc, port, dir.
+M._profiles = setmetatable({}, { __mode = "k" })   -- a process -> its profile directory
+
 function M.chromium(args)
   local dir = assert(core.mkdtemp("dt-remote-chromium-"))
   local argv = { CHROMIUM }
@@ -26,6 +28,7 @@ function M.chromium(args)
   argv[#argv + 1] = "--user-data-dir=" .. dir
   for _, a in ipairs(args or { "about:blank" }) do argv[#argv + 1] = a end
   local proc = assert(core.spawn(argv, { cleanup_dir = dir }))
+  M._profiles[proc] = dir
   local port
   assert(H.wait_for(function()
     local f = io.open(dir .. "/DevToolsActivePort")
@@ -80,11 +83,26 @@ end
 -- and asserts that nothing of its process group is left: tls_proxy's
 -- children, chromedriver's browsers. pid: the process's, if proc may be
 -- closed already.
+-- A Chromium started with a debugging port keeps its process singleton in
+-- a directory of its own under /tmp (the profile's SingletonSocket links
+-- there), which it leaves behind when it is stopped by a signal: stop
+-- removes it too, so that runs of the specs do not pile them up.
+local function singleton_dir(profile)
+  if not profile then return nil end
+  local p = io.popen("readlink '" .. (profile .. "/SingletonSocket"):gsub("'", "'\\''") .. "' 2>/dev/null")
+  local target = p:read("*l")
+  p:close()
+  return target and target:match("^(/tmp/org%.chromium%.Chromium%.[%w]+)/SingletonSocket$")
+end
+
 function M.stop(proc, wait, pid)
   pid = pid or proc:pid()
+  local singleton = singleton_dir(M._profiles[proc])
+  M._profiles[proc] = nil
   proc:close(wait or 0)
   assert(H.wait_for(function() return H.live_in_group(pid) == 0 end, 10),
     "processes of group " .. tostring(pid) .. " are still running")
+  if singleton then core.rmtree(singleton) end
 end
 
 return M
