@@ -122,8 +122,12 @@ end
 -- Out-of-process iframes arrive as targets of their own (auto-attach with
 -- flatten): enable what discovery needs on their sessions, and let them run.
 -- Listeners must not wait, so these commands are fire-and-forget; discovery
--- later awaits a Runtime.enable on each new session as a barrier.
-local AUTO_ATTACH = { autoAttach = true, waitForDebuggerOnStart = false, flatten = true }
+-- later awaits a Runtime.enable on each new session as a barrier. Each new
+-- target waits for runIfWaitingForDebugger, sent after the enables on the
+-- same session: a dedicated worker's first request was otherwise missed
+-- now and then (the worker ran before Network.enable; under load, 2 of 8
+-- tries of the observe spec waited out their timeout).
+local AUTO_ATTACH = { autoAttach = true, waitForDebuggerOnStart = true, flatten = true }
 
 handlers["Target.attachedToTarget"] = function(self, p, session)
   local info = p.targetInfo
