@@ -159,24 +159,39 @@ static long utf8_next(const unsigned char *s, size_t n, size_t *i)
 	return cp;
 }
 
-/* utf8_next for the pattern's text, which may hold lone surrogates as our
- * JSON decoder keeps them (ED A0-BF 80-BF): a high and a low one in a row
- * are the code point they make, one alone is returned as it is (D800-DFFF). */
-static long pattern_next(const unsigned char *s, size_t n, size_t *i)
+/* Is s[i] the start of a surrogate's three bytes (ED A0-BF 80-BF), as our
+ * JSON decoder keeps a lone one (WTF-8)? */
+static int surrogate_at(const unsigned char *s, size_t n, size_t i)
+{
+	return s[i] == 0xed && i + 2 < n && (s[i + 1] & 0xe0) == 0xa0 && (s[i + 2] & 0xc0) == 0x80;
+}
+
+/* A surrogate at s[*i], advancing *i: a high and a low one in a row
+ * (CESU-8) are the code point they make, as our encoder sends them
+ * ("\ud83d\udc32", one character to a page); one alone is returned as it
+ * is (D800-DFFF). -1, *i unchanged, when there is none. */
+static long surrogate_next(const unsigned char *s, size_t n, size_t *i)
 {
 	size_t k = *i;
-	if (s[k] == 0xed && k + 2 < n && (s[k + 1] & 0xe0) == 0xa0 && (s[k + 2] & 0xc0) == 0x80) {
-		long hi = 0xd000 | ((long)(s[k + 1] & 0x3f) << 6) | (s[k + 2] & 0x3f);
-		if (hi < 0xdc00 && k + 5 < n && s[k + 3] == 0xed && (s[k + 4] & 0xf0) == 0xb0
-		    && (s[k + 5] & 0xc0) == 0x80) {
-			long lo = 0xd000 | ((long)(s[k + 4] & 0x3f) << 6) | (s[k + 5] & 0x3f);
-			*i = k + 6;
-			return 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
-		}
-		*i = k + 3;
-		return hi;
+	long hi, lo;
+	if (!surrogate_at(s, n, k))
+		return -1;
+	hi = 0xd000 | ((long)(s[k + 1] & 0x3f) << 6) | (s[k + 2] & 0x3f);
+	if (hi < 0xdc00 && surrogate_at(s, n, k + 3) && s[k + 4] >= 0xb0) {
+		lo = 0xd000 | ((long)(s[k + 4] & 0x3f) << 6) | (s[k + 5] & 0x3f);
+		*i = k + 6;
+		return 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
 	}
-	return utf8_next(s, n, i);
+	*i = k + 3;
+	return hi;
+}
+
+/* utf8_next for the pattern's text, which may hold surrogates as our JSON
+ * decoder keeps them (see surrogate_next). */
+static long pattern_next(const unsigned char *s, size_t n, size_t *i)
+{
+	long cp = surrogate_next(s, n, i);
+	return cp >= 0 ? cp : utf8_next(s, n, i);
 }
 
 static int is_hex(int c)
@@ -1086,17 +1101,9 @@ static int l_regex_check(lua_State *L)
 	                     "invalid regular expression: %s", msg);
 }
 
-/* Is s[i] the start of a lone surrogate's three bytes (ED A0-BF 80-BF)? */
-static int surrogate_at(const unsigned char *s, size_t n, size_t i)
-{
-	return s[i] == 0xed && i + 2 < n && (s[i + 1] & 0xe0) == 0xa0 && (s[i + 2] & 0xc0) == 0x80;
-}
-
-/* The subject with its lone surrogates as U+F0000-U+F07FF (see
- * map_surrogate), in a userdata left on the stack; or s itself when it
- * has none. A high and a low one in a row (CESU-8) are the code point they
- * make, as our encoder sends them ("\ud83d\udc32", which a page reads as
- * one character). from: where its first non-ASCII byte is. */
+/* The subject with its surrogates read by surrogate_next and the lone ones
+ * as U+F0000-U+F07FF (see map_surrogate), in a userdata left on the stack;
+ * or s itself when it has none. from: where its first non-ASCII byte is. */
 static const char *map_subject(lua_State *L, const char *s, size_t *n, size_t from)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -1110,25 +1117,16 @@ static const char *map_subject(lua_State *L, const char *s, size_t *n, size_t fr
 	memcpy(out, s, i);
 	k = i;
 	while (i < len) {
-		if (surrogate_at(u, len, i) && u[i + 1] < 0xb0 && i + 3 < len
-		    && surrogate_at(u, len, i + 3) && u[i + 4] >= 0xb0) {
-			long hi = ((long)(u[i + 1] & 0x0f) << 6) | (u[i + 2] & 0x3f);
-			long lo = ((long)(u[i + 4] & 0x0f) << 6) | (u[i + 5] & 0x3f);
-			long cp = 0x10000 + (hi << 10) + lo;
-			out[k++] = (unsigned char)(0xf0 | (cp >> 18));
-			out[k++] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
-			out[k++] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-			out[k++] = (unsigned char)(0x80 | (cp & 0x3f));
-			i += 6;
-		} else if (surrogate_at(u, len, i)) {
-			out[k++] = 0xf3;
-			out[k++] = 0xb0;
-			out[k++] = (unsigned char)(u[i + 1] - 0x20);
-			out[k++] = u[i + 2];
-			i += 3;
-		} else {
+		long cp = surrogate_next(u, len, &i);
+		if (cp < 0) {
 			out[k++] = u[i++];
+			continue;
 		}
+		cp = map_surrogate(cp);             /* a pair's code point, or U+F0000-U+F07FF: 4 bytes */
+		out[k++] = (unsigned char)(0xf0 | (cp >> 18));
+		out[k++] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+		out[k++] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+		out[k++] = (unsigned char)(0x80 | (cp & 0x3f));
 	}
 	*n = k;
 	return (const char *)out;
