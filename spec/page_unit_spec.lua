@@ -360,6 +360,37 @@ describe("page (fake transport)", function()
     assert.equal(0, probes)
   end)
 
+  it("a probe still unanswered outlives the connection's sweep: the next call stops the page", function()
+    local page, fake = open()
+    F.with_tools(fake, { ADD })
+    page:discover()
+    local plain = fake.on["Runtime.evaluate"]
+    fake.on["Runtime.evaluate"] = function(p, s, m, f)
+      if p.expression == "0" then return F.NO_REPLY end            -- the page's thread is busy
+      return plain(p, s, m, f)
+    end
+    fake.on_call = function() return F.NO_REPLY end
+    assert.equal("timeout", H.error_of(page.call, page, "add", { a = 1 }, { timeout = 0.01 }).code)
+    local probe = page._probes[page.session]
+    assert.is_number(probe)
+    -- Time passes: every request awaiting a reply is now long past its
+    -- deadline (what 10 s of awaits would see), then enough awaits on the
+    -- connection (none through the page) for its sweep to run.
+    local conn, long_ago = page.conn, require("devtools_tools.core").now() - 60
+    for id in pairs(conn.deadlines) do conn.deadlines[id] = long_ago end
+    for id, d in pairs(conn.json_ids) do
+      if d ~= true then conn.json_ids[id] = long_ago end
+    end
+    fake.on["Browser.getVersion"] = function() return { product = "fake" } end
+    for _ = 1, 70 do conn:call("Browser.getVersion") end
+    assert.is_true(conn:waiting(probe))
+    -- the next call finds the page still stuck, and stops it first
+    fake.on_call = nil
+    local before = fake:count("Runtime.terminateExecution")
+    assert.equal("called", page:call("add", { a = 1 }))
+    assert.equal(before + 1, fake:count("Runtime.terminateExecution"))
+  end)
+
   it("a WebMCP result whose decoding passes the call's deadline is a timeout naming the tool", function()
     local page, fake = open()
     F.with_tools(fake, {})
