@@ -391,6 +391,50 @@ describe("page (fake transport)", function()
     assert.equal(before + 1, fake:count("Runtime.terminateExecution"))
   end)
 
+  it("discovery asks nothing of an iframe whose renderer crashed, WebMCP included", function()
+    local page, fake = open()
+    F.with_tools(fake, { ADD })
+    -- an out-of-process iframe T2 (session S2, context 8) with the same
+    -- tools, whose renderer crashes before the first discovery
+    local main_tree, main_enable = fake.on["Page.getFrameTree"], fake.on["Runtime.enable"]
+    fake.on["Page.getFrameTree"] = function(p, s, msg, f)
+      if s ~= "S2" then return main_tree(p, s, msg, f) end
+      return { frameTree = { frame = { id = "T2", parentId = "F1", url = "http://localhost/frame",
+        securityOrigin = "http://localhost", loaderId = "L2" } } }
+    end
+    local context8 = { context = { id = 8, uniqueId = "u8", origin = "http://localhost",
+      auxData = { isDefault = true, frameId = "T2" } } }
+    fake.on["Runtime.enable"] = function(p, s, msg, f)
+      if s ~= "S2" then return main_enable(p, s, msg, f) end
+      f:event("Runtime.executionContextCreated", context8, s)
+      return {}
+    end
+    fake:event("Target.attachedToTarget", { sessionId = "S2", waitingForDebugger = false,
+      targetInfo = { type = "iframe", targetId = "T2", url = "http://localhost/frame", parentFrameId = "F1" } }, "S1")
+    page.conn:poll()
+    fake:event("Inspector.targetCrashed", {}, "S2")
+    page.conn:poll()
+    local asked, answering = #fake:methods("S2"), {}
+    for _, m in ipairs({ "WebMCP.enable", "Page.getFrameTree", "Runtime.evaluate" }) do
+      local plain = fake.on[m]
+      answering[m] = plain or false
+      fake.on[m] = function(p, s, msg, f)
+        if s == "S2" then return F.NO_REPLY end                -- it answers nothing
+        return plain and plain(p, s, msg, f) or {}
+      end
+    end
+    local groups = page:discover({ timeout = 2 })
+    assert.equal(1, #groups)
+    assert.equal("F1", groups[1].frame.id)
+    assert.equal(asked, #fake:methods("S2"))
+    -- a new document in the iframe: it answers again, and is asked again
+    for m, plain in pairs(answering) do fake.on[m] = plain or nil end
+    fake:event("Runtime.executionContextCreated", context8, "S2")
+    groups = page:discover({ timeout = 2 })
+    assert.equal(2, #groups)
+    assert.equal("T2", groups[2].frame.id)
+  end)
+
   it("a WebMCP result whose decoding passes the call's deadline is a timeout naming the tool", function()
     local page, fake = open()
     F.with_tools(fake, {})
