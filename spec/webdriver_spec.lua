@@ -110,7 +110,7 @@ describe("dt.webdriver with a Grid router (se:cdp)", function()
 
   it("attaches through se:cdp and deletes the session on close", function()
     local b = dt.webdriver("http://127.0.0.1:" .. gport .. "/wd/hub", { browserName = "chrome" },
-      { timeout = 30 })
+      { timeout = 30, history = { console = 2 } })
     assert.are.equal(wsurl, b.webdriver.cdp)
     local id = b.webdriver.session_id
     local l = log()
@@ -121,6 +121,13 @@ describe("dt.webdriver with a Grid router (se:cdp)", function()
     assert.are.equal(0, #l.deleted)
     local page = b:new_page("about:blank")
     assert.are.equal(4, page:evaluate("2 + 2"))
+    -- the history asked for went on to the connection: 2 console messages kept
+    page:evaluate("for (let i = 0; i < 5; i++) console.log('m' + i)")
+    assert.is_true(H.wait_for(function()
+      local m = page:console_messages()
+      return m[#m] ~= nil and m[#m].text == "m4"
+    end, 10))
+    assert.are.equal(2, #page:console_messages())
     b:close()
     l = log()
     assert.are.equal(id, l.deleted[#l.deleted])
@@ -191,6 +198,8 @@ describe("dt.webdriver with a Grid router (se:cdp)", function()
     expect_error("bad_argument", "capabilities", dt.webdriver, "http://127.0.0.1:1", "chrome")
     expect_error("bad_argument", "unknown option", dt.webdriver, "http://127.0.0.1:1", nil,
       { timout = 1 })
+    expect_error("bad_argument", "^webdriver: history", dt.webdriver, "http://127.0.0.1:1", nil,
+      { history = 5 })
     expect_error("connect_failed", "allow_remote", dt.webdriver, "http://grid.example:4444")
     expect_error("connect_failed", nil, dt.webdriver, "http://127.0.0.1:" .. free_port(), nil,
       { timeout = 5 })

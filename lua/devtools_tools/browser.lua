@@ -359,6 +359,7 @@ local function check_headers(h, what)
   return h
 end
 M._check_headers = check_headers
+M._check_history = check_history
 
 -- The TLS and header options of connect, as the C core takes them.
 local function tls_opts(opts, host)

@@ -51,7 +51,7 @@ end
 local is_loopback = browser._is_loopback
 
 local wd_opts = { allow_remote = "boolean", timeout = true, headers = true, ca_file = "string",
-  insecure = "boolean" }
+  insecure = "boolean", history = true }
 
 -- One WebDriver command: returns the decoded `value`, or raises with the
 -- endpoint's own error and message.
@@ -93,7 +93,8 @@ end
 
 -- webdriver(url, capabilities?, opts?) -> Browser
 -- opts: timeout (one deadline for the session and attaching), allow_remote,
--- headers, ca_file, insecure (for the WebDriver endpoint and the CDP one).
+-- headers, ca_file, insecure (for the WebDriver endpoint and the CDP one),
+-- history (as dt.connect's).
 function M.connect(url, capabilities, opts)
   opts = options.check(opts, wd_opts, "webdriver")
   if type(url) ~= "string" then
@@ -103,6 +104,7 @@ function M.connect(url, capabilities, opts)
     raise("bad_argument", "webdriver: capabilities must be a table, got " .. type(capabilities))
   end
   browser._check_headers(opts.headers, "webdriver")
+  browser._check_history(opts.history, "webdriver")
   local scheme, host, port, path = parse(url)
   if scheme ~= "http" and scheme ~= "https" then
     raise("bad_argument", "webdriver: expected http(s)://host:port[/path], got " .. url)
@@ -142,7 +144,7 @@ function M.connect(url, capabilities, opts)
   end
   local ok, b = errors.catch(browser.connect, target, {
     timeout = math.max(0, deadline - reserve - now()), allow_remote = opts.allow_remote,
-    headers = opts.headers, ca_file = opts.ca_file, insecure = opts.insecure })
+    headers = opts.headers, ca_file = opts.ca_file, insecure = opts.insecure, history = opts.history })
   if not ok then
     errors.catch(delete, deadline)
     error(b, 0)
