@@ -336,6 +336,9 @@ describe("the Neovim plugin", function()
         R.bad_values[#R.bad_values + 1] = ok and "accepted" or (e.code .. ": " .. e.message)
       end
       nv.setup({ keymaps = { open_tool = "<CR>" }, timeout = 20 })
+      local copy = nv.options()                     -- a copy: changing it changes nothing
+      copy.keymaps.open_tool, copy.timeout = "X", 1
+      R.options_after = { nv.options().keymaps.open_tool, nv.options().timeout }
       run("DevTools launch " .. ARGS.url)
       run("DevTools tools")
       local tools = vim.api.nvim_get_current_buf()
@@ -409,6 +412,7 @@ describe("the Neovim plugin", function()
     assert.equal(3, R.rows_after_saveas)
     assert.equal("", R.saveas_bt)
     assert.equal(R.file2_name, R.saveas_name)
+    assert.same({ "<CR>", 20 }, R.options_after)
     assert.equal("bad_argument", R.bad_setup.code)
     assert.same({
       "bad_argument: setup: option timeout must be a positive, finite number of seconds",

@@ -637,6 +637,11 @@ end
 function M.options()
   local o = {}
   for k, v in pairs(S.opts) do o[k] = v end
+  if type(o.keymaps) == "table" then             -- (the copy's own: a change leaves ours alone)
+    local km = {}
+    for k, v in pairs(o.keymaps) do km[k] = v end
+    o.keymaps = km
+  end
   return o
 end
 
