@@ -162,6 +162,41 @@ describe("pipe transport", function()
     t:close(); proc:close()
   end)
 
+  it("leaves the host's SIGPIPE alone: a write to a child gone is an error, not the end of the program", function()
+    -- A fresh interpreter with SIGPIPE at its default action (whatever
+    -- this one has). It prints whether SIGPIPE is ignored after each step
+    -- (SigIgn bit 13: 0x1000), then writes to a child that has exited.
+    local script = [[
+      package.cpath = "]] .. H.build .. [[/?.so;" .. package.cpath
+      local function ignored()
+        local f = assert(io.open("/proc/self/status"))
+        local mask = tonumber(f:read("a"):match("SigIgn:%s*(%x+)"), 16)
+        f:close()
+        return math.floor(mask / 0x1000) % 2 == 1 and "ignored" or "default"
+      end
+      local out = { ignored() }
+      local core = require "devtools_tools.core"
+      out[#out + 1] = ignored()
+      core.ws_connect("127.0.0.1", 1, "/", { deadline = core.now() + 2 })   -- refused
+      out[#out + 1] = ignored()
+      local proc, t = core.spawn({ "/bin/true" }, { pipe = true })
+      proc:wait(core.now() + 5)
+      local ok, err, code = t:send(string.rep("x", 70000), core.now() + 5)
+      out[#out + 1] = tostring(ok) .. " " .. tostring(code) .. " " .. tostring(err)
+      out[#out + 1] = ignored()
+      io.stdout:write(table.concat(out, "\n"), "\nalive\n")
+    ]]
+    local file = os.tmpname()
+    local f = assert(io.open(file, "w"))
+    f:write(script)
+    f:close()
+    local p = assert(io.popen("env --default-signal=PIPE " .. H.lua .. " " .. file .. "; echo rc=$?"))
+    local got = p:read("a")
+    p:close()
+    os.remove(file)
+    assert.equal("default\ndefault\ndefault\nnil closed writing to the browser: Broken pipe\ndefault\nalive\nrc=0\n", got)
+  end)
+
   it("recv_cdp decodes JSON straight from the buffer; recv gives the raw text", function()
     local proc, t = echo_child()
     t:send('{"id":7,"result":{"a":[1,2]}}', soon())

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "nopipe.h"
 #include "dt.h"
 
 /* Removes everything below the directory open as dfd; closes dfd. */
@@ -106,16 +107,20 @@ static int l_rmtree(lua_State *L)
 
 static int write_all(int fd, const char *data, size_t len)
 {
+	dt_nopipe np;
+	dt_nopipe_begin(&np);               /* a FIFO whose reader left: EPIPE */
 	while (len > 0) {
 		ssize_t n = write(fd, data, len);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			dt_nopipe_end(&np, errno == EPIPE);
 			return -1;
 		}
 		data += n;
 		len -= (size_t)n;
 	}
+	dt_nopipe_end(&np, 0);
 	return 0;
 }
 

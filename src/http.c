@@ -27,6 +27,7 @@
 #include "net.h"
 #include "http.h"
 #include "tls.h"
+#include "nopipe.h"
 #include "dt.h"
 
 /* Finds the value of header name (case-insensitive) in head[0..n); copies
@@ -214,6 +215,25 @@ static int connected(http_req *h)
 	return POLLOUT;
 }
 
+/* One OpenSSL step. OpenSSL writes to the socket with write(), which
+ * raises SIGPIPE when the server is gone (plain sends use MSG_NOSIGNAL):
+ * the host never sees it (nopipe.h). A read may write too (an alert). */
+enum { TLS_CONNECT, TLS_WRITE, TLS_READ };
+static int tls_op(http_req *h, int op, void *buf, int len)
+{
+	dt_nopipe np;
+	int rc;
+	dt_nopipe_begin(&np);
+	if (op == TLS_CONNECT)
+		rc = SSL_connect((SSL *)h->ssl);
+	else if (op == TLS_WRITE)
+		rc = SSL_write((SSL *)h->ssl, buf, len);
+	else
+		rc = SSL_read((SSL *)h->ssl, buf, len);
+	dt_nopipe_end(&np, -1);
+	return rc;
+}
+
 /* After an SSL call returned rc <= 0: the events to wait for, or 0 after
  * failing (what: which step). */
 static int tls_wait(http_req *h, int rc, const char *what)
@@ -336,7 +356,7 @@ static int step_io(http_req *h)
 			break;
 		}
 		case H_TLS: {
-			int rc = SSL_connect((SSL *)h->ssl);
+			int rc = tls_op(h, TLS_CONNECT, NULL, 0);
 			if (rc == 1) {
 				h->state = H_SEND;
 				break;
@@ -354,8 +374,8 @@ static int step_io(http_req *h)
 			}
 			if (h->ssl != NULL) {
 				size_t left = h->out.len - h->sent;
-				int rc = SSL_write((SSL *)h->ssl, h->out.data + h->sent,
-				                   (int)(left > 1 << 20 ? 1 << 20 : left));
+				int rc = tls_op(h, TLS_WRITE, h->out.data + h->sent,
+				                (int)(left > 1 << 20 ? 1 << 20 : left));
 				if (rc > 0)
 					h->sent += (size_t)rc;
 				else
@@ -380,8 +400,8 @@ static int step_io(http_req *h)
 				return get_fail(h, DT_ENOMEM, "out of memory reading the response");
 			if (h->ssl != NULL) {
 				size_t room = h->in.cap - h->in.len - 1;
-				int rc = SSL_read((SSL *)h->ssl, h->in.data + h->in.len,
-				                  (int)(room > 1 << 20 ? 1 << 20 : room));
+				int rc = tls_op(h, TLS_READ, h->in.data + h->in.len,
+				                (int)(room > 1 << 20 ? 1 << 20 : room));
 				if (rc > 0) {
 					n = rc;
 				} else {

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "pipe.h"
+#include "nopipe.h"
 
 typedef struct {
 	dt_transport base;
@@ -91,6 +92,8 @@ static int read_some(pipe_t *p)
 /* Writes queued bytes until the pipe is full. Returns -1 if the pipe broke. */
 static int write_some(pipe_t *p)
 {
+	dt_nopipe np;
+	dt_nopipe_begin(&np);               /* a browser gone: EPIPE, not SIGPIPE */
 	while (p->out_off < p->out.len) {
 		ssize_t n = write(p->wfd, p->out.data + p->out_off, p->out.len - p->out_off);
 		if (n > 0) {
@@ -99,12 +102,16 @@ static int write_some(pipe_t *p)
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			dt_nopipe_end(&np, 0);
 			return 0;
+		}
+		dt_nopipe_end(&np, n < 0 && errno == EPIPE);
 		dt_transport_fail(&p->base, DT_ECLOSED, "writing to the browser: %s",
 		                  n < 0 ? strerror(errno) : "short write");
 		return -1;
 	}
+	dt_nopipe_end(&np, 0);
 	p->out.len = p->out_off = 0;
 	if (p->out.cap > ((size_t)4 << 20))
 		dt_buf_free(&p->out);

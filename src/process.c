@@ -544,7 +544,7 @@ static int l_spawn(lua_State *L)
 	posix_spawnattr_init(&at);
 	sigemptyset(&none);
 	sigemptyset(&def);
-	sigaddset(&def, SIGPIPE);          /* we ignore it; the child must not */
+	sigaddset(&def, SIGPIPE);          /* (a host may ignore it; the child must not) */
 	sigaddset(&def, SIGCHLD);
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setsigdefault(&at, &def);
@@ -814,14 +814,6 @@ void dt_process_open(lua_State *L)
 	lua_pushcfunction(L, l_spawn);
 	lua_setfield(L, -2, "spawn");
 
-	/* A write to a pipe whose reader died must be an error we can report,
-	 * not a signal that ends the program (LuaSocket does the same). Only
-	 * when nobody installed a handler of their own. */
-	{
-		struct sigaction sa;
-		if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL) {
-			sa.sa_handler = SIG_IGN;
-			sigaction(SIGPIPE, &sa, NULL);
-		}
-	}
+	/* (SIGPIPE: a write to a browser gone is an error we report, without
+	 * changing the host's disposition of the signal: see nopipe.h.) */
 }

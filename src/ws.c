@@ -46,6 +46,7 @@
 #include "transport.h"
 #include "net.h"
 #include "tls.h"
+#include "nopipe.h"
 #include "dt.h"
 
 #define WS_FRAG ((size_t)256 * 1024)   /* bytes per outgoing fragment */
@@ -101,6 +102,18 @@ static void wake(lws_sorted_usec_list_t *sul)
 	lws_cancel_service(w->ctx);
 }
 
+/* lws_service with SIGPIPE kept from the host: lws writes (TLS through
+ * OpenSSL's write(), a close frame) inside it (see nopipe.h). */
+static int service(struct lws_context *ctx, int timeout_ms)
+{
+	dt_nopipe np;
+	int rc;
+	dt_nopipe_begin(&np);
+	rc = lws_service(ctx, timeout_ms);
+	dt_nopipe_end(&np, -1);
+	return rc;
+}
+
 /* Services the connection until done(w) holds or the deadline passes.
  * Returns DT_OK or DT_ETIMEOUT. done must hold once the connection is gone
  * (or check the state itself), or this waits for the deadline. */
@@ -114,7 +127,7 @@ static int serve_until(ws_t *w, double deadline, int (*done)(ws_t *))
 			break;
 		}
 		if (left <= 0) {
-			lws_service(w->ctx, -1);          /* what is there now, no wait */
+			service(w->ctx, -1);              /* what is there now, no wait */
 			if (!done(w))
 				rc = DT_ETIMEOUT;
 			break;
@@ -124,7 +137,7 @@ static int serve_until(ws_t *w, double deadline, int (*done)(ws_t *))
 			lws_sul_schedule(w->ctx, 0, &w->sul, wake, (lws_usec_t)(left * 1e6) + 1);
 			armed = 1;
 		}
-		if (lws_service(w->ctx, 0) < 0) {
+		if (service(w->ctx, 0) < 0) {
 			w->state = WS_GONE;
 			break;
 		}
@@ -500,7 +513,7 @@ static int ws_flush(dt_transport *t, double deadline)
 	/* Take what has come in too (never waiting): flush serves both
 	 * directions, as recv does, so a loop that calls it when the socket is
 	 * readable or writable keeps the connection moving. */
-	lws_service(w->ctx, -1);
+	service(w->ctx, -1);
 	if (w->state == WS_GONE && !output_pending(w))
 		return DT_OK;                   /* recv reports the end */
 	rc = serve_until(w, deadline, send_done);
@@ -633,7 +646,10 @@ static void ws_close(dt_transport *t)
 			lws_callback_on_writable(w->wsi);
 			serve_until(w, t->no_wait ? 0 : dt_now() + WS_CLOSE_WAIT, close_done);
 		}
+		dt_nopipe np;
+		dt_nopipe_begin(&np);
 		lws_context_destroy(w->ctx);        /* frees everything lws holds; calls back */
+		dt_nopipe_end(&np, -1);
 		w->ctx = NULL;
 	}
 	w->wsi = NULL;
@@ -773,7 +789,15 @@ static int l_ws_connect(lua_State *L)
 		info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
 		info.client_ssl_ca_filepath = ca_file;         /* NULL: the system store */
 	}
-	w->ctx = lws_create_context(&info);                /* owns: ctx, destroyed by ws_close */
+	/* lws_create_context sets SIGPIPE to ignored, whatever the host had
+	 * (a handler, the default): the host's disposition is put back. */
+	{
+		struct sigaction host_pipe;
+		int saved = sigaction(SIGPIPE, NULL, &host_pipe) == 0;
+		w->ctx = lws_create_context(&info);            /* owns: ctx, destroyed by ws_close */
+		if (saved)
+			sigaction(SIGPIPE, &host_pipe, NULL);
+	}
 	if (w->ctx == NULL) {
 		ws_destroy(&w->base);
 		return dt_push_fail(L, DT_ECONNECT, "cannot create a libwebsockets context");
