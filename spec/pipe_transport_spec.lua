@@ -152,6 +152,27 @@ describe("pipe transport", function()
     t:close(); proc:close(0)
   end)
 
+  it("keeps its deadlines while the child writes its output without end", function()
+    -- dd writes zeros to its stdout (our output ring) faster than the ring
+    -- takes them: the pipe is never empty
+    local proc, t = core.spawn({ "/bin/dd", "if=/dev/zero", "bs=65536", "status=none" }, { pipe = true })
+    for _, step in ipairs({
+      function() return t:recv(core.now() + 0.3) end,
+      function() return t:send(string.rep("z", 8 * 1024 * 1024), core.now() + 0.3) end,
+      function() return proc:wait(core.now() + 0.3) end,
+    }) do
+      local t0 = core.now()
+      local ok, _, code = step()
+      assert.is_nil(ok)
+      assert.equal("timeout", code)
+      assert.is_true(core.now() - t0 < 3, "took " .. (core.now() - t0) .. " s")
+    end
+    local t0 = core.now()
+    t:close()
+    assert.is_true(core.now() - t0 < 3)
+    proc:close(0)
+  end)
+
   it("reports closed when the child exits", function()
     local proc, t = echo_child()
     t:send("!exit", soon())

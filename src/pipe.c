@@ -184,6 +184,7 @@ static int pipe_send(dt_transport *t, const char *msg, size_t len, double deadli
 static int pipe_recv(dt_transport *t, double deadline, const char **msg, size_t *len)
 {
 	pipe_t *p = (pipe_t *)t;
+	int pumped = 0;
 	settle(p);
 	for (;;) {
 		size_t from = p->in_start + p->scanned;
@@ -233,7 +234,11 @@ static int pipe_recv(dt_transport *t, double deadline, const char **msg, size_t 
 			return dt_transport_fail(t, DT_ECLOSED, "the browser closed the pipe");
 		}
 		{
-			int rc = pump(p, deadline, 1);
+			/* The deadline holds while bytes keep coming (a reply that
+			 * streams, a child writing its stderr without end): after the
+			 * first round, a deadline passed is a timeout. */
+			int rc = pumped && dt_poll_ms(deadline) == 0 ? DT_ETIMEOUT : pump(p, deadline, 1);
+			pumped = 1;
 			if (rc == DT_ETIMEOUT)
 				return dt_transport_fail(t, DT_ETIMEOUT, "timed out waiting for a message");
 			if (rc == DT_EINTR)
@@ -253,9 +258,11 @@ static int pipe_flush(dt_transport *t, double deadline)
 		t->closed = 1;
 		return DT_ECLOSED;
 	}
-	while (p->out_off < p->out.len) {
-		/* Reads too: a browser blocked writing replies stops reading. */
-		int rc = pump(p, deadline, 1);
+	for (int pumped = 0; p->out_off < p->out.len; pumped = 1) {
+		/* Reads too: a browser blocked writing replies stops reading.
+		 * (As in recv, a deadline passed after the first round is a
+		 * timeout whatever keeps coming.) */
+		int rc = pumped && dt_poll_ms(deadline) == 0 ? DT_ETIMEOUT : pump(p, deadline, 1);
 		if (rc == DT_ETIMEOUT)
 			return dt_transport_fail(t, DT_ETIMEOUT,
 				"timed out writing to the browser (%zu bytes still queued)",

@@ -58,14 +58,21 @@ void dt_ring_push(dt_ring *r, const char *p, size_t n)
 	}
 }
 
+/* At most this much per call: a child that writes its stderr without end
+ * must not keep the caller here past its deadline (poll says when there is
+ * more). */
+#define DRAIN_MAX ((size_t)256 * 1024)
+
 int dt_ring_drain(dt_ring *r, int fd)
 {
 	char buf[4096];
-	for (;;) {
+	size_t taken = 0;
+	while (taken < DRAIN_MAX) {
 		ssize_t n = read(fd, buf, sizeof buf);
 		if (n > 0) {
 			if (r != NULL)
 				dt_ring_push(r, buf, (size_t)n);
+			taken += (size_t)n;
 			continue;
 		}
 		if (n == 0)
@@ -74,6 +81,7 @@ int dt_ring_drain(dt_ring *r, int fd)
 			continue;
 		return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
 	}
+	return 0;
 }
 
 void dt_ring_drain_fd(dt_ring *r, int *fd)
