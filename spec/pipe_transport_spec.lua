@@ -128,6 +128,28 @@ describe("pipe transport", function()
     t:close(); proc:close()
   end)
 
+  it("names the head of a message over the limit that ends in a later recv", function()
+    -- the child writes 200 bytes of a message, waits for a byte from us,
+    -- then writes the rest
+    local body = '{"id":7,"result":{"value":"' .. string.rep("x", 300) .. '"}}'
+    local proc, t = core.spawn({ "/bin/sh", "-c", ("printf '%%s' '%s' >&4; dd bs=1 count=1 <&3 2>/dev/null; "
+      .. "printf '%%s\\000' '%s' >&4; exec sleep 30"):format(body:sub(1, 200), body:sub(201)) }, { pipe = true })
+    t:limit(100)
+    local rfd = t:fds()
+    assert.is_true(core.poll({ rfd }, { "r" }, 10)[1] ~= nil)    -- the first part is there
+    local m, _, code = t:recv_cdp(core.now())                   -- read, over the limit: dropping
+    assert.is_nil(m)
+    assert.equal("timeout", code)
+    t:send("go", soon())
+    local m2, err, code2, head = t:recv_cdp(soon())
+    assert.is_nil(m2)
+    assert.equal("too_large", code2)
+    assert.matches("330 bytes", err)
+    assert.equal(body:sub(1, #head), head)
+    assert.is_true(#head > 8)
+    t:close(); proc:close(0)
+  end)
+
   it("times out reading, and stays usable", function()
     local proc, t = echo_child()
     local t0 = core.now()

@@ -41,6 +41,8 @@ typedef struct {
 	int eof;            /* the child closed its end of fd 4 */
 	int discarding;     /* dropping a message that went over the limit */
 	size_t dropped;     /* bytes of that message dropped so far */
+	char head[sizeof(((dt_transport *)0)->head)];   /* its first bytes, for */
+	size_t head_len;                                /* the too_large at its end */
 	dt_buf out;         /* queued bytes not yet written */
 	size_t out_off;     /* first unwritten byte in out */
 } pipe_t;
@@ -198,6 +200,10 @@ static int pipe_recv(dt_transport *t, double deadline, const char **msg, size_t 
 				p->dropped = 0;
 				p->in_start = end + 1;
 				p->scanned = 0;
+				/* (the head kept when dropping began: the recv that
+				 * ends the message may be a later one) */
+				memcpy(t->head, p->head, p->head_len);
+				t->head_len = p->head_len;
 				return dt_transport_fail(t, DT_ETOOLARGE,
 					"dropped a message of %zu bytes: over the limit of %zu bytes",
 					total, t->limit);
@@ -221,8 +227,8 @@ static int pipe_recv(dt_transport *t, double deadline, const char **msg, size_t 
 		if (!p->discarding && p->scanned > t->limit) {
 			p->discarding = 1;
 			p->dropped = 0;
-			t->head_len = p->scanned < sizeof t->head ? p->scanned : sizeof t->head;
-			memcpy(t->head, p->in.data + p->in_start, t->head_len);
+			p->head_len = p->scanned < sizeof p->head ? p->scanned : sizeof p->head;
+			memcpy(p->head, p->in.data + p->in_start, p->head_len);
 		}
 		if (p->discarding) {
 			p->dropped += p->in.len - p->in_start;
