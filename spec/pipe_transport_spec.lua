@@ -240,6 +240,36 @@ describe("pipe transport", function()
     assert.equal("default\ndefault\ndefault\nnil closed writing to the browser: Broken pipe\ndefault\nalive\nrc=0\n", got)
   end)
 
+  it("fails spawn_failed, keeping no descriptor, when none is free at 10 or above", function()
+    -- a fresh interpreter allowed 10 descriptors: the child's ends of the
+    -- pipe cannot be moved above 4 (before, spawn succeeded with a child
+    -- missing fd 4 and leaked two descriptors)
+    local script = [[
+      package.cpath = "]] .. H.build .. [[/?.so;" .. package.cpath
+      local core = require "devtools_tools.core"
+      local function fds()
+        local h = io.popen("ls /proc/$PPID/fd | sort -n | tr '\n' ' '")
+        local s = h:read("a")
+        h:close()
+        return s
+      end
+      local before = fds()
+      local proc, err, code = core.spawn({ "/bin/true" }, { pipe = true })
+      io.stdout:write(tostring(proc), "\n", tostring(code), "\n", tostring(err), "\n",
+        tostring(fds() == before), "\n")
+    ]]
+    local file = os.tmpname()
+    local f = assert(io.open(file, "w"))
+    f:write(script)
+    f:close()
+    local p = assert(io.popen("ulimit -n 10 && " .. H.lua .. " " .. file .. "; echo rc=$?"))
+    local got = p:read("a")
+    p:close()
+    os.remove(file)
+    assert.equal("nil\nspawn_failed\ncannot create pipes: no file descriptor free at 10 or above "
+      .. "(Invalid argument)\ntrue\nrc=0\n", got)
+  end)
+
   it("recv_cdp decodes JSON straight from the buffer; recv gives the raw text", function()
     local proc, t = echo_child()
     t:send('{"id":7,"result":{"a":[1,2]}}', soon())

@@ -266,11 +266,13 @@ static void remove_dir(proc_t *p)
 
 /* ---- spawn -------------------------------------------------------------- */
 
+/* fd moved to 10 or above; -1 (fd closed, errno kept) if it cannot be. */
 static int fd_high(int fd)
 {
 	int hi = fcntl(fd, F_DUPFD_CLOEXEC, 10);
-	if (hi >= 0)
-		close(fd);
+	int e = errno;
+	close(fd);
+	errno = e;
 	return hi;
 }
 
@@ -455,7 +457,7 @@ static char **build_env(lua_State *L, int opts)
  * without a cleanup_dir). Failures: "spawn_failed", "no_memory". */
 static int l_spawn(lua_State *L)
 {
-	int argc, i, err;
+	int argc, i, err, fa_made = 0;
 	char **argv, **envp;
 	int want_pipe = 0, want_reaper = 0;
 	size_t ring_size = 65536;
@@ -523,37 +525,60 @@ static int l_spawn(lua_State *L)
 		lua_pushliteral(L, "spawn_failed");
 		return 3;
 	}
-	/* Child ends go high first so that dup2 onto 3 and 4 cannot clobber. */
+	/* Child ends go high first so that dup2 onto 3 and 4 cannot clobber
+	 * (no descriptor free at 10 or above: the table is full). */
 	if (want_pipe) {
 		to_child[0] = fd_high(to_child[0]);
-		from_child[1] = fd_high(from_child[1]);
+		from_child[1] = to_child[0] >= 0 ? fd_high(from_child[1]) : (close(from_child[1]), -1);
+		if (to_child[0] < 0 || from_child[1] < 0) {
+			int e = errno;
+			int fds[6] = {to_child[0], to_child[1], from_child[0], from_child[1], errp[0], errp[1]};
+			close_all(fds, 6);
+			dt_ring_unref(ring);
+			lua_pushnil(L);
+			lua_pushfstring(L, "cannot create pipes: no file descriptor free at 10 or above (%s)",
+			                strerror(e));
+			lua_pushliteral(L, "spawn_failed");
+			return 3;
+		}
 	}
 
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, errp[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
-	if (want_pipe) {
-		posix_spawn_file_actions_adddup2(&fa, to_child[0], 3);
-		posix_spawn_file_actions_adddup2(&fa, from_child[1], 4);
-	}
+	/* Each step says whether it could be recorded (out of memory): a
+	 * child started without its descriptors would never answer. */
+	err = posix_spawn_file_actions_init(&fa);
+	fa_made = err == 0;
+	if (err == 0)
+		err = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (err == 0)
+		err = posix_spawn_file_actions_adddup2(&fa, errp[1], 1);
+	if (err == 0)
+		err = posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
+	if (err == 0 && want_pipe)
+		err = posix_spawn_file_actions_adddup2(&fa, to_child[0], 3);
+	if (err == 0 && want_pipe)
+		err = posix_spawn_file_actions_adddup2(&fa, from_child[1], 4);
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
 	/* Do not leak the embedding program's other descriptors. */
-	posix_spawn_file_actions_addclosefrom_np(&fa, want_pipe ? 5 : 3);
+	if (err == 0)
+		err = posix_spawn_file_actions_addclosefrom_np(&fa, want_pipe ? 5 : 3);
 #endif
-	posix_spawnattr_init(&at);
-	sigemptyset(&none);
-	sigemptyset(&def);
-	sigaddset(&def, SIGPIPE);          /* (a host may ignore it; the child must not) */
-	sigaddset(&def, SIGCHLD);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &def);
-	posix_spawnattr_setpgroup(&at, 0);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK
-	                         | POSIX_SPAWN_SETSIGDEF);
-	err = posix_spawn(&pid, argv[0], &fa, &at, argv, envp ? envp : environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
+	if (err == 0)
+		err = posix_spawnattr_init(&at);
+	if (err == 0) {
+		sigemptyset(&none);
+		sigemptyset(&def);
+		sigaddset(&def, SIGPIPE);      /* (a host may ignore it; the child must not) */
+		sigaddset(&def, SIGCHLD);
+		posix_spawnattr_setsigmask(&at, &none);
+		posix_spawnattr_setsigdefault(&at, &def);
+		posix_spawnattr_setpgroup(&at, 0);
+		posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK
+		                         | POSIX_SPAWN_SETSIGDEF);
+		err = posix_spawn(&pid, argv[0], &fa, &at, argv, envp ? envp : environ);
+		posix_spawnattr_destroy(&at);
+	}
+	if (fa_made)
+		posix_spawn_file_actions_destroy(&fa);
 
 	/* The parent keeps only its own ends. */
 	{
