@@ -162,6 +162,25 @@ describe("pipe transport", function()
     t:close(); proc:close()
   end)
 
+  it("refuses a NaN deadline (it waited for ever)", function()
+    local proc, t = echo_child()
+    for _, call in ipairs({
+      function() return t:recv(0 / 0) end,
+      function() return t:send("x", 0 / 0) end,
+      function() return proc:wait(0 / 0) end,
+      function() return core.poll({ 0 }, { "r" }, 0 / 0) end,
+      function() return core.ws_connect("127.0.0.1", 1, "/", { deadline = 0 / 0 }) end,
+      function() return core.http_request("127.0.0.1", 1, "/", { deadline = 0 / 0 }) end,
+    }) do
+      local ok, err = pcall(call)
+      assert.is_false(ok)
+      assert.matches("not NaN", err)
+    end
+    t:send("still", soon())
+    assert.equal("still", t:recv(soon()))
+    t:close(); proc:close()
+  end)
+
   it("times out writing to a child that never reads", function()
     -- sleep holds fd 3 open and never reads it: the pipe fills up
     local proc, t = core.spawn({ "/bin/sleep", "30" }, { pipe = true })

@@ -28,7 +28,9 @@ double dt_now(void);
 /* Milliseconds for poll() until deadline: -1 for no deadline, else >= 0,
  * rounded up so that poll never returns just before the deadline. */
 int dt_poll_ms(double deadline);
-/* Reads an optional deadline argument (nil or number). */
+/* Reads a deadline argument (a number, not NaN); the optional one takes nil
+ * as "no deadline". */
+double dt_checkdeadline(lua_State *L, int arg);
 double dt_optdeadline(lua_State *L, int arg);
 /* Sleeps ms milliseconds, restarting after signals. */
 void dt_sleep_ms(int ms);

@@ -19,6 +19,8 @@ double dt_now(void)
 int dt_poll_ms(double deadline)
 {
 	double left;
+	if (deadline != deadline)               /* NaN (refused where read): never wait */
+		return 0;
 	if (deadline < 0)
 		return -1;
 	left = deadline - dt_now();
@@ -29,11 +31,19 @@ int dt_poll_ms(double deadline)
 	return (int)ceil(left * 1000.0);
 }
 
+double dt_checkdeadline(lua_State *L, int arg)
+{
+	double d = luaL_checknumber(L, arg);
+	if (d != d)
+		luaL_argerror(L, arg, "a deadline must be a number, not NaN");
+	return d;
+}
+
 double dt_optdeadline(lua_State *L, int arg)
 {
 	if (lua_isnoneornil(L, arg))
 		return -1;
-	return luaL_checknumber(L, arg);
+	return dt_checkdeadline(L, arg);
 }
 
 void dt_sleep_ms(int ms)

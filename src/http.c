@@ -570,7 +570,7 @@ static http_req *start(lua_State *L)
 		opts = 4;
 		lua_getfield(L, 4, "deadline");
 		if (!lua_isnil(L, -1))
-			deadline = luaL_checknumber(L, -1);
+			deadline = dt_checkdeadline(L, -1);
 		lua_pop(L, 1);
 		method = opt_string(L, 4, "method");
 		if (method == NULL)
@@ -718,7 +718,7 @@ static int l_http_start(lua_State *L)
 static int l_step(lua_State *L)
 {
 	http_req *h = check_req(L);
-	double wait = lua_isnoneornil(L, 2) ? 0 : luaL_checknumber(L, 2);
+	double wait = lua_isnoneornil(L, 2) ? 0 : dt_checkdeadline(L, 2);
 	if (h->state != H_DONE && h->state != H_FAILED)
 		run(h, wait);
 	if (h->state == H_DONE || h->state == H_FAILED)

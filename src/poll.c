@@ -30,6 +30,7 @@ static int l_poll(lua_State *L)
 	n = (int)dt_rawlen(L, 1);
 	luaL_argcheck(L, n <= POLL_MAX, 1, "too many descriptors");
 	timeout = luaL_optnumber(L, 3, -1);
+	luaL_argcheck(L, timeout == timeout, 3, "timeout must be a number, not NaN");
 	if (timeout < 0)
 		ms = -1;
 	else if (timeout > 86400.0)

@@ -730,7 +730,7 @@ static int l_ws_connect(lua_State *L)
 		luaL_checktype(L, 4, LUA_TTABLE);
 		lua_getfield(L, 4, "deadline");                /* ... deadline */
 		if (!lua_isnil(L, -1))
-			deadline = luaL_checknumber(L, -1);
+			deadline = dt_checkdeadline(L, -1);
 		lua_getfield(L, 4, "limit");                   /* ... deadline limit */
 		if (!lua_isnil(L, -1)) {
 			lua_Number n = luaL_checknumber(L, -1);
