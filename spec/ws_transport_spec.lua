@@ -1,8 +1,15 @@
 -- The WebSocket transport and http_get against spec/support/ws_server (a
--- libwebsockets server on 127.0.0.1), plus connection failures against a
--- refused port and a listener that never answers.
+-- libwebsockets server on 127.0.0.1) and spec/support/raw_http.lua, plus
+-- connection failures against a refused port and a listener that never
+-- answers.
 local core = require("devtools_tools.core")
 local helper = require("support.ws_helper")
+local H = require("helper")
+
+-- spec/support/raw_http.lua: canned answers no well-behaved server gives
+local function helper_raw_http()
+  return H.start_port_program({ "/usr/bin/lua5.4", "spec/support/raw_http.lua" })
+end
 
 local MiB = 1024 * 1024
 
@@ -549,6 +556,29 @@ describe("websocket transport", function()
 
     it("connects by localhost", function()
       assert.are.equal(200, (core.http_get("localhost", port, "/json/version", core.now() + 10)))
+    end)
+
+    it("frames what a server may answer: HEAD, interim answers, a Content-Length it cannot read", function()
+      local proc, rport = helper_raw_http()
+      local t0 = core.now()
+      -- an answer to HEAD has no body, whatever its Content-Length says
+      local status, body = core.http_request("127.0.0.1", rport, "/head",
+        { method = "HEAD", deadline = core.now() + 5 })
+      assert.are.equal(200, status)
+      assert.are.equal("", body)
+      assert.is_true(core.now() - t0 < 3)                -- not when the server closes
+      -- 100 and 103 come before the answer
+      status, body = core.http_get("127.0.0.1", rport, "/continue", core.now() + 5)
+      assert.are.equal(200, status)
+      assert.are.equal("hello", body)
+      -- a value cut to fit, or not a number: an error, not a body lost
+      for _, path in ipairs({ "/zeros", "/minus" }) do
+        local ok, msg, code = core.http_get("127.0.0.1", rport, path, core.now() + 5)
+        assert.is_nil(ok)
+        assert.are.equal("bad_message", code)
+        assert.matches("Content%-Length is not a number", msg)
+      end
+      proc:close(0)
     end)
 
     it("rejects a bad path", function()

@@ -31,7 +31,7 @@
 #include "dt.h"
 
 /* Finds the value of header name (case-insensitive) in head[0..n); copies
- * it to val. Returns 1 if found. */
+ * it to val. Returns 1 if found, 2 if found but cut to fit val. */
 int dt_http_find_header(const char *head, size_t n, const char *name, char *val, size_t valsz)
 {
 	size_t nl = strlen(name);
@@ -48,11 +48,12 @@ int dt_http_find_header(const char *head, size_t n, const char *name, char *val,
 			k = (size_t)(eol - v);
 			while (k > 0 && (v[k - 1] == '\r' || v[k - 1] == ' ' || v[k - 1] == '\t'))
 				k--;
-			if (k >= valsz)
+			int cut = k >= valsz;
+			if (cut)
 				k = valsz - 1;
 			memcpy(val, v, k);
 			val[k] = '\0';
-			return 1;
+			return cut ? 2 : 1;
 		}
 		p = eol < end ? eol : NULL;
 	}
@@ -300,7 +301,9 @@ static int finish(http_req *h)
 static int parse_head(http_req *h, size_t from)
 {
 	char val[64];
-	char *e = memmem(h->in.data + from, h->in.len - from, "\r\n\r\n", 4);
+	char *e;
+again:
+	e = memmem(h->in.data + from, h->in.len - from, "\r\n\r\n", 4);
 	if (e == NULL) {
 		if (h->in.len > HTTP_MAX_HEAD)
 			return get_fail(h, DT_ETOOLARGE, "the response headers are over %zu bytes",
@@ -311,18 +314,45 @@ static int parse_head(http_req *h, size_t from)
 	h->status = dt_http_parse_status(h->in.data, h->head);
 	if (h->status < 100)
 		return get_fail(h, DT_ECONNECT, "the answer is not HTTP");
+	if (h->status < 200 && h->status != 101) {
+		/* An interim answer (100 Continue, 103 Early Hints): the final
+		 * one follows. It is dropped and what came after it read again. */
+		size_t rest = h->in.len - h->head;
+		memmove(h->in.data, h->in.data + h->head, rest);
+		h->in.len = rest;
+		h->in.data[rest] = '\0';
+		h->head = 0;
+		h->status = 0;
+		from = 0;
+		goto again;
+	}
 	if (dt_http_find_header(h->in.data, h->head, "Transfer-Encoding", val, sizeof val)
 	    && has_token_ci(val, "chunked")) {
 		h->chunked = 1;
-	} else if (dt_http_find_header(h->in.data, h->head, "Content-Length", val, sizeof val)) {
-		unsigned long long cl = strtoull(val, NULL, 10);
-		if (cl > HTTP_MAX_BODY)
-			return get_fail(h, DT_ETOOLARGE, "the response body of %llu bytes "
-			                "is over the limit of %zu bytes", cl, HTTP_MAX_BODY);
-		h->want = h->head + (size_t)cl;
+	} else {
+		int found = dt_http_find_header(h->in.data, h->head, "Content-Length", val, sizeof val);
+		if (found) {
+			/* 1*DIGIT, all of it: a value cut or not a number would
+			 * frame the body wrongly, and lose it silently */
+			unsigned long long cl = 0;
+			size_t i, n = strlen(val);
+			if (found == 2 || n == 0 || strspn(val, "0123456789") != n)
+				return get_fail(h, DT_EBADMSG, "the response's Content-Length is not a number: %s%s",
+				                val, found == 2 ? "..." : "");
+			for (i = 0; i < n && cl <= HTTP_MAX_BODY; i++)
+				cl = cl * 10 + (unsigned long long)(val[i] - '0');
+			if (cl > HTTP_MAX_BODY)
+				return get_fail(h, DT_ETOOLARGE, "the response body of %s bytes "
+				                "is over the limit of %zu bytes", val, HTTP_MAX_BODY);
+			h->want = h->head + (size_t)cl;
+		}
 	}
-	if (h->status == 204 || h->status == 304 || (h->status >= 100 && h->status < 200))
+	/* no body: these statuses, and any answer to HEAD (its headers
+	 * describe the body a GET would get) */
+	if (h->status == 204 || h->status == 304 || h->status == 101 || strcmp(h->method, "HEAD") == 0) {
+		h->chunked = 0;
 		h->want = h->head;
+	}
 	return 1;
 }
 
