@@ -538,6 +538,11 @@ describe("process", function()
     assert.is_true(#tail <= 100)
     assert.matches("line1999\n$", tail)
     proc:close()
+    for _, bad in ipairs({ 0, -1, 0.5, 1e300, 0 / 0, 2 ^ 31 }) do
+      local ok, err = pcall(core.spawn, { "/bin/true" }, { stderr_size = bad })
+      assert.is_false(ok)
+      assert.matches("stderr_size must be a whole number of bytes", err)
+    end
   end)
 
   it("removes its cleanup directory on close", function()

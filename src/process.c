@@ -477,8 +477,12 @@ static int l_spawn(lua_State *L)
 		lua_getfield(L, 2, "pipe");
 		want_pipe = lua_toboolean(L, -1);
 		lua_getfield(L, 2, "stderr_size");
-		if (!lua_isnil(L, -1))
-			ring_size = (size_t)luaL_checknumber(L, -1);
+		if (!lua_isnil(L, -1)) {
+			lua_Number n = luaL_checknumber(L, -1);
+			luaL_argcheck(L, n >= 1 && n <= 1 << 30 && n == (lua_Number)(size_t)n, 2,
+			              "stderr_size must be a whole number of bytes from 1 to 2^30");
+			ring_size = (size_t)n;
+		}
 		lua_getfield(L, 2, "cleanup_dir");
 		cleanup = lua_tostring(L, -1);         /* kept alive by opts */
 		lua_getfield(L, 2, "reaper");
