@@ -161,6 +161,23 @@ describe("numbers", function()
     valid({ multipleOf = 1e-8 }, 12391239123)
     invalid({ multipleOf = 0.123456789 }, 1e308)
     valid({ multipleOf = 3 }, 0)
+    -- past 2^53, where LuaJIT's % rounds (1e16 % 3 gave 0 there)
+    invalid({ multipleOf = 3 }, 1e16, { "", "multipleOf", "must be multiple of 3" })
+    invalid({ multipleOf = 3 }, 1e17)
+    invalid({ multipleOf = 7 }, 1e21)
+    valid({ multipleOf = 2 }, 2 ^ 60)
+  end)
+
+  it("bounds past 2^53 keep their value in the generated code (Lua 5.3+ integers)", function()
+    if not math.type then return end                   -- (LuaJIT: doubles only)
+    local big = math.tointeger(2 ^ 53) + 1                 -- 9007199254740993
+    valid({ maximum = big }, big)
+    invalid({ minimum = big }, big - 1, { "", "minimum", "must be >= 9007199254740993" })
+    invalid({ exclusiveMaximum = math.maxinteger }, math.maxinteger,
+      { "", "exclusiveMaximum", "must be < 9223372036854775807" })
+    invalid({ maximum = math.maxinteger - 1 }, math.maxinteger)
+    valid({ const = big }, big)
+    invalid({ enum = { big } }, big - 1)
   end)
 end)
 
@@ -844,6 +861,13 @@ describe("tables as the codec sends them", function()
     invalid(props, full, { "/7", "type", "must be integer" })
     full[7] = nil
     invalid(props, full, { "", "required", "must have required property '7'" })
+    -- keys of 1e15 and more are sent with all their digits, and matched so
+    invalid({ properties = { ["1000000000000000"] = { type = "string" } } }, { [1e15] = 5 },
+      { "/1000000000000000", "type", "must be string" })
+    valid({ propertyNames = { pattern = "^[0-9]+$" } }, { [2 ^ 60] = 1 })
+    -- "nan" and "inf" are names (LuaJIT's tonumber reads them as numbers)
+    invalid({ required = { "nan" } }, mixed, { "", "required", "must have required property 'nan'" })
+    invalid({ required = { "inf" } }, mixed)
     -- a name the encoder would not write for a number stays a name
     valid({ required = { "01" } }, { [1] = 5, a = 1, ["01"] = 2 })
     invalid({ required = { "01" } }, mixed)

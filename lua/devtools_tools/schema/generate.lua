@@ -27,6 +27,7 @@ local type, pairs, ipairs, next, setmetatable, getmetatable =
 local concat, sort = table.concat, table.sort
 local sformat = string.format
 local huge = math.huge
+local math_type = math.type  -- (nil on LuaJIT: every number is a double)
 
 local null = require("devtools_tools.core").null
 local resolved, TRUE_NODE, TYPES = compile.resolved, compile.TRUE, compile.TYPES
@@ -40,10 +41,13 @@ local MAX_INLINE = 6         -- nesting depth of inlined schemas
 local PROPS_CHUNK = 64       -- properties per generated function (LuaJIT
                              -- limits the length of a jump)
 
-local function lit(x)        -- a number or string as Lua source
+local function lit(x)        -- a number or string as Lua source, read back as the same value
   if type(x) == "string" then return (sformat("%q", x):gsub("\n", "n")) end
+  if x ~= x then return "(0/0)" end
   if x == huge then return "(1/0)" end
   if x == -huge then return "(-1/0)" end
+  -- an integer of Lua 5.3+ whole (%.17g would round one past 2^53)
+  if math_type and math_type(x) == "integer" then return sformat("%d", x) end
   if x % 1 == 0 and x > -2 ^ 53 and x < 2 ^ 53 then return sformat("%d", x) end
   return sformat("%.17g", x)
 end

@@ -109,8 +109,11 @@ function M.ulen(s)
   return n - cont
 end
 
+local math_type = math.type    -- (nil on LuaJIT: every number is a double)
+
 local function num_str(x)
   if x % 1 == 0 and x > -1e15 and x < 1e15 then return sformat("%d", x) end
+  if math_type and math_type(x) == "integer" then return sformat("%d", x) end
   if x ~= x or x == huge or x == -huge then return tostring(x) end
   local s
   for p = 15, 17 do
@@ -121,10 +124,14 @@ local function num_str(x)
 end
 M.num_str = num_str
 
--- An object key as the encoder writes it.
+-- An object key as the encoder writes it: a whole number as all its
+-- digits (json.c's enc_key; a key 1e15 is sent "1000000000000000").
 function M.key_string(k)
   if type(k) == "string" then return k end
-  if type(k) == "number" then return num_str(k) end
+  if type(k) == "number" then
+    if k % 1 == 0 and k >= -2 ^ 63 and k < 2 ^ 63 then return sformat("%d", k) end
+    return num_str(k)
+  end
   return tostring(k)
 end
 
@@ -133,7 +140,9 @@ end
 -- found under either.
 function M.numeric_key(name)
   local n = tonumber(name)
-  if n ~= nil and M.key_string(n) == name then return n end
+  -- (whole numbers only: the encoder writes no other number as a key, and
+  -- LuaJIT's tonumber reads "nan" and "inf")
+  if n ~= nil and n % 1 == 0 and M.key_string(n) == name then return n end
   return nil
 end
 
