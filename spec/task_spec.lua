@@ -625,6 +625,10 @@ window.addEventListener('devtoolstooldiscovery', (e) => e.respondWith({ name: 'g
       return new Promise((r) => setTimeout(() => { window.inflight--; r(a.ms); }, a.ms)); } },
   { name: 'busy', description: 'never returns', inputSchema: { type: 'object' },
     execute: () => { console.log('busy'); for (;;) {} } },
+  { name: 'el', description: 'the body', inputSchema: { type: 'object' }, execute: () => document.body },
+  { name: 'tag', description: 'the tag of an element argument',
+    inputSchema: { type: 'object', properties: { el: { 'x-mcp-type': 'HTMLElement' } } },
+    execute: (a) => a.el.tagName },
 ]}));
 </script>]]
 
@@ -677,6 +681,29 @@ for _, L in ipairs(loops) do
       end)
       assert.are.same({ 300, 300 }, { r[1], r[2] })
       assert.are.equal(2, page:evaluate("window.maxInflight"))
+    end)
+
+    it("two tasks at one page keep their remote objects: Elements both ways, and discoveries", function()
+      -- (one operation's release took another's: discoveries found no
+      -- groups, silently, and calls failed "Could not find object")
+      local r = run(function()
+        local a = dt.async(function()
+          local empty = 0
+          for _ = 1, 40 do if #page:discover() ~= 1 then empty = empty + 1 end end
+          return empty
+        end)
+        local b = dt.async(function()
+          local tags = {}
+          for _ = 1, 40 do
+            local ok, v = pcall(function() return page:call("tag", { el = page:call("el") }) end)
+            tags[ok and v or tostring(v)] = true
+          end
+          return tags
+        end)
+        return dt.wait_all({ a, b })
+      end)
+      assert.are.equal(0, r[1])
+      assert.are.same({ BODY = true }, r[2])
     end)
 
     it("a timeout inside a task leaves the connection usable", function()

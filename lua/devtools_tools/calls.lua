@@ -90,7 +90,7 @@ M.prepare = prepare
 -- Resolves the Element arguments of prepared calls (all of one session and
 -- context) to remote objects, pipelined. Returns the list of objectIds, in
 -- call order, and sets c.el_first on each call.
-local function resolve_elements(calls, deadline)
+local function resolve_elements(calls, deadline, group)
   local ids, els = {}, {}
   for _, c in ipairs(calls) do
     c.el_first = #els
@@ -98,7 +98,7 @@ local function resolve_elements(calls, deadline)
       local tool = c.tool
       els[#els + 1] = { el = el, tool = tool }
       ids[#els] = tool._page.conn:send("DOM.resolveNode", { backendNodeId = el.backend_node_id,
-        executionContextId = tool._context, objectGroup = "devtools_tools" }, tool._session, deadline)
+        executionContextId = tool._context, objectGroup = group }, tool._session, deadline)
     end
   end
   local out = {}
@@ -156,7 +156,8 @@ local function send_call(c, deadline)
   local arguments = { { value = setmetatable({ tool._gi, tool._ti, tool.name,
     proto and argtext or c.args, tool.group.name }, array_mt) } }
   if c.els then
-    for _, o in ipairs(resolve_elements({ c }, deadline)) do arguments[#arguments + 1] = o end
+    c.group = remote.object_group()       -- released once the reply is in (await_reply)
+    for _, o in ipairs(resolve_elements({ c }, deadline, c.group)) do arguments[#arguments + 1] = o end
   end
   c.id = tool._page.conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.CALL,
     executionContextId = tool._context, arguments = arguments, awaitPromise = true,
@@ -187,7 +188,8 @@ end
 
 local function send_batch(b, deadline)
   local specs = setmetatable({}, array_mt)
-  local objs = resolve_elements(b.calls, deadline)
+  local group = remote.object_group()
+  local objs = resolve_elements(b.calls, deadline, group)
   for i, c in ipairs(b.calls) do
     local tool = c.tool
     local args = c.args
@@ -201,16 +203,17 @@ local function send_batch(b, deadline)
   b.id = tool._page.conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.BATCH,
     executionContextId = tool._context, arguments = arguments, awaitPromise = true,
     returnByValue = true }, tool._session, deadline, true)
-  b.has_els = #objs > 0
+  b.group = #objs > 0 and group or nil
 end
 
 -- The elements a result refers to -> their backend node ids (0-based).
 local function fetch_elements(c, n, key, deadline)
   local tool = c.tool
   local conn, session = tool._page.conn, tool._session
+  local group = remote.object_group()
   local r = conn:await(conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.TAKE,
     executionContextId = tool._context, arguments = { { value = key } },
-    returnByValue = false, objectGroup = "devtools_tools" }, session, deadline), deadline,
+    returnByValue = false, objectGroup = group }, session, deadline), deadline,
     "Runtime.callFunctionOn")
   local props = conn:await(conn:send("Runtime.getProperties", { objectId = r.result.objectId,
     ownProperties = true }, session, deadline), deadline, "Runtime.getProperties")
@@ -235,7 +238,7 @@ local function fetch_elements(c, n, key, deadline)
     local b = type(d) == "table" and type(d.node) == "table" and d.node.backendNodeId
     if type(b) == "number" then backend[i] = b end
   end
-  conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = "devtools_tools" }, session)
+  conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = group }, session)
   return backend
 end
 
@@ -246,12 +249,12 @@ end
 -- Awaits the reply to request id (a call or a batch whose first call is
 -- tool's) and returns the page's decoded envelope; CDP-level failures
 -- become Errors.
-local function await_reply(tool, id, deadline, has_els)
+local function await_reply(tool, id, deadline, group)
   local conn = tool._page.conn
   local ok, r = pcall(conn.await, conn, id, deadline, "tool " .. tool.name)
   if not ok and not is_error(r) then error(r, 0) end
-  if has_els then
-    conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = "devtools_tools" }, tool._session)
+  if group then          -- the Element arguments' remote objects
+    conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = group }, tool._session)
   end
   if not ok then
     if remote.never_ran(r) then
@@ -337,7 +340,7 @@ function M.call_tool(tool, args, deadline)
   if tool._call then return tool._call(tool, args, deadline) end   -- issue 14: a WebMCP tool
   local c = prepare(tool, args, "tool " .. tostring(tool.name), deadline)
   send_call(c, deadline)
-  return open_envelope(c, await_reply(tool, c.id, deadline, c.els ~= nil), deadline)
+  return open_envelope(c, await_reply(tool, c.id, deadline, c.group), deadline)
 end
 
 -- call_many(entries, deadline, keep) -> results. entries[i] is {tool =,
@@ -396,7 +399,7 @@ function M.call_many(entries, deadline, keep)
   for _, b in ipairs(batches) do
     if not b.failed then
       local tool = b.calls[1].tool
-      local ok, envs = errors.catch(await_reply, tool, b.id, deadline, b.has_els)
+      local ok, envs = errors.catch(await_reply, tool, b.id, deadline, b.group)
       if ok and (getmetatable(envs) ~= array_mt or #envs ~= #b.calls) then
         if type(envs) == "table" and envs.error then
           -- one envelope for the whole batch (e.g. the document is gone)

@@ -133,12 +133,15 @@ function M.discover(page, deadline)
   end
   -- With them, the window object of every main world we already know of
   -- (a context of a session not yet confirmed waits for the second round).
+  -- (the remote objects of this discovery: windows and their listeners'
+  -- handlers, released together at the end of step 2)
+  local group = remote.object_group()
   local wins = {}
   for fid, ctx in pairs(page.contexts) do
     local child = page.child_sessions[ctx.session]
     if ctx.session == page.session or (child and child.ready) then
       wins[fid] = { ctx = ctx, id = conn:send("Runtime.evaluate", { expression = "window",
-        contextId = ctx.id, objectGroup = "devtools_tools" }, ctx.session, deadline) }
+        contextId = ctx.id, objectGroup = group }, ctx.session, deadline) }
     end
   end
   local trees = {}
@@ -181,15 +184,13 @@ function M.discover(page, deadline)
       used[t.frame.id] = true
     else                                   -- a context we learnt of just now
       pend[i] = conn:send("Runtime.evaluate", { expression = "window", contextId = t.ctx.id,
-        objectGroup = "devtools_tools" }, t.frame.session, deadline)
+        objectGroup = group }, t.frame.session, deadline)
     end
   end
   for fid, w in pairs(wins) do
     local oid = window_of(w)
     if used[fid] then
       for _, t in ipairs(todo) do if t.frame.id == fid then t.window = oid end end
-    elseif oid then
-      conn:send_nowait("Runtime.releaseObject", { objectId = oid }, w.ctx.session)
     end
   end
   for i, t in ipairs(todo) do
@@ -208,8 +209,13 @@ function M.discover(page, deadline)
           if l.type == "devtoolstooldiscovery" then t.listening = true break end
         end
       elseif r.code ~= "protocol_error" then error(r, 0) end
-      conn:send_nowait("Runtime.releaseObject", { objectId = t.window }, t.frame.session)
     end
+  end
+  local released = {}
+  for _, w in pairs(wins) do released[w.ctx.session] = true end
+  for _, t in ipairs(todo) do released[t.frame.session] = true end
+  for sid in pairs(released) do
+    conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = group }, sid)
   end
 
   -- 3. Dispatch the event where someone listens.

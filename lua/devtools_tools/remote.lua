@@ -2,7 +2,8 @@
 -- (RemoteObjects returned by value, exception details, the errors that mean
 -- "the document went away"), shared by page evaluation and tool calls.
 --
--- What it must never do: wait, or keep state; it only interprets replies.
+-- What it must never do: wait, or keep state (but a counter naming object
+-- groups); it only interprets replies.
 
 require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
@@ -49,6 +50,16 @@ end
 -- (execution context) the request ran in is gone
 function M.is_navigation_error(err)
   return says(err, gone_patterns)
+end
+
+-- object_group() -> a name for the remote objects of one operation, which
+-- releases them (and only them) when done: two tasks at one page must not
+-- release each other's (a shared name let one call's release take the
+-- window another task's discovery was asking about).
+local groups_made = 0
+function M.object_group()
+  groups_made = groups_made + 1
+  return "devtools_tools." .. groups_made
 end
 
 local unserializable = {

@@ -16,6 +16,7 @@ local options = require "devtools_tools.options"
 local element = require "devtools_tools.element"
 local base64 = require "devtools_tools.base64"
 local json = require "devtools_tools.json"
+local remote = require "devtools_tools.remote"
 
 local raise = errors.raise
 local type, tostring, math_max, math_min, error = type, tostring, math.max, math.min, error
@@ -57,7 +58,7 @@ local function element_clip(page, el, deadline, metrics)
     -- would make Chromium send an event for every later change of the
     -- document (50,000 appends then took 34 times as long)
     local q = call(conn, "Runtime.evaluate", { expression = "document.querySelector(" .. json.encode(el) .. ")",
-      objectGroup = "devtools_tools" }, page.session, deadline)
+      objectGroup = remote.object_group() }, page.session, deadline)
     if q.exceptionDetails then      -- a selector it cannot parse ("", "((")
       raise("bad_argument", "screenshot: " .. json.encode(el) .. " is not a valid CSS selector")
     end
