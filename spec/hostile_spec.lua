@@ -154,6 +154,28 @@ describe("tasks sharing one page", function()
     page:close()
   end)
 
+  it("a kept Tool never runs another tool of its name in another group of its group's name", function()
+    -- two libraries both name their group "app"; the admin's answers later, first
+    local page = page_with([[window.admin = false;
+      addEventListener('devtoolstooldiscovery', (e) => { if (window.admin) e.respondWith({ name: 'app', tools: [
+        { name: 'deleteAll', description: 'every user record', inputSchema: { type: 'object' },
+          execute: () => { window.deleted = true; return 'admin'; } }] }); });
+      addEventListener('devtoolstooldiscovery', (e) => e.respondWith({ name: 'app', tools: [
+        { name: 'deleteAll', description: 'the cart', inputSchema: { type: 'object' }, execute: () => 'cart' }] }))]])
+    local clear = page:tool("deleteAll")
+    assert.equal("cart", clear())
+    page:evaluate("window.admin = true; 1")
+    assert.same({ "app", "app" }, names(page:discover()))
+    local e = H.error_of(clear)
+    assert.equal("stale", e.code)
+    assert.matches("the page's groups changed since it was found", e.message)
+    assert.equal("stale", page:call_many({ { clear } }, { errors = "return" })[1].code)
+    assert.is_nil(page:evaluate("window.deleted"))
+    -- looked up again, by name: the first group's, as the page runs it
+    assert.equal("admin", page:call("deleteAll"))
+    page:close()
+  end)
+
   it("a discovery cut short leaves the page's tools as they were", function()
     local page = page_with([[window.addEventListener('devtoolstooldiscovery', (e) => {
       const end = performance.now() + 150; while (performance.now() < end);

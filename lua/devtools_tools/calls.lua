@@ -58,6 +58,64 @@ local function stale_tool(tool, details)
     .. " or was removed); get it again with page:tool()", { tool = tool.name, details = details })
 end
 
+-- A Tool kept from an earlier discovery runs only if the tool the page
+-- would run for it is that tool. The page's list of groups is the latest
+-- discovery's (js/discover.js), and its runtime runs the tool at the
+-- Tool's place if the group there has the Tool's group name, else the
+-- first tool of that name in a group of that name (js/runtime.js findTool).
+-- Group names are not unique: a group of the same name put before it since
+-- would run another tool (a cart's deleteAll ran the admin's). The same
+-- name, description and schema there is taken as the tool.
+local function schema_text(t)
+  local s = t._schema_text
+  if s == nil then
+    local ok, text = pcall(json_encode, t.input_schema)
+    s = ok and text or false
+    t._schema_text = s
+  end
+  return s
+end
+
+local function page_would_run(c, tool)
+  local by_index, order = {}, {}
+  for _, g in ipairs(c.groups) do
+    local first = g.kind ~= "webmcp" and g.frame.id == tool._frame_id and g.tools[1]
+    if first then
+      by_index[first._gi] = g
+      order[#order + 1] = g
+    end
+  end
+  local name, gname = tool.name, tool.group.name
+  local g = by_index[tool._gi]
+  local t = g and g.name == gname and g.tools[tool._ti + 1]
+  if t and t.name == name then return t end
+  table.sort(order, function(a, b) return a.tools[1]._gi < b.tools[1]._gi end)
+  for _, o in ipairs(order) do
+    if o.name == gname then
+      for _, x in ipairs(o.tools) do if x.name == name then return x end end
+    end
+  end
+  return nil
+end
+
+local function check_place(tool)
+  local c = tool._page._tool_cache
+  if not c or tool.kind == "webmcp" then return end
+  local set = c.group_set
+  if not set then
+    set = {}
+    for _, g in ipairs(c.groups) do set[g] = true end
+    c.group_set = set
+  end
+  if set[tool.group] then return end              -- from the latest discovery
+  local there = page_would_run(c, tool)
+  if there == nil then return end                 -- (the page says it is not found)
+  if there.description == tool.description and schema_text(there) == schema_text(tool) then return end
+  raise("stale", "tool " .. tool.name .. ": the page's groups changed since it was found (another tool "
+    .. "of that name, in a group named \"" .. tool.group.name .. "\", would run); get it again with page:tool()",
+    { tool = tool.name })
+end
+
 -- prepare(tool, args, who, deadline) -> {tool, args, els}: validation and
 -- marshalling happen before anything is sent.
 local function prepare(tool, args, who, deadline)
@@ -68,6 +126,7 @@ local function prepare(tool, args, who, deadline)
   if not page:_is_current(tool._frame_id, tool._loader, tool._context) then
     stale_tool(tool)
   end
+  check_place(tool)
   local ok, err = tool:validate(args, deadline)
   if not ok then error(err, 0) end
   local wire, els = marshal.extract_elements(tool:_shape(args))
