@@ -10,7 +10,7 @@
 ---| "launch_failed"  # Chromium is missing or died at start-up
 ---| "connect_failed" # refused connection, non-loopback host, failed handshake
 ---| "tool_not_found" # Tool <name> not found
----| "invalid_params" # arguments failed the tool's inputSchema; details lists {path, keyword, message}
+---| "invalid_params" # arguments failed the tool's inputSchema; details: devtools_tools.SchemaError[]
 ---| "tool_error"     # the tool threw or rejected
 ---| "js_error"       # an evaluate expression threw
 ---| "timeout"        # the call did not finish within its timeout
@@ -34,6 +34,9 @@
 ---@field keyword string the JSON Schema keyword that failed
 ---@field message string
 ---@field schema_path? string
+---@field received? string the failing value rendered short (additionalProperties: the extra property's)
+---@field allowed? string for enum and const: what was allowed, rendered short
+---@field property? string required: the missing property; additionalProperties: the extra one
 
 ---@class devtools_tools.CallOpts
 ---@field timeout? number seconds; default: the browser's timeout
@@ -72,13 +75,24 @@
 ---@class devtools_tools.ConsoleMessage
 ---@field seq integer position, for opts.since
 ---@field level "debug"|"info"|"warning"|"error"
----@field type string console method, "exception", "entry" (browser log) or "listener_error"
+---@field type string console method, "exception", "entry" (browser log), "dialog", "listener_error"
 ---@field source? string
 ---@field text string
 ---@field args any[] the arguments as JSON values
 ---@field location? devtools_tools.Location
 ---@field frame? string frame id
 ---@field exception? {message: string, stack?: string}
+---@field dialog? devtools_tools.Dialog set for type "dialog"
+---@field time number core.now() seconds when it was recorded
+
+---A JavaScript dialog; answered as it opens (README.md, "Console, network, screenshots").
+---@class devtools_tools.Dialog
+---@field type string "alert", "confirm", "prompt" or "beforeunload"
+---@field message string
+---@field default_prompt? string
+---@field url? string
+---@field frame? string frame id
+---@field answer? boolean|string what it was answered with (set once the listeners ran)
 
 ---A network request of the page.
 ---@class devtools_tools.Request
@@ -91,6 +105,8 @@
 ---@field status_text? string
 ---@field mime_type? string
 ---@field failed? string the browser's reason, e.g. net::ERR_CONNECTION_REFUSED
+---@field canceled? boolean a failed request that was cancelled (e.g. its document went away)
+---@field dropped? boolean fell out of the history while in flight: it will never finish
 ---@field frame? string frame id
 ---@field initiator {type?: string, url?: string, line?: integer}
 ---@field timing {start?: number, response?: number, finished?: number, duration?: number} seconds
@@ -178,23 +194,25 @@ local Page = {}
 ---@param opts? devtools_tools.CallOpts
 ---@return devtools_tools.Page
 function Page:navigate(url, opts) end
----@param opts? devtools_tools.CallOpts
+---@param opts? {timeout?: number, ignore_cache?: boolean}
 ---@return devtools_tools.Page
 function Page:reload(opts) end
 ---Runs JavaScript in the main frame; promises are awaited; the value comes back as JSON data.
+---opts.context: an execution context id (default: the main frame's); opts.session: the CDP
+---session id to send it on (default: the page's).
 ---@param expression string
----@param opts? devtools_tools.CallOpts
+---@param opts? {timeout?: number, context?: integer, session?: string}
 ---@return any
 function Page:evaluate(expression, opts) end
 ---Fresh discovery in every frame.
 ---@param opts? devtools_tools.CallOpts
 ---@return devtools_tools.ToolGroup[] groups
----@return table[] warnings
+---@return string[] warnings
 function Page:discover(opts) end
 ---Cached discovery while no frame changed document.
 ---@param opts? devtools_tools.CallOpts
 ---@return devtools_tools.ToolGroup[] groups
----@return table[] warnings
+---@return string[] warnings
 function Page:tool_groups(opts) end
 ---The first tool of that name: the main frame first, then frames in document order.
 ---@param name string
@@ -222,7 +240,7 @@ function Page:close(opts) end
 ---@param opts? {since?: integer|table, level?: string|string[], timeout?: number}
 ---@return devtools_tools.ConsoleMessage[]
 function Page:console_messages(opts) end
----@param opts? {since?: integer|table, url?: string|fun(url: string): boolean}
+---@param opts? {since?: integer|table, url?: string|fun(url: string): boolean, timeout?: number}
 ---@return devtools_tools.Request[]
 function Page:network_requests(opts) end
 ---The body of a finished request (waits for it to finish).
@@ -314,6 +332,7 @@ function Task:cancel() end
 ---@class devtools_tools.json
 ---@field null lightuserdata JSON null (equal to cjson.null)
 ---@field array_mt table the metatable of decoded arrays
+---@field object_mt table the metatable of decoded empty objects
 local json = {}
 ---NaN and infinities become null, as JSON.stringify writes them; finite = true refuses them.
 ---@param value any
@@ -340,6 +359,7 @@ function json.kind(t) end
 ---@field array_mt table
 ---@field json devtools_tools.json
 ---@field Error table the metatable of devtools_tools.Error
+---@field Task table the metatable of devtools_tools.Task
 local dt = {}
 ---Starts headless Chromium over --remote-debugging-pipe.
 ---@param opts? devtools_tools.LaunchOpts
@@ -369,8 +389,11 @@ function dt.is_element(x) end
 ---@param t? T
 ---@return T
 function dt.array(t) end
----The luv-compatible loop tasks run on (vim.uv, vim.loop, require "luv").
----@param loop table
+---The loop new tasks run on: a luv-compatible module (vim.uv, vim.loop,
+---require "luv"), a driver table of one's own (see README.md, "Plugging in
+---another loop"), or nil for the built-in poll loop again.
+---@param loop? table
+---@return table driver
 function dt.use_loop(loop) end
 ---Runs fn(...) as a task, at once until its first wait; library calls inside
 ---it yield to the loop instead of blocking. on_done runs on the loop after it ends (never inside async).
@@ -459,5 +482,15 @@ function nvim.open_args(tool) end
 ---@param title? string
 ---@return integer bufnr
 function nvim.show_result(value, title) end
+---Opens the argument buffer of the tool on the cursor's line of the tool list
+---(keymaps.open_tool, <CR> by default, maps it); a line without a tool only warns.
+---@return integer|nil bufnr
+function nvim.open_tool_under_cursor() end
+---A failure as the plugin reports it: "devtools_tools: <code>: <message>"; an
+---invalid_params error adds one line per failure (path: message (keyword));
+---anything that is not a devtools_tools.Error is reported as an internal error.
+---@param err any
+---@return string
+function nvim.format_error(err) end
 
 return dt
