@@ -25,8 +25,11 @@ external_dependencies = {
 -- Built by the Makefile, not the builtin backend: the builtin backend leaves
 -- its objects and core.so in the source tree, and cannot install the command
 -- line's man page. `make rock-install` builds in a temporary directory and
--- installs the modules (core.so and every lua/devtools_tools/*.lua), the
--- command line bin/devtools-tools and its man page.
+-- installs core.so, lua/devtools_tools/*.lua except nvim.lua and
+-- health.lua, the page scripts js/*.js and schema/*.lua beneath it, the
+-- command line bin/devtools-tools and its man page. The Neovim plugin
+-- (nvim.lua, health.lua, nvim/, plugin/, syntax/, its :help file) is not
+-- installed: a plugin manager runs it from a checkout built with `make nvim`.
 build = {
   type = "make",
   build_pass = false,
