@@ -240,7 +240,7 @@ function Luv:step(timeout, pred)
   return alive ~= false or guard ~= nil
 end
 
--- as(loop) -> driver: a driver as it is, or a luv module wrapped.
+-- as_driver(loop) -> driver: a driver as it is, or a luv module wrapped.
 function M.as_driver(loop)
   if type(loop) ~= "table" then return nil end
   if type(loop.watch) == "function" and type(loop.timer) == "function"

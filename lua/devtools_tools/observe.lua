@@ -741,10 +741,12 @@ end
 
 local observe_opts = { timeout = true, settle = "seconds" }
 
--- observe(fn, opts?) -> {requests, console}, fn's results...: runs fn and
--- returns what happened during it. Requests it started are awaited (within
--- opts.timeout) so their status and sizes are known; opts.settle (1 s)
--- bounds the wait for bodies after every response has arrived.
+-- observe(fn, opts?) -> {requests, console, since, complete}, fn's
+-- results...: runs fn and returns what happened during it (since: the seq
+-- it started after; complete: false when the page did not answer after fn
+-- by the deadline). Requests it started are awaited (within opts.timeout)
+-- so their status and sizes are known; opts.settle (1 s) bounds the wait
+-- for bodies after every response has arrived.
 function P.observe(page, fn, opts)
   if type(fn) ~= "function" then raise("bad_argument", "observe: expected a function, got " .. type(fn)) end
   opts = options.check(opts, observe_opts, "observe")

@@ -429,7 +429,8 @@ end
 local evaluate_opts = { timeout = true, context = "number", session = "string" }
 
 -- evaluate(expression, opts?) -> value. Awaits a promise; returns by value.
--- opts: timeout; context (an execution context id, default: the main frame).
+-- opts: timeout; context (an execution context id, default: the main
+-- frame); session (the CDP session to send it on, default: the page's).
 function Page:evaluate(expression, opts)
   opts = options.check(opts, evaluate_opts, "evaluate")
   self:_check_open()
