@@ -234,6 +234,17 @@ describe("devtools-tools", function()
       assert.equal(0, rc, err)
       assert.equal('{"n":{"type":"integer","value":7},"on":{"type":"boolean","value":false},'
         .. '"s":{"type":"string","value":"x"}}\n', out)
+      -- a JSON object whose text holds = or := is still the JSON object
+      out, err, rc = run("call --compact " .. url .. [[ types '{"n": 1, "s": "a=b", "t": "c:=d"}']])
+      assert.equal(0, rc, err)
+      assert.matches('"s":{"type":"string","value":"a=b"}', out, 1, true)
+      assert.matches('"t":{"type":"string","value":"c:=d"}', out, 1, true)
+    end)
+
+    it("a key=value of -0 is -0, under Lua 5.4 as under LuaJIT", function()
+      local out, err, rc = run("call --compact " .. url .. " types n=-0 i=-0")
+      assert.equal(0, rc, err)
+      assert.equal('{"i":{"type":"-0","value":0},"n":{"type":"-0","value":0}}\n', out)
     end)
 
     it("a key=value that does not fit the schema stays a string, and the schema says so", function()
@@ -456,6 +467,11 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
       local _, err2, rc2 = run("call " .. shq(page) .. " b --timeout 1e400")
       assert.equal(2, rc2)
       assert.matches("finite", err2, 1, true)
+      for _, t in ipairs({ "0x10", "0b101", "' 5'" }) do      -- decimal only (LuaJIT read 0b101 as 5)
+        _, err2, rc2 = run("call " .. shq(page) .. " b --timeout " .. t)
+        assert.equal(2, rc2)
+        assert.matches("--timeout needs a positive number", err2, 1, true)
+      end
     end)
   end)
 
