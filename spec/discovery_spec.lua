@@ -379,6 +379,13 @@ describe("calling tools", function()
     p2:close()
   end)
 
+  it("call_many without a deadline (timeout = math.huge) waits for every call", function()
+    local p2 = open("/frames.html")
+    local res = p2:call_many({ { "whoami" }, { "whoami" } }, { timeout = math.huge })
+    assert.same({ "main", "main" }, { res[1], res[2] })
+    p2:close()
+  end)
+
   it("call_many can return errors in place", function()
     local res = page:call_many({ { "add", { a = 1, b = 1 } }, { "nope" }, { "fail", {} },
       { "add", { a = "x" } }, { "add", { a = 5, b = 5 } } }, { errors = "return" })

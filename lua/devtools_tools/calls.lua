@@ -229,6 +229,7 @@ end
 local function batch_limit_ms(deadline)
   local left = deadline - now()
   if left <= 0 then return 0 end
+  if left == math.huge then return -1 end      -- no deadline: the page waits for every call
   local margin = left * 0.25
   if margin > 0.25 then margin = 0.25 end
   return math.floor((left - margin) * 1000)
