@@ -348,6 +348,15 @@ describe("core.json_encode", function()
       assert(#s <= 24, s)
     end
     assert.are.equal(5e-324, core.json_decode(core.json_encode(5e-324)))
+    -- subnormals in their shortest form too, as JSON.stringify writes them
+    assert.are.equal("[5e-324,2.5e-320,1e-310]", core.json_encode(A { 5e-324, 2.5e-320, 1e-310 }))
+  end)
+
+  it("writes the table key -2^63 (the smallest integer) on LuaJIT as on Lua 5.4", function()
+    assert.are.equal('{"-9223372036854775808":1}', core.json_encode({ [minint or -2 ^ 63] = 1 }))
+    local ok, _, code = core.json_encode({ [2 ^ 63] = 1 })
+    assert.is_nil(ok)
+    assert.are.equal("bad_value", code)
   end)
 
   it("writes holes in a marked array as null, up to its raw length", function()

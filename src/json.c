@@ -1073,7 +1073,10 @@ static int put_double(jenc *e, double x)
 		int prec;
 		if (c != (locale_t)0)
 			old = uselocale(c);
-		for (prec = 15; prec <= 17; prec++) {
+		/* 15 digits carry any normal double whose shortest form is
+		 * shorter (%g drops the zeros); a subnormal has fewer bits, so
+		 * fewer digits may do (5e-324, not 4.94065645841247e-324) */
+		for (prec = ax < DBL_MIN ? 1 : 15; prec <= 17; prec++) {
 			len = snprintf(tmp, sizeof tmp, "%.*g", prec, x);
 			if (prec == 17 || strtod(tmp, NULL) == x)
 				break;
@@ -1292,7 +1295,7 @@ static int enc_key(jenc *e, int idx)
 		v = (int64_t)lua_tointeger(L, idx);
 #else
 		double dk = lua_tonumber(L, idx);
-		if (dk != floor(dk) || fabs(dk) >= 9223372036854775808.0)
+		if (dk != floor(dk) || dk >= 9223372036854775808.0 || dk < -9223372036854775808.0)
 			return enc_fail(e, DT_EBADVALUE, "table key %.17g is neither a string nor an integer", dk);
 		v = (int64_t)dk;
 #endif
