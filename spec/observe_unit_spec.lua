@@ -407,4 +407,28 @@ describe("WebMCP registry (fake transport)", function()
       loaderId = "L2", securityOrigin = "http://127.0.0.1" } }, "S1")
     assert.same({}, page:discover())
   end)
+
+  it("keeps thousands of tools registered one at a time, replaced and removed, in order", function()
+    -- one event per tool, as registerTool sends them (looking through the
+    -- list for each made 10,000 take 16 s, past any deadline)
+    local page, fake = open()
+    F.with_tools(fake, {})
+    local n = 20000
+    for i = 1, n do
+      fake:event("WebMCP.toolsAdded", { tools = { { name = "t" .. i, description = "first", frameId = "F1" } } }, "S1")
+    end
+    for i = 1, n, 2 do                                  -- every odd one removed
+      fake:event("WebMCP.toolsRemoved", { tools = { { name = "t" .. i, frameId = "F1" } } }, "S1")
+    end
+    fake:event("WebMCP.toolsAdded", { tools = { { name = "t2", description = "again", frameId = "F1" } } }, "S1")
+    local t0 = require("devtools_tools.core").now()
+    local groups = page:discover({ timeout = 5 })
+    assert.is_true(require("devtools_tools.core").now() - t0 < 5)
+    local list = groups[1].tools
+    assert.equal(n / 2, #list)
+    assert.equal("t4", list[1].name)
+    assert.equal("t" .. n, list[#list - 1].name)
+    assert.equal("t2", list[#list].name)                -- registered again: last, as Chromium lists it
+    assert.equal("again", list[#list].description)
+  end)
 end)

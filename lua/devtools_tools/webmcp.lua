@@ -36,7 +36,7 @@ local KEEP_ANSWERS = 128
 local function state(page)
   local st = page._webmcp
   if not st then
-    st = { tools = {}, seq = 0, answers = {}, answer_order = {},
+    st = { tools = {}, by_key = {}, dead = 0, seq = 0, answers = {}, answer_order = {},
       watched = {},        -- invocation id -> true: its result's decoding is bounded
       given_up = {} }      -- invocation id -> true: its caller gave up, its result not come
     page._webmcp = st
@@ -44,12 +44,38 @@ local function state(page)
   return st
 end
 
-local function drop(st, pred)
+-- st.tools: the registry in the order tools came; st.by_key finds a tool
+-- by frame and name at once (a page may register thousands, one event
+-- each: looking through the list for each made that quadratic, 16 s for
+-- 10,000). A tool replaced or removed is marked dead and left in the list
+-- until dead ones are half of it.
+local function key_of(frame_id, name) return frame_id .. "\0" .. name end
+
+local function compact(st)
   local kept = {}
   for _, t in ipairs(st.tools) do
-    if not pred(t) then kept[#kept + 1] = t end
+    if not t.dead then kept[#kept + 1] = t end
   end
-  st.tools = kept
+  st.tools, st.dead = kept, 0
+end
+
+local function kill(st, t)
+  if t.dead then return end
+  t.dead = true
+  st.dead = (st.dead or 0) + 1
+  local k = key_of(t.frame_id, t.name)
+  if st.by_key[k] == t then st.by_key[k] = nil end
+end
+
+local function settle(st)
+  if (st.dead or 0) > 64 and st.dead * 2 > #st.tools then compact(st) end
+end
+
+local function drop(st, pred)
+  for _, t in ipairs(st.tools) do
+    if not t.dead and pred(t) then kill(st, t) end
+  end
+  compact(st)
 end
 
 local handlers = {}
@@ -57,25 +83,32 @@ local handlers = {}
 handlers["WebMCP.toolsAdded"] = function(page, st, p, session)
   for _, t in ipairs(type(p.tools) == "table" and p.tools or {}) do
     if type(t) == "table" and type(t.name) == "string" and type(t.frameId) == "string" then
-      drop(st, function(o) return o.frame_id == t.frameId and o.name == t.name end)
+      local k = key_of(t.frameId, t.name)
+      local old = st.by_key[k]
+      if old then kill(st, old) end
       local fr = page.frames[t.frameId]
       st.seq = st.seq + 1
-      st.tools[#st.tools + 1] = {
+      local rec = {
         name = t.name, description = t.description, input_schema = t.inputSchema,
         annotations = t.annotations, frame_id = t.frameId, backend_node_id = t.backendNodeId,
         session = (fr and fr.session) or session or page.session, loader = fr and fr.loader_id,
         seq = st.seq,
       }
+      st.tools[#st.tools + 1] = rec
+      st.by_key[k] = rec
     end
   end
+  settle(st)
 end
 
 handlers["WebMCP.toolsRemoved"] = function(_, st, p)
   for _, t in ipairs(type(p.tools) == "table" and p.tools or {}) do
-    if type(t) == "table" then
-      drop(st, function(o) return o.frame_id == t.frameId and o.name == t.name end)
+    if type(t) == "table" and type(t.name) == "string" and type(t.frameId) == "string" then
+      local old = st.by_key[key_of(t.frameId, t.name)]
+      if old then kill(st, old) end
     end
   end
+  settle(st)
 end
 
 handlers["WebMCP.toolResponded"] = function(page, st, p)
@@ -106,7 +139,7 @@ handlers["Page.frameNavigated"] = function(_, st, p)
   drop(st, function(o) return o.frame_id == f.id and o.loader ~= f.loaderId end)
   -- Tools added before the frame was known learn their document now.
   for _, o in ipairs(st.tools) do
-    if o.frame_id == f.id and o.loader == nil then o.loader = f.loaderId end
+    if not o.dead and o.frame_id == f.id and o.loader == nil then o.loader = f.loaderId end
   end
 end
 
@@ -161,7 +194,7 @@ function M.add_groups(page, groups, deadline)
   if deadline then enable_children(page, st, deadline) end
   local by_frame, order = {}, {}
   for _, t in ipairs(st.tools) do
-    local fr = page.frames[t.frame_id]
+    local fr = not t.dead and page.frames[t.frame_id]
     local child = page.child_sessions[t.session]
     if fr and (t.loader == nil or t.loader == fr.loader_id) and not (child and child.crashed) then
       local list = by_frame[t.frame_id]

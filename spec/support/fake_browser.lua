@@ -25,7 +25,7 @@ F.DECODE_LATE = setmetatable({}, { __tostring = function() return "DECODE_LATE" 
 F.LATE_MESSAGE = "the deadline passed while decoding (262144 of 1000000 bytes done)"
 
 function F.new(on)
-  local t = { sent = {}, queue = {}, later = {}, closed = false, on = on or {} }
+  local t = { sent = {}, queue = {}, out = {}, oi = 1, olen = 0, later = {}, closed = false, on = on or {} }
   function t:send(text)
     if self.closed then return nil, "gone", "closed" end
     local msg = json.decode(text)
@@ -50,7 +50,16 @@ function F.new(on)
   -- recv_cdp(deadline, ids): replies whose id is in ids carry a JSON
   -- text in result.result.value, decoded in place as the real transports do
   function t:recv_cdp(deadline, ids, deadlines)
-    local m = table.remove(self.queue, 1)
+    -- (the queue taken whole into `out` and read from there: removing
+    -- each message from the front of a long queue was quadratic)
+    if self.oi > self.olen and #self.queue > 0 then
+      self.out, self.queue, self.oi, self.olen = self.queue, {}, 1, #self.queue
+    end
+    local m
+    if self.oi <= self.olen then
+      m = self.out[self.oi]
+      self.oi = self.oi + 1
+    end
     if not m and self.later[1] and deadline and deadline >= self.later[1].at then
       m = table.remove(self.later, 1).msg
     end
@@ -84,7 +93,7 @@ function F.new(on)
     if self.closed then return nil, "gone", "closed" end
     return nil, "timed out", "timeout"
   end
-  function t:pending() return #self.queue > 0 end
+  function t:pending() return self.oi <= self.olen or #self.queue > 0 end
   function t:close() self.closed = true end
   function t:event(method, params, session)
     self.queue[#self.queue + 1] = { method = method, params = params, sessionId = session }
