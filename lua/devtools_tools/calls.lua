@@ -203,6 +203,7 @@ local function send_call(c, deadline)
   -- arguments travel as JSON text, which the page reads with JSON.parse.
   local argtext = encode_args(c.args)
   local proto = sfind(argtext, '"__proto__"', 1, true) ~= nil
+  c.nav_known = tool._page.nav_requested[tool._frame_id]
   if not c.els then
     -- An expression with the arguments as literals (js/call_expr.js), in a
     -- request whose text is the tool's but for them.
@@ -260,6 +261,7 @@ local function send_batch(b, deadline)
   local arguments = { { value = specs }, { value = batch_limit_ms(deadline) } }
   for _, o in ipairs(objs) do arguments[#arguments + 1] = o end
   local tool = b.calls[1].tool
+  b.nav_known = tool._page.nav_requested[tool._frame_id]
   b.id = tool._page.conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.BATCH,
     executionContextId = tool._context, arguments = arguments, awaitPromise = true,
     returnByValue = true }, tool._session, deadline, true)
@@ -309,7 +311,12 @@ end
 -- Awaits the reply to request id (a call or a batch whose first call is
 -- tool's) and returns the page's decoded envelope; CDP-level failures
 -- become Errors.
-local function await_reply(tool, id, deadline, group)
+-- nav_known: a navigation of the tool's frame had begun when the request
+-- was sent. Then Chromium's "Cannot find context" means the request came
+-- after the old document went: it did not run (page:call looks again).
+-- Otherwise the document may have gone while the tool ran (one that
+-- removed its own iframe): `navigated`, never run a second time.
+local function await_reply(tool, id, deadline, group, nav_known)
   local conn = tool._page.conn
   local ok, r = pcall(conn.await, conn, id, deadline, "tool " .. tool.name)
   if not ok and not is_error(r) then error(r, 0) end
@@ -317,7 +324,7 @@ local function await_reply(tool, id, deadline, group)
     conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = group }, tool._session)
   end
   if not ok then
-    if remote.never_ran(r) then
+    if remote.session_gone(r) or (nav_known and remote.never_ran(r)) then
       stale_tool(tool, r.details)
     end
     if remote.is_navigation_error(r) then
@@ -400,7 +407,7 @@ function M.call_tool(tool, args, deadline)
   if tool._call then return tool._call(tool, args, deadline) end   -- issue 14: a WebMCP tool
   local c = prepare(tool, args, "tool " .. tostring(tool.name), deadline)
   send_call(c, deadline)
-  return open_envelope(c, await_reply(tool, c.id, deadline, c.group), deadline)
+  return open_envelope(c, await_reply(tool, c.id, deadline, c.group, c.nav_known), deadline)
 end
 
 -- call_many(entries, deadline, keep) -> results. entries[i] is {tool =,
@@ -459,7 +466,7 @@ function M.call_many(entries, deadline, keep)
   for _, b in ipairs(batches) do
     if not b.failed then
       local tool = b.calls[1].tool
-      local ok, envs = errors.catch(await_reply, tool, b.id, deadline, b.group)
+      local ok, envs = errors.catch(await_reply, tool, b.id, deadline, b.group, b.nav_known)
       if ok and (getmetatable(envs) ~= array_mt or #envs ~= #b.calls) then
         if type(envs) == "table" and envs.error then
           -- one envelope for the whole batch (e.g. the document is gone)

@@ -41,6 +41,7 @@ local handlers = {}
 
 handlers["Page.frameNavigated"] = function(self, p, session)
   local f = p.frame
+  self.nav_requested[f.id] = nil
   local fr = self.frames[f.id] or {}
   fr.id, fr.url, fr.origin, fr.parent = f.id, f.url .. (f.urlFragment or ""), f.securityOrigin, f.parentId
   fr.loader_id = f.loaderId                 -- a new document: tools of the old one are stale
@@ -54,7 +55,23 @@ handlers["Page.frameNavigated"] = function(self, p, session)
   end
 end
 
+-- A navigation that will replace the frame's document has begun (a tool
+-- that set location, say): a call sent to the frame before its new
+-- document comes finds the old one gone, and did not run (see calls.lua).
+-- Until the new document, or the end of loading without one.
+local function nav_requested(self, p)
+  local why = p.disposition or p.navigationType
+  if type(p.frameId) == "string" and why ~= "newTab" and why ~= "newWindow" and why ~= "download"
+      and why ~= "sameDocument" and why ~= "historySameDocument" then
+    self.nav_requested[p.frameId] = true
+  end
+end
+handlers["Page.frameRequestedNavigation"] = nav_requested
+handlers["Page.frameStartedNavigating"] = nav_requested
+handlers["Page.frameStoppedLoading"] = function(self, p) self.nav_requested[p.frameId or false] = nil end
+
 handlers["Page.navigatedWithinDocument"] = function(self, p)
+  self.nav_requested[p.frameId or false] = nil
   local fr = self.frames[p.frameId]
   if fr then fr.url = p.url end
   if p.frameId == self.main_frame then self.url = p.url end
@@ -65,6 +82,7 @@ handlers["Page.lifecycleEvent"] = function(self, p)
 end
 
 handlers["Page.frameDetached"] = function(self, p)
+  self.nav_requested[p.frameId or false] = nil
   local fr = self.frames[p.frameId]
   if fr and p.reason ~= "swap" then
     self.frames[p.frameId] = nil
@@ -245,7 +263,7 @@ function M.attach(browser, target_id, deadline, opts)
     nil, deadline), deadline, "Target.attachToTarget")
   local self = setmetatable({
     browser = browser, conn = conn, target_id = target_id, session = r.sessionId,
-    url = "about:blank", frames = {}, contexts = {}, loaded = {}, nav_count = 0,
+    url = "about:blank", frames = {}, contexts = {}, loaded = {}, nav_count = 0, nav_requested = {},
     child_sessions = {}, worker_sessions = {}, _attach_seq = 1, epoch = 0, _probes = {},
   }, Page)
   self._listener = function(method, params, session)

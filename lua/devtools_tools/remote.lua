@@ -46,6 +46,12 @@ function M.never_ran(err)
   return says(err, never_ran_patterns)
 end
 
+-- session_gone(err) -> true when a protocol_error says the request's
+-- session had ended before it came (nothing can have run)
+function M.session_gone(err)
+  return says(err, { never_ran_patterns[3] })
+end
+
 -- is_navigation_error(err) -> true when a protocol_error says the document
 -- (execution context) the request ran in is gone
 function M.is_navigation_error(err)
