@@ -61,6 +61,13 @@ describe("one deadline per call", function()
     page:close()
   end)
 
+  it("frames nested deeper than Chromium can send the tree of: the tools are found all the same", function()
+    local page = open("/deepnest.html")
+    assert.same({ "main" }, names(page:discover()))
+    assert.equal(3, page:call("add", { a = 1, b = 2 }))
+    page:close()
+  end)
+
   it("a missing name on a fresh page runs one discovery, not two", function()
     local page = open("/cases.html?case=slowdisc")
     local e = H.error_of(page.call, page, "missing", nil, { timeout = 10 })

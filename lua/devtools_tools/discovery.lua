@@ -68,6 +68,37 @@ function M.ordered_frames(main_session, child_sessions, trees)
   return out
 end
 
+-- tree_from_events(page, session) -> a frame tree as Page.getFrameTree
+-- gives, made from the frames the page's events told of, or nil. For a
+-- page whose tree Chromium cannot send (frames nested some 150 deep:
+-- "CBOR: stack limit exceeded"); frames of one parent in id order.
+function M.tree_from_events(page, session)
+  local kids, root = {}, nil
+  for id, fr in pairs(page.frames) do
+    if fr.session == session then
+      local parent = fr.parent and page.frames[fr.parent]
+      if parent and parent.session == session then
+        local l = kids[fr.parent] or {}
+        l[#l + 1] = id
+        kids[fr.parent] = l
+      elseif root == nil or id == page.main_frame then
+        root = id
+      end
+    end
+  end
+  if root == nil then return nil end
+  local function node(id)
+    local fr = page.frames[id]
+    local n = { frame = { id = id, url = fr.url, securityOrigin = fr.origin, loaderId = fr.loader_id,
+      parentId = fr.parent }, childFrames = {} }
+    local l = kids[id] or {}
+    table.sort(l)
+    for i, c in ipairs(l) do n.childFrames[i] = node(c) end
+    return n
+  end
+  return node(root)
+end
+
 -- Our page script checked the groups, but it runs among the page's own
 -- globals (JSON, Array.prototype, Promise...), which a page may replace:
 -- what comes back is checked again, a group at a time. Its index goes into
@@ -160,6 +191,7 @@ function M.discover(page, deadline)
     if page.closed then raise("disconnected", "discover: the page was closed during discovery") end
   end
   not_closed()
+  if not trees[page.session] then trees[page.session] = M.tree_from_events(page, page.session) end
   if not trees[page.session] then raise("protocol_error", "discover: no frame tree for the page") end
   local frames = M.ordered_frames(page.session, page.child_sessions, trees)
 
