@@ -218,6 +218,83 @@ describe("tasks sharing one page", function()
   end)
 end)
 
+describe("an iframe that breaks what discovery uses", function()
+  -- badframes.html: the page's tool "add", and an iframe (badframe.html?a=NAME)
+  -- whose listener answers but whose window was made hostile to our script.
+  -- Each once cross-site (its own process) and once same-origin.
+  local function each_host(fn)
+    for _, host in ipairs({ "cross", "same" }) do fn(host, host == "same" and "&host=same" or "") end
+  end
+
+  it("a window.__dtmcp that cannot hold the tools skips that frame's groups, with a warning", function()
+    each_host(function(host, q)
+      for _, a in ipairs({ "five", "freeze", "getter" }) do
+        local case = a .. " (" .. host .. ")"
+        local page = open("/badframes.html?a=" .. a .. q)
+        local t0 = core.now()
+        local groups, warnings = page:discover({ timeout = 4 })
+        assert.is_true(core.now() - t0 < 1, case)
+        assert.same({ "main" }, names(groups), case)
+        assert.equal(1, #warnings, case)
+        assert.matches('Invalid toolGroup "child": window.__dtmcp cannot hold the page\'s tools (', warnings[1], 1, true)
+        assert.matches("(frame http://", warnings[1], 1, true)
+        assert.equal(3, page:call("add", { a = 1, b = 2 }, { timeout = 4 }), case)
+        page:close()
+      end
+    end)
+  end)
+
+  it("a frame that replaced queueMicrotask, or whose listener replaces setTimeout and JSON, is discovered", function()
+    each_host(function(host, q)
+      for _, a in ipairs({ "microtask", "settimeout", "inlistener" }) do
+        local case = a .. " (" .. host .. ")"
+        local page = open("/badframes.html?a=" .. a .. q)
+        local groups, warnings = page:discover({ timeout = 4 })
+        assert.same({ "main", "child" }, names(groups), case)
+        assert.same({}, warnings, case)
+        if a ~= "inlistener" then   -- (its JSON.stringify, which calls use, returns 5)
+          assert.equal("child", page:call("childTool", nil, { timeout = 4 }), case)
+        end
+        page:close()
+      end
+    end)
+  end)
+
+  it("an iframe that never answers is skipped with a warning, within the deadline; the page's tools work", function()
+    each_host(function(host, q)
+      for _, a in ipairs({ "promise", "timerless" }) do
+        local case = a .. " (" .. host .. ")"
+        local page = open("/badframes.html?a=" .. a .. q)
+        local t0 = core.now()
+        -- the call's discovery gives the iframe half of its 4 s
+        assert.equal(3, page:call("add", { a = 1, b = 2 }, { timeout = 4 }), case)
+        local took = core.now() - t0
+        assert.is_true(took > 1.9 and took < 3, case .. ": " .. took)
+        local groups, warnings = page:tool_groups()
+        assert.same({ "main" }, names(groups), case)
+        assert.equal(1, #warnings, case)
+        assert.matches("^discovery did not answer in time in frame http://[^ ]*/badframe%.html%?a=" .. a
+          .. " %(after [%d.]+ s: .*; its tools are skipped$", warnings[1])
+        page:close()
+      end
+    end)
+  end)
+
+  it("a main frame that never answers is a timeout naming discovery; one whose window.__dtmcp is 5 answers", function()
+    local page = open("/badframes.html?main=promise")
+    local e = H.error_of(page.discover, page, { timeout = 1 })
+    assert.equal("timeout", e.code)
+    assert.matches("discovery did not finish in time in the main frame http://", e.message, 1, true)
+    page:close()
+    page = open("/badframes.html?main=five")
+    local groups, warnings = page:discover({ timeout = 4 })
+    assert.same({}, groups)
+    assert.equal(1, #warnings)
+    assert.matches('Invalid toolGroup "main": window.__dtmcp cannot hold', warnings[1], 1, true)
+    page:close()
+  end)
+end)
+
 describe("issue 11", function()
   it("finds a tool registered after an earlier miss", function()
     local page = open("/cases.html?case=counting")

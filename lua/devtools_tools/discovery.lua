@@ -5,7 +5,10 @@
 -- listener check, the same event, the same group validation, the same
 -- window.__dtmcp.toolGroups and window.__dtmcp.executeTool (js/discover.js).
 -- Beyond it: tools in iframes (cross-origin ones live in their own target
--- sessions), one bad frame or group never hides the others.
+-- sessions), one bad frame or group never hides the others: an iframe
+-- whose discovery does not answer in time (a listener still running, or
+-- a page that broke what the script waits with: setTimeout, Promise) is
+-- skipped with a warning, within the caller's deadline.
 --
 -- What it must never do: use a page-provided name as a key of one of our
 -- objects, trust a page value to be of the type it claims, start a clock of
@@ -22,7 +25,9 @@ local calls = require "devtools_tools.calls"
 local pagejs = require "devtools_tools.pagejs"
 
 local raise = errors.raise
+local now = require("devtools_tools.core").now
 local type, ipairs, pairs, error = type, ipairs, pairs, error
+local min = math.min
 
 local M = {}
 
@@ -144,6 +149,16 @@ local function make_groups(page, frame, ctx, payload, out, warnings, where)
   end
 end
 
+-- How long the iframes' discovery may take: half the time left when it
+-- starts, at most IFRAME_WAIT seconds. The main frame's has the whole
+-- deadline, and a main frame that does not answer is a timeout: its tools
+-- are the page's own, and without them a call by name would find an
+-- iframe's tool of that name, or none. An iframe that does not answer
+-- within its share is skipped with a warning, and what the caller does
+-- with the tools keeps the other half (a call with {timeout = 4} on a page
+-- with such an iframe answered in 2 s, not a timeout after 4).
+local IFRAME_WAIT = 10
+
 -- discover(page, deadline) -> groups, warnings, epoch, navigated (fresh, in
 -- every frame; epoch: the page's document epoch the result is about;
 -- navigated: a frame's document went away under the discovery call)
@@ -262,22 +277,33 @@ function M.discover(page, deadline)
   local function where(t)
     return t.frame.id ~= page.main_frame and (" (frame " .. t.frame.url .. ")") or ""
   end
+  local started = now()
+  local iframe_deadline = min(started + (deadline - started) / 2, started + IFRAME_WAIT, deadline)
   for i, t in ipairs(todo) do
     if t.listening then
-      local ok, r = errors.catch(conn.await, conn, pend[i], deadline, "Runtime.callFunctionOn")
+      local main = t.frame.id == page.main_frame
+      local ok, r = errors.catch(conn.await, conn, pend[i], main and deadline or iframe_deadline,
+        "Runtime.callFunctionOn")
       if not ok then
         if remote.is_navigation_error(r) or remote.never_ran(r) then
           warnings[#warnings + 1] = "frame " .. t.frame.url .. " navigated during discovery"
           navigated = true
         else
           if r.code == "timeout" or r.code == "cancelled" then
-            page:_timed_out(t.frame.session)
+            page:_timed_out(t.frame.session)   -- a busy listener: the next call stops it
           end
-          if r.code == "timeout" then
-            r = errors.new("timeout", "discovery did not finish in time (the page's "
-              .. "devtoolstooldiscovery listeners in frame " .. t.frame.url .. " were still running)")
+          if r.code == "timeout" and not main then
+            warnings[#warnings + 1] = ("discovery did not answer in time in frame %s (after %.3g s: a "
+              .. "devtoolstooldiscovery listener still running, or a page that replaced setTimeout or "
+              .. "Promise); its tools are skipped"):format(t.frame.url, now() - started)
+          else
+            if r.code == "timeout" then
+              r = errors.new("timeout", "discovery did not finish in time in the main frame " .. t.frame.url
+                .. " (a devtoolstooldiscovery listener still running, or a page that replaced setTimeout "
+                .. "or Promise)")
+            end
+            error(r, 0)
           end
-          error(r, 0)
         end
       elseif r.exceptionDetails then
         local msg = remote.exception_info(r.exceptionDetails)

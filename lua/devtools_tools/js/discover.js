@@ -10,14 +10,29 @@
 // discovery cut short (a timeout, Runtime.terminateExecution) leaves it as
 // it was, which is what Lua's cache of tools says.
 //
+// It runs in the page's main world, as the reference's does (respondWith
+// and executeTool must be the page's), so among the page's own globals.
+// What it needs of them (setTimeout, JSON) is taken before the event is
+// dispatched: a listener that replaces them cannot stop it. The wait for
+// the listeners' microtasks is an `await`, the engine's own: a page that
+// replaced queueMicrotask cannot stop it either. Globals the page
+// replaced before discovery (setTimeout, Promise) are the ones used: Lua
+// checks what comes back, and gives up on an iframe that does not answer
+// in time (discovery.lua).
+//
 // What it must never do: let one bad group (invalid, not JSON, nested too
-// deep for the wire) spoil the others, or return anything but one JSON text.
+// deep for the wire) spoil the others, return anything but one JSON text,
+// or not return: `finish` never throws (a window.__dtmcp that the page
+// made a number, froze, or gave a getter that throws made it throw, and
+// the discovery never settled).
 //
 // The file is one function expression; Lua calls it with the depth limit
 // (schemas nested deeper are skipped with a warning).
 (function discoverDevtoolsTools(maxDepth) {
   'use strict';
   const fresh = [];            // window.__dtmcp.toolGroups once finished
+  const stringify = JSON.stringify;
+  const later = setTimeout;
   // How deep a JSON value nests (a cycle counts as too deep).
   const tooDeep = (value, limit) => {
     const stack = [[value, 0]];
@@ -31,11 +46,17 @@
     }
     return false;
   };
+  // An exception's message, whatever was thrown.
+  const reason = (e) => {
+    try { return String(e && e.message !== undefined ? e.message : e); } catch (_) { return 'an exception'; }
+  };
   return new Promise((resolve) => {
     const event = new CustomEvent('devtoolstooldiscovery');
     const groups = [];
     const warnings = [];
-    const label = (g) => (g && typeof g.name === 'string') ? ' "' + g.name + '"' : '';
+    const label = (g) => {
+      try { return (g && typeof g.name === 'string') ? ' "' + g.name + '"' : ''; } catch (_) { return ''; }
+    };
     // Every skipped group is a warning for Lua and a console.error in the
     // page (ours too: a getter that throws, too deep, not JSON); a
     // console.error the page replaced may throw: the warning stays.
@@ -43,8 +64,15 @@
       warnings.push(text);
       try { console.error(what, g); } catch (_) { /* reported to Lua all the same */ }
     };
+    // window.__dtmcp as the reference makes and fills it. One the page made
+    // something that cannot hold the tools (a number, a frozen object, a
+    // getter that throws) is noted: its groups are skipped when it finishes.
+    let unusable;
+    const dtmcp = (f) => {
+      try { f(); } catch (e) { if (unusable === undefined) unusable = reason(e); }
+    };
     const respond = (toolGroup) => {
-      if (!window.__dtmcp) window.__dtmcp = {};
+      dtmcp(() => { if (!window.__dtmcp) window.__dtmcp = {}; });
       let problem;
       if (toolGroup === null || typeof toolGroup !== 'object') problem = 'respondWith needs an object, got ' + (toolGroup === null ? 'null' : typeof toolGroup);
       else if (typeof toolGroup.name !== 'string') problem = 'name must be a string';
@@ -69,34 +97,46 @@
         }
       }
       fresh.push(toolGroup);
-      if (!window.__dtmcp.executeTool) {
-        window.__dtmcp.executeTool = async (toolName, args) => {
-          if (!window.__dtmcp?.toolGroups || window.__dtmcp.toolGroups.length === 0) {
-            throw new Error('No tools found on the page');
-          }
-          for (const group of window.__dtmcp.toolGroups) {
-            const tool = group.tools?.find((t) => t.name === toolName);
-            if (tool) return await tool.execute(args);
-          }
-          throw new Error(`Tool ${toolName} not found`);
-        };
-      }
+      dtmcp(() => {
+        if (!window.__dtmcp.executeTool) {
+          window.__dtmcp.executeTool = async (toolName, args) => {
+            if (!window.__dtmcp?.toolGroups || window.__dtmcp.toolGroups.length === 0) {
+              throw new Error('No tools found on the page');
+            }
+            for (const group of window.__dtmcp.toolGroups) {
+              const tool = group.tools?.find((t) => t.name === toolName);
+              if (tool) return await tool.execute(args);
+            }
+            throw new Error(`Tool ${toolName} not found`);
+          };
+        }
+      });
       groups.push(toolGroup);
     };
     // A group whose reading throws (a getter) is a warning too, not an
     // exception in the page's listener that would lose it silently.
     event.respondWith = (toolGroup) => {
       try { respond(toolGroup); } catch (e) {
-        let why;
-        try { why = String(e && e.message !== undefined ? e.message : e); } catch (_) { why = 'an exception'; }
-        skip(toolGroup, 'Invalid toolGroup: reading it threw: ' + why + '; group skipped');
+        skip(toolGroup, 'Invalid toolGroup: reading it threw: ' + reason(e) + '; group skipped');
       }
     };
-    const finish = () => {
-      if (window.__dtmcp) window.__dtmcp.toolGroups = fresh;   // (made by a group's respondWith)
+    // The answer: the groups that could be published and described, with
+    // the warnings, as one JSON text.
+    const answer = () => {
+      dtmcp(() => {                        // (made by a group's respondWith)
+        if (window.__dtmcp) {
+          window.__dtmcp.toolGroups = fresh;
+          if (window.__dtmcp.toolGroups !== fresh) throw new Error('it does not keep toolGroups');
+        }
+      });
       const all = fresh;
       const out = [];
       for (const g of groups) {
+        if (unusable !== undefined) {    // its tools could not be found by a call
+          skip(g, 'Invalid toolGroup' + label(g) + ': window.__dtmcp cannot hold the page\'s tools ('
+            + unusable + '); group skipped');
+          continue;
+        }
         let desc;
         try {
           desc = { index: all.indexOf(g), name: g.name, description: typeof g.description === 'string' ? g.description : undefined,
@@ -111,15 +151,29 @@
             + '" nests deeper than ' + maxDepth + ' levels; group skipped');
           continue;
         }
-        try { JSON.stringify(desc); out.push(desc); }
-        catch (e) { skip(g, 'Invalid toolGroup' + label(g) + ': its schemas are not JSON (' + e.message + '); group skipped'); }
+        try { stringify(desc); out.push(desc); }
+        catch (e) { skip(g, 'Invalid toolGroup' + label(g) + ': its schemas are not JSON (' + reason(e) + '); group skipped'); }
       }
-      resolve(JSON.stringify({ groups: out, warnings }));
+      return stringify({ groups: out, warnings });
+    };
+    // Answers once, whatever the page did: a text that is not JSON is
+    // Lua's to report.
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      let text;
+      try { text = answer(); } catch (e) { /* below */ }
+      if (typeof text !== 'string') {
+        text = '{"groups":[],"warnings":["discovery could not write its answer (does the page replace JSON.stringify?)"]}';
+      }
+      resolve(text);
     };
     window.dispatchEvent(event);
     // Answered synchronously: finish after the microtasks the listeners
     // queued (one answering in a microtask beside them is seen too), else
     // after one setTimeout(0).
-    if (groups.length > 0) queueMicrotask(finish); else setTimeout(finish, 0);
+    if (groups.length > 0) (async () => { await undefined; finish(); })();
+    else later(finish, 0);
   });
 })
