@@ -444,6 +444,35 @@ describe("issue 11", function()
   local TOOL_X = "addEventListener('devtoolstooldiscovery', e => e.respondWith({ name: 'g', tools: ["
     .. "{ name: 'x', description: 'd', inputSchema: { type: 'object' }, execute: () => 1 }] }));"
 
+  it("skips a group whose schema nests 1200 levels only through toJSON or a getter, and keeps the rest", function()
+    -- the object is shallow; the JSON it makes is not (before: the frame's
+    -- whole answer was too deep for Lua, and every group of it was lost)
+    local deep = "const deep = () => { let s = { type: 'object' }; for (let i = 0; i < 1200; i++) "
+      .. "s = { type: 'object', properties: { x: s } }; return s; };"
+    local schemas = {
+      toJSON = "{ type: 'object', toJSON: deep }",
+      getter = "{ type: 'object', get properties() { return (window.reads = (window.reads || 0) + 1) > 1 "
+        .. "? deep().properties : {}; } }",
+    }
+    for what, schema in pairs(schemas) do
+      local page = browser:new_page(script_page(deep .. TOOL_X
+        .. "addEventListener('devtoolstooldiscovery', e => e.respondWith({ name: 'widget', tools: ["
+        .. "{ name: 'w', description: 'd', inputSchema: " .. schema .. ", execute: () => 2 }] }));"
+        .. "addEventListener('devtoolstooldiscovery', e => e.respondWith({ name: 'after', tools: ["
+        .. "{ name: 'y', description: 'd', inputSchema: { type: 'object', toJSON: () => ({ type: 'object', "
+        .. "properties: { n: { type: 'number' } } }) }, execute: () => 3 }] }));"))
+      local groups, warnings = page:discover()
+      assert.same({ "g", "after" }, names(groups), what)
+      assert.same({ 'Invalid toolGroup "widget": the inputSchema of tool "w" nests deeper than 512 levels; '
+        .. "group skipped" }, warnings, what)
+      -- a toJSON that stays shallow is what the schema is
+      assert.same({ type = "object", properties = { n = { type = "number" } } }, groups[2].tools[1].input_schema)
+      assert.equal(1, page:call("x"))
+      assert.equal(3, page:call("y", { n = 1 }))
+      page:close()
+    end
+  end)
+
   it("a page that forges the runtime's reply gets data back, never a hang or a fake Element", function()
     -- its own window.__devtools_tools answers an envelope claiming elements
     for _, n in ipairs({ "1e400", "300000000", "2" }) do

@@ -21,7 +21,8 @@
 // in time (discovery.lua).
 //
 // What it must never do: let one bad group (invalid, not JSON, nested too
-// deep for the wire) spoil the others, return anything but one JSON text,
+// deep for the wire, by itself or through a toJSON or a getter) spoil the
+// others, return anything but one JSON text,
 // or not return: `finish` never throws (a window.__dtmcp that the page
 // made a number, froze, or gave a getter that throws made it throw, and
 // the discovery never settled).
@@ -43,6 +44,21 @@
       if (d >= limit || seen.has(v)) return true;
       seen.add(v);
       for (const k of Object.keys(v)) stack.push([v[k], d + 1]);
+    }
+    return false;
+  };
+  // How deep a JSON text nests (what Lua's decoder counts).
+  const textTooDeep = (text, limit) => {
+    let depth = 0;
+    let inString = false;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (inString) {
+        if (c === 92) i++;                          // \ and the character it escapes
+        else if (c === 34) inString = false;
+      } else if (c === 34) inString = true;
+      else if (c === 123 || c === 91) { if (++depth > limit) return true; }
+      else if (c === 125 || c === 93) depth--;
     }
     return false;
   };
@@ -151,10 +167,32 @@
             + '" nests deeper than ' + maxDepth + ' levels; group skipped');
           continue;
         }
-        try { stringify(desc); out.push(desc); }
-        catch (e) { skip(g, 'Invalid toolGroup' + label(g) + ': its schemas are not JSON (' + reason(e) + '); group skipped'); }
+        let text;
+        try { text = stringify(desc); }
+        catch (e) {
+          skip(g, 'Invalid toolGroup' + label(g) + ': its schemas are not JSON (' + reason(e) + '); group skipped');
+          continue;
+        }
+        // What is sent is measured too: a toJSON or a getter may make it
+        // deeper than the object (1200 levels made the whole frame's answer
+        // too deep for Lua, and every group of it was lost). The tool is
+        // named if its schema alone still says so.
+        if (typeof text !== 'string' || textTooDeep(text, maxDepth + 3)) {
+          const culprit = desc.tools.find((t) => {
+            try { const j = stringify(t.inputSchema); return typeof j === 'string' && textTooDeep(j, maxDepth); }
+            catch (_) { return false; }
+          });
+          skip(g, 'Invalid toolGroup' + label(g) + ': ' + (culprit ? 'the inputSchema of tool "' + culprit.name + '"'
+            : 'its JSON') + ' nests deeper than ' + maxDepth + ' levels; group skipped');
+          continue;
+        }
+        out.push(text);
       }
-      return stringify({ groups: out, warnings });
+      const w = stringify(warnings);
+      if (typeof w !== 'string') return undefined;
+      let list = '';
+      for (let i = 0; i < out.length; i++) list += (i ? ',' : '') + out[i];
+      return '{"groups":[' + list + '],"warnings":' + w + '}';
     };
     // Answers once, whatever the page did: a text that is not JSON is
     // Lua's to report.
