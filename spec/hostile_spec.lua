@@ -473,6 +473,38 @@ describe("issue 11", function()
     end
   end)
 
+  it("call_many of more than 64 Element results gives back every Element", function()
+    -- the page keeps the elements of a result until Lua takes them, 64
+    -- calls' worth; a batch is one of them, however many entries it has
+    local page = browser:new_page(script_page("addEventListener('devtoolstooldiscovery', e => e.respondWith({ name: 'g', tools: ["
+      .. "{ name: 'el', description: 'd', inputSchema: { type: 'object' }, execute: ({ i }) => {"
+      .. " const d = document.createElement('div'); d.id = 'e' + i; document.body.append(d); return d; } },"
+      .. "{ name: 'later', description: 'd', inputSchema: { type: 'object' },"
+      .. " execute: async () => { await null; return document.body; } },"
+      .. "{ name: 'idOf', description: 'd', inputSchema: { type: 'object', properties: { el: { 'x-mcp-type': 'HTMLElement' } } },"
+      .. " execute: ({ el }) => el.id }] }));"))
+    local first
+    for _, n in ipairs({ 100, 300 }) do
+      local list = {}
+      for i = 1, n do list[i] = i % 3 == 0 and { "later" } or { "el", { i = i } } end
+      local r = page:call_many(list, { timeout = 20 })
+      for i = 1, n do
+        assert.is_true(dt.is_element(r[i]), n .. ": entry " .. i .. " " .. tostring(r[i]))
+        assert.equal(i % 3 == 0 and "Element(body)" or ("Element(div#e" .. i .. ")"), tostring(r[i]))
+      end
+      first = first or r[1]
+    end
+    -- and they are the page's elements
+    assert.equal("e1", page:call("idOf", { el = first }))
+    -- what Lua never takes is still dropped, 64 calls' worth kept
+    assert.same({ 0, 1, 1 }, page:evaluate([[(() => {
+      const rt = window.__devtools_tools, keys = [];
+      for (let i = 0; i < 70; i++) keys.push(JSON.parse(rt.call(0, 0, 'el', { i: 1000 + i }, [], 'g')).k);
+      return [rt.take(keys[5]).length, rt.take(keys[6]).length, rt.take(keys[69]).length];
+    })()]]))
+    page:close()
+  end)
+
   it("a page that forges the runtime's reply gets data back, never a hang or a fake Element", function()
     -- its own window.__devtools_tools answers an envelope claiming elements
     for _, n in ipairs({ "1e400", "300000000", "2" }) do

@@ -24,7 +24,6 @@
   };
   const EL_OUT = '\u0000dt-element:' + randomPart();
   const MAX_DEPTH = maxDepth;
-  const stash = new Map();
 
   const describeEl = (el) => {
     let d = (el.localName || el.nodeName || 'element').toLowerCase();
@@ -143,18 +142,43 @@
   // Elements a result holds wait here under a key the envelope names
   // ("k"), until Lua takes them. Requests carry no per-call id: identical
   // calls stay identical messages (Chromium answers those measurably faster).
+  // What Lua never takes (its call gave up) is dropped a unit at a time,
+  // the oldest first, once more than STASH_UNITS are kept: a unit is one
+  // call's elements, or one batch's, however many entries it has, and a
+  // batch still running is never dropped (its first entries' elements were
+  // dropped while its 65th filled the stash: a call_many of 100 Elements
+  // got 36 of them back as plain tables).
+  const STASH_UNITS = 64;
+  const stash = new Map();         // key -> { els, unit }
+  const units = new Map();         // unit -> true, oldest first; unit: { keys: Set, open }
+  const newUnit = (open) => ({ keys: new Set(), open });
+  const drop = (unit) => {
+    for (const k of unit.keys) stash.delete(k);
+    units.delete(unit);
+  };
   let stashKey = 0;
-  const finish = (value) => {
+  const keep = (els, unit) => {
+    stashKey += 1;
+    if (!units.has(unit)) {
+      units.set(unit, true);
+      for (const u of units.keys()) {
+        if (units.size <= STASH_UNITS) break;
+        if (!u.open && u !== unit) drop(u);
+      }
+    }
+    unit.keys.add(stashKey);
+    stash.set(stashKey, { els, unit });
+    return stashKey;
+  };
+  const finish = (value, unit) => {
     const stashed = [];
     let text;
     try { text = JSON.stringify(isPlain(value) ? value : processResult(value, stashed)); }
     catch (e) { return failed('result', e); }
     let head = '{"n":0';
     if (stashed.length) {
-      stashKey += 1;
-      stash.set(stashKey, stashed);
-      if (stash.size > 64) stash.delete(stash.keys().next().value);
-      head = '{"n":' + stashed.length + ',"k":' + stashKey + ',"e":' + JSON.stringify(EL_OUT);
+      const key = keep(stashed, unit || newUnit(false));
+      head = '{"n":' + stashed.length + ',"k":' + key + ',"e":' + JSON.stringify(EL_OUT);
     }
     return text === undefined ? head + '}' : head + ',"v":' + text + '}';
   };
@@ -162,7 +186,8 @@
   const rt = {
     // Like the reference's `await tool.execute(args)`, but a tool that
     // answers synchronously is answered without a trip through promises.
-    call(gi, ti, name, args, els, gname) {
+    // unit: the stash unit of the batch it is part of (see keep).
+    call(gi, ti, name, args, els, gname, unit) {
       const tool = findTool(gi, ti, name, gname);
       if (!tool) {
         return JSON.stringify({ error: { kind: 'not_found', message: 'Tool ' + name + ' not found'
@@ -176,10 +201,10 @@
         let then;
         try { then = value.then; } catch (e) { return failed('tool', e); }
         if (typeof then === 'function') {
-          return Promise.resolve(value).then((v) => finish(v), (e) => failed('tool', e));
+          return Promise.resolve(value).then((v) => finish(v, unit), (e) => failed('tool', e));
         }
       }
-      return finish(value);
+      return finish(value, unit);
     },
     // Several calls in one round trip (call_many). Answers an array of
     // envelopes once all settled; with a time limit (ms), what has not
@@ -187,15 +212,18 @@
     // that did finish keep their results.
     batch(specs, els, limitMs) {
       const out = new Array(specs.length);
+      const unit = newUnit(true);          // its entries' elements, kept until it answers
       let pending = null;
       specs.forEach((s, i) => {
         let r;
-        try { r = rt.call(s[0], s[1], s[2], typeof s[3] === 'string' ? JSON.parse(s[3]) : s[3], els.slice(s[4], s[4] + s[5]), s[6]); }
+        try { r = rt.call(s[0], s[1], s[2], typeof s[3] === 'string' ? JSON.parse(s[3]) : s[3], els.slice(s[4], s[4] + s[5]), s[6], unit); }
         catch (e) { r = failed('tool', e); }
         if (typeof r === 'string') out[i] = r;
         else (pending || (pending = [])).push(r.then((v) => { out[i] = v; }));
       });
       const join = () => {
+        unit.open = false;                 // (then Lua takes them, as a call's)
+        if (unit.keys.size === 0) units.delete(unit);
         for (let i = 0; i < out.length; i++) {
           if (out[i] === undefined) out[i] = '{"error":{"kind":"pending","message":"did not settle"}}';
         }
@@ -206,7 +234,14 @@
       if (!(limitMs >= 0)) return all;
       return Promise.race([all, new Promise((resolve) => setTimeout(() => resolve(join()), limitMs))]);
     },
-    take(key) { const s = stash.get(key) || []; stash.delete(key); return s; },
+    take(key) {
+      const s = stash.get(key);
+      if (!s) return [];
+      stash.delete(key);
+      s.unit.keys.delete(key);
+      if (s.unit.keys.size === 0 && !s.unit.open) units.delete(s.unit);
+      return s.els;
+    },
   };
   Object.defineProperty(window, KEY, { value: rt, enumerable: false, configurable: true });
   return rt;
