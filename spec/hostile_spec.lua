@@ -505,6 +505,36 @@ describe("issue 11", function()
     page:close()
   end)
 
+  it("call_many under fake timers answers with the entries that settled", function()
+    local TOOLS = "const T = (n, f) => ({ name: n, description: 'd', inputSchema: { type: 'object' }, execute: f });"
+      .. "addEventListener('devtoolstooldiscovery', e => e.respondWith({ name: 'g', tools: ["
+      .. "T('add', ({ a, b }) => a + b), T('addLater', async ({ a, b }) => a + b), T('never', () => new Promise(() => {}))] }));"
+    local list = { { "add", { a = 1, b = 2 } }, { "addLater", { a = 2, b = 2 } }, { "never" } }
+    local function check(page, what)
+      local t0 = core.now()
+      local r = page:call_many(list, { timeout = 1, errors = "return" })
+      assert.is_true(core.now() - t0 < 1.2, what)
+      assert.equal(3, r[1], what)
+      assert.equal(4, r[2], what)
+      assert.equal("timeout", r[3].code, what)
+      assert.equal("never", r[3].tool, what)
+      assert.equal(4, page:call("addLater", { a = 2, b = 2 }), what)
+    end
+    -- fake timers installed by the page before anything of ours ran (as
+    -- @sinonjs/fake-timers or jest.useFakeTimers do: callbacks wait for tick)
+    local page = browser:new_page(script_page("const queue = [];"
+      .. "window.setTimeout = (f) => { queue.push(f); return queue.length; };" .. TOOLS))
+    check(page, "fake timers first")
+    page:close()
+    -- setTimeout, AbortSignal.timeout and Promise's statics replaced after the runtime was installed
+    page = browser:new_page(script_page(TOOLS))
+    page:discover()
+    page:evaluate("window.setTimeout = () => 0; AbortSignal.timeout = () => new AbortController().signal;"
+      .. "Promise.all = Promise.race = () => new Promise(() => {}); Promise.resolve = () => new Promise(() => {}); 1")
+    check(page, "replaced after")
+    page:close()
+  end)
+
   it("a page that forges the runtime's reply gets data back, never a hang or a fake Element", function()
     -- its own window.__devtools_tools answers an envelope claiming elements
     for _, n in ipairs({ "1e400", "300000000", "2" }) do

@@ -24,6 +24,22 @@
   };
   const EL_OUT = '\u0000dt-element:' + randomPart();
   const MAX_DEPTH = maxDepth;
+  // What calls wait with, taken now, when the runtime is installed: a page
+  // that replaces Promise's methods or fakes its timers later cannot keep
+  // call_many from answering with what settled (its time limit was the
+  // page's setTimeout: under fake timers every entry was "did not
+  // settle"). Fake timers installed before (sinon's, jest's, by a page
+  // under test) replaced setTimeout already: the limit is also an
+  // AbortSignal.timeout, a timer of the browser's that they leave alone.
+  const apply = Reflect.apply;
+  const Promise_ = Promise;
+  const resolveWith = Promise.resolve;
+  const then = Promise.prototype.then;
+  const later = setTimeout;
+  const Signal = typeof AbortSignal === 'function' ? AbortSignal : undefined;
+  const signalAfter = Signal && Signal.timeout;
+  const listen = EventTarget.prototype.addEventListener;
+  const settle = (value, onValue, onError) => apply(then, apply(resolveWith, Promise_, [value]), [onValue, onError]);
 
   const describeEl = (el) => {
     let d = (el.localName || el.nodeName || 'element').toLowerCase();
@@ -201,7 +217,7 @@
         let then;
         try { then = value.then; } catch (e) { return failed('tool', e); }
         if (typeof then === 'function') {
-          return Promise.resolve(value).then((v) => finish(v, unit), (e) => failed('tool', e));
+          return settle(value, (v) => finish(v, unit), (e) => failed('tool', e));
         }
       }
       return finish(value, unit);
@@ -213,13 +229,18 @@
     batch(specs, els, limitMs) {
       const out = new Array(specs.length);
       const unit = newUnit(true);          // its entries' elements, kept until it answers
-      let pending = null;
+      let waiting = 0;
+      let answer = null;                   // answers the batch once all settled
+      const settled = () => { waiting -= 1; if (waiting === 0 && answer) answer(); };
       specs.forEach((s, i) => {
         let r;
         try { r = rt.call(s[0], s[1], s[2], typeof s[3] === 'string' ? JSON.parse(s[3]) : s[3], els.slice(s[4], s[4] + s[5]), s[6], unit); }
         catch (e) { r = failed('tool', e); }
         if (typeof r === 'string') out[i] = r;
-        else (pending || (pending = [])).push(r.then((v) => { out[i] = v; }));
+        else {
+          waiting += 1;
+          apply(then, r, [(v) => { out[i] = v; settled(); }, settled]);
+        }
       });
       const join = () => {
         unit.open = false;                 // (then Lua takes them, as a call's)
@@ -229,10 +250,15 @@
         }
         return '[' + out.join(',') + ']';
       };
-      if (!pending) return join();
-      const all = Promise.all(pending).then(join);
-      if (!(limitMs >= 0)) return all;
-      return Promise.race([all, new Promise((resolve) => setTimeout(() => resolve(join()), limitMs))]);
+      if (waiting === 0) return join();
+      return new Promise_((resolve) => {
+        let done = false;
+        answer = () => { if (!done) { done = true; resolve(join()); } };
+        if (limitMs >= 0) {
+          try { apply(later, window, [answer, limitMs]); } catch (_) { /* the signal's then */ }
+          try { apply(listen, apply(signalAfter, Signal, [limitMs]), ['abort', answer]); } catch (_) { /* the timer's */ }
+        }
+      });
     },
     take(key) {
       const s = stash.get(key);
