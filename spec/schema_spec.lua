@@ -875,6 +875,47 @@ describe("tables as the codec sends them", function()
   end)
 end)
 
+describe("deep schemas and values: a dt.Error, never Lua's stack overflow", function()
+  local function nest(key, n)
+    local s = {}
+    local t = s
+    for _ = 1, n do t[key] = {}; t = t[key] end
+    return s
+  end
+
+  it("compiles schemas 500 deep and refuses deeper ones, on LuaJIT as on Lua 5.4", function()
+    assert.is_function(schema.compile(nest("items", 499)))
+    for _, n in ipairs({ 501, 10000, 50000 }) do
+      for _, key in ipairs({ "items", "not", "additionalProperties" }) do
+        local ok, e = pcall(schema.compile, nest(key, n))
+        assert.is_false(ok)
+        assert.is_true(errors.is_error(e), tostring(e))
+        assert.equal("bad_argument", e.code)
+        assert.matches("schemas nested more than 500 deep", e.message)
+        assert.is_true(#e.message < 300)                      -- its location is cut short
+      end
+    end
+  end)
+
+  it("compares values for const, enum and uniqueItems up to JSON's nesting, then refuses", function()
+    local function arr(n) local t = A { 1 }; for _ = 1, n do t = A { t } end; return t end
+    valid({ const = arr(900) }, arr(900))
+    for _, s in ipairs({ { const = arr(5000) }, { enum = { arr(5000) } }, { uniqueItems = true } }) do
+      local v = s.uniqueItems and A { arr(5000), arr(5000) } or arr(5000)
+      for _, closures in ipairs({ false, true }) do
+        local ok, e = pcall(schema.compile(s, { closures = closures }), v)
+        assert.is_false(ok)
+        assert.is_true(errors.is_error(e), tostring(e))
+        assert.equal("bad_argument", e.code)
+      end
+    end
+    local loop = {}
+    loop.self = loop                                    -- a table that holds itself
+    local ok, e = pcall(schema.compile({ const = { self = { self = {} } } }), loop)
+    assert.is_true(ok or (errors.is_error(e) and e.code == "bad_argument"), tostring(e))
+  end)
+end)
+
 describe("hostile schemas stay bounded (issue 11, item 1)", function()
   -- d_i = {anyOf: [{$ref: d_(i+1)}, {$ref: d_(i+1)}]}: without memo the
   -- work (and the errors) double at each level

@@ -57,6 +57,7 @@ M.resolved = resolved
 ---------------------------------------------------------- schema shape
 
 local function bad(loc, msg)
+  if #loc > 120 then loc = ssub(loc, 1, 57) .. "..." .. ssub(loc, -60) end   -- (one 500 deep)
   errors.raise("bad_argument", "invalid schema at " .. loc .. ": " .. msg)
 end
 
@@ -134,6 +135,7 @@ local Compiler = {}
 Compiler.__index = Compiler
 
 local COMPILE_TICK = 64     -- nodes between two looks at the clock
+local MAX_NESTING = 500     -- schemas inside one another (a page's are cut at 512 JSON levels)
 
 local function new_compiler(loader, deadline, rs)
   return setmetatable({
@@ -146,6 +148,7 @@ local function new_compiler(loader, deadline, rs)
     compiled = {},      -- schema -> inner base -> node
     pending = {},       -- schema -> inner base -> { node, level }, while compiling it
     level = 0,          -- data-consuming steps on the current compile path
+    depth = 0,          -- schemas on the current compile path
     regexes = {},
     nodes = {},         -- every node made, in order
     finished = {},      -- the same, in the order their compiling ended
@@ -154,7 +157,9 @@ local function new_compiler(loader, deadline, rs)
 end
 
 -- Registers the $ids (base URIs and plain-name anchors) of a document.
-function Compiler:scan(node, outer)
+function Compiler:scan(node, outer, depth)
+  depth = (depth or 0) + 1
+  if depth > MAX_NESTING then bad(outer ~= "" and outer or "#", "schemas nested more than " .. MAX_NESTING .. " deep") end
   if type(node) ~= "table" or self.scanned[node] then return end
   self.scanned[node] = true
   local inner = outer
@@ -176,15 +181,15 @@ function Compiler:scan(node, outer)
     local kind = SCHEMA_KW[k]
     if type(sub) == "table" then
       if kind == 1 then
-        self:scan(sub, inner)
+        self:scan(sub, inner, depth)
       elseif kind == 2 or (k == "items" and is_arrayish(sub) and next(sub) ~= nil) then
-        for _, s in ipairs(sub) do self:scan(s, inner) end
+        for _, s in ipairs(sub) do self:scan(s, inner, depth) end
       elseif kind == 3 or k == "dependencies" then
         for _, s in pairs(sub) do
-          if not is_arrayish(s) then self:scan(s, inner) end
+          if not is_arrayish(s) then self:scan(s, inner, depth) end
         end
       elseif k == "items" then
-        self:scan(sub, inner)
+        self:scan(sub, inner, depth)
       end
     end
   end
@@ -304,7 +309,13 @@ function Compiler:compile(s, outer, loc)
   nodes[#nodes + 1] = node
   if not pend then pend = {}; self.pending[s] = pend end
   pend[base] = { node = node, level = self.level }
+  local depth = self.depth + 1
+  if depth > MAX_NESTING then          -- (LuaJIT's stack ends near 1000: "stack overflow")
+    bad(loc, "schemas nested more than " .. MAX_NESTING .. " deep")
+  end
+  self.depth = depth
   self:build(node, s, base, loc)
+  self.depth = depth - 1
   pend[base] = nil
   self.finished[#self.finished + 1] = node
   if not done then done = {}; self.compiled[s] = done end

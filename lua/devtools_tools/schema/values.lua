@@ -74,11 +74,20 @@ local function eq_is_array(t)
   return getmetatable(t) == array_mt or json_kind(t) == "array"
 end
 
-local function deep_equal(a, b)
+-- (Nesting past what JSON is sent with, or a table that holds itself:
+-- an error, not Lua's "stack overflow".)
+local MAX_EQUAL_DEPTH = 1000
+
+local function deep_equal(a, b, depth)
   if a == nil then a = null end       -- a hole in an array is sent as null
   if b == nil then b = null end
   if a == b then return true end
   if type(a) ~= "table" or type(b) ~= "table" then return false end
+  depth = (depth or 0) + 1
+  if depth > MAX_EQUAL_DEPTH then
+    require("devtools_tools.errors").raise("bad_argument", "a value nested more than "
+      .. MAX_EQUAL_DEPTH .. " deep (or holding itself) cannot be compared for const, enum or uniqueItems")
+  end
   if is_element(a) or is_element(b) then return false end
   local arr = eq_is_array(a)
   if arr ~= eq_is_array(b) then return false end
@@ -86,14 +95,14 @@ local function deep_equal(a, b)
     local n = rawlen(a)
     if n ~= rawlen(b) then return false end
     for i = 1, n do
-      if not deep_equal(rawget(a, i), rawget(b, i)) then return false end
+      if not deep_equal(rawget(a, i), rawget(b, i), depth) then return false end
     end
     return true
   end
   local n = 0
   for k, va in next, a do
     local vb = rawget(b, k)
-    if vb == nil or not deep_equal(va, vb) then return false end
+    if vb == nil or not deep_equal(va, vb, depth) then return false end
     n = n + 1
   end
   for _ in next, b do n = n - 1 end
