@@ -352,6 +352,16 @@ describe("core.json_encode", function()
     assert.are.equal("[5e-324,2.5e-320,1e-310]", core.json_encode(A { 5e-324, 2.5e-320, 1e-310 }))
   end)
 
+  it("refuses a table with both the key 1 and the key \"1\" (JSON would hold the name twice)", function()
+    for _, t in ipairs({ { ["1"] = "a", [1] = 5 }, { ["-3"] = 1, [-3] = 2, x = 0 } }) do
+      local ok, err, code = core.json_encode(t)
+      assert.is_nil(ok)
+      assert.are.equal("bad_value", code)
+      assert.matches('table has both the key %-?%d+ and the key "%-?%d+"', err)
+    end
+    assert.is_string(core.json_encode({ [1] = 5, ["01"] = 1, a = "1" }))   -- other names: fine
+  end)
+
   it("writes the table key -2^63 (the smallest integer) on LuaJIT as on Lua 5.4", function()
     assert.are.equal('{"-9223372036854775808":1}', core.json_encode({ [minint or -2 ^ 63] = 1 }))
     local ok, _, code = core.json_encode({ [2 ^ 63] = 1 })

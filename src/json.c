@@ -1276,7 +1276,7 @@ static lua_Integer table_kind(lua_State *L, int mt_slot)
 }
 
 /* Writes the key at idx (string or integer) and the ':' after it. */
-static int enc_key(jenc *e, int idx)
+static int enc_key(jenc *e, int idx, int tidx)
 {
 	lua_State *L = e->L;
 	int t = lua_type(L, idx);
@@ -1300,6 +1300,18 @@ static int enc_key(jenc *e, int idx)
 		v = (int64_t)dk;
 #endif
 		q = fmt_int(tmp, v);
+		/* the same name as a string key of the table: JSON would hold the
+		 * name twice, and a reader keep either value */
+		if (!lua_checkstack(L, 2))
+			return enc_fail(e, DT_ENOMEM, "out of memory (Lua stack)");
+		lua_pushlstring(L, q, (size_t)(tmp + 24 - q));     /* ... "digits" */
+		lua_rawget(L, tidx < 0 ? tidx - 1 : tidx);          /* ... t["digits"] */
+		if (!lua_isnil(L, -1)) {
+			lua_pop(L, 1);
+			return enc_fail(e, DT_EBADVALUE, "table has both the key %lld and the key \"%lld\"",
+			                (long long)v, (long long)v);
+		}
+		lua_pop(L, 1);
 		if (!need(e, 28))
 			return 0;
 		PUTC(e->b, '"');
@@ -1411,7 +1423,7 @@ next:
 					return 0;
 				PUTC(e->b, ',');
 			}
-			if (!enc_key(e, -2))
+			if (!enc_key(e, -2, -3))
 				return 0;
 			goto value;
 		}                                               /* ... obj */
