@@ -161,6 +161,24 @@ describe("tasks sharing one page", function()
     page:close()
   end)
 
+  it("numbers past 2^53 are the page's numbers, as evaluate gives them, in results and schemas", function()
+    -- JSON.stringify writes 2**62 as 4611686018427388000, which Lua 5.3+
+    -- would read as another integer (the page's own const then refused
+    -- the page's own number)
+    local page = page_with([[addEventListener('devtoolstooldiscovery', (e) => e.respondWith({ name: 'n', tools: [
+      { name: 'big', description: '2**62', inputSchema: { type: 'object' }, execute: () => ({ v: 2 ** 62, w: -(2 ** 60) }) },
+      { name: 'mask', description: 'takes 2**62', inputSchema: { type: 'object',
+        properties: { m: { const: 2 ** 62 } }, required: ['m'] }, execute: ({ m }) => m === 2 ** 62 },
+    ] }))]])
+    local r = page:call("big")
+    assert.is_true(r.v == 2 ^ 62, string.format("%.17g", r.v))
+    assert.is_true(r.w == -2 ^ 60)
+    assert.is_true(page:evaluate("2 ** 62") == r.v)
+    assert.is_true(page:call("mask", { m = 2 ^ 62 }))
+    if math.tointeger then assert.is_true(page:call("mask", { m = math.tointeger(2 ^ 62) })) end
+    page:close()
+  end)
+
   it("a kept Tool never runs another tool of its name in another group of its group's name", function()
     -- two libraries both name their group "app"; the admin's answers later, first
     local page = page_with([[window.admin = false;

@@ -186,6 +186,8 @@ typedef struct jdec {
 	int text_slot;          /* stack slot: the jtext (userdata) holding the text */
 	/* Decoding a set-aside text: pages before rel were given back */
 	unsigned char *rel;     /* page-aligned; NULL when not releasing */
+	int js_numbers;         /* an integer past 2^53 is the double JavaScript
+	                         * reads (what a page's JSON.stringify meant) */
 	/* A deadline (see dt_json_aside): the clock is read at check_at, which
 	 * stays at end when there is none */
 	double deadline;
@@ -606,7 +608,7 @@ static const unsigned char *dec_number(jdec *d, const unsigned char *p)
 		return NULL;
 	}
 
-	if (!isfloat && !inexact) {
+	if (!isfloat && !inexact && !(d->js_numbers && m > (UINT64_C(1) << 53))) {
 		/* an integer literal: exact when it fits int64 ("-0" is a float,
 		 * so that -0.0 round-trips) */
 		if (neg ? (m <= (uint64_t)INT64_MAX + 1 && m != 0) : m <= (uint64_t)INT64_MAX) {
@@ -861,7 +863,7 @@ key:
  * rule may set one on its own). */
 static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
                        char *err, size_t errsz, int *code, dt_json_aside *rule,
-                       unsigned char *rel, double deadline)
+                       unsigned char *rel, double deadline, int js_numbers)
 {
 	jdec d;
 	int base = lua_gettop(L), ok;
@@ -888,6 +890,7 @@ static int json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 		rule->deadline = -1;
 	}
 	d.rel = rel;
+	d.js_numbers = js_numbers;
 	d.deadline = deadline;
 	d.check_at = deadline < 0 ? d.end : next_check(&d, d.start);
 	d.err = err;
@@ -921,7 +924,7 @@ int dt_json_decode(lua_State *L, const char *s, size_t len, int max_depth,
 		aside->gate = lua_gettop(L) + aside->gate + 1;  /* absolute: the decoder pushes */
 	if (aside != NULL && aside->deadlines < 0)
 		aside->deadlines = lua_gettop(L) + aside->deadlines + 1;
-	return json_decode(L, s, len, max_depth, err, errsz, code, aside, NULL, deadline);
+	return json_decode(L, s, len, max_depth, err, errsz, code, aside, NULL, deadline, 1);
 }
 
 int dt_json_decode_aside(lua_State *L, double deadline, char *err, size_t errsz)
@@ -931,7 +934,7 @@ int dt_json_decode_aside(lua_State *L, double deadline, char *err, size_t errsz)
 	char why[256];
 	int code = DT_OK;
 	int ok = json_decode(L, (const char *)t->data, t->len, DT_JSON_MAX_DEPTH,
-	                     why, sizeof why, &code, NULL, rel, deadline); /* ... tbl text [value] */
+	                     why, sizeof why, &code, NULL, rel, deadline, 1); /* ... tbl text [value] */
 	/* The text is garbage now; give back what is still resident of a big
 	 * one at once rather than at the next collection. */
 	if (t->len >= REL_STEP)
@@ -1497,15 +1500,24 @@ static int l_json_encode(lua_State *L)
 	return 1;
 }
 
-/* core.json_decode(string [, opts]) -> value | nil, message, code */
+/* core.json_decode(string [, opts]) -> value | nil, message, code
+ * opts: max_depth; js_numbers (an integer past 2^53 is read as JavaScript
+ * reads it, a double: for text a page's JSON.stringify wrote, as the CDP
+ * transports read every message) */
 static int l_json_decode(lua_State *L)
 {
 	size_t len;
 	const char *s = luaL_checklstring(L, 1, &len);
 	int max_depth = opt_max_depth(L, 2);
+	int js = 0;
 	char err[256];
 	int code = DT_OK;
-	if (json_decode(L, s, len, max_depth, err, sizeof err, &code, NULL, NULL, -1))
+	if (lua_istable(L, 2)) {
+		lua_getfield(L, 2, "js_numbers");
+		js = lua_toboolean(L, -1);
+		lua_pop(L, 1);
+	}
+	if (json_decode(L, s, len, max_depth, err, sizeof err, &code, NULL, NULL, -1, js))
 		return 1;                                   /* ... value */
 	return dt_push_fail(L, code, err);
 }

@@ -41,11 +41,15 @@ local function try(fn, a, b, c, d)
   return ok, r
 end
 
+-- (a number past 2^53 as JavaScript meant it: 2**62 is written
+-- 4611686018427388000, which Lua 5.3+ would read as another integer)
+local JS_NUMBERS = { js_numbers = true }
+
 local function decode_page_json(text, what)
   if type(text) ~= "string" then     -- (a page that replaced JSON.stringify, say)
     raise("protocol_error", what .. ": the page answered a " .. type(text) .. ", not JSON text")
   end
-  local v, err = json_decode(text)
+  local v, err = json_decode(text, JS_NUMBERS)
   if v == nil and err then raise("protocol_error", what .. ": the page sent malformed JSON: " .. err) end
   return v
 end
