@@ -17,7 +17,10 @@ local M = {}
 -- A value as an error message names it: its type, or the number.
 local function shown(v)
   if type(v) ~= "number" then return type(v) end
-  return v ~= v and "NaN" or tostring(v)
+  if v ~= v then return "NaN" end
+  -- a whole number as such (Lua 5.4 writes the float -1 as "-1.0", LuaJIT "-1")
+  if v % 1 == 0 and v > -2 ^ 63 and v < 2 ^ 63 then return string.format("%d", v) end
+  return tostring(v)
 end
 M.shown = shown
 
