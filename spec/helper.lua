@@ -185,8 +185,9 @@ function H.on_console(page, text, fn)
   return function() conn:listen(session, orig) end
 end
 
--- The interpreter the specs run under (the build directory is named after it).
-H.lua = H.build:match("([^/]+)$") or "lua5.4"
+-- The interpreter the specs run under: LuaJIT for the 5.1-ABI builds,
+-- else lua5.4 (build/lua5.4, and build/asan, which make asan runs with it).
+H.lua = H.build:find("luajit", 1, true) and "luajit" or "lua5.4"
 
 -- browser_suite(set, launch_opts?) -> setup_fn, teardown_fn: what a file of
 -- browser specs hands to busted's setup and teardown. The first starts the
