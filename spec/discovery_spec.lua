@@ -393,10 +393,12 @@ describe("calling tools", function()
     p2:close()
   end)
 
-  it("call_many without a deadline (timeout = math.huge) waits for every call", function()
-    local p2 = open("/frames.html")
-    local res = p2:call_many({ { "whoami" }, { "whoami" } }, { timeout = math.huge })
-    assert.same({ "main", "main" }, { res[1], res[2] })
+  it("call_many without a deadline, or with one past what setTimeout takes, waits for every call", function()
+    local p2 = open("/tools.html")
+    for _, timeout in ipairs({ math.huge, 3e6 }) do         -- (3e6 s is past 2^31 ms: it fired at once)
+      local res = p2:call_many({ { "slowEcho", { ms = 200 } }, { "slowEcho", { ms = 300 } } }, { timeout = timeout })
+      assert.same({ 200, 300 }, { res[1].ms, res[2].ms })
+    end
     p2:close()
   end)
 

@@ -397,6 +397,35 @@ describe("page (fake transport)", function()
     assert.equal(before + 1, fake:count("Runtime.terminateExecution"))
   end)
 
+  it("'Cannot find context' is stale only after a navigation of the tool's frame or one it is in began", function()
+    local page, fake = open()
+    F.with_tools(fake, { ADD })
+    local main_tree = fake.on["Page.getFrameTree"]
+    fake.on["Page.getFrameTree"] = function(...)
+      local t = main_tree(...)
+      t.frameTree.childFrames = { { frame = { id = "F2", parentId = "F1", url = "http://127.0.0.1/child",
+        securityOrigin = "http://127.0.0.1", loaderId = "L2" } } }
+      return t
+    end
+    fake:event("Page.frameNavigated", { frame = { id = "F2", parentId = "F1", url = "http://127.0.0.1/child",
+      securityOrigin = "http://127.0.0.1", loaderId = "L2" } }, "S1")
+    fake:event("Runtime.executionContextCreated", { context = { id = 9, uniqueId = "u9",
+      origin = "http://127.0.0.1", auxData = { isDefault = true, frameId = "F2" } } }, "S1")
+    local groups = page:discover()
+    assert.equal(2, #groups)
+    local in_iframe = groups[2].tools[1]
+    assert.equal("F2", in_iframe._frame_id)
+    fake.on_call = function() return { error = { code = -32000, message = "Cannot find context with specified id" } } end
+    -- no navigation known: the tool may have run (its iframe removed under it)
+    assert.equal("navigated", H.error_of(in_iframe, { a = 1 }).code)
+    -- the main frame began a navigation: the iframe's document goes with it,
+    -- and a call sent after that did not run
+    fake:event("Page.frameRequestedNavigation", { frameId = "F1", reason = "scriptInitiated",
+      url = "http://127.0.0.1/next", disposition = "currentTab" }, "S1")
+    page.conn:poll()
+    assert.equal("stale", H.error_of(in_iframe, { a = 1 }).code)
+  end)
+
   it("discovery asks nothing of an iframe whose renderer crashed, WebMCP included", function()
     local page, fake = open()
     F.with_tools(fake, { ADD })

@@ -199,6 +199,20 @@ local function request_text(tool)
   return head, tail
 end
 
+-- Has a navigation begun that will take the tool's document away: of its
+-- frame, or of a frame it is in (the main frame's takes every iframe's)?
+local function nav_begun(tool)
+  local page = tool._page
+  local requested, frames = page.nav_requested, page.frames
+  local fid, hops = tool._frame_id, 0
+  while fid and hops < 64 do
+    if requested[fid] then return true end
+    local fr = frames[fid]
+    fid, hops = fr and fr.parent, hops + 1
+  end
+  return false
+end
+
 -- Sends one prepared call; returns after writing.
 local function send_call(c, deadline)
   local tool = c.tool
@@ -207,7 +221,7 @@ local function send_call(c, deadline)
   -- arguments travel as JSON text, which the page reads with JSON.parse.
   local argtext = encode_args(c.args)
   local proto = sfind(argtext, '"__proto__"', 1, true) ~= nil
-  c.nav_known = tool._page.nav_requested[tool._frame_id]
+  c.nav_known = nav_begun(tool)
   if not c.els then
     -- An expression with the arguments as literals (js/call_expr.js), in a
     -- request whose text is the tool's but for them.
@@ -234,7 +248,9 @@ end
 local function batch_limit_ms(deadline)
   local left = deadline - now()
   if left <= 0 then return 0 end
-  if left == math.huge then return -1 end      -- no deadline: the page waits for every call
+  -- no deadline, or one past what setTimeout takes (2^31 - 1 ms, about 24.8
+  -- days; it fires at once past it): the page waits for every call
+  if left * 1000 > 2147483647 then return -1 end
   local margin = left * 0.25
   if margin > 0.25 then margin = 0.25 end
   return math.floor((left - margin) * 1000)
@@ -265,7 +281,7 @@ local function send_batch(b, deadline)
   local arguments = { { value = specs }, { value = batch_limit_ms(deadline) } }
   for _, o in ipairs(objs) do arguments[#arguments + 1] = o end
   local tool = b.calls[1].tool
-  b.nav_known = tool._page.nav_requested[tool._frame_id]
+  b.nav_known = nav_begun(tool)
   b.id = tool._page.conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.BATCH,
     executionContextId = tool._context, arguments = arguments, awaitPromise = true,
     returnByValue = true }, tool._session, deadline, true)

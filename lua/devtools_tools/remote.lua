@@ -17,10 +17,11 @@ local M = {}
 
 -- Messages Chromium uses when the document a call was for went away: before
 -- the call came to it (it did not run), or at any time.
+local SESSION_GONE = "Session with given id not found"
 local never_ran_patterns = {
   "Cannot find context with specified id",
   "Cannot find default execution context",
-  "Session with given id not found",
+  SESSION_GONE,
 }
 local gone_patterns = {
   "Execution context was destroyed",
@@ -48,8 +49,9 @@ end
 
 -- session_gone(err) -> true when a protocol_error says the request's
 -- session had ended before it came (nothing can have run)
+local session_gone_patterns = { SESSION_GONE }
 function M.session_gone(err)
-  return says(err, { never_ran_patterns[3] })
+  return says(err, session_gone_patterns)
 end
 
 -- is_navigation_error(err) -> true when a protocol_error says the document
