@@ -397,6 +397,57 @@ describe("page (fake transport)", function()
     assert.equal(before + 1, fake:count("Runtime.terminateExecution"))
   end)
 
+  it("releases the remote objects of a call that fails before it is sent, and of one that is answered", function()
+    local page, fake = open()
+    local TAG = { index = 0, name = "g", tools = { { name = "tag", description = "d",
+      inputSchema = { type = "object", properties = { a = { ["x-mcp-type"] = "HTMLElement" },
+        b = { ["x-mcp-type"] = "HTMLElement" } } } } } }
+    F.with_tools(fake, { TAG })
+    page:discover()
+    local element = require("devtools_tools.element")
+    local function el(n)
+      return element.new({ backend_node_id = n, description = "div", _page = page, _frame_id = "F1",
+        _loader = "L1", frame = { id = "F1" } })
+    end
+    local groups = {}
+    fake.on["DOM.resolveNode"] = function(p)
+      groups[p.objectGroup] = true
+      if p.backendNodeId == 2 then return { error = { code = -32000, message = "No node with given id found" } } end
+      return { object = { objectId = "O" .. p.backendNodeId } }
+    end
+    local released = {}
+    fake.on["Runtime.releaseObjectGroup"] = function(p) released[p.objectGroup] = true; return {} end
+    -- the second Element is gone: the call fails before it is sent
+    assert.equal("stale", H.error_of(page.call, page, "tag", { a = el(1), b = el(2) }).code)
+    -- call_many too
+    assert.equal("stale", page:call_many({ { "tag", { a = el(1), b = el(2) } } }, { errors = "return" })[1].code)
+    -- and one that is answered
+    page:call("tag", { a = el(1) })
+    page.conn:poll()
+    local n = 0
+    for g in pairs(groups) do
+      n = n + 1
+      assert.is_true(released[g] == true, "group " .. g .. " not released")
+    end
+    assert.is_true(n >= 3)
+    -- a discovery cut short while it holds the page's window objects
+    local window_groups = {}
+    local plain = fake.on["Runtime.evaluate"]
+    fake.on["Runtime.evaluate"] = function(p, ...)
+      if p.expression == "window" then window_groups[p.objectGroup] = true end
+      return plain(p, ...)
+    end
+    fake.on["DOMDebugger.getEventListeners"] = function() return F.NO_REPLY end
+    assert.equal("timeout", H.error_of(page.discover, page, { timeout = 1 }).code)
+    page.conn:poll()
+    local w = 0
+    for g in pairs(window_groups) do
+      w = w + 1
+      assert.is_true(released[g] == true, "discovery's group " .. g .. " not released")
+    end
+    assert.equal(1, w)
+  end)
+
   it("'Cannot find context' is stale only after a navigation of the tool's frame or one it is in began", function()
     local page, fake = open()
     F.with_tools(fake, { ADD })

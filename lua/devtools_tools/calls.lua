@@ -213,6 +213,15 @@ local function nav_begun(tool)
   return false
 end
 
+-- Releases an operation's remote objects (its group), never raising: on
+-- a failure's way out too (else they hold their DOM nodes until the
+-- document goes).
+local function release_group(conn, session, group)
+  if group then
+    errors.catch(conn.send_nowait, conn, "Runtime.releaseObjectGroup", { objectGroup = group }, session)
+  end
+end
+
 -- Sends one prepared call; returns after writing.
 local function send_call(c, deadline)
   local tool = c.tool
@@ -233,13 +242,19 @@ local function send_call(c, deadline)
   end
   local arguments = { { value = setmetatable({ tool._gi, tool._ti, tool.name,
     proto and argtext or c.args, tool.group.name }, array_mt) } }
-  if c.els then
-    c.group = remote.object_group()       -- released once the reply is in (await_reply)
+  local conn = tool._page.conn
+  c.group = remote.object_group()         -- released once the reply is in (await_reply)
+  local ok, err = pcall(function()
     for _, o in ipairs(resolve_elements({ c }, deadline, c.group)) do arguments[#arguments + 1] = o end
+    c.id = conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.CALL,
+      executionContextId = tool._context, arguments = arguments, awaitPromise = true,
+      returnByValue = true }, tool._session, deadline, true)
+  end)
+  if not ok then
+    release_group(conn, tool._session, c.group)
+    c.group = nil
+    error(err, 0)
   end
-  c.id = tool._page.conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.CALL,
-    executionContextId = tool._context, arguments = arguments, awaitPromise = true,
-    returnByValue = true }, tool._session, deadline, true)
 end
 
 -- How long the page may wait for a batch's slowest calls: the time left,
@@ -270,7 +285,12 @@ end
 local function send_batch(b, deadline)
   local specs = setmetatable({}, array_mt)
   local group = remote.object_group()
-  local objs = resolve_elements(b.calls, deadline, group)
+  local tool = b.calls[1].tool
+  local ok, objs = pcall(resolve_elements, b.calls, deadline, group)
+  if not ok then
+    release_group(tool._page.conn, tool._session, group)
+    error(objs, 0)
+  end
   for i, c in ipairs(b.calls) do
     local tool = c.tool
     local args = c.args
@@ -280,19 +300,34 @@ local function send_batch(b, deadline)
   end
   local arguments = { { value = specs }, { value = batch_limit_ms(deadline) } }
   for _, o in ipairs(objs) do arguments[#arguments + 1] = o end
-  local tool = b.calls[1].tool
   b.nav_known = nav_begun(tool)
-  b.id = tool._page.conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.BATCH,
-    executionContextId = tool._context, arguments = arguments, awaitPromise = true,
-    returnByValue = true }, tool._session, deadline, true)
   b.group = #objs > 0 and group or nil
+  local sent, err = pcall(function()
+    b.id = tool._page.conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.BATCH,
+      executionContextId = tool._context, arguments = arguments, awaitPromise = true,
+      returnByValue = true }, tool._session, deadline, true)
+  end)
+  if not sent then
+    release_group(tool._page.conn, tool._session, b.group)
+    b.group = nil
+    error(err, 0)
+  end
 end
 
 -- The elements a result refers to -> their backend node ids (0-based).
+local fetch_in
+
 local function fetch_elements(c, n, key, deadline)
   local tool = c.tool
   local conn, session = tool._page.conn, tool._session
   local group = remote.object_group()
+  local ok, backend = pcall(fetch_in, conn, session, tool, group, n, key, deadline)
+  release_group(conn, session, group)
+  if not ok then error(backend, 0) end
+  return backend
+end
+
+fetch_in = function(conn, session, tool, group, n, key, deadline)
   local r = conn:await(conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.TAKE,
     executionContextId = tool._context, arguments = { { value = key } },
     returnByValue = false, objectGroup = group }, session, deadline), deadline,
@@ -320,7 +355,6 @@ local function fetch_elements(c, n, key, deadline)
     local b = type(d) == "table" and type(d.node) == "table" and d.node.backendNodeId
     if type(b) == "number" then backend[i] = b end
   end
-  conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = group }, session)
   return backend
 end
 
@@ -340,9 +374,7 @@ local function await_reply(tool, id, deadline, group, nav_known)
   local conn = tool._page.conn
   local ok, r = pcall(conn.await, conn, id, deadline, "tool " .. tool.name)
   if not ok and not is_error(r) then error(r, 0) end
-  if group then          -- the Element arguments' remote objects
-    conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = group }, tool._session)
-  end
+  release_group(conn, tool._session, group)   -- the Element arguments' remote objects
   if not ok then
     if remote.session_gone(r) or (nav_known and remote.never_ran(r)) then
       stale_tool(tool, r.details)

@@ -181,11 +181,22 @@ function M.discover(page, deadline)
   -- (a context of a session not yet confirmed waits for the second round).
   -- (the remote objects of this discovery: windows and their listeners'
   -- handlers, released together at the end of step 2)
-  local group = remote.object_group()
+  local group, holders = remote.object_group(), {}
+  local function release()              -- (on every way out of step 2 too)
+    for sid in pairs(holders) do
+      errors.catch(conn.send_nowait, conn, "Runtime.releaseObjectGroup", { objectGroup = group }, sid)
+    end
+    holders = {}
+  end
+  local function fail(e)
+    release()
+    error(e, 0)
+  end
   local wins = {}
   for fid, ctx in pairs(page.contexts) do
     local child = page.child_sessions[ctx.session]
     if ctx.session == page.session or (child and child.ready) then
+      holders[ctx.session] = true
       wins[fid] = { ctx = ctx, id = conn:send("Runtime.evaluate", { expression = "window",
         contextId = ctx.id, objectGroup = group }, ctx.session, deadline) }
     end
@@ -197,7 +208,7 @@ function M.discover(page, deadline)
       if e[3] == "tree" then trees[e[1]] = r.frameTree
       else page:_session_ready(e[1]) end
     elseif r.code ~= "protocol_error" then
-      error(r, 0)            -- timeout, disconnected: the caller must know
+      fail(r)                -- timeout, disconnected: the caller must know
     end                      -- a child session that just went away: skip it
   end
   -- A page closed meanwhile answers its requests with errors that a frame
@@ -205,9 +216,9 @@ function M.discover(page, deadline)
   local function not_closed()
     if page.closed then raise("disconnected", "discover: the page was closed during discovery") end
   end
-  not_closed()
+  if page.closed then fail(errors.new("disconnected", "discover: the page was closed during discovery")) end
   if not trees[page.session] then trees[page.session] = M.tree_from_events(page, page.session) end
-  if not trees[page.session] then raise("protocol_error", "discover: no frame tree for the page") end
+  if not trees[page.session] then fail(errors.new("protocol_error", "discover: no frame tree for the page")) end
   local frames = M.ordered_frames(page.session, page.child_sessions, trees)
 
   -- Record what the trees say; events keep it current from here on.
@@ -222,7 +233,7 @@ function M.discover(page, deadline)
   local function window_of(w)
     local ok, r = errors.catch(conn.await, conn, w.id, deadline, "Runtime.evaluate")
     if ok then return r.result and r.result.objectId end
-    if r.code ~= "protocol_error" then error(r, 0) end
+    if r.code ~= "protocol_error" then fail(r) end
   end
   local pend, used = {}, {}
   for i, t in ipairs(todo) do
@@ -230,6 +241,7 @@ function M.discover(page, deadline)
     if w and w.ctx == t.ctx then
       used[t.frame.id] = true
     else                                   -- a context we learnt of just now
+      holders[t.frame.session] = true
       pend[i] = conn:send("Runtime.evaluate", { expression = "window", contextId = t.ctx.id,
         objectGroup = group }, t.frame.session, deadline)
     end
@@ -255,15 +267,10 @@ function M.discover(page, deadline)
         for _, l in ipairs(r.listeners or {}) do
           if l.type == "devtoolstooldiscovery" then t.listening = true break end
         end
-      elseif r.code ~= "protocol_error" then error(r, 0) end
+      elseif r.code ~= "protocol_error" then fail(r) end
     end
   end
-  local released = {}
-  for _, w in pairs(wins) do released[w.ctx.session] = true end
-  for _, t in ipairs(todo) do released[t.frame.session] = true end
-  for sid in pairs(released) do
-    conn:send_nowait("Runtime.releaseObjectGroup", { objectGroup = group }, sid)
-  end
+  release()
 
   -- 3. Dispatch the event where someone listens.
   for i, t in ipairs(todo) do
