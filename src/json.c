@@ -1279,6 +1279,24 @@ static lua_Integer table_kind(lua_State *L, int mt_slot)
 }
 
 /* Writes the key at idx (string or integer) and the ':' after it. */
+/* Is s[0..len) an integer as the encoder writes one (fmt_int: no sign but
+ * '-', no leading zero, not "-0", within int64)? Then *v is it. */
+static int int_name(const char *s, size_t len, int64_t *v)
+{
+	size_t i = s[0] == '-';
+	uint64_t m = 0, lim = s[0] == '-' ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+	if (i == len || len - i > 19 || (s[i] == '0' && len - i > 1) || (i == 1 && s[1] == '0'))
+		return 0;
+	for (; i < len; i++) {
+		unsigned d = (unsigned char)s[i] - '0';
+		if (d > 9 || m > (lim - d) / 10)
+			return 0;
+		m = m * 10 + d;
+	}
+	*v = s[0] == '-' ? (int64_t)(0 - m) : (int64_t)m;
+	return 1;
+}
+
 static int enc_key(jenc *e, int idx, int tidx)
 {
 	lua_State *L = e->L;
@@ -1286,6 +1304,31 @@ static int enc_key(jenc *e, int idx, int tidx)
 	if (t == LUA_TSTRING) {
 		size_t len;
 		const char *s = lua_tolstring(L, idx, &len);    /* a string: no conversion */
+		int64_t v;
+		/* "1" beside the key 1 in one table: JSON would hold the name
+		 * twice, and a reader keep either value. Looked at from the
+		 * string's side, which is rare (and one test of its first byte). */
+		if (len > 0 && (IS_DIGIT((unsigned char)s[0]) || s[0] == '-') && int_name(s, len, &v)
+#if LUA_VERSION_NUM < 503
+		    /* (a double past 2^53 is another integer's key: not this name) */
+		    && v <= ((int64_t)1 << 53) && v >= -((int64_t)1 << 53)
+#endif
+		    ) {
+			if (!lua_checkstack(L, 2))
+				return enc_fail(e, DT_ENOMEM, "out of memory (Lua stack)");
+#if LUA_VERSION_NUM >= 503
+			lua_pushinteger(L, (lua_Integer)v);
+#else
+			lua_pushnumber(L, (lua_Number)v);
+#endif
+			lua_rawget(L, tidx < 0 ? tidx - 1 : tidx);      /* ... t[v] */
+			if (!lua_isnil(L, -1)) {
+				lua_pop(L, 1);
+				return enc_fail(e, DT_EBADVALUE, "table has both the key %lld and the key \"%lld\"",
+				                (long long)v, (long long)v);
+			}
+			lua_pop(L, 1);
+		}
 		if (!enc_string(e, (const unsigned char *)s, len))
 			return 0;
 	} else if (t == LUA_TNUMBER) {
@@ -1303,18 +1346,6 @@ static int enc_key(jenc *e, int idx, int tidx)
 		v = (int64_t)dk;
 #endif
 		q = fmt_int(tmp, v);
-		/* the same name as a string key of the table: JSON would hold the
-		 * name twice, and a reader keep either value */
-		if (!lua_checkstack(L, 2))
-			return enc_fail(e, DT_ENOMEM, "out of memory (Lua stack)");
-		lua_pushlstring(L, q, (size_t)(tmp + 24 - q));     /* ... "digits" */
-		lua_rawget(L, tidx < 0 ? tidx - 1 : tidx);          /* ... t["digits"] */
-		if (!lua_isnil(L, -1)) {
-			lua_pop(L, 1);
-			return enc_fail(e, DT_EBADVALUE, "table has both the key %lld and the key \"%lld\"",
-			                (long long)v, (long long)v);
-		}
-		lua_pop(L, 1);
 		if (!need(e, 28))
 			return 0;
 		PUTC(e->b, '"');
