@@ -14,7 +14,6 @@
 -- order or the clock.
 
 local core = require "devtools_tools.core"
-local json = require "devtools_tools.json"
 local J = require "fuzz.json_target"
 
 local T = { name = "pipe", batch = 25 }
@@ -96,16 +95,25 @@ function T.show(c)
     #c.chunks, tostring(c.limit), tostring(c.decode), c.use_ids and table.concat(c.ids, ",") or "none")
 end
 
+-- As the transports read CDP and a page's JSON text: an integer past 2^53
+-- is the double JavaScript reads (core.json_decode's js_numbers).
+local JS = { js_numbers = true }
+local function decode_js(text)
+  local v, err, code = core.json_decode(text, JS)
+  if v == nil and code ~= nil then error(err, 0) end
+  return v
+end
+
 -- The value recv_cdp(deadline, ids) must give for message m: as
--- json.decode gives it, except that a reply whose id is in ids and whose
--- result.result.value is a string has .json (the string decoded) or
--- .json_error in place of .value.
+-- json.decode gives it (with JavaScript's numbers), except that a reply
+-- whose id is in ids and whose result.result.value is a string has .json
+-- (the string decoded) or .json_error in place of .value.
 local function expected_value(c, i, m, ids)
-  local ok, v = pcall(json.decode, m)
+  local ok, v = pcall(decode_js, m)
   if not ok then return nil end
   local rr = type(v) == "table" and type(v.result) == "table" and type(v.result.result) == "table" and v.result.result
   if ids and rr and ids[v.id] and type(rr.value) == "string" and m:find('^{"id":') then
-    local ok2, inner = pcall(json.decode, rr.value)
+    local ok2, inner = pcall(decode_js, rr.value)
     rr.value = nil
     if ok2 then rr.json = inner else rr.json_error = true end
   end
