@@ -448,7 +448,21 @@ describe("page (fake transport)", function()
     assert.equal(1, w)
   end)
 
-  it("'Cannot find context' is stale only after a navigation of the tool's frame or one it is in began", function()
+  it("a Tool kept from before a discovery that did not find it is stale, not sent", function()
+    local page, fake = open()
+    local answer = { ADD }
+    F.with_tools(fake, function() return answer end)
+    local add = page:tool("add")
+    answer = {}                     -- (its frame skipped, or the group gone: the page's list is not known)
+    assert.same({}, page:discover())
+    local sent = fake:count_calls()
+    local e = H.error_of(add, { a = 1 })
+    assert.equal("stale", e.code)
+    assert.matches("the latest discovery did not find it", e.message)
+    assert.equal(sent, fake:count_calls())
+  end)
+
+  it("'Cannot find context' is stale only once Chromium started a navigation of the tool's own frame", function()
     local page, fake = open()
     F.with_tools(fake, { ADD })
     local main_tree = fake.on["Page.getFrameTree"]
@@ -469,10 +483,20 @@ describe("page (fake transport)", function()
     fake.on_call = function() return { error = { code = -32000, message = "Cannot find context with specified id" } } end
     -- no navigation known: the tool may have run (its iframe removed under it)
     assert.equal("navigated", H.error_of(in_iframe, { a = 1 }).code)
-    -- the main frame began a navigation: the iframe's document goes with it,
-    -- and a call sent after that did not run
-    fake:event("Page.frameRequestedNavigation", { frameId = "F1", reason = "scriptInitiated",
+    -- a navigation requested (not started: it may be cancelled in
+    -- beforeunload, and the document runs on), or started in the parent
+    -- (the iframe's document runs until the parent's new one commits): the
+    -- tool may have run
+    fake:event("Page.frameRequestedNavigation", { frameId = "F2", reason = "scriptInitiated",
       url = "http://127.0.0.1/next", disposition = "currentTab" }, "S1")
+    fake:event("Page.frameStartedNavigating", { frameId = "F1", url = "http://127.0.0.1/next",
+      loaderId = "L9", navigationType = "differentDocument" }, "S1")
+    page.conn:poll()
+    assert.equal("navigated", H.error_of(in_iframe, { a = 1 }).code)
+    -- Chromium started the iframe's own navigation: it holds the call until
+    -- the new document, which then finds the old one gone: it did not run
+    fake:event("Page.frameStartedNavigating", { frameId = "F2", url = "http://127.0.0.1/next",
+      loaderId = "L8", navigationType = "differentDocument" }, "S1")
     page.conn:poll()
     assert.equal("stale", H.error_of(in_iframe, { a = 1 }).code)
   end)

@@ -103,8 +103,10 @@ local function page_would_run(c, tool)
 end
 
 local function check_place(tool)
-  local c = tool._page._tool_cache
-  if not c or tool.kind == "webmcp" then return end
+  local page = tool._page
+  if tool.kind == "webmcp" then return end
+  local c = page._tool_cache
+  if not c then return end
   local set = c.group_set
   if not set then
     set = {}
@@ -113,10 +115,14 @@ local function check_place(tool)
   end
   if set[tool.group] then return end              -- from the latest discovery
   local there = page_would_run(c, tool)
-  if there == nil then return end                 -- (the page says it is not found)
-  if there.description == tool.description and schema_text(there) == schema_text(tool) then return end
-  raise("stale", "tool " .. tool.name .. ": the page's groups changed since it was found (another tool "
-    .. "of that name, in a group named \"" .. tool.group.name .. "\", would run); get it again with page:tool()",
+  if there and there.description == tool.description and schema_text(there) == schema_text(tool) then
+    return
+  end
+  -- another tool would run, or none the latest discovery knows of (its
+  -- frame skipped, say: what the page holds there is not known)
+  raise("stale", "tool " .. tool.name .. ": the page's groups changed since it was found ("
+    .. (there and ("another tool of that name, in a group named \"" .. tool.group.name .. "\", would run")
+      or "the latest discovery did not find it") .. "); get it again with page:tool()",
     { tool = tool.name })
 end
 
@@ -199,18 +205,11 @@ local function request_text(tool)
   return head, tail
 end
 
--- Has a navigation begun that will take the tool's document away: of its
--- frame, or of a frame it is in (the main frame's takes every iframe's)?
+-- Has Chromium started a navigation of the tool's own frame (it then holds
+-- the request until the new document: it cannot run)? Not its parent's:
+-- the iframe's document runs on until the parent's new one commits.
 local function nav_begun(tool)
-  local page = tool._page
-  local requested, frames = page.nav_requested, page.frames
-  local fid, hops = tool._frame_id, 0
-  while fid and hops < 64 do
-    if requested[fid] then return true end
-    local fr = frames[fid]
-    fid, hops = fr and fr.parent, hops + 1
-  end
-  return false
+  return tool._page.nav_requested[tool._frame_id] == true
 end
 
 -- Releases an operation's remote objects (its group), never raising: on

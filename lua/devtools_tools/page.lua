@@ -55,23 +55,22 @@ handlers["Page.frameNavigated"] = function(self, p, session)
   end
 end
 
--- A navigation that will replace the frame's document has begun (a tool
--- that set location, say): a call sent to the frame before its new
--- document comes finds the old one gone, and did not run (see calls.lua).
--- Until the new document, or the end of loading without one.
-local function nav_requested(self, p)
-  local why = p.disposition or p.navigationType
-  if type(p.frameId) == "string" and why ~= "newTab" and why ~= "newWindow" and why ~= "download"
-      and why ~= "sameDocument" and why ~= "historySameDocument" then
+-- Chromium has started a navigation that will replace the frame's
+-- document: from then on it holds what is sent to the frame until the new
+-- document commits, and answers "Cannot find context": such a call did not
+-- run (see calls.lua). Only Page.frameStartedNavigating says so: after
+-- frameRequestedNavigation alone a call still runs in the old document
+-- (and a navigation cancelled in beforeunload never starts). Until the new
+-- document, or the end of loading without one.
+handlers["Page.frameStartedNavigating"] = function(self, p)
+  local why = p.navigationType
+  if type(p.frameId) == "string" and why ~= "sameDocument" and why ~= "historySameDocument" then
     self.nav_requested[p.frameId] = true
   end
 end
-handlers["Page.frameRequestedNavigation"] = nav_requested
-handlers["Page.frameStartedNavigating"] = nav_requested
 handlers["Page.frameStoppedLoading"] = function(self, p) self.nav_requested[p.frameId or false] = nil end
 
 handlers["Page.navigatedWithinDocument"] = function(self, p)
-  self.nav_requested[p.frameId or false] = nil
   local fr = self.frames[p.frameId]
   if fr then fr.url = p.url end
   if p.frameId == self.main_frame then self.url = p.url end
