@@ -77,6 +77,29 @@ describe("one deadline per call", function()
   end)
 end)
 
+describe("a kept Tool and another task's discovery", function()
+  it("runs its own tool while a discovery that put a same-named group first is still under way", function()
+    local page = open("/twoapps.html")
+    assert.is_true(H.wait_for(function() return #page:discover() == 2 end, 10))   -- (the widget's too)
+    local cart = page:tool("deleteAll")
+    assert.equal("empties the cart", cart.description)
+    page:evaluate("window.admin = true; 0")
+    local r = dt.wait_all({
+      dt.async(function() return #page:discover() end),
+      dt.async(function()
+        -- the main frame's list replaced; the discovery waits for the widget
+        while page:evaluate("window.__dtmcp.toolGroups.length") ~= 2 do dt.sleep(0.005) end
+        local ok, v = pcall(cart.call, cart, {})
+        return ok and v or v.code
+      end),
+    }, 30)
+    assert.is_true(r[2] == "cart" or r[2] == "stale", tostring(r[2]))
+    assert.equal("cart", page:evaluate("window.log.join()"):match("[^,]*$"))
+    assert.is_nil(page:evaluate("window.log.join()"):find("admin"))
+    page:close()
+  end)
+end)
+
 describe("tasks sharing one page", function()
   -- a page whose tools are installed by script (about:blank)
   local function page_with(js)

@@ -186,6 +186,23 @@ local function resolve_elements(calls, deadline, group)
   return out
 end
 
+-- What a call names its tool's group by (js/runtime.js findTool): the
+-- group's name and the tool's description, so that the page runs no other
+-- tool of that name in another group of that name, whatever discovery
+-- (another task's, say) changed its list since this Tool was found.
+local function group_key(tool)
+  local k = tool._group_key
+  if k == nil then
+    if type(tool.description) == "string" then
+      k = setmetatable({ tool.group.name, tool.description }, array_mt)
+    else
+      k = tool.group.name
+    end
+    tool._group_key = k
+  end
+  return k
+end
+
 -- The text of a tool's Runtime.evaluate request around its arguments
 -- (Conn:send_text's head is head .. arguments .. tail). A Tool's session,
 -- context and indexes are set when discovery makes it and never change,
@@ -200,7 +217,7 @@ local function request_text(tool)
     .. ',"params":{"contextId":' .. json_encode(tool._context)
     .. ',"awaitPromise":true,"returnByValue":true,"expression":' .. ssub(expr_head, 1, -2)
   -- after the arguments: no elements, and the tool's group by name (js/runtime.js findTool)
-  local tail = ssub(json_encode(",null," .. json_encode(tool.group.name) .. CALL_EXPR_TAIL), 2) .. '},"id":'
+  local tail = ssub(json_encode(",null," .. json_encode(group_key(tool)) .. CALL_EXPR_TAIL), 2) .. '},"id":'
   tool._req_head, tool._req_tail = head, tail
   return head, tail
 end
@@ -240,7 +257,7 @@ local function send_call(c, deadline)
     return
   end
   local arguments = { { value = setmetatable({ tool._gi, tool._ti, tool.name,
-    proto and argtext or c.args, tool.group.name }, array_mt) } }
+    proto and argtext or c.args, group_key(tool) }, array_mt) } }
   local conn = tool._page.conn
   c.group = remote.object_group()         -- released once the reply is in (await_reply)
   local ok, err = pcall(function()
@@ -295,7 +312,7 @@ local function send_batch(b, deadline)
     local args = c.args
     if has_proto_key(args, 0) then args = json_encode(args) end
     specs[i] = setmetatable({ tool._gi, tool._ti, tool.name, args, c.el_first,
-      c.els and #c.els or 0, tool.group.name }, array_mt)
+      c.els and #c.els or 0, group_key(tool) }, array_mt)
   end
   local arguments = { { value = specs }, { value = batch_limit_ms(deadline) } }
   for _, o in ipairs(objs) do arguments[#arguments + 1] = o end

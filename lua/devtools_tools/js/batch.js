@@ -1,5 +1,5 @@
 // devtools_tools: many tool calls in one round trip (call_many). Each spec
-// is [groupIndex, toolIndex, name, args, firstElement, elementCount, groupName];
+// is [groupIndex, toolIndex, name, args, firstElement, elementCount, group];
 // limitMs bounds the wait for calls that do not settle; element arguments
 // follow as remote objects. Answers a JSON array of envelopes.
 function batchDevtoolsTools(specs, limitMs, ...els) {

@@ -1,5 +1,5 @@
 // devtools_tools: one tool call with element arguments. spec is
-// [groupIndex, toolIndex, name, args, groupName];
+// [groupIndex, toolIndex, name, args, group] (group: see runtime.js findTool);
 // element arguments follow as remote objects. Answers the runtime's JSON
 // envelope text; never throws for a tool's failure.
 function callDevtoolsTool(spec, ...els) {

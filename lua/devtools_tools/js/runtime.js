@@ -140,14 +140,24 @@
   // group of that name; else the first of that name in a group of that name
   // (a later discovery may have put other groups before it). Never one of
   // another group: two groups may each have a tool of one name.
-  const findTool = (gi, ti, name, gname) => {
+  // The tool a call names: at its place (group gi, tool ti) if the group
+  // there has its group's name, else the first of that name in a group of
+  // that name. `group` is the group's name, or [name, the tool's
+  // description]: then only a tool so described will do (group names are
+  // not unique, and another task's discovery may have put a group of the
+  // same name, with another tool of the same name, before it).
+  const findTool = (gi, ti, name, group) => {
     const groups = window.__dtmcp && window.__dtmcp.toolGroups;
     if (!Array.isArray(groups)) return undefined;
+    const described = group !== null && typeof group === 'object';
+    const gname = described ? group[0] : group;
+    const desc = described ? group[1] : undefined;
     const ours = (g) => g && (gname === undefined || g.name === gname) && Array.isArray(g.tools);
+    const it = (t) => t && t.name === name && (!described || t.description === desc);
     const g = groups[gi];
-    if (ours(g) && g.tools[ti] && g.tools[ti].name === name) return g.tools[ti];
-    for (const group of groups) {
-      const t = ours(group) && group.tools.find((x) => x && x.name === name);
+    if (ours(g) && it(g.tools[ti])) return g.tools[ti];
+    for (const grp of groups) {
+      const t = ours(grp) && grp.tools.find(it);
       if (t) return t;
     }
     return undefined;
@@ -203,9 +213,10 @@
     // Like the reference's `await tool.execute(args)`, but a tool that
     // answers synchronously is answered without a trip through promises.
     // unit: the stash unit of the batch it is part of (see keep).
-    call(gi, ti, name, args, els, gname, unit) {
-      const tool = findTool(gi, ti, name, gname);
+    call(gi, ti, name, args, els, group, unit) {
+      const tool = findTool(gi, ti, name, group);
       if (!tool) {
+        const gname = group !== null && typeof group === 'object' ? group[0] : group;
         return JSON.stringify({ error: { kind: 'not_found', message: 'Tool ' + name + ' not found'
           + (gname === undefined ? '' : ' in group ' + JSON.stringify(gname) + ' (the page\'s groups changed)') } });
       }
