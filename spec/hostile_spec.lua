@@ -68,6 +68,15 @@ describe("one deadline per call", function()
     page:close()
   end)
 
+  it("an iframe of another site whose frames nest too deep for Chromium's tree: its tools are found", function()
+    local page = open("/xdeep.html")
+    local groups
+    assert.is_true(H.wait_for(function() groups = page:discover(); return #groups == 1 end, 10))
+    assert.matches("^http://localhost:", groups[1].frame.url)
+    assert.equal(3, page:call("add", { a = 1, b = 2 }))
+    page:close()
+  end)
+
   it("a missing name on a fresh page runs one discovery, not two", function()
     local page = open("/cases.html?case=slowdisc")
     local e = H.error_of(page.call, page, "missing", nil, { timeout = 10 })

@@ -217,7 +217,13 @@ function M.discover(page, deadline)
     if page.closed then raise("disconnected", "discover: the page was closed during discovery") end
   end
   if page.closed then fail(errors.new("disconnected", "discover: the page was closed during discovery")) end
-  if not trees[page.session] then trees[page.session] = M.tree_from_events(page, page.session) end
+  -- a tree Chromium could not send (frames nested some 150 deep): the
+  -- frames the events told of, for the page and each iframe's session
+  for _, sid in ipairs(sessions) do
+    if not trees[sid] and (sid == page.session or page.child_sessions[sid]) then
+      trees[sid] = M.tree_from_events(page, sid)
+    end
+  end
   if not trees[page.session] then fail(errors.new("protocol_error", "discover: no frame tree for the page")) end
   local frames = M.ordered_frames(page.session, page.child_sessions, trees)
 
