@@ -19,7 +19,8 @@ local tcp_peer = require "fuzz.tcp_peer"
 local T = { name = "http", batch = 40 }
 
 local MAX_BODY = 1024 * 1024
-local CODES = { timeout = true, closed = true, too_large = true, connect_failed = true }
+-- (bad_message: a Content-Length that is not a number the client can read)
+local CODES = { timeout = true, closed = true, too_large = true, connect_failed = true, bad_message = true }
 
 local function body_of(r)
   local n = r:chance(0.05) and r:int(MAX_BODY - 2, MAX_BODY + 2) or r:chance(0.05) and r:int(MAX_BODY, 3 * MAX_BODY)
