@@ -189,6 +189,21 @@ end
 -- else lua5.4 (build/lua5.4, and build/asan, which make asan runs with it).
 H.lua = H.build:find("luajit", 1, true) and "luajit" or "lua5.4"
 
+-- run_lua(script, prefix?) -> what a fresh interpreter running script
+-- wrote, then "rc=N\n"; prefix goes before it on the shell's line (env
+-- settings, a ulimit).
+function H.run_lua(script, prefix)
+  local file = os.tmpname()
+  local f = assert(io.open(file, "w"))
+  f:write(script)
+  f:close()
+  local p = assert(io.popen((prefix or "") .. H.lua .. " " .. file .. "; echo rc=$?"))
+  local out = p:read("*a")
+  p:close()
+  os.remove(file)
+  return out
+end
+
 -- browser_suite(set, launch_opts?) -> setup_fn, teardown_fn: what a file of
 -- browser specs hands to busted's setup and teardown. The first starts the
 -- fixture server and a launched browser and gives both to set(server,

@@ -175,13 +175,22 @@ describe("tasks sharing one page", function()
     page:close()
   end)
 
-  it("a kept Tool runs its own group's tool after a discovery puts another group of that name first", function()
-    local page = page_with([[window.admin = false;
-      addEventListener('devtoolstooldiscovery', (e) => { if (window.admin) e.respondWith({ name: 'admin', tools: [
-        { name: 'deleteAll', description: 'every record', inputSchema: { type: 'object' },
+  -- Two groups with a tool deleteAll each: the admin's (group `admin_group`,
+  -- answering once window.admin is set, first; it sets window.deleted) and
+  -- the cart's (group `cart_group`, answering `cart_says`, by default its
+  -- group's name).
+  local function two_delete_alls(admin_group, cart_group, cart_says)
+    return ([[window.admin = false;
+      addEventListener('devtoolstooldiscovery', (e) => { if (window.admin) e.respondWith({ name: '%s', tools: [
+        { name: 'deleteAll', description: 'every user record', inputSchema: { type: 'object' },
           execute: () => { window.deleted = true; return 'admin'; } }] }); });
-      addEventListener('devtoolstooldiscovery', (e) => e.respondWith({ name: 'shop', tools: [
-        { name: 'deleteAll', description: 'the cart', inputSchema: { type: 'object' }, execute: () => 'shop' }] }))]])
+      addEventListener('devtoolstooldiscovery', (e) => e.respondWith({ name: '%s', tools: [
+        { name: 'deleteAll', description: 'the cart', inputSchema: { type: 'object' }, execute: () => '%s' }] }))]])
+      :format(admin_group, cart_group, cart_says or cart_group)
+  end
+
+  it("a kept Tool runs its own group's tool after a discovery puts another group of that name first", function()
+    local page = page_with(two_delete_alls("admin", "shop"))
     local clear = page:tool("deleteAll")
     assert.equal("shop", clear())
     page:evaluate("window.admin = true; 1")
@@ -213,12 +222,7 @@ describe("tasks sharing one page", function()
 
   it("a kept Tool never runs another tool of its name in another group of its group's name", function()
     -- two libraries both name their group "app"; the admin's answers later, first
-    local page = page_with([[window.admin = false;
-      addEventListener('devtoolstooldiscovery', (e) => { if (window.admin) e.respondWith({ name: 'app', tools: [
-        { name: 'deleteAll', description: 'every user record', inputSchema: { type: 'object' },
-          execute: () => { window.deleted = true; return 'admin'; } }] }); });
-      addEventListener('devtoolstooldiscovery', (e) => e.respondWith({ name: 'app', tools: [
-        { name: 'deleteAll', description: 'the cart', inputSchema: { type: 'object' }, execute: () => 'cart' }] }))]])
+    local page = page_with(two_delete_alls("app", "app", "cart"))
     local clear = page:tool("deleteAll")
     assert.equal("cart", clear())
     page:evaluate("window.admin = true; 1")
