@@ -78,6 +78,37 @@ describe("lifetime", function()
     assert.is_true(H.wait_for(function() return H.live_in_group(tonumber(pid)) == 0 end, 5))
   end)
 
+  -- A page kept for hours (a Neovim session, a monitor) navigates and its
+  -- iframes reload: what it keeps of documents that are gone must not grow.
+  it("keeps no record of documents that are gone over a long session", function()
+    local b = dt.launch()
+    local ok, err = pcall(function()
+      local page = b:new_page(server.url("/frames.html"))
+      local function count(t) local n = 0; for _ in pairs(t) do n = n + 1 end; return n end
+      for i = 1, 30 do page:navigate(server.url("/frames.html?" .. i)) end
+      -- the same iframe given a new document 40 times (each brings its own load)
+      page:evaluate([[new Promise((done) => {
+        const f = document.getElementById('same');
+        let n = 0;
+        const next = () => { if (n++ === 40) return done(n); f.onload = next; f.src = 'child.html?name=same&n=' + n; };
+        next();
+      })]], { timeout = 30 })
+      page:navigate(server.url("/frames.html?last"))      -- still waits for its own load
+      local frames = count(page.frames)
+      assert.is_true(frames <= 3, "frames kept: " .. frames)
+      assert.is_true(count(page.loaded) <= 16, "loads kept: " .. count(page.loaded))
+      -- and what is there is the page as it is now: the tools of all three frames
+      local n = 0
+      for _, g in ipairs(page:tool_groups()) do
+        for _, t in ipairs(g.tools) do if t.name == "whoami" then n = n + 1 end end
+      end
+      assert.equal(3, n)
+      assert.equal(3, count(page.frames))
+    end)
+    b:close()
+    assert(ok, tostring(err))
+  end)
+
   -- `<close>` is Lua 5.4 syntax: there is nothing to test under LuaJIT.
   local it_54 = _VERSION == "Lua 5.4" and it or function() end
   it_54("closes with <close>", function()

@@ -39,9 +39,38 @@ M.Page = Page
 
 local handlers = {}
 
+-- The frames inside frame `id`, at any depth (one pass over the frames).
+local function descendants(self, id)
+  local children = {}
+  for fid, fr in pairs(self.frames) do
+    if fr.parent then
+      local list = children[fr.parent]
+      if not list then list = {}; children[fr.parent] = list end
+      list[#list + 1] = fid
+    end
+  end
+  local out, i = { id }, 1
+  while i <= #out do
+    for _, c in ipairs(children[out[i]] or {}) do out[#out + 1] = c end
+    i = i + 1
+  end
+  table.remove(out, 1)
+  return out
+end
+
 handlers["Page.frameNavigated"] = function(self, p, session)
   local f = p.frame
   self.nav_requested[f.id] = nil
+  -- A new document has none of the old one's iframes (Chromium sends no
+  -- frameDetached for them when the main frame navigates: 50 navigations
+  -- of a page with two iframes left 103 frames). A document restored from
+  -- the back/forward cache brings its iframes back as they were: kept.
+  if p.type ~= "BackForwardCacheRestore" then
+    for _, fid in ipairs(descendants(self, f.id)) do
+      self.frames[fid] = nil
+      self.nav_requested[fid] = nil
+    end
+  end
   local fr = self.frames[f.id] or {}
   fr.id, fr.url, fr.origin, fr.parent = f.id, f.url .. (f.urlFragment or ""), f.securityOrigin, f.parentId
   fr.loader_id = f.loaderId                 -- a new document: tools of the old one are stale
@@ -76,8 +105,19 @@ handlers["Page.navigatedWithinDocument"] = function(self, p)
   if p.frameId == self.main_frame then self.url = p.url end
 end
 
-handlers["Page.lifecycleEvent"] = function(self, p)
-  if p.name == "load" then self.loaded[p.loaderId] = true end
+-- The main frame's last loads, by loader id, for navigate and reload to
+-- wait on (theirs is among the last few whatever the page does meanwhile;
+-- every load was kept: 605 after an iframe reloaded 200 times).
+local KEEP_LOADS = 16
+
+handlers["Page.lifecycleEvent"] = function(self, p, session)
+  if p.name == "load" and p.frameId == self.main_frame and (session == nil or session == self.session)
+      and not self.loaded[p.loaderId] then
+    local order = self.load_order
+    order[#order + 1] = p.loaderId
+    self.loaded[p.loaderId] = true
+    if #order > KEEP_LOADS then self.loaded[table.remove(order, 1)] = nil end
+  end
 end
 
 handlers["Page.frameDetached"] = function(self, p)
@@ -262,7 +302,7 @@ function M.attach(browser, target_id, deadline, opts)
     nil, deadline), deadline, "Target.attachToTarget")
   local self = setmetatable({
     browser = browser, conn = conn, target_id = target_id, session = r.sessionId,
-    url = "about:blank", frames = {}, contexts = {}, loaded = {}, nav_count = 0, nav_requested = {},
+    url = "about:blank", frames = {}, contexts = {}, loaded = {}, load_order = {}, nav_count = 0, nav_requested = {},
     child_sessions = {}, worker_sessions = {}, _attach_seq = 1, epoch = 0, _probes = {},
   }, Page)
   self._listener = function(method, params, session)
