@@ -578,6 +578,12 @@ describe("websocket transport", function()
         assert.are.equal("bad_message", code)
         assert.matches("Content%-Length is not a number", msg)
       end
+      -- a chunked body that comes a byte at a time: the walk resumes where
+      -- it stopped, whatever the read cut (a size line, an extension, the
+      -- CR LF after a payload)
+      status, body = core.http_get("127.0.0.1", rport, "/drip", core.now() + 10)
+      assert.are.equal(200, status)
+      assert.are.equal("abc" .. string.rep("d", 17) .. string.rep("e", 10), body)
       proc:close(0)
     end)
 

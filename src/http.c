@@ -85,16 +85,16 @@ static int has_token_ci(const char *val, const char *token)
 	return 0;
 }
 
-/* Walks a chunked body p[0..n) (NUL-terminated). With decode, moves the
- * payload to the front and sets *out to its length. Returns 1 when the body
- * is complete, 0 when more is needed, -1 when it is malformed, -2 when the
- * payload is over HTTP_MAX_BODY. */
-int dt_http_dechunk(char *p, size_t n, int decode, size_t *out)
+/* (see http.h) */
+int dt_http_dechunk(char *p, size_t n, int decode, dt_chunks *at, size_t *out)
 {
-	size_t in = 0, len = 0;
+	size_t in = at->in, len = at->len;
 	for (;;) {
-		char *eol = memchr(p + in, '\n', n - in), *endp;
+		char *eol, *endp;
 		unsigned long size;
+		at->in = in;                           /* a chunk not yet complete starts here */
+		at->len = len;
+		eol = memchr(p + in, '\n', n - in);
 		if (eol == NULL)
 			return 0;
 		size = strtoul(p + in, &endp, 16);    /* stops at the line's CR, ';' or LF */
@@ -148,6 +148,7 @@ typedef struct http_req {
 	char ca_file[1024];         /* "" for the system store */
 	dt_buf in;                  /* owned: the response */
 	size_t head, want, body_len;
+	dt_chunks chunks;           /* how far the chunked body was walked */
 	int chunked, eof, status;
 	int code;                   /* once failed */
 	char err[256];              /* why connecting failed (the last address's) */
@@ -282,7 +283,9 @@ static int finish(http_req *h)
 		return get_fail(h, DT_ECONNECT, "the connection closed before the whole response came");
 	h->body_len = (h->want != (size_t)-1 ? h->want : h->in.len) - h->head;
 	if (h->chunked) {
-		int rc = dt_http_dechunk(h->in.data + h->head, h->in.len - h->head, 1, &h->body_len);
+		dt_chunks from_start = {0, 0};
+		int rc = dt_http_dechunk(h->in.data + h->head, h->in.len - h->head, 1, &from_start,
+		                         &h->body_len);
 		if (rc == -2)
 			h->body_len = HTTP_MAX_BODY + 1;          /* reported below */
 		else if (rc != 1)
@@ -458,7 +461,7 @@ static int step_io(http_req *h)
 					return get_fail(h, DT_ETOOLARGE, "the response body is over the "
 					                "limit of %zu bytes", HTTP_MAX_BODY);
 				if (h->chunked && dt_http_dechunk(h->in.data + h->head, h->in.len - h->head, 0,
-				                          &h->body_len) != 0)
+				                          &h->chunks, &h->body_len) != 0)
 					return finish(h);           /* complete, or malformed */
 			} else if (n == 0) {
 				h->eof = 1;

@@ -9,6 +9,9 @@
 --   /continue   100 Continue, 103 Early Hints, then 200 "hello"
 --   /zeros      Content-Length of 70 zeros and a 5, then "hello"
 --   /minus      Content-Length: -1, then "hello"
+--   /drip       a chunked body (sizes 1, 2, 17 and 10, an extension, hex in
+--               either case) sent a byte at a time, 1 ms apart: the client
+--               reads it in pieces cut at every place
 local socket = require "socket"
 
 local RESP = {
@@ -18,6 +21,11 @@ local RESP = {
   ["/zeros"] = "HTTP/1.1 200 OK\r\nContent-Length: " .. string.rep("0", 70) .. "5\r\n\r\nhello",
   ["/minus"] = "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nhello",
 }
+
+-- (the body /drip sends is "a" .. "bc" .. 17 "d" .. 10 "e")
+local DRIP = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+  .. "1\r\na\r\n2;ext=1\r\nbc\r\n11\r\n" .. string.rep("d", 17) .. "\r\nA\r\n" .. string.rep("e", 10)
+  .. "\r\n0\r\n\r\n"
 
 local server = assert(socket.bind("127.0.0.1", 0))
 local _, port = server:getsockname()
@@ -31,7 +39,12 @@ while true do
     local line = c:receive("*l") or ""
     repeat local h = c:receive("*l") until not h or h == ""
     local path = line:match("^%u+ (%S+)") or "/"
-    c:send(RESP[path] or "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+    if path == "/drip" then
+      c:setoption("tcp-nodelay", true)
+      for i = 1, #DRIP do c:send(DRIP:sub(i, i)); socket.sleep(0.001) end
+    else
+      c:send(RESP[path] or "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+    end
     if path == "/head" then socket.select({ c }, nil, 10) end   -- open, as keep-alive would be
     c:close()
   end
