@@ -109,6 +109,44 @@ describe("lifetime", function()
     assert(ok, tostring(err))
   end)
 
+  -- A page that logs objects and throws for hours: what it logged stays
+  -- alive in the page only while the page's records hold it (and Chromium's
+  -- own console, whose last 1000 messages are its own bound). Counted with
+  -- WeakRefs, after a full collection.
+  it("keeps alive in the page no more of what it logged than its records hold", function()
+    local b = dt.launch{ history = { console = 10 } }
+    local ok, err = pcall(function()
+      local page = b:new_page(server.url("/tools.html"))
+      page:evaluate("window.__refs = []; 1")
+      local function spam()
+        -- (the last timer is queued after the throws: they have all run when it settles)
+        page:evaluate([[new Promise((done) => {
+          for (let i = 0; i < 1000; i++) {
+            const logged = { i, list: [i] }, thrown = new Error('soak ' + i);
+            window.__refs.push(new WeakRef(logged), new WeakRef(thrown));
+            console.log('soak', logged);
+            setTimeout(() => { throw thrown; }, 0);
+          }
+          setTimeout(() => done(1), 0);
+        })]], { timeout = 30 })
+        page:mark()                        -- every record routed (and dropped from the ring)
+        page:cdp("HeapProfiler.collectGarbage")
+        return page:evaluate("window.__refs.filter((r) => r.deref() !== undefined).length")
+      end
+      local first = spam()
+      local second = spam()
+      -- 2000 more logged and thrown: none of them kept beyond the ring's 10
+      assert.is_true(second <= first + 10, ("alive: %d, then %d"):format(first, second))
+      -- what the ring holds still reads by value
+      page:evaluate("console.log('last', { k: 7 }), 1")
+      local msgs = page:console_messages()
+      assert.equal("exception", msgs[#msgs - 1].type)
+      assert.equal(7, msgs[#msgs].args[2].k)
+    end)
+    b:close()
+    assert(ok, tostring(err))
+  end)
+
   -- `<close>` is Lua 5.4 syntax: there is nothing to test under LuaJIT.
   local it_54 = _VERSION == "Lua 5.4" and it or function() end
   it_54("closes with <close>", function()

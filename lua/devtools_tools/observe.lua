@@ -116,6 +116,41 @@ local EVENTS = { console = true, request = true, response = true, navigated = tr
 -- attach_finish forgives (as it does for the others, on odd targets).
 local ENABLE = { "Network.enable", "Log.enable", "WebMCP.enable" }
 
+-- The remote objects a console record holds (its object arguments, a
+-- thrown value) live on in the page until released: Chromium keeps each in
+-- its "console" object group of our session for the document's life (a
+-- page that logged an object 4000 times held all 4000, 16 MB of its heap,
+-- where our ring kept 1000 records). So they are released when their
+-- record falls out of the ring: queued there (the ring is being trimmed,
+-- and a send may route events that add to it), sent after the event or
+-- the read that dropped it.
+local function hold(rec, oid)
+  if type(oid) ~= "string" then return end
+  local held = rec._held
+  if not held then held = {}; rec._held = held end
+  held[#held + 1] = oid
+end
+
+local function release_later(st, rec)
+  local held = rec._held
+  if not held then return end
+  rec._held = nil
+  local q = st.release
+  q[#q + 1] = rec.session
+  q[#q + 1] = held
+end
+
+local function release_dropped(page, st)
+  local q = st.release
+  if #q == 0 then return end
+  st.release = {}
+  for i = 1, #q, 2 do
+    for _, oid in ipairs(q[i + 1]) do
+      page.conn:send_nowait("Runtime.releaseObject", { objectId = oid }, q[i])
+    end
+  end
+end
+
 -- attach_send(page, deadline, history) -> ids: sets up the page's records
 -- and sends the enables, before the page's own set-up replies are read.
 -- history: {console = n, requests = n, bytes = n}.
@@ -124,9 +159,11 @@ function M.attach_send(page, deadline, history)
   local bytes = history.bytes or M.DEFAULT_HISTORY_BYTES
   local inflight = {}       -- session .. "\0" .. requestId -> record
   local by_id = {}          -- requestId -> the latest record in flight with it (see find)
-  page._obs = {
+  local st
+  st = {
     seq = 0,
-    console = ring(history.console or M.DEFAULT_HISTORY, bytes),
+    console = ring(history.console or M.DEFAULT_HISTORY, bytes, function(old) release_later(st, old) end),
+    release = {},           -- session, object ids, ...: of records that fell out (see hold)
     requests = ring(history.requests or M.DEFAULT_HISTORY, bytes, function(old)
       -- a request that falls out is forgotten, finished or not: one still
       -- in flight says so (nothing will finish it)
@@ -139,6 +176,7 @@ function M.attach_send(page, deadline, history)
     listeners = {},         -- event name -> list of functions
     cdp_listeners = {},     -- CDP method -> list of functions (a plain table: names are data)
   }
+  page._obs = st
   local ids = {}
   for i, m in ipairs(ENABLE) do ids[i] = page.conn:send(m, nil, page.session, deadline) end
   return ids
@@ -264,6 +302,8 @@ local handlers = {}
 
 handlers["Runtime.consoleAPICalled"] = function(page, st, p, session)
   local args, objects = setmetatable({}, array_mt), nil
+  local rec = { level = LEVEL_OF_TYPE[p.type] or "info", type = p.type, source = "console-api",
+    args = args }
   for i, ro in ipairs(p.args or {}) do
     local v, is_obj = arg_now(ro)
     if v == nil then v = null end          -- undefined: JSON has no such value
@@ -272,25 +312,26 @@ handlers["Runtime.consoleAPICalled"] = function(page, st, p, session)
       objects = objects or {}
       objects[i] = ro.objectId
     end
+    hold(rec, ro.objectId)                 -- (a function's, a symbol's too)
   end
-  record_console(page, st, {
-    level = LEVEL_OF_TYPE[p.type] or "info", type = p.type, source = "console-api",
-    text = text_of(p.args or {}), args = args, _objects = objects,
-    location = location_of(p.stackTrace),
-    frame = frame_of_context(page, p.executionContextId, session),
-  }, session)
+  rec.text, rec._objects = text_of(p.args or {}), objects
+  rec.location = location_of(p.stackTrace)
+  rec.frame = frame_of_context(page, p.executionContextId, session)
+  record_console(page, st, rec, session)
 end
 
 handlers["Runtime.exceptionThrown"] = function(page, st, p, session)
   local ex = p.exceptionDetails or {}
   local message, details = remote.exception_info(ex)
-  record_console(page, st, {
+  local rec = {
     level = "error", type = "exception", source = "exception",
     text = "Uncaught " .. tostring(details.stack or message), args = setmetatable({}, array_mt),
     exception = { message = message, stack = details.stack },
     location = location_of(ex.stackTrace, ex.url, ex.lineNumber, ex.columnNumber),
     frame = frame_of_context(page, ex.executionContextId, session),
-  }, session)
+  }
+  hold(rec, type(ex.exception) == "table" and ex.exception.objectId or nil)   -- what was thrown
+  record_console(page, st, rec, session)
 end
 
 handlers["Log.entryAdded"] = function(page, st, p, session)
@@ -499,6 +540,7 @@ function M.dispatch(page, method, params, session)
   end
   local l = st.cdp_listeners[method]
   if l then emit(st, l, method, params, session) end
+  release_dropped(page, st)
 end
 
 -- ---- public methods (installed on Page) ----------------------------------------
@@ -646,6 +688,7 @@ local function resolve_args(page, list, deadline)
   for _, rec in ipairs(list) do
     if rec._objects and next(rec._objects) == nil then rec._objects = nil end
   end
+  release_dropped(page, page._obs)       -- (what the values read pushed out of the ring)
 end
 
 local console_opts = { since = true, level = true, timeout = true }
