@@ -147,6 +147,41 @@ describe("lifetime", function()
     assert(ok, tostring(err))
   end)
 
+  -- An expression a monitor evaluates again and again, which throws or
+  -- rejects now and then (or a page that breaks our own scripts): what was
+  -- thrown is not kept alive in the page.
+  it("keeps alive in the page nothing that an evaluate, a call or a discovery threw", function()
+    local b = dt.launch()
+    local ok, err = pcall(function()
+      local page = b:new_page(server.url("/tools.html"))
+      local add = page:tool("add")
+      page:evaluate("window.__refs = []; 1")
+      local track = "(window.__refs.push(new WeakRef(e)), e)"
+      for i = 1, 100 do
+        local e1 = H.error_of(page.evaluate, page, "{ const e = new Error('thrown " .. i .. "'); throw " .. track .. " }")
+        local e2 = H.error_of(page.evaluate, page, "{ const e = { why: " .. i .. " }; Promise.reject(" .. track .. ") }")
+        assert.equal("js_error", e1.code)
+        assert.equal("js_error", e2.code)
+      end
+      -- our call wrapper and our discovery, made to throw by the page
+      page:evaluate("Object.defineProperty(window.__dtmcp, 'toolGroups', { get() { const e = new Error('no tools');"
+        .. " throw " .. track .. "; } }); window.CustomEvent = function () { const e = new Error('no events');"
+        .. " throw " .. track .. "; }; 1")
+      for _ = 1, 20 do
+        assert.equal("tool_error", H.error_of(add.call, add, { a = 1, b = 2 }).code)
+      end
+      for _ = 1, 20 do
+        local _, warnings = page:discover()
+        assert.matches("no events", warnings[1], 1, true)
+      end
+      page:cdp("HeapProfiler.collectGarbage")
+      assert.equal(240, page:evaluate("window.__refs.length"))
+      assert.equal(0, page:evaluate("window.__refs.filter((r) => r.deref() !== undefined).length"))
+    end)
+    b:close()
+    assert(ok, tostring(err))
+  end)
+
   -- `<close>` is Lua 5.4 syntax: there is nothing to test under LuaJIT.
   local it_54 = _VERSION == "Lua 5.4" and it or function() end
   it_54("closes with <close>", function()

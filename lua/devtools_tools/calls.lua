@@ -412,6 +412,7 @@ local function await_reply(tool, id, deadline, group, nav_known)
   end
   if r.exceptionDetails then
     -- The call wrapper itself failed (it never throws for a tool's error).
+    remote.release_thrown(tool._page.conn, tool._session, r)
     local msg, details = remote.exception_info(r.exceptionDetails)
     raise("tool_error", "tool " .. tool.name .. ": " .. msg, { tool = tool.name, details = details })
   end

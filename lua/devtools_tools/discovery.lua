@@ -319,6 +319,7 @@ function M.discover(page, deadline)
           end
         end
       elseif r.exceptionDetails then
+        remote.release_thrown(conn, t.frame.session, r)
         local msg = remote.exception_info(r.exceptionDetails)
         warnings[#warnings + 1] = "discovery failed in frame " .. t.frame.url .. ": " .. msg
       else

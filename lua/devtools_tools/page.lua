@@ -519,6 +519,7 @@ function Page:evaluate(expression, opts)
     error(r, 0)
   end
   if r.exceptionDetails then
+    remote.release_thrown(conn, session, r)
     local message, details = remote.exception_info(r.exceptionDetails)
     raise("js_error", message, { details = details })
   end

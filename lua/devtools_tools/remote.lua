@@ -88,6 +88,22 @@ function M.remote_value(ro)
   return v
 end
 
+-- release_thrown(conn, session, reply): what a call threw (or its promise
+-- rejected with) comes as remote objects that Chromium keeps alive, in no
+-- object group, until their document goes, even when the call asked for
+-- its value: the exception, and for a throw the result as well. Released
+-- at once (300 evaluates that threw a 40 KB value held 12 MB of the
+-- page's heap). Never waits.
+function M.release_thrown(conn, session, r)
+  local ex = r.exceptionDetails
+  if type(ex) ~= "table" then return end
+  for _, o in ipairs({ r.result, ex.exception }) do
+    if type(o) == "table" and type(o.objectId) == "string" then
+      conn:send_nowait("Runtime.releaseObject", { objectId = o.objectId }, session)
+    end
+  end
+end
+
 -- exception_info(exceptionDetails) -> message, details
 function M.exception_info(ex)
   local e = ex.exception
