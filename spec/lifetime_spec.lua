@@ -109,6 +109,26 @@ describe("lifetime", function()
     assert(ok, tostring(err))
   end)
 
+  -- Each new document of a cross-site iframe comes with a session of its
+  -- own: what the page knew of the old ones goes with them.
+  it("forgets the sessions of iframes that are gone over a long session", function()
+    local b = dt.launch{ webmcp = true }
+    local ok, err = pcall(function()
+      local page = b:new_page(server.url("/frames.html"))
+      local function count(t) local n = 0; for _ in pairs(t or {}) do n = n + 1 end; return n end
+      for i = 1, 30 do
+        page:navigate(server.url("/frames.html?" .. i))
+        page:wait_for_tool("where-cross", { timeout = 10 })     -- (discovers in every session)
+      end
+      local kept = count(page._webmcp.enabled)
+      assert.is_true(kept <= count(page.child_sessions), "sessions kept: " .. kept)
+      -- and the iframe there now is served as before
+      assert.equal(server.url("", "localhost"), page:call("where-cross"))
+    end)
+    b:close()
+    assert(ok, tostring(err))
+  end)
+
   -- A page that logs objects and throws for hours: what it logged stays
   -- alive in the page only while the page's records hold it (and Chromium's
   -- own console, whose last 1000 messages are its own bound). Counted with

@@ -147,8 +147,12 @@ handlers["Page.frameDetached"] = function(_, st, p)
   if p.reason ~= "swap" then drop(st, function(o) return o.frame_id == p.frameId end) end
 end
 
+-- An iframe's session ended: its tools went with it, and so did what
+-- discovery knew of its WebMCP.enable (a new session each time: a page
+-- with a cross-site iframe navigated 240 times kept 120).
 handlers["Target.detachedFromTarget"] = function(_, st, p)
   drop(st, function(o) return o.session == p.sessionId end)
+  if st.enabled and p.sessionId ~= nil then st.enabled[p.sessionId] = nil end
 end
 
 -- dispatch(page, method, params, session): the page's dispatcher hook.
