@@ -129,6 +129,33 @@ describe("lifetime", function()
     assert(ok, tostring(err))
   end)
 
+  -- A server opens and closes pages in one browser for days: the
+  -- connection keeps nothing of the pages it closed.
+  it("keeps nothing of pages closed over a long session", function()
+    local b = dt.launch()
+    local ok, err = pcall(function()
+      local function count(t) local n = 0; for _ in pairs(t) do n = n + 1 end; return n end
+      local function open_and_close(path)
+        local page = b:new_page(server.url(path))
+        page:call("whoami")
+        page:close()
+      end
+      for _ = 1, 20 do open_and_close("/frames.html") end     -- (2 sessions each: its own, its cross-site iframe's)
+      if jit then jit.flush() end                              -- (see the collected Browser above)
+      collectgarbage(); collectgarbage()
+      local ended = count(b.conn.ended_sessions)
+      assert.is_true(ended <= 4, "sessions kept: " .. ended)
+      -- a page kept is still refused at once
+      local page = b:new_page(server.url("/tools.html"))
+      page:close()
+      collectgarbage(); collectgarbage()
+      local e = H.error_of(b.conn.send, b.conn, "Runtime.evaluate", { expression = "1" }, page.session)
+      assert.equal("disconnected", e.code)
+    end)
+    b:close()
+    assert(ok, tostring(err))
+  end)
+
   -- A page that logs objects and throws for hours: what it logged stays
   -- alive in the page only while the page's records hold it (and Chromium's
   -- own console, whose last 1000 messages are its own bound). Counted with

@@ -91,7 +91,11 @@ function M.new(transport, opts)
     -- tasks waiting on this connection: waiter -> true (see wait_in_task)
     waiters = {},
     watches = {},        -- loop (driver) -> its watch of the transport
-    ended_sessions = {},  -- session -> the dt.Error its requests fail with (end_session)
+    -- session -> the dt.Error its requests fail with (end_session); weak:
+    -- an entry lasts while its error does, which whoever ended the session
+    -- keeps while anything may still send on it (a closed Page keeps its
+    -- own; every page a server had closed was kept, 2 entries a page)
+    ended_sessions = setmetatable({}, { __mode = "v" }),
     dispatching = 0,        -- event listeners running (see hand_over)
     awaits = 0,             -- awaits since the last sweep (see sweep)
   }, Conn)
@@ -730,7 +734,8 @@ end
 
 -- end_session(session, err): the session is gone for good (its page was
 -- closed or detached): what waits on it fails with err now, and what is
--- sent to it later fails with err at once (no reply would ever come).
+-- sent to it later fails with err at once (no reply would ever come), for
+-- as long as the caller keeps err (see ended_sessions).
 function Conn:end_session(session, err)
   self.ended_sessions[session] = err
   self:fail_pending(session, err)

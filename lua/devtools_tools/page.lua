@@ -549,8 +549,11 @@ function Page:_detached()
   for sid in pairs(self.child_sessions) do conn:listen(sid, nil) end
   for sid in pairs(self.worker_sessions) do conn:listen(sid, nil) end
   self.browser:_forget(self)
-  -- Requests other tasks still wait on will get no reply: they fail now.
+  -- Requests other tasks still wait on will get no reply: they fail now,
+  -- and so does what they send later, while they hold the page (which
+  -- keeps the error: the connection forgets the sessions with it).
   local gone = errors.new("disconnected", "the page was closed (or detached) while the call waited")
+  self._gone = gone
   conn:end_session(self.session, gone)
   for sid in pairs(self.child_sessions) do conn:end_session(sid, gone) end
   webmcp.detached(self)
