@@ -141,6 +141,15 @@ describe("lifetime", function()
         page:close()
       end
       for _ = 1, 20 do open_and_close("/frames.html") end     -- (2 sessions each: its own, its cross-site iframe's)
+      -- pages closed while their script was stuck (a call timed out: its
+      -- probe, which would have stopped the script at the next call, waits)
+      for _ = 1, 10 do
+        local page = b:new_page(server.url("/tools.html"))
+        assert.equal("timeout", H.error_of(page.call, page, "busy", nil, { timeout = 0.1 }).code)
+        page:close()
+      end
+      assert.equal(0, count(b.conn.pending))
+      assert.equal(0, count(b.conn.pending_session))
       if jit then jit.flush() end                              -- (see the collected Browser above)
       collectgarbage(); collectgarbage()
       local ended = count(b.conn.ended_sessions)

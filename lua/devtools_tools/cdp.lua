@@ -701,6 +701,12 @@ function Conn:keep(id)
   self.deadlines[id] = nil
 end
 
+-- forget(id): nobody will await request id (its caller went away): a
+-- reply that comes is dropped, as a late one is, and nothing of it stays
+function Conn:forget(id)
+  self.pending[id], self.pending_session[id], self.json_ids[id], self.deadlines[id] = nil, nil, nil, nil
+end
+
 -- waiting(id) -> true while request id has no reply and its caller has
 -- not given up
 function Conn:waiting(id)

@@ -556,6 +556,11 @@ function Page:_detached()
   self._gone = gone
   conn:end_session(self.session, gone)
   for sid in pairs(self.child_sessions) do conn:end_session(sid, gone) end
+  -- The probes of its stuck scripts: kept for its next call (conn:keep),
+  -- which will never come (10 pages closed after a busy tool timed out
+  -- left 10 requests in the connection for good).
+  for _, id in pairs(self._probes) do conn:forget(id) end
+  self._probes = {}
   webmcp.detached(self)
 end
 
