@@ -130,6 +130,26 @@ describe("tasks on a driver of the spec's own", function()
     assert.is_nil(next(conn.pending))
   end)
 
+  -- Seen with a 16 MB evaluate cancelled while its bytes went out: its id
+  -- stayed pending with no deadline, a caller waiting for ever as far as
+  -- the page knew, so a busy script that timed out later was never
+  -- stopped and every later call on the page timed out.
+  it("a task cancelled while its request is still being written leaves no request waiting", function()
+    function t:fds() return 99, 99 end
+    function t:queued() return 1 end
+    function t:send(msg)
+      self.sent[#self.sent + 1] = json.decode(msg)
+      return nil, "would block", "timeout"
+    end
+    function t:flush() return nil, "would block", "timeout" end
+    local task = dt.async(function() return conn:call("Write.big", nil, { session = "S1" }) end)
+    assert.are.equal("rw", next(d.watches).events)   -- waiting for the pipe
+    task:cancel()
+    assert.are.equal("cancelled", H.error_of(task.wait, task).code)
+    assert.is_nil(next(conn.pending))
+    assert.is_false(conn:waiting_before("S1", math.huge))
+  end)
+
   it("every waiting task learns at once that the connection is gone", function()
     local list = {}
     for i = 1, 3 do list[i] = dt.async(function() return conn:call("M" .. i) end) end

@@ -149,7 +149,16 @@ local function transmit(self, id, text, session, deadline, json_reply, method)
   if M.log.on then log_line("->", session, text) end
   self.pending[id] = false
   self.pending_session[id] = session or ""
-  local ok, err, code = self:_write(text, deadline or (now() + self.timeout))
+  -- A task's write that waits for the pipe can raise (cancelled, or the
+  -- connection lost): nobody will await this id, so it must not stay
+  -- pending with no deadline, where it would count for ever as a caller
+  -- still waiting (waiting_before: the page is then never unstuck).
+  local wrote, ok, err, code = pcall(self._write, self, text, deadline or (now() + self.timeout))
+  if not wrote then
+    self.pending[id] = nil
+    self.pending_session[id] = nil
+    error(ok, 0)
+  end
   if not ok then
     self.pending[id] = nil
     self.pending_session[id] = nil
