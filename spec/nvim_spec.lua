@@ -576,6 +576,25 @@ describe("the Neovim plugin", function()
     assert.equal(2, cancels)
   end)
 
+  -- vim.wait inside a loop callback aborts Neovim 0.7 (SIGABRT): the
+  -- editor went with a task:wait in another task's on_done.
+  it("task:wait in a loop callback (on_done) is refused; the editor stays up", function()
+    local R = nvim([[
+      dt.use_loop(vim.loop)
+      local inner = dt.async(function() dt.sleep(0.05); return 7 end)
+      local seen
+      dt.async(function() return 1 end, function()
+        local ok, e = pcall(inner.wait, inner, 5)
+        seen = { ok = ok, code = dt.is_error(e) and e.code or tostring(e) }
+      end)
+      assert(vim.wait(5000, function() return seen ~= nil end, 10), "on_done never ran")
+      R.seen = seen
+      R.inner = inner:wait(5)                      -- from the main loop, as before
+    ]])
+    assert.same({ ok = false, code = "bad_argument" }, R.seen)
+    assert.equal(7, R.inner)
+  end)
+
   it("cancelling a launch reports cancelled and leaves no browser", function()
     local R = nvim([[
       vim.cmd("DevTools launch")

@@ -221,6 +221,14 @@ end
 -- loop already runs, so vim.wait processes events until pred or timeout.
 function Luv:step(timeout, pred)
   if self.vim then
+    -- In a loop callback (a fast event: on_done, a timer of the
+    -- program's own) Neovim cannot wait: vim.wait there aborts Neovim
+    -- 0.7 (SIGABRT, the editor gone) and raises E5560 in later ones.
+    local fast = self.vim.in_fast_event
+    if fast and fast() then
+      errors.raise("bad_argument", "wait: Neovim's loop cannot be turned from inside one of its"
+        .. " callbacks (on_done, a luv timer): wait inside a task, or go on in on_done")
+    end
     local ms = timeout and math_max(0, timeout * 1000) or 1e9
     self.vim.wait(ms, pred or function() return false end, 5)
     return true
