@@ -150,6 +150,31 @@ describe("tasks on a driver of the spec's own", function()
     assert.is_false(conn:waiting_before("S1", math.huge))
   end)
 
+  -- A watchdog task's cancel came in the turn the reply did: the wake for
+  -- the reply ran first, the wait returned its value, and the task ended
+  -- well although cancel had said true.
+  it("a cancel from another task wins over a reply whose wake is already on the loop", function()
+    local after
+    local task = dt.async(function()
+      local r = conn:call("X.y")
+      after = "went on"
+      return r
+    end)
+    t.inbox[1] = { id = t.sent[1].id, result = { v = 1 } }
+    conn:poll(true)                                  -- the reply's wake, queued on the loop
+    local ready = {}
+    for h in pairs(d.timers) do if h.seconds == 0 then ready[#ready + 1] = h end end
+    assert.are.equal(1, #ready)
+    local watchdog = dt.async(function() return task:cancel() end)
+    assert.is_true(watchdog:wait())
+    d.timers[ready[1]] = nil
+    ready[1].cb()                                    -- the reply's wake runs first
+    d:fire_timers()
+    assert.is_true(task.done)
+    assert.are.equal("cancelled", H.error_of(task.wait, task).code)
+    assert.is_nil(after)
+  end)
+
   it("every waiting task learns at once that the connection is gone", function()
     local list = {}
     for i = 1, 3 do list[i] = dt.async(function() return conn:call("M" .. i) end) end

@@ -161,7 +161,10 @@ function Task:suspend(deadline)
   local reason = co_yield(WAIT)
   self.waiting = nil
   if timer then self.driver:cancel(timer) end
-  if reason == "cancelled" then raise("cancelled", "the task was cancelled") end
+  -- Cancelled while a wake was already on its way (a reply's, queued on
+  -- the loop before another task's cancel): the cancel still wins, as
+  -- cancel promised when it returned true.
+  if reason == "cancelled" or self.cancelled then raise("cancelled", "the task was cancelled") end
   return reason
 end
 
