@@ -507,6 +507,29 @@ end
 describe("waits on the built-in loop", function()
   before_each(function() dt.use_loop(nil) end)
 
+  -- On LuaJIT (whose weak keys are no ephemerons) the table that finds a
+  -- coroutine's Task kept such tasks, and what they held, for good.
+  it("tasks waiting for each other that the program lets go of are collected, with what they hold", function()
+    local held = setmetatable({}, { __mode = "k" })
+    -- in a function of its own: no stack slot of the spec still holds them
+    local function deadlock()
+      local a, b
+      a = dt.async(function()
+        local mine = {}                          -- as a Browser in a task's locals
+        held[mine] = true
+        dt.sleep(0)
+        b:wait()
+        return mine
+      end)
+      b = dt.async(function() dt.sleep(0); return a:wait() end)
+      assert.are.equal("timeout", H.error_of(a.wait, a).code)   -- "can never end"
+    end
+    deadlock()
+    if jit then jit.flush() end
+    collectgarbage(); collectgarbage()
+    assert.is_nil(next(held))
+  end)
+
   it("dt.sleep(0) lets the other tasks run", function()
     local flag, turns = false, 0
     local poller = dt.async(function()

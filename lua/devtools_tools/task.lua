@@ -31,10 +31,14 @@ local math_huge, math_max = math.huge, math.max
 
 local M = {}
 
--- coroutine -> Task, for `current()`. Weak keys: a finished task's
--- coroutine is dropped from here when it ends, and a forgotten one
--- (never resumed again) does not stay alive through this table.
-local by_co = setmetatable({}, { __mode = "k" })
+-- coroutine -> Task, for `current()`. A finished task's coroutine is
+-- dropped from here when it ends, and a forgotten one (never resumed
+-- again: tasks waiting for each other) must not stay alive through this
+-- table. Weak values as well as keys: the Task holds its coroutine, and
+-- LuaJIT's weak keys are no ephemerons, so with weak keys alone such a
+-- task, and all its stack held (a Browser, whose Chromium the collector
+-- would end), stayed for good there.
+local by_co = setmetatable({}, { __mode = "kv" })
 
 -- What a task yields when it waits; anything else it yields (the user's own
 -- coroutine.yield) is resumed on the next turn of the loop.
