@@ -593,6 +593,26 @@ describe("waits on the built-in loop", function()
     assert.same({ n = 2, "a", "b" }, dt.wait_all({ a, b }, 10))
   end)
 
+  -- Each loop was turned until its own tasks ended, the first first: a
+  -- task of the first waiting for one of the second never ran again.
+  it("dt.wait_all turns the loops in turn, whichever task waits for which", function()
+    local other = require("devtools_tools.loop").builtin()
+    dt.use_loop(other)
+    local b = dt.async(function() dt.sleep(0.02) return "b" end)
+    dt.use_loop(nil)
+    local a = dt.async(function() return "a after " .. b:wait() end)
+    assert.same({ n = 2, "a after b", "b" }, dt.wait_all({ a, b }, 10))
+    -- two that wait for each other across the loops are found out at once
+    local x, y
+    dt.use_loop(other)
+    y = dt.async(function() dt.sleep(0); return x:wait() end)
+    dt.use_loop(nil)
+    x = dt.async(function() dt.sleep(0); return y:wait() end)
+    local e = H.error_of(dt.wait_all, { x, y }, 10)
+    assert.are.equal("timeout", e.code)
+    assert.matches("can never all end", e.message, 1, true)
+  end)
+
   it("dt.wait_all refuses a list with holes or other keys, naming them", function()
     local t = dt.async(function() return 1 end)
     local e = H.error_of(dt.wait_all, { t, nil, 3 })     -- (# is 1 or 3: either is refused)

@@ -76,6 +76,13 @@ function Builtin:cancel(h)
   self.timers[h] = nil
 end
 
+-- idle() -> true when nothing is watched and no timer is set: nothing can
+-- happen on this loop until something outside it (another loop) adds
+-- one (dt.wait_all turning several loops asks).
+function Builtin:idle()
+  return next(self.watches) == nil and next(self.timers) == nil
+end
+
 -- step(timeout): waits for the first descriptor or timer, at most timeout
 -- seconds (nil: until something happens), and runs what is due.
 function Builtin:step(timeout)
@@ -246,6 +253,13 @@ function Luv:step(timeout, pred)
   -- nothing active on the loop (no watch, no timer: "once" returned at
   -- once): nothing can happen, as the built-in loop says
   return alive ~= false or guard ~= nil
+end
+
+-- idle(): as the built-in loop's, for a luv loop with no active handle
+-- (Neovim's loop is never idle: the editor's own handles are on it).
+function Luv:idle()
+  local uv = self.uv
+  return not self.vim and uv.loop_alive ~= nil and not uv.loop_alive()
 end
 
 -- as_driver(loop) -> driver: a driver as it is, or a luv module wrapped.

@@ -293,6 +293,48 @@ function M.run_until(driver, pred, deadline)
   return true
 end
 
+-- turn_in_turn(drivers, settled_on, deadline): tasks of one loop may wait
+-- for tasks of another (a built-in loop's task for a luv one's), so no
+-- loop can be turned until its own tasks end before the next is turned:
+-- the first would wait for what only the second can bring, up to the
+-- deadline (or, with none, be found unable to end). Each loop is turned
+-- in turn instead, for at most SLICE seconds at a time, until every
+-- task has settled, the deadline passed, or a round in which no loop had
+-- anything that could happen (a driver's optional idle(): nothing
+-- watched, no timer; a wake one loop's turn gives a task of another is a
+-- timer there, so such a round ran nothing and changed nothing).
+local SLICE = 0.01
+
+local function turn_in_turn(drivers, settled_on, deadline)
+  for _, d in ipairs(drivers) do
+    if not d.step and not settled_on(d)() then
+      raise("bad_argument", "this loop cannot be run from outside a task (its driver has no step):"
+        .. " wait with a callback instead")
+    end
+  end
+  while true do
+    local waiting, alive = false, false
+    for _, d in ipairs(drivers) do
+      local pred = settled_on(d)
+      if not pred() then
+        waiting = true
+        if not (d.idle and d:idle()) then
+          local left = deadline - now()
+          if left < 0 then left = 0 end
+          if d:step(left < SLICE and left or SLICE, pred) ~= false then alive = true end
+        end
+      end
+    end
+    if not waiting then return true end
+    if not alive or now() >= deadline then
+      for _, d in ipairs(drivers) do
+        if not settled_on(d)() then return false, not alive end
+      end
+      return true
+    end
+  end
+end
+
 -- sleep(seconds): suspends the task (or blocks outside tasks).
 function M.sleep(seconds)
   if type(seconds) ~= "number" or not (seconds >= 0 and seconds < math_huge) then
@@ -334,6 +376,7 @@ function M.wait_all(list, timeout)
     return true
   end
   local me = M.current()
+  local stuck                 -- no loop has anything left that could happen
   if me then
     for _, t in ipairs(list) do
       if not t.done then
@@ -344,9 +387,8 @@ function M.wait_all(list, timeout)
       end
     end
   else
-    -- Each loop the tasks run on, in turn (tasks started before a
-    -- dt.use_loop switch keep theirs): a task of the second waits while
-    -- the first turns, as it would in a:wait(); b:wait().
+    -- Each loop the tasks run on (tasks started before a dt.use_loop
+    -- switch keep theirs).
     local drivers, seen = {}, {}
     for _, t in ipairs(list) do
       if not seen[t.driver] then
@@ -354,18 +396,24 @@ function M.wait_all(list, timeout)
         drivers[#drivers + 1] = t.driver
       end
     end
-    for _, d in ipairs(drivers) do
-      M.run_until(d, function()
+    local function settled_on(d)
+      return function()
         for _, t in ipairs(list) do
           if t.driver == d and not settled(t) then return false end
         end
         return true
-      end, deadline)
+      end
+    end
+    if #drivers == 1 then
+      M.run_until(drivers[1], settled_on(drivers[1]), deadline)
+    else
+      local _
+      _, stuck = turn_in_turn(drivers, settled_on, deadline)
     end
     for _, d in ipairs(drivers) do finish_closes(d) end
   end
   if not all_done() then
-    if deadline == math_huge then
+    if deadline == math_huge or stuck then
       raise("timeout", "wait_all: the tasks can never all end: they wait with no deadline, and"
         .. " nothing on the loop can wake them (tasks waiting for each other?)")
     end
