@@ -81,6 +81,31 @@ describe("cdp.Connection", function()
     assert.is_nil(next(c.deadlines))
   end)
 
+  -- A discovery cut short leaves requests unawaited; its page closed, they
+  -- failed with the session; a reply that came after that took their
+  -- deadline, and the sweep could never forget them (1 in 3 pages under
+  -- load kept one for good).
+  it("forgets a request failed with its session and never awaited, whatever comes for it later", function()
+    local held = {}
+    local t = fake({
+      ["Old"] = function(m) held[#held + 1] = m; return {} end,
+      ["Q"] = function(m) return { { id = m.id, result = {} } } end,
+    })
+    local c = cdp.new(t)
+    local old = c:send("Old", nil, "S1", core.now() - 20)
+    local json_old = c:send("Old", nil, "S1", core.now() - 20, true)
+    c:end_session("S1", errors.new("disconnected", "the page was closed"))
+    for _, m in ipairs(held) do t.queue[#t.queue + 1] = { id = m.id, result = {} } end
+    c:poll()
+    for _ = 1, 64 do c:await(c:send("Q", nil, nil, core.now() + 5), core.now() + 5, "Q") end
+    for _, id in ipairs({ old, json_old }) do
+      assert.is_nil(c.pending[id])
+      assert.is_nil(c.pending_session[id])
+    end
+    assert.is_nil(next(c.deadlines))
+    assert.is_nil(next(c.json_ids))
+  end)
+
   it("sends a request its caller wrote as text, numbered like the others", function()
     local t = fake({ ["T.x"] = function(m) return { { id = m.id, result = { got = m.params.v } } } end })
     local c = cdp.new(t)

@@ -148,8 +148,14 @@ describe("lifetime", function()
         assert.equal("timeout", H.error_of(page.call, page, "busy", nil, { timeout = 0.1 }).code)
         page:close()
       end
-      assert.equal(0, count(b.conn.pending))
-      assert.equal(0, count(b.conn.pending_session))
+      -- (a request left unawaited, as when a discovery is cut short by the
+      -- call's time running out, waits for the connection's sweep, 10 s
+      -- past its deadline: none may stay with no deadline, for good)
+      local conn, kept = b.conn, {}
+      for id in pairs(conn.pending) do
+        if conn.deadlines[id] == nil and conn.json_ids[id] == nil then kept[#kept + 1] = id end
+      end
+      assert.equal(0, #kept)
       if jit then jit.flush() end                              -- (see the collected Browser above)
       collectgarbage(); collectgarbage()
       local ended = count(b.conn.ended_sessions)

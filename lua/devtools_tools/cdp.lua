@@ -255,7 +255,7 @@ local function pump(self, deadline)
       if self.pending[head] == false then
         self.pending[head] = errors.new("timeout", "the reply came, but " .. err,
           { details = { decoding = err } })
-      else
+      elseif self.pending[head] == nil then
         self.json_ids[head], self.deadlines[head] = nil, nil      -- a late one: see await
       end
       return true
@@ -280,9 +280,10 @@ local function pump(self, deadline)
   end
   local id = msg.id
   if id ~= nil then
-    if self.pending[id] == false then
+    local was = self.pending[id]
+    if was == false then
       self.pending[id] = msg
-    else
+    elseif was == nil then
       -- a late reply to a call that timed out: dropped, unless its caller
       -- left something to undo with it (await's on_late)
       self.json_ids[id], self.deadlines[id] = nil, nil
@@ -291,7 +292,8 @@ local function pump(self, deadline)
         self.late[id] = nil
         as_listener(self, fn, msg)
       end
-    end
+    end    -- (else an Error stands for it already, its session ended: it keeps
+           -- its deadline, for its caller or for the sweep to forget it)
   elseif msg.method then
     route_event(self, msg)
   end
