@@ -347,7 +347,7 @@ describe("calling tools", function()
     -- for one whose tool removed its own iframe (it ran)
     local p2 = open("/remount.html")
     for i = 1, 3 do
-      assert.is_true(H.wait_for(function() return pcall(p2.tool, p2, "placeOrder") end, 5))
+      p2:wait_for_tool("placeOrder", { timeout = 5 })    -- (the re-mounted widget's, once it is back)
       local ok, r = pcall(p2.call, p2, "placeOrder", {}, { timeout = 10 })
       if not ok then assert.equal("navigated", r.code, tostring(r)) end
       assert.equal(i, p2:evaluate("window.orders"))
