@@ -1054,32 +1054,44 @@ for _, L in ipairs(loops) do
     end
 
     it("cancelling a task during launch ends the child and raises cancelled", function()
-      -- the launch's processes and its temporary profile, told from others
-      local lfs = require "lfs"
-      local tmp = os.getenv("TMPDIR") or "/tmp"
-      local function profiles()
+      -- the launch's processes and its temporary profile, told from those
+      -- of other programs on the machine: the profile named by our own
+      -- child (whose processes all carry it on their command lines)
+      local function field(path, pattern)
+        local f = io.open(path)
+        local s = f and f:read("*a") or ""
+        if f then f:close() end
+        return s:match(pattern)
+      end
+      local me = tonumber(field("/proc/self/stat", "^(%d+)"))
+      local function our_profiles()           -- (the suite's own browser is one)
         local out = {}
-        for name in lfs.dir(tmp) do
-          if name:match("^devtools_tools%-profile%-") then out[name] = true end
+        for _, pid in ipairs(H.live_with_arg("devtools_tools-profile-")) do
+          if tonumber(field("/proc/" .. pid .. "/stat", "%) %a (%d+)")) == me then
+            out[#out + 1] = field("/proc/" .. pid .. "/cmdline", "%-%-user%-data%-dir=([^%z]+)")
+          end
         end
         return out
       end
-      local before, before_dirs = {}, profiles()
-      for _, pid in ipairs(H.live_with_arg("devtools_tools-profile-")) do before[pid] = true end
+      local before = {}
+      for _, dir in ipairs(our_profiles()) do before[dir] = true end
+      local function our_profile()
+        for _, dir in ipairs(our_profiles()) do
+          if not before[dir] then return dir end
+        end
+      end
+      local profile
       local function new_ones()
-        local n = 0
-        for _, pid in ipairs(H.live_with_arg("devtools_tools-profile-")) do
-          if not before[pid] then n = n + 1 end
-        end
-        for name in pairs(profiles()) do
-          if not before_dirs[name] then n = n + 1 end
-        end
+        local n = #H.live_with_arg(profile)
+        if H.exists(profile) then n = n + 1 end
         return n
       end
       -- the launch must clean up itself, not leave it to the collector
       collectgarbage("stop")
       local task = dt.async(function() return dt.launch() end)
       assert.is_false(task.done)                     -- waiting for the browser's first reply
+      -- (once the child has started Chromium: until its exec it is a copy of us)
+      assert.is_true(H.wait_for(function() profile = our_profile(); return profile ~= nil end, 5))
       assert.is_true(new_ones() > 0)
       task:cancel()
       assert.is_true(task.done)
