@@ -68,6 +68,15 @@ describe("devtools-tools", function()
       out, _, rc = run("--help list")                -- as `help list`
       assert.equal(0, rc)
       assert.matches("^Usage: devtools%-tools list", out)
+      -- --version may come after the command too, as every option may:
+      -- it answers instead of the command (no browser starts)
+      for _, args in ipairs({ "--version", "list --version " .. url, "call -q " .. url .. " types --version" }) do
+        local err
+        out, err, rc = run(args)
+        assert.equal(0, rc, args .. ": " .. err)
+        assert.matches("^devtools%-tools %(devtools_tools [%d.]+, Lua 5%.4%)\n$", out)
+        assert.equal("", err)
+      end
       -- no command at all is a usage error: the help goes to stderr
       local err
       out, err, rc = run("")
