@@ -146,6 +146,21 @@ describe("devtools-tools", function()
       assert.equal(lines[4]:find("%[by"), lines[3]:find("n: number"))
     end)
 
+    it("aligns its columns on names and arguments that are not ASCII (by the columns a terminal gives them)", function()
+      local out, err, rc = run("list " .. server.url("/unicode.html"))
+      assert.equal(0, rc, err)
+      -- (日本語 and 数: two columns a character)
+      assert.equal(table.concat({
+        "unicode-tools - Names that are not plain ASCII",
+        "  frame " .. server.url("/unicode.html"),
+        "  größe       [wört: string]  Umlauts in the name and the argument",
+        "  日本語      [数: integer]   Wide characters",
+        "  with space  [x: integer]    A space in the name",
+        "  with        {...}           The first word of the one above",
+        "  plain       [x: integer]    ASCII only",
+      }, "\n") .. "\n", out)
+    end)
+
     it("--json prints the groups as JSON that parses back", function()
       local out, err, rc = run("list --json " .. url)
       assert.equal(0, rc, err)
