@@ -556,10 +556,35 @@ function commands.tools()
   end)
 end
 
+-- A tool name on the command line: a backslash before white space or a
+-- backslash makes it part of the name ("with\ space"), as <Tab> writes it;
+-- the first other white space ends it. -> name, what follows it
+local function escape_name(name)
+  return (name:gsub("[%s\\]", "\\%0"))
+end
+
+local function split_name(s)
+  local out, i, n = {}, 1, #s
+  while i <= n do
+    local c = s:sub(i, i)
+    if c == "\\" and s:sub(i + 1, i + 1):match("^[%s\\]$") then
+      out[#out + 1] = s:sub(i + 1, i + 1)
+      i = i + 2
+    elseif c:match("^%s$") then
+      break
+    else
+      out[#out + 1] = c
+      i = i + 1
+    end
+  end
+  return concat(out), s:sub(i)
+end
+
 usage.call = "call {tool} [json]"
-function commands.call(rest)
-  local name, json = rest:match("^(%S+)%s*(.-)%s*$")
-  if not name then return notify("devtools_tools: usage: :DevTools " .. usage.call, levels.ERROR) end
+function commands.call(_, raw)
+  local name, json = split_name(raw)
+  json = json:match("^%s*(.-)%s*$")
+  if name == "" then return notify("devtools_tools: usage: :DevTools " .. usage.call, levels.ERROR) end
   if not need_page() then return end
   local args
   if json ~= "" then
@@ -594,7 +619,8 @@ local order = { "launch", "connect", "open", "close", "tools", "call", "eval", "
 
 -- command(line): runs ":DevTools <line>".
 function M.command(line)
-  local sub, rest = (line or ""):match("^%s*(%S+)%s*(.-)%s*$")
+  local sub, raw = (line or ""):match("^%s*(%S+)%s*(.-)$")
+  local rest = raw and raw:match("^(.-)%s*$")
   local fn = sub and rawget(commands, sub)
   if not fn then
     local u = {}
@@ -602,15 +628,27 @@ function M.command(line)
     return notify("devtools_tools: " .. (sub and ("unknown subcommand '" .. sub .. "'") or "a subcommand is needed")
       .. "\n" .. concat(u, "\n"), levels.ERROR)
   end
-  return fn(rest)
+  return fn(rest, raw)        -- (raw: with its trailing white space, which an escape may keep)
 end
 
 -- complete(arglead, cmdline): subcommands, then tool names for `call`
 -- (from the last discovery: completion never waits on the browser).
 function M.complete(arglead, cmdline)
-  local words = {}
-  for w in cmdline:gmatch("%S+") do words[#words + 1] = w end
-  local pos = #words + (cmdline:match("%s$") and 1 or 0)   -- the word being completed
+  -- words as Neovim splits them for completion: "with\ space" is one
+  local words, cur, i, gap = {}, nil, 1, false
+  while i <= #cmdline do
+    local c = cmdline:sub(i, i)
+    if c == "\\" and i < #cmdline then
+      cur, i, gap = (cur or "") .. cmdline:sub(i, i + 1), i + 2, false
+    elseif c:match("^%s$") then
+      if cur then words[#words + 1], cur = cur, nil end
+      i, gap = i + 1, true
+    else
+      cur, i, gap = (cur or "") .. c, i + 1, false
+    end
+  end
+  if cur then words[#words + 1] = cur end
+  local pos = #words + (gap and 1 or 0)   -- the word being completed
   local out = {}
   local function offer(s)
     if s:sub(1, #arglead) == arglead then out[#out + 1] = s end
@@ -623,7 +661,7 @@ function M.complete(arglead, cmdline)
       for _, t in ipairs(g.tools) do
         if not seen[t.name] then
           seen[t.name] = true
-          offer(t.name)
+          offer(escape_name(t.name))
         end
       end
     end
