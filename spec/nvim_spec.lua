@@ -541,6 +541,27 @@ describe("the Neovim plugin", function()
     assert(ok, err)
   end)
 
+  it("a connect that fails leaves the browser in use as it was", function()
+    local R = nvim([[
+      run("DevTools launch " .. ARGS.fixture)
+      R.before = nv.status()
+      run("DevTools connect http://127.0.0.1:9")      -- nothing listens there
+      run("DevTools connect not-an-endpoint")
+      R.after = nv.status()
+      run("DevTools call add {\"a\": 20, \"b\": 22}")
+      R.sum = result()
+      R.alive = vim.loop.kill(pid(), 0) == 0
+      run("DevTools close")
+    ]], { fixture = fixtures.url("/tools.html") })
+    local notes = notes_text(R)
+    assert.truthy(notes:find("devtools_tools: connect_failed: ", 1, true), notes)
+    assert.truthy(notes:find("devtools_tools: bad_argument: connect: ", 1, true), notes)
+    assert.equal(R.before.browser, R.after.browser)
+    assert.equal(R.before.url, R.after.url)
+    assert.equal(42, R.sum)
+    assert.is_true(R.alive)
+  end)
+
   it("quitting the editor ends the browser it launched and removes its profile", function()
     local R = nvim([[
       run("DevTools launch " .. ARGS.fixture)

@@ -489,9 +489,12 @@ usage.connect = "connect [endpoint]"
 function commands.connect(rest)
   local url = rest ~= "" and rest or S.opts.connect
   return start("connecting to " .. url, function(left)
-    drop_browser()
+    -- The browser in use is dropped once the new one answers: a mistyped
+    -- endpoint leaves the session as it was.
     local b = dt.connect(url, { timeout = left().timeout })
+    local ok, err = pcall(drop_browser)
     S.browser = b
+    if not ok then error(err, 0) end
     local pages = b:pages(left())
     progress("attaching to a page")
     S.page = pages[1] and b:attach(pages[1].id, left()) or b:new_page(nil, left())
