@@ -547,6 +547,7 @@ describe("the Neovim plugin", function()
       R.before = nv.status()
       run("DevTools connect http://127.0.0.1:9")      -- nothing listens there
       run("DevTools connect not-an-endpoint")
+      run("DevTools connect http://192.0.2.1:9222")   -- not loopback: refused
       R.after = nv.status()
       run("DevTools call add {\"a\": 20, \"b\": 22}")
       R.sum = result()
@@ -556,6 +557,10 @@ describe("the Neovim plugin", function()
     local notes = notes_text(R)
     assert.truthy(notes:find("devtools_tools: connect_failed: ", 1, true), notes)
     assert.truthy(notes:find("devtools_tools: bad_argument: connect: ", 1, true), notes)
+    -- (without a hint at allow_remote, an option of the Lua API that :DevTools has not)
+    assert.truthy(notes:find("devtools_tools: connect_failed: connect: refusing non-loopback host 192.0.2.1 ("
+      .. "the DevTools protocol gives full control of the browser; :DevTools connect accepts loopback"
+      .. " hosts only: 127.0.0.1, ::1, localhost)", 1, true), notes)
     assert.equal(R.before.browser, R.after.browser)
     assert.equal(R.before.url, R.after.url)
     assert.equal(42, R.sum)

@@ -491,7 +491,15 @@ function commands.connect(rest)
   return start("connecting to " .. url, function(left)
     -- The browser in use is dropped once the new one answers: a mistyped
     -- endpoint leaves the session as it was.
-    local b = dt.connect(url, { timeout = left().timeout })
+    local cok, b = pcall(dt.connect, url, { timeout = left().timeout })
+    if not cok then
+      if dt.is_error(b) and tostring(b.message):find("allow_remote", 1, true) then
+        -- (the library's way out is an option :DevTools does not offer)
+        b.message = tostring(b.message):gsub("; pass allow_remote = true to allow it", "")
+          :gsub("%)$", "; :DevTools connect accepts loopback hosts only: 127.0.0.1, ::1, localhost)")
+      end
+      error(b, 0)
+    end
     local ok, err = pcall(drop_browser)
     S.browser = b
     if not ok then error(err, 0) end
