@@ -244,6 +244,17 @@ describe("devtools-tools", function()
       assert.matches('^{\n  "i": {\n    "type": "integer",\n    "value": 2\n  },\n', out)
     end)
 
+    it("types key=value by anyOf, oneOf, enum and const too (a nullable number, a choice)", function()
+      local page = server.url("/typing.html")
+      local out, err, rc = run("call --compact " .. page .. " echo limit=5 size=2.5 level=2 on=true flag=false")
+      assert.equal(0, rc, err)
+      assert.equal('{"flag":[false,"boolean"],"level":[2,"number"],"limit":[5,"number"],"on":[true,"boolean"],'
+        .. '"size":[2.5,"number"]}\n', out)
+      out, err, rc = run("call --compact " .. page .. " echo limit=null size=auto flag=null")
+      assert.equal(0, rc, err)
+      assert.equal('{"flag":[null,"null"],"limit":[null,"null"],"size":["auto","string"]}\n', out)
+    end)
+
     it("takes options before the command as after it", function()
       local out, err, rc = run("--compact -q --timeout 20 call " .. url .. " types n=2")
       assert.equal(0, rc, err)
