@@ -161,6 +161,13 @@ describe("devtools-tools", function()
       }, "\n") .. "\n", out)
     end)
 
+    it("summarizes a property typed through anyOf or oneOf by its branches, a const by its value", function()
+      local out, err, rc = run("list " .. server.url("/typing.html"))
+      assert.equal(0, rc, err)
+      assert.matches('\n  echo  %[flag: boolean|null%], %[level: 1|2|3%], %[limit: integer|null%], %[on: true%], '
+        .. '%[size: number|"auto"%]  Returns', out)
+    end)
+
     it("--json prints the groups as JSON that parses back", function()
       local out, err, rc = run("list --json " .. url)
       assert.equal(0, rc, err)
