@@ -622,6 +622,13 @@ describe("malformed schemas raise bad_argument naming the location", function()
     { { required = A { "a", "a" } }, "#/required: must not have duplicate items" },
     { { required = A { 1 } }, "#/required/0: must be a string" },
     { { enum = "a" }, "#/enum: must be an array" },
+    -- ajv refuses to compile these (its draft-07 meta-schema: enum has
+    -- minItems 1 and uniqueItems), so the page refuses every call
+    { { enum = A {} }, "#/enum: must not be empty" },
+    { { enum = A { 1, "1", 1.0 } }, "#/enum: must not have duplicate items" },
+    { { properties = { a = { enum = A { { x = 1, y = A { 2 } }, { y = A { 2.0 }, x = 1 } } } } },
+      "#/properties/a/enum: must not have duplicate items" },
+    { { enum = A { null, false, null } }, "#/enum: must not have duplicate items" },
     { { allOf = A {} }, "#/allOf: must not be empty" },
     { { anyOf = A { 1 } }, "#/anyOf/0: a schema must be an object or a boolean" },
     { { items = A { true, "x" } }, "#/items/1: a schema must be an object or a boolean" },

@@ -39,7 +39,8 @@ local regex_compile = core.regex_compile
 local now = core.now
 local resolve, split_fragment, pct_decode, inner_base =
       uri.resolve, uri.split_fragment, uri.pct_decode, uri.inner_base
-local num_str, render, is_element = values.num_str, values.render, values.is_element
+local num_str, render, is_element, deep_equal =
+      values.num_str, values.render, values.is_element, values.deep_equal
 local escape_token = context.escape_token
 
 local M = {}
@@ -380,16 +381,25 @@ function K.type(_, s, n, loc)
   n.tloc = loc
 end
 
+-- ajv checks a schema against its draft-07 meta-schema, whose enum has at
+-- least one item and no two equal: it refuses to compile
+-- {"enum": [1, 1]} or {"enum": []}, so the page refuses every call.
 function K.enum(_, s, n, loc)
   local vals = need_array(s.enum, loc)
+  local count = #vals
+  if count == 0 then bad(loc, "must not be empty") end
   local set, tables, nt = {}, {}, 0
-  for i = 1, #vals do
+  for i = 1, count do
     local x = vals[i]
     if x == nil then x = null end     -- a hole, as the encoder writes it
     if type(x) == "table" then
+      for j = 1, nt do
+        if deep_equal(x, tables[j]) then bad(loc, "must not have duplicate items") end
+      end
       nt = nt + 1
       tables[nt] = x
     elseif x == x then
+      if set[x] then bad(loc, "must not have duplicate items") end
       set[x] = true
     end
   end
