@@ -146,10 +146,14 @@ describe("numbers", function()
     valid({ maximum = 3 }, "not a number")
   end)
 
-  it("multipleOf is exact for decimals", function()
-    valid({ multipleOf = 0.01 }, 19.99)
-    valid({ multipleOf = 0.01 }, 0.07)
-    valid({ multipleOf = 0.1 }, 0.3)
+  -- ajv (what the page validates with) divides: x / m in doubles must be an
+  -- integer below 1e21. The verdicts below are ajv 6.15's and 8's.
+  it("multipleOf divides as ajv does", function()
+    invalid({ multipleOf = 0.01 }, 19.99, { "", "multipleOf", "must be multiple of 0.01" })  -- 1998.9999999999998
+    invalid({ multipleOf = 0.01 }, 0.07)                                                       -- 7.000000000000001
+    invalid({ multipleOf = 0.1 }, 0.3)                                                         -- 2.9999999999999996
+    invalid({ multipleOf = 0.05 }, 1.15)
+    valid({ multipleOf = 0.1 }, 0.5)
     valid({ multipleOf = 0.0001 }, 0.0075)
     invalid({ multipleOf = 0.0001 }, 0.00751, { "", "multipleOf", "must be multiple of 0.0001" })
     invalid({ multipleOf = 0.01 }, 19.999, { "", "multipleOf", "must be multiple of 0.01" })
@@ -159,13 +163,21 @@ describe("numbers", function()
     invalid({ multipleOf = 2 }, 7.5)
     valid({ multipleOf = 1.5 }, 4.5)
     valid({ multipleOf = 1e-8 }, 12391239123)
-    invalid({ multipleOf = 0.123456789 }, 1e308)
+    invalid({ multipleOf = 0.123456789 }, 1e308)                                               -- Infinity
     valid({ multipleOf = 3 }, 0)
-    -- past 2^53, where LuaJIT's % rounds (1e16 % 3 gave 0 there)
+    -- past 2^53: the quotient in doubles (1e16 / 3 is 3333333333333333.5,
+    -- 1e17 / 3 is 33333333333333332, 1e21 / 7 is 142857142857142860000)
     invalid({ multipleOf = 3 }, 1e16, { "", "multipleOf", "must be multiple of 3" })
-    invalid({ multipleOf = 3 }, 1e17)
-    invalid({ multipleOf = 7 }, 1e21)
+    valid({ multipleOf = 3 }, 1e17)
+    valid({ multipleOf = 7 }, 1e21)
+    valid({ multipleOf = 0.07 }, 1e15)
     valid({ multipleOf = 2 }, 2 ^ 60)
+    -- a quotient of 1e21 or more is never one (parseInt reads "1e+21" as 1)
+    invalid({ multipleOf = 1 }, 1e21, { "", "multipleOf", "must be multiple of 1" })
+    invalid({ multipleOf = 1 }, -1e21)
+    valid({ multipleOf = 1 }, 9.99e20)
+    invalid({ multipleOf = 0.5 }, 1e21)
+    invalid({ multipleOf = 10 }, 1e300)
   end)
 
   it("bounds past 2^53 keep their value in the generated code (Lua 5.3+ integers)", function()

@@ -16,8 +16,8 @@
 -- and never run unbounded: work is memoised where a schema would make it
 -- exponential, errors are capped, and opts.deadline / check(v, deadline)
 -- are honoured. Validation that succeeds allocates nothing (formats,
--- multipleOf with decimals, non-ASCII strings near a length limit and
--- schemas with shared same-value subschemas excepted).
+-- non-ASCII strings near a length limit and schemas with shared
+-- same-value subschemas excepted).
 --
 -- Values are what our JSON codec produces and sends; what a table is comes
 -- from the encoder (devtools_tools.json.kind). A plain empty table `{}` is

@@ -4,7 +4,7 @@
 -- encoder's own decision (core.json_kind), so the validator checks exactly
 -- what will be sent; only an Element, which the encoder never sees, is
 -- known here (is_element is the one place that knows one). Also: JSON
--- equality, code-point length, exact multipleOf, number text, and a short
+-- equality, code-point length, ajv's multipleOf, number text, and a short
 -- capped rendering of a value for error messages.
 --
 -- It must never modify a value, call user code other than a metatable's
@@ -18,8 +18,7 @@ local type, next, rawget, getmetatable, tostring, tonumber =
       type, next, rawget, getmetatable, tostring, tonumber
 local floor, huge = math.floor, math.huge
 local concat = table.concat
-local sfind, ssub, sformat, sgsub, smatch = string.find, string.sub, string.format,
-                                             string.gsub, string.match
+local sfind, ssub, sformat, sgsub = string.find, string.sub, string.format, string.gsub
 
 local null, array_mt, json_kind = core.null, core.array_mt, core.json_kind
 
@@ -166,50 +165,16 @@ function M.numeric_keys(names)
   return any and out or nil
 end
 
--- x > 0 as digits * 10^exp with at most 14 digits (exact in a double too).
-local function decimal(x)
-  local s = num_str(x)
-  local int, frac, ex = smatch(s, "^(%d+)%.?(%d*)[eE]?([-+]?%d*)$")
-  if not int then return nil end
-  local digits = sgsub(int .. frac, "^0+", "")
-  local e10 = (tonumber(ex) or 0) - #frac
-  if digits == "" then return 0, 0 end
-  local tz = #smatch(digits, "0*$")
-  if tz > 0 then
-    digits = ssub(digits, 1, #digits - tz)
-    e10 = e10 + tz
-  end
-  if #digits > 14 then return nil end
-  return tonumber(digits), e10
-end
-
--- Is x a multiple of m (> 0)? Exact for decimals as written (0.3 is a
--- multiple of 0.1); falls back to division for numbers with many digits.
+-- Is x a multiple of m (> 0)? As ajv decides it, which is what the page
+-- decides: the quotient x / m in doubles must be an integer that
+-- parseInt(String(q)) gives back, i.e. below 1e21 in magnitude (String
+-- writes 1e21 and up with an exponent). So 0.3 is not a multiple of 0.1
+-- (2.9999999999999996) nor 19.99 of 0.01, but 1e17 is one of 3
+-- (33333333333333332). x / m is a float division in Lua 5.4 too, and an
+-- integer past 2^53 rounds to the double the page parses from its text.
 function M.multiple_of(x, m)
-  if x < 0 then x = -x end
-  if x == 0 then return true end
-  if x % 1 == 0 and m % 1 == 0 and x < 2 ^ 53 then return x % m == 0 end
-  if x ~= x or x == huge then return false end
-  local a, p = decimal(x)
-  local b, q = decimal(m)
-  if a and b then
-    if p >= q then
-      local r = a % b
-      for _ = 1, p - q do
-        if r == 0 then break end
-        r = (r * 10) % b
-      end
-      return r == 0
-    end
-    local bb = b
-    for _ = 1, q - p do
-      bb = bb * 10
-      if bb > a then return false end
-    end
-    return a % bb == 0
-  end
-  local ratio = x / m
-  return ratio == floor(ratio) and ratio ~= huge
+  local q = x / m
+  return q == floor(q) and q < 1e21 and q > -1e21
 end
 
 ---------------------------------------------------------------- rendering
