@@ -242,4 +242,17 @@ function H.error_of(fn, ...)
   return err
 end
 
+-- Under ASan or valgrind a freed block is held back (quarantine, free
+-- list), so resident memory says nothing about what we gave back.
+local preload = os.getenv("LD_PRELOAD") or ""
+H.checked_malloc = preload:find("libasan", 1, true) or preload:find("vgpreload", 1, true)
+
+-- rss_mib() -> resident memory of this process in MiB (Linux)
+function H.rss_mib()
+  local f = assert(io.open("/proc/self/status"))
+  local kib = tonumber(f:read("*a"):match("VmRSS:%s*(%d+)"))
+  f:close()
+  return kib / 1024
+end
+
 return H

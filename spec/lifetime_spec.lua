@@ -16,6 +16,13 @@ local function gc_aggressive()
   return function() collectgarbage("incremental", 200, 100) end
 end
 
+-- How many entries a table holds (none for nil).
+local function count(t)
+  local n = 0
+  for _ in pairs(t or {}) do n = n + 1 end
+  return n
+end
+
 describe("lifetime", function()
   local server
   setup(function() server = H.start_server() end)
@@ -84,7 +91,6 @@ describe("lifetime", function()
     local b = dt.launch()
     local ok, err = pcall(function()
       local page = b:new_page(server.url("/frames.html"))
-      local function count(t) local n = 0; for _ in pairs(t) do n = n + 1 end; return n end
       for i = 1, 30 do page:navigate(server.url("/frames.html?" .. i)) end
       -- the same iframe given a new document 40 times (each brings its own load)
       page:evaluate([[new Promise((done) => {
@@ -115,7 +121,6 @@ describe("lifetime", function()
     local b = dt.launch{ webmcp = true }
     local ok, err = pcall(function()
       local page = b:new_page(server.url("/frames.html"))
-      local function count(t) local n = 0; for _ in pairs(t or {}) do n = n + 1 end; return n end
       for i = 1, 30 do
         page:navigate(server.url("/frames.html?" .. i))
         page:wait_for_tool("where-cross", { timeout = 10 })     -- (discovers in every session)
@@ -134,7 +139,6 @@ describe("lifetime", function()
   it("keeps nothing of pages closed over a long session", function()
     local b = dt.launch()
     local ok, err = pcall(function()
-      local function count(t) local n = 0; for _ in pairs(t) do n = n + 1 end; return n end
       local function open_and_close(path)
         local page = b:new_page(server.url(path))
         page:call("whoami")

@@ -11,18 +11,7 @@ end
 
 local function soon(s) return core.now() + (s or 5) end
 
--- Under ASan or valgrind a freed block is held back (quarantine, free
--- list), so resident memory says nothing about what we gave back.
-local preload = os.getenv("LD_PRELOAD") or ""
-local checked_malloc = preload:find("libasan", 1, true) or preload:find("vgpreload", 1, true)
-
--- Resident memory of this process in MiB (Linux).
-local function rss_mib()
-  local f = assert(io.open("/proc/self/status"))
-  local kib = tonumber(f:read("a"):match("VmRSS:%s*(%d+)"))
-  f:close()
-  return kib / 1024
-end
+local checked_malloc, rss_mib = H.checked_malloc, H.rss_mib
 
 describe("pipe transport", function()
   it("frames NUL-terminated messages both ways", function()

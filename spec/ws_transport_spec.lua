@@ -13,18 +13,7 @@ end
 
 local MiB = 1024 * 1024
 
--- Under ASan or valgrind a freed block is held back (quarantine, free
--- list), so resident memory says nothing about what we gave back.
-local preload = os.getenv("LD_PRELOAD") or ""
-local checked_malloc = preload:find("libasan", 1, true) or preload:find("vgpreload", 1, true)
-
--- Resident memory of this process in MiB (Linux).
-local function rss_mib()
-  local f = assert(io.open("/proc/self/status"))
-  local kib = tonumber(f:read("*a"):match("VmRSS:%s*(%d+)"))
-  f:close()
-  return kib / 1024
-end
+local checked_malloc, rss_mib = H.checked_malloc, H.rss_mib
 
 describe("websocket transport", function()
   local proc, port, t
