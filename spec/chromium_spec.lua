@@ -283,7 +283,7 @@ describe("ECMA-262 patterns against Chromium's own RegExp", function()
       :format(dt.json.encode(dt.array(pats)), dt.json.encode(dt.array(subjects))))
     local differ = {}
     for i, p in ipairs(pats) do
-      local rx = assert(core.regex_compile(p))
+      local rx = assert(core.regex_compile(p, "u"))
       for j, sj in ipairs(subjects) do
         local ours = rx:test(dt.json.decode(sj))
         if ours ~= js[i][j] then
@@ -292,6 +292,51 @@ describe("ECMA-262 patterns against Chromium's own RegExp", function()
       end
     end
     assert.are.same({}, differ)
+  end)
+
+  -- Without flags (Annex B, as ajv 6 compiles a schema's `pattern`): the
+  -- pattern and the subject are UTF-16 units, and what is not an escape
+  -- stands for itself. Each pattern compiles here iff Chromium's does.
+  it("agrees without flags, on UTF-16 units and Annex B's syntax", function()
+    local pats = { "^.$", "^..$", "^\\u{1F432}$", "^[\\uD83D\\uDC32]$", "^[\\uD83D\\uDC32]{2}$",
+      "\\uD83D", "\\uDC32$", "^\\S+$", "^[^a]+$", "^.{3}$", "^\\W\\W$", "^[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]$",
+      "^\\d{3}\\-\\d{4}$", "^[\\w\\-\\.]+$", "^\\a\\e$", "^\\p{L}$", "a]", "}", "^{", "a{,3}", "x{a}", "^\\u{3}$",
+      "^\\x4", "\\c1", "[\\c1]", "[\\c*]", "^\\12", "\\400", "\\08", "\\8", "(a)\\2", "\\k", "[\\d-z]", "[a-\\d]",
+      "[\\d-a-z]", "[\\B]", "(?=a)*b", "(?!a){2}", "^a(?=b)?$", "[^\\uD800]", "^\\ud83d$", "a.b",
+      "(?<x>a)\\k", "(?<x>a)[\\k]", "a{2}{3}", "[z-a]", "^*", "\\b+", "(?<=a)*", "{1}", "\\",
+      -- in the pattern's own text: an emoji, and as decoded from JSON a lone
+      -- surrogate and a pair (CESU-8)
+      "^\u{1F432}+$", "^[\u{1F432}]$", dt.json.decode('"^\\ud800$"'), dt.json.decode('"^[\\ud83d\\udc32]$"'),
+      "^\xED\xA0\xBD\xED\xB0\xB2$" }
+    local subjects = { '"\\ud83d\\udc32"', '"\\ud83d"', '"\\udc32"', '"a\\ud83d\\udc32"', '"\\ud83d\\udc32\\udc32"',
+      '"555-1234"', '"a.b-c"', '"ae"', '"p{L}"', '"x"', '"a]"', '"}"', '"{"', '"a{,3}"', '"x{a}"', '"uuu"',
+      '"x4"', '"\\\\c1"', '"\\u0011"', '"*"', '"\\\\"', '"\\n"', '" 0"', '"\\u00008"', '"8"', '"a\\u0002"', '"k"',
+      '"-"', '"m"', '"B"', '"b"', '"a"', '"ab"', '"\\ud800"', '"a\\ud800b"', '"aa"' }
+    local b = dt.launch()
+    finally(function() b:close() end)
+    local page = b:new_page()
+    local js = page:evaluate(("(function (pats, subjects) {"
+      .. " return pats.map(p => { let re; try { re = new RegExp(p); } catch (e) { return 'error'; }"
+      .. " return subjects.map(s => re.test(JSON.parse(s))); }); })(%s, %s)")
+      :format(dt.json.encode(dt.array(pats)), dt.json.encode(dt.array(subjects))))
+    local differ, compiled = {}, 0
+    for i, p in ipairs(pats) do
+      local rx, err = core.regex_compile(p)
+      if (rx == nil) ~= (js[i] == "error") then
+        differ[#differ + 1] = ("/%s/: ours %s, JavaScript %s"):format(p, tostring(err or "compiles"),
+          js[i] == "error" and "refuses it" or "compiles it")
+      elseif rx then
+        compiled = compiled + 1
+        for j, sj in ipairs(subjects) do
+          local ours = rx:test(dt.json.decode(sj))
+          if ours ~= js[i][j] then
+            differ[#differ + 1] = ("/%s/ on %s: %s, JavaScript %s"):format(p, sj, tostring(ours), tostring(js[i][j]))
+          end
+        end
+      end
+    end
+    assert.are.same({}, differ)
+    assert.is_true(compiled >= #pats - 10)
   end)
 end)
 

@@ -1,16 +1,20 @@
 -- regex_spec: ECMA-262 regular expressions in the C core
 -- (core.regex_compile, core.regex_check, Regex:test/close). Scenario tables:
 -- pattern, subject, expected answer; or pattern and the expected error.
+-- Two dialects: with the u flag (new RegExp(p, "u"), as ajv 8 compiles a
+-- `pattern`), and without (new RegExp(p), Annex B, as ajv 6 does, which is
+-- what Chrome DevTools for agents validates with). The verdicts of the
+-- tables without flags are V8's (node 20), written in.
 
 local core = require("devtools_tools.core")
 
-local function compile(p)
-  local r, err = core.regex_compile(p)
+local function compile(p, flags)
+  local r, err = core.regex_compile(p, flags == nil and "u" or flags)
   assert(r, "compile " .. p .. ": " .. tostring(err))
   return r
 end
 
-describe("core.regex_compile / Regex:test", function()
+describe("core.regex_compile(p, 'u') / Regex:test", function()
   -- { pattern, subject, matches? }
   local cases = {
     -- search anywhere, like RegExp.prototype.test
@@ -177,7 +181,127 @@ describe("core.regex_compile / Regex:test", function()
   end)
 end)
 
-describe("ECMA-262 syntax errors", function()
+describe("core.regex_compile(p) without flags (Annex B) / Regex:test", function()
+  -- { pattern, subject, what new RegExp(pattern).test(subject) answers in V8 }
+  -- A character is a UTF-16 unit: an emoji is two, in the pattern and the
+  -- subject alike; what is not an escape stands for itself.
+  local cases = {
+    { "^.$", "\u{1F432}", false },
+    { "^..$", "\u{1F432}", true },
+    { "^\u{1F432}$", "\u{1F432}", true },
+    { "^[\u{1F432}]$", "\u{1F432}", false },
+    { "^[\u{1F432}]$", "\xED\xA0\xBD", true },
+    { "^[\u{1F432}]{2}$", "\u{1F432}", true },
+    { "^\u{1F432}+$", "\u{1F432}\xED\xB0\xB2\xED\xB0\xB2", true },
+    { "^\u{1F432}+$", "\u{1F432}\u{1F432}", false },
+    { "^\\uD83D\\uDC32$", "\u{1F432}", true },
+    { "^\\uD83D", "\u{1F432}", true },
+    { "\\uDC32$", "\u{1F432}", true },
+    { "^[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]$", "\u{1F432}", true },
+    { "^\\S\\S$", "\u{1F432}", true },
+    { "^[^a]$", "\u{1F432}", false },
+    { "^\\W{2}$", "\u{1F432}", true },
+    { "^.{3}$", "a\u{1F432}", true },
+    { "^\\d{3}\\-\\d{4}$", "555-1234", true },
+    { "^\\d{3}\\-\\d{4}$", "5551234", false },
+    { "^[\\w\\-\\.]+@[\\w\\-]+\\.\\w+$", "a.b-c@d-e.fg", true },
+    { "^\\a\\e\\z$", "aez", true },
+    { "^\\_$", "_", true },
+    { "^\\Z$", "Z", true },
+    { "^\\A$", "A", true },
+    { "^\\p{L}$", "p{L}", true },
+    { "^\\p{L}$", "x", false },
+    { "^\\pL$", "pL", true },
+    { "^a]$", "a]", true },
+    { "^}$", "}", true },
+    { "^{$", "{", true },
+    { "^a{$", "a{", true },
+    { "^a{,3}$", "a{,3}", true },
+    { "^a{1$", "a{1", true },
+    { "^x{a}$", "x{a}", true },
+    { "^\\u{3}$", "uuu", true },
+    { "^\\u{61}$", "a", false },
+    { "^\\u12$", "u12", true },
+    { "^\\x4$", "x4", true },
+    { "^\\xg0$", "xg0", true },
+    { "^\\c1$", "\\c1", true },
+    { "^\\c$", "\\c", true },
+    { "^\\cJ$", "\x0a", true },
+    { "^[\\c1]$", "\x11", true },
+    { "^[\\c_]$", "\x1f", true },
+    { "^[\\c*]$", "*", true },
+    { "^[\\c*]$", "\\", true },
+    { "^\\1$", "\x01", true },
+    { "^\\12$", "\x0a", true },
+    { "^\\400$", " 0", true },
+    { "^\\08$", "\x008", true },
+    { "^\\8$", "8", true },
+    { "^\\9\\8$", "98", true },
+    { "^(a)\\1$", "aa", true },
+    { "^(a)\\2$", "a\x02", true },
+    { "^(a)\\12$", "a\x0a", true },
+    { "^\\k$", "k", true },
+    { "^[\\k]$", "k", true },
+    { "^(?<x>a)\\k<x>$", "aa", true },
+    { "^[\\d-z]+$", "1-z", true },
+    { "^[\\d-z]$", "m", false },
+    { "^[a-\\d]$", "-", true },
+    { "^[\\s-\\w]$", "-", true },
+    { "^[\\d-a-z]$", "m", false },
+    { "^[\\B]$", "B", true },
+    { "^[\\8]$", "8", true },
+    { "^[\\1]$", "\x01", true },
+    { "^[\\p]$", "p", true },
+    { "^[\\-]$", "-", true },
+    { "^(?=a)*b$", "b", true },
+    { "^(?!a){2}b$", "b", true },
+    { "^a(?=b)?$", "a", true },
+    { "^[^\\uD800]$", "\xED\xA0\x80", false },
+    { "^\\ud83d$", "\xED\xA0\xBD", true },
+    { "^a.b$", "a\xED\xA0\x80b", true },
+  }
+  for _, c in ipairs(cases) do
+    it(("/%s/ on %q -> %s"):format(c[1], c[2], tostring(c[3])), function()
+      assert.are.equal(c[3], compile(c[1], ""):test(c[2]))
+      assert.are.equal(c[3], assert(core.regex_compile(c[1])):test(c[2]))
+    end)
+  end
+
+  it("is the default: no flags argument, or nil, is Annex B", function()
+    assert.is_true(assert(core.regex_compile("^\\-$")):test("-"))
+    assert.is_true(assert(core.regex_compile("^\\-$", nil)):test("-"))
+    assert.is_nil(core.regex_compile("^\\-$", "u"))
+  end)
+
+  it("refuses flags other than u", function()
+    assert.has_error(function() core.regex_compile("a", "i") end)
+    assert.has_error(function() core.regex_check("a", "uu") end)
+  end)
+
+  -- V8 refuses these without flags too
+  local bad = { "\\", "a\\", "*a", "a**", "{1}", "a{2}{3}", "a{3,2}", "(?<=a)+", "^*", "$+", "\\b*", "\\B{2}", "[z-a]", "[\u{1F432}-\u{1F433}]", "(?<a>x)\\k", "(?<a>x)[\\k]", "(?<a>x)\\k<b>", "(?i)abc", "(?#c)", "(?P<n>x)", "(?<a>x)(?<a>y)", "(", ")", "[a", "(?<1a>x)" }
+  for _, p in ipairs(bad) do
+    it(("rejects /%s/"):format(p), function()
+      local ok, err = core.regex_check(p)
+      assert.is_nil(ok)
+      assert.matches("^invalid regular expression: ", err)
+      local r, err2 = core.regex_compile(p)
+      assert.is_nil(r)
+      assert.are.equal(err, err2)
+    end)
+  end
+
+  -- and takes these, which the u flag refuses
+  local good = { "\\-", "\\a", "]", "}", "{", "a{,3}", "\\k", "\\c1", "\\u{110000}x", "\\8", "[\\d-z]", "(?=a)*", "\\p{Foo=Bar}", "\\2(a)", "\\01", "\\u{}" }
+  for _, p in ipairs(good) do
+    it(("accepts /%s/"):format(p), function()
+      assert.is_true(core.regex_check(p))
+      assert.is_nil(core.regex_check(p, "u"))
+    end)
+  end
+end)
+
+describe("ECMA-262 syntax errors with the u flag", function()
   -- patterns PCRE2 would take (or read differently) that ECMA-262 rejects
   local bad = {
     "\\a", "\\e", "\\z", "\\Z", "\\A", "\\-", "\\_", "\\c1", "\\c", "\\x1", "\\xg0",
@@ -191,17 +315,18 @@ describe("ECMA-262 syntax errors", function()
     "\\", "a\\",
   }
   for _, p in ipairs(bad) do
-    it(("rejects /%s/"):format(p), function()
-      local ok, err = core.regex_check(p)
+    it(("rejects /%s/u"):format(p), function()
+      local ok, err = core.regex_check(p, "u")
       assert.is_nil(ok)
       assert.matches("^invalid regular expression: ", err)
-      local r, err2 = core.regex_compile(p)
+      local r, err2 = core.regex_compile(p, "u")
       assert.is_nil(r)
       assert.are.equal(err, err2)
     end)
   end
 
   it("rejects a pattern that is not UTF-8", function()
+    assert.is_nil(core.regex_check("a\255", "u"))
     assert.is_nil(core.regex_check("a\255"))
   end)
 
@@ -220,13 +345,14 @@ describe("ECMA-262 syntax errors", function()
     "[\\-]", "[-a]", "[a-]", "[--a]", "([abc])+\\s+$", "\\u{10FFFF}", "a{0}", "x|",
   }
   for _, p in ipairs(good) do
-    it(("accepts /%s/"):format(p), function()
-      assert.is_true(core.regex_check(p))
+    it(("accepts /%s/u"):format(p), function()
+      assert.is_true(core.regex_check(p, "u"))
     end)
   end
 
   it("checks a variable-length lookbehind as valid, which PCRE2 cannot compile", function()
     assert.is_true(core.regex_check("(?<=a+)b"))
+    assert.is_true(core.regex_check("(?<=a+)b", "u"))
     local r, err = core.regex_compile("(?<=a+)b")
     assert.is_nil(r)
     assert.matches("^unsupported regular expression: .*lookbehind", err)
@@ -241,7 +367,8 @@ end)
 describe("Regex userdata", function()
   it("has a name, a state in tostring, and an idempotent close", function()
     local r = compile("^a+$")
-    assert.are.equal("Regex(/^a+$/)", tostring(r))
+    assert.are.equal("Regex(/^a+$/u)", tostring(r))
+    assert.are.equal("Regex(/^a+$/)", tostring(compile("^a+$", "")))
     r:close()
     r:close()
     assert.are.equal("Regex(closed)", tostring(r))
@@ -250,7 +377,7 @@ describe("Regex userdata", function()
 
   it("shortens a long pattern in tostring", function()
     local r = compile(string.rep("a", 100))
-    assert.are.equal("Regex(/" .. string.rep("a", 57) .. ".../)", tostring(r))
+    assert.are.equal("Regex(/" .. string.rep("a", 57) .. ".../u)", tostring(r))
   end)
 
   it("is closed by __close and __gc", function()

@@ -1,12 +1,15 @@
 /* regex.c - ECMA-262 regular expressions (as JSON Schema `pattern` means
  * them) on top of PCRE2.
  *
- * JSON Schema says `pattern` is an ECMA-262 regular expression, and the
- * validators pages are written against compile it as `new RegExp(p, "u")`.
- * PCRE2 differs from that dialect in many small ways, so a pattern is never
- * handed to PCRE2 as it is: a small recursive-descent parser checks it
- * against the ECMA-262 grammar (Unicode mode, no flags) and writes an
- * equivalent PCRE2 pattern that is pure ASCII:
+ * JSON Schema says `pattern` is an ECMA-262 regular expression. Chrome
+ * DevTools for agents validates with ajv 6, which compiles it as
+ * `new RegExp(p)`: no flags, so the grammar of Annex B (web browsers'
+ * legacy one) over UTF-16 units. ajv 8 compiles `new RegExp(p, "u")`;
+ * both are here, by the flags argument ("" or "u").
+ * PCRE2 differs from either dialect in many small ways, so a pattern is
+ * never handed to PCRE2 as it is: a small recursive-descent parser checks
+ * it against the ECMA-262 grammar and writes an equivalent PCRE2 pattern
+ * that is pure ASCII:
  *   - `.` stops at all four line terminators, `$` only at the very end;
  *   - `\d` and `\w` stay ASCII, `\s` is ECMA's white space + line terminators
  *     (written out: PCRE2's `\s` is ASCII only, its UCP `\s` lacks U+FEFF);
@@ -14,21 +17,29 @@
  *     `\x{...}`; every literal that is not an ASCII letter or digit is written
  *     as an escape, so nothing can take on a PCRE2-only meaning;
  *   - `\p{...}` takes ECMA's General_Category names (`Letter`, `digit`),
- *     `gc=`, `sc=` and `scx=`;
+ *     `gc=`, `sc=` and `scx=` (u flag);
  *   - named groups become plain groups and `\k<name>` a numbered
  *     back-reference (JS numbers named groups like the others);
  *   - `[]` never matches, `[^]` matches anything;
  *   - a lone surrogate (in the pattern, or in the subject as WTF-8) is one
  *     character, written as U+F0000-U+F07FF (see map_surrogate);
- *   - PCRE2-only syntax (`(?i)`, `(?#...)`, `(?P<n>...)`, `\a`, possessive
+ *   - PCRE2-only syntax (`(?i)`, `(?#...)`, `(?P<n>...)`, possessive
  *     quantifiers) is an error, as it is in JavaScript.
+ * Without the u flag (Annex B), a character is a UTF-16 unit: a code point
+ * above U+FFFF, in the pattern or the subject, is its two surrogates, each
+ * one character (`^.$` does not match an emoji, `^..$` does); and what is
+ * not an escape stands for itself (`\-`, `\a`, `\p{L}` is `p{L}`, `\x4` is
+ * `x4`), as do a `{` that is no quantifier, `}` and `]`; `\1`-`\7` beyond
+ * the groups and `\0` begin an octal escape; `\c` not before a letter is a
+ * backslash; `[\d-z]` is `\d`, `-` and `z`; a lookahead may be quantified.
  * What PCRE2 cannot do is reported when compiling: a lookbehind of variable
  * length (`(?<=a+)`) is valid ECMA-262 (regex_check says so) but
- * regex_compile fails on it.
+ * regex_compile fails on it, as on a count above 65535 (`a{70000}`).
  *
  * Lua API (added to the module table):
- *   core.regex_compile(pattern) -> Regex | nil, message
- *   core.regex_check(pattern)   -> true | nil, message   (syntax only)
+ *   core.regex_compile(pattern [, flags]) -> Regex | nil, message
+ *   core.regex_check(pattern [, flags])   -> true | nil, message (syntax only)
+ *     flags: nil or "" as `new RegExp(p)`, "u" as `new RegExp(p, "u")`
  *   Regex:test(subject) -> boolean | nil, message        (search anywhere)
  *   Regex:close(), __close, __gc (idempotent), __tostring
  */
@@ -65,6 +76,8 @@ typedef struct translator {
 	group_name *names;      /* owned: named groups, in order */
 	int nnames, capnames;
 	int nest;
+	int unicode;            /* Unicode mode (the u flag), else Annex B's */
+	unsigned char *units;   /* owned: the pattern as UTF-16 units, Annex B */
 	int failed;             /* out of memory or syntax error */
 	char err[200];
 } translator;
@@ -240,6 +253,64 @@ static long map_surrogate(long cp)
 	return is_surrogate(cp) ? cp - 0xd800 + SURROGATE_BASE : cp;
 }
 
+/* The next character of the pattern (at t->i, advancing it): a code point
+ * in Unicode mode, a UTF-16 unit in Annex B's (see split_units); -1 if
+ * the text is not UTF-8. */
+static long next_char(translator *t)
+{
+	if (!t->unicode && surrogate_at(t->s, t->n, t->i)) {
+		long u = 0xd000 | ((long)(t->s[t->i + 1] & 0x3f) << 6) | (t->s[t->i + 2] & 0x3f);
+		t->i += 3;
+		return u;
+	}
+	return pattern_next(t->s, t->n, &t->i);
+}
+
+/* Writes a surrogate u as the three bytes our JSON decoder keeps a lone
+ * one as (WTF-8). */
+static size_t put_surrogate(unsigned char *o, long u)
+{
+	o[0] = 0xed;
+	o[1] = (unsigned char)(0x80 | ((u >> 6) & 0x3f));
+	o[2] = (unsigned char)(0x80 | (u & 0x3f));
+	return 3;
+}
+
+/* Without the u flag, JavaScript reads a pattern as UTF-16 units: a code
+ * point above U+FFFF is two characters (`\u{1F432}+`'s text repeats only
+ * its low half, `[\u{1F432}]` is a class of two). Such code points are
+ * rewritten as their two surrogates, so that next_char reads one unit at a
+ * time. Bytes that are not UTF-8 are kept, for the parser to refuse. */
+static void split_units(translator *t)
+{
+	size_t i, k = 0, n = t->n;
+	for (i = 0; i < n && t->s[i] < 0xf0; i++)
+		;
+	if (i == n)
+		return;
+	t->units = malloc(n + n / 2 + 4);       /* 4 bytes become 6 at most */
+	if (t->units == NULL) {
+		fail(t, "out of memory");
+		return;
+	}
+	memcpy(t->units, t->s, i);
+	k = i;
+	while (i < n) {
+		size_t j = i;
+		long cp = t->s[i] >= 0xf0 ? utf8_next(t->s, n, &j) : -1;
+		if (cp > 0xffff) {
+			cp -= 0x10000;
+			k += put_surrogate(t->units + k, 0xd800 + (cp >> 10));
+			k += put_surrogate(t->units + k, 0xdc00 + (cp & 0x3ff));
+			i = j;
+		} else {
+			t->units[k++] = t->s[i++];
+		}
+	}
+	t->s = t->units;
+	t->n = k;
+}
+
 /* ---- group names --------------------------------------------------------- */
 
 static int name_char(int c, int first)
@@ -395,13 +466,79 @@ static long unicode_escape(translator *t)
 	return v;
 }
 
+/* Annex B's LegacyOctalEscapeSequence, its first digit (0-7) read: up to
+ * three octal digits, below 256 (`\400` is a space, then `0`). */
+static long octal_escape(translator *t, int first)
+{
+	long v = first - '0';
+	if (peek(t) >= '0' && peek(t) <= '7') {
+		v = v * 8 + (peek(t) - '0');
+		t->i++;
+		if (v < 32 && peek(t) >= '0' && peek(t) <= '7') {
+			v = v * 8 + (peek(t) - '0');
+			t->i++;
+		}
+	}
+	return v;
+}
+
 /* CharacterEscape after the backslash (at t->i): returns the code point,
- * or -1 (with t->failed set) if this is not a valid escape. */
+ * or -1 (with t->failed set) if this is not a valid escape. Without the u
+ * flag (Annex B), what is not an escape stands for itself (`\a` is `a`,
+ * `\x4` is `x4`, `\u{41}` a `u` and a quantifier), `\1`-`\7` and `\0` begin
+ * an octal escape, and `\c` before what is not a letter is a backslash. */
 static long char_escape(translator *t, int in_class)
 {
 	int c = peek(t);
 	size_t at = t->i - 1;
 	t->i++;
+	if (!t->unicode) {
+		switch (c) {
+		case 'c': {
+			int l = peek(t);
+			if ((l >= 'a' && l <= 'z') || (l >= 'A' && l <= 'Z')
+			    || (in_class && (is_digit(l) || l == '_'))) {
+				t->i++;
+				return l % 32;
+			}
+			t->i--;         /* the backslash alone; `c` is read next */
+			return '\\';
+		}
+		case '0': case '1': case '2': case '3':
+		case '4': case '5': case '6': case '7':
+			return octal_escape(t, c);
+		case 'x':
+			if (is_hex(peek(t)) && is_hex(peek_at(t, 1))) {
+				long v = hex_val(peek(t)) * 16 + hex_val(peek_at(t, 1));
+				t->i += 2;
+				return v;
+			}
+			return 'x';
+		case 'u': {
+			long v = hex4(t);       /* a unit: pairs are two, as in the text */
+			return v >= 0 ? v : 'u';
+		}
+		case 'k':
+			if (t->nnames > 0) {    /* with named groups, \k must name one */
+				fail(t, "invalid escape \\k at offset %zu", at);
+				return -1;
+			}
+			return 'k';
+		case -1:
+			fail(t, "\\ at end of pattern");
+			return -1;
+		case 'f': case 'n': case 'r': case 't': case 'v':
+			break;
+		default: {
+			long cp;
+			t->i--;
+			cp = next_char(t);
+			if (cp < 0)
+				fail(t, "pattern is not valid UTF-8");
+			return cp;
+		}
+		}
+	}
 	switch (c) {
 	case 'f': return 0x0c;
 	case 'n': return 0x0a;
@@ -597,6 +734,47 @@ static void emit_literal(translator *t, long cp)
 
 static void disjunction(translator *t);
 
+/* One class atom, at its character or backslash: returns its code point,
+ * or -1 for a class escape (`\d`, `\s`, `\p{...}`), which is written to
+ * body, or noted in *has_S for `\S`. -1 with t->failed set on error. */
+static long class_atom(translator *t, translator *body, int *has_S)
+{
+	long cp;
+	if (peek(t) == '\\') {
+		int c = peek_at(t, 1);
+		t->i++;
+		if (c == 'd' || c == 'D' || c == 'w' || c == 'W') {
+			t->i++;
+			emitf(body, "\\%c", c);
+			return -1;
+		}
+		if (c == 's') {
+			t->i++;
+			emit(body, WS_ITEMS);
+			return -1;
+		}
+		if (c == 'S') {
+			t->i++;
+			*has_S = 1;
+			return -1;
+		}
+		if ((c == 'p' || c == 'P') && t->unicode) {
+			t->i++;
+			property_escape(t, body, c == 'P');
+			return -1;
+		}
+		if (c == 'b') {
+			t->i++;
+			return 8;
+		}
+		return char_escape(t, 1);
+	}
+	cp = next_char(t);
+	if (cp < 0)
+		fail(t, "pattern is not valid UTF-8");
+	return cp;
+}
+
 /* One character class, after its '['. Writes a PCRE2 class (or group). */
 static void char_class(translator *t)
 {
@@ -610,7 +788,6 @@ static void char_class(translator *t)
 	}
 	for (;;) {
 		long lo, hi;
-		int lo_set = 0, hi_set = 0;
 		if (at_end(t)) {
 			fail(t, "unterminated character class at offset %zu", open);
 			break;
@@ -619,66 +796,28 @@ static void char_class(translator *t)
 			t->i++;
 			break;
 		}
-		/* the first atom */
-		lo = -1;
-		if (peek(t) == '\\') {
-			int c = peek_at(t, 1);
-			t->i++;
-			if (c == 'd' || c == 'D' || c == 'w' || c == 'W') {
-				t->i++;
-				emitf(&body, "\\%c", c);
-				lo_set = 1;
-			} else if (c == 's') {
-				t->i++;
-				emit(&body, WS_ITEMS);
-				lo_set = 1;
-			} else if (c == 'S') {
-				t->i++;
-				has_S = 1;
-				lo_set = 1;
-			} else if (c == 'p' || c == 'P') {
-				t->i++;
-				property_escape(t, &body, c == 'P');
-				lo_set = 1;
-			} else if (c == 'b') {
-				t->i++;
-				lo = 8;
-			} else {
-				lo = char_escape(t, 1);
-			}
-		} else {
-			lo = pattern_next(t->s, t->n, &t->i);
-			if (lo < 0)
-				fail(t, "pattern is not valid UTF-8");
-		}
+		lo = class_atom(t, &body, &has_S);
 		if (t->failed)
 			break;
 		empty = 0;
 		/* a range? */
 		if (peek(t) == '-' && peek_at(t, 1) != ']' && peek_at(t, 1) != -1) {
 			t->i++;
-			hi = -1;
-			if (peek(t) == '\\') {
-				int c = peek_at(t, 1);
-				t->i++;
-				if (strchr("dDwWsSpP", c) != NULL && c != 0) {
-					hi_set = 1;
-				} else if (c == 'b') {
-					t->i++;
-					hi = 8;
-				} else {
-					hi = char_escape(t, 1);
-				}
-			} else {
-				hi = pattern_next(t->s, t->n, &t->i);
-				if (hi < 0)
-					fail(t, "pattern is not valid UTF-8");
-			}
+			hi = class_atom(t, &body, &has_S);
 			if (t->failed)
 				break;
-			if (lo_set || hi_set) {
-				fail(t, "character class escape in a range at offset %zu", open);
-				break;
+			if (lo < 0 || hi < 0) {
+				if (t->unicode) {
+					fail(t, "character class escape in a range at offset %zu", open);
+					break;
+				}
+				/* Annex B: [\d-z] is \d, '-' and 'z' */
+				if (lo >= 0)
+					emitf(&body, "\\x{%lx}", map_surrogate(lo));
+				emit(&body, "\\x{2d}");
+				if (hi >= 0)
+					emitf(&body, "\\x{%lx}", map_surrogate(hi));
+				continue;
 			}
 			if (lo > hi) {
 				fail(t, "range out of order in character class at offset %zu", open);
@@ -695,7 +834,7 @@ static void char_class(translator *t)
 				emitf(&body, "\\x{%lx}-\\x{%lx}", lo > 0xdfff ? lo : 0xe000L, hi);
 			continue;
 		}
-		if (!lo_set)
+		if (lo >= 0)
 			emitf(&body, "\\x{%lx}", map_surrogate(lo));
 	}
 	if (body.failed && !t->failed)
@@ -776,7 +915,8 @@ static void quantifier(translator *t, int quantifiable)
 		emitf(t, "%c", c);
 	} else if (c == '{') {
 		if (!brace_quantifier(t, &lo, &hi)) {
-			fail(t, "lone '{' at offset %zu", at);
+			if (t->unicode)     /* Annex B: a `{` that is read next */
+				fail(t, "lone '{' at offset %zu", at);
 			return;
 		}
 		if (!quantifiable) {
@@ -871,7 +1011,7 @@ static void term(translator *t)
 		t->i++;
 		t->nest--;
 		emit(t, ")");
-		quantifier(t, look == 0);
+		quantifier(t, look == 0 || (look == 1 && !t->unicode));  /* Annex B: (?=a)* */
 		return;
 	}
 	case ')':
@@ -885,15 +1025,22 @@ static void term(translator *t)
 			long lo, hi;
 			if (brace_quantifier(t, &lo, &hi))
 				fail(t, "nothing to repeat at offset %zu", at);
-			else
+			else if (t->unicode)
 				fail(t, "lone '{' at offset %zu", at);
+			else {
+				t->i++;
+				emit_literal(t, '{');
+				break;
+			}
 		}
 		return;
-	case '}':
-		fail(t, "lone '}' at offset %zu", at);
-		return;
-	case ']':
-		fail(t, "lone ']' at offset %zu", at);
+	case '}': case ']':
+		if (!t->unicode) {      /* Annex B: themselves */
+			t->i++;
+			emit_literal(t, c);
+			break;
+		}
+		fail(t, "lone '%c' at offset %zu", c, at);
 		return;
 	case '\\': {
 		int d = peek_at(t, 1);
@@ -913,17 +1060,22 @@ static void term(translator *t)
 		} else if (d == 'S') {
 			t->i++;
 			emit(t, "[^" WS_ITEMS "]");
-		} else if (d == 'p' || d == 'P') {
+		} else if ((d == 'p' || d == 'P') && t->unicode) {
 			t->i++;
 			property_escape(t, t, d == 'P');
 		} else if (d >= '1' && d <= '9') {
+			size_t digits = t->i;
 			long n = read_int(t);
-			if (n > t->ngroups) {
+			if (n <= t->ngroups)
+				emitf(t, "(?:\\g{%ld})", n);
+			else if (t->unicode) {
 				fail(t, "back-reference \\%ld to a missing group", n);
 				return;
+			} else {        /* Annex B: an octal escape, or 8 or 9 itself */
+				t->i = digits + 1;
+				emit_literal(t, d >= '8' ? d : octal_escape(t, d));
 			}
-			emitf(t, "(?:\\g{%ld})", n);
-		} else if (d == 'k') {
+		} else if (d == 'k' && (t->unicode || t->nnames > 0)) {
 			const char *name;
 			size_t len;
 			int idx;
@@ -951,7 +1103,7 @@ static void term(translator *t)
 		break;
 	}
 	default: {
-		long cp = pattern_next(t->s, t->n, &t->i);
+		long cp = next_char(t);
 		if (cp < 0) {
 			fail(t, "pattern is not valid UTF-8");
 			return;
@@ -981,12 +1133,16 @@ static void disjunction(translator *t)
 
 /* Translates s[0..n); on success t->out holds a NUL-terminated pattern.
  * The caller frees t->out and t->names either way. */
-static int translate(translator *t, const char *s, size_t n)
+static int translate(translator *t, const char *s, size_t n, int unicode)
 {
 	memset(t, 0, sizeof *t);
 	t->s = (const unsigned char *)s;
 	t->n = n;
-	prescan(t);
+	t->unicode = unicode;
+	if (!unicode)
+		split_units(t);
+	if (!t->failed)
+		prescan(t);
 	if (!t->failed)
 		disjunction(t);
 	if (!t->failed && !at_end(t))
@@ -999,7 +1155,9 @@ static void translator_free(translator *t)
 {
 	dt_buf_free(&t->out);
 	free(t->names);         /* owns: t->names */
+	free(t->units);         /* owns: t->units */
 	t->names = NULL;
+	t->units = NULL;
 }
 
 /* ---- the Regex userdata ------------------------------------------------------ */
@@ -1009,6 +1167,7 @@ typedef struct dt_regex {
 	pcre2_match_data *md;       /* owned; reused by every test */
 	char *source;               /* owned: the ECMA pattern, for tostring */
 	size_t srclen;
+	int unicode;                /* compiled with the u flag */
 	int jit;                    /* JIT-compiled: pcre2_jit_match may be used */
 } dt_regex;
 
@@ -1037,13 +1196,25 @@ static dt_regex *check_regex(lua_State *L)
 	return (dt_regex *)luaL_checkudata(L, 1, DT_REGEX_MT);  /* raises */
 }
 
-/* core.regex_compile(pattern) -> Regex | nil, message, code
+/* The flags argument: none or "" (new RegExp(p)), or "u". */
+static int check_flags(lua_State *L, int arg)
+{
+	const char *f = luaL_optstring(L, arg, "");
+	if (f[0] == '\0')
+		return 0;
+	if (f[0] == 'u' && f[1] == '\0')
+		return 1;
+	return luaL_argerror(L, arg, "flags must be \"\" or \"u\"");
+}
+
+/* core.regex_compile(pattern [, flags]) -> Regex | nil, message, code
  * code: "syntax" (not an ECMA-262 pattern, or one PCRE2 cannot take) or
  * "no_memory". */
 static int l_regex_compile(lua_State *L)
 {
 	size_t n;
 	const char *s = luaL_checklstring(L, 1, &n);
+	int unicode = check_flags(L, 2);
 	translator t;
 	dt_regex *r;
 	int errcode, ok;
@@ -1055,7 +1226,8 @@ static int l_regex_compile(lua_State *L)
 	memset(r, 0, sizeof *r);
 	luaL_getmetatable(L, DT_REGEX_MT);                 /* pat r mt */
 	lua_setmetatable(L, -2);                           /* pat r */
-	ok = translate(&t, s, n);
+	r->unicode = unicode;
+	ok = translate(&t, s, n, unicode);
 	if (ok)
 		r->code = pcre2_compile((PCRE2_SPTR)t.out.data, t.out.len - 1,
 		                        PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_MATCH_UNSET_BACKREF
@@ -1083,14 +1255,16 @@ static int l_regex_compile(lua_State *L)
 	return 1;
 }
 
-/* core.regex_check(pattern) -> true | nil, message, code (as regex_compile) */
+/* core.regex_check(pattern [, flags]) -> true | nil, message, code
+ * (as regex_compile) */
 static int l_regex_check(lua_State *L)
 {
 	size_t n;
 	const char *s = luaL_checklstring(L, 1, &n);
+	int unicode = check_flags(L, 2);
 	translator t;
 	char msg[sizeof t.err];
-	int ok = translate(&t, s, n);
+	int ok = translate(&t, s, n, unicode);
 	memcpy(msg, t.err, sizeof msg);
 	translator_free(&t);
 	if (ok) {
@@ -1101,32 +1275,54 @@ static int l_regex_check(lua_State *L)
 	                     "invalid regular expression: %s", msg);
 }
 
-/* The subject with its surrogates read by surrogate_next and the lone ones
- * as U+F0000-U+F07FF (see map_surrogate), in a userdata left on the stack;
- * or s itself when it has none. from: where its first non-ASCII byte is. */
-static const char *map_subject(lua_State *L, const char *s, size_t *n, size_t from)
+/* Writes code point cp (a pair's, or a stand-in's) as 4 bytes of UTF-8. */
+static size_t put4(unsigned char *o, long cp)
+{
+	o[0] = (unsigned char)(0xf0 | (cp >> 18));
+	o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+	o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+	o[3] = (unsigned char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/* The subject as the compiled pattern reads it, in a userdata left on the
+ * stack, or s itself when nothing needs rewriting (from: where its first
+ * non-ASCII byte is). With the u flag, surrogates are read by
+ * surrogate_next, and the lone ones are U+F0000-U+F07FF (see
+ * map_surrogate). Without it, JavaScript sees UTF-16 units: every code
+ * point above U+FFFF is its two surrogates, each written as its stand-in,
+ * as a lone one is; no other code point above U+FFFF is left, so the
+ * stand-ins mean nothing else. */
+static const char *map_subject(lua_State *L, const char *s, size_t *n, size_t from, int unicode)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i = from, k = 0, len = *n;
 	unsigned char *out;
-	while (i < len && !surrogate_at(u, len, i))
+	while (i < len && !surrogate_at(u, len, i) && (unicode || u[i] < 0xf0))
 		i++;
 	if (i == len)
 		return s;
-	out = (unsigned char *)lua_newuserdata(L, len + len / 3 + 1);
+	out = (unsigned char *)lua_newuserdata(L, 2 * len + 1);  /* 4 bytes become 8 at most */
 	memcpy(out, s, i);
 	k = i;
 	while (i < len) {
-		long cp = surrogate_next(u, len, &i);
-		if (cp < 0) {
+		long cp;
+		size_t j = i;
+		if (!unicode && surrogate_at(u, len, i)) {      /* one unit, never a pair */
+			cp = 0xd000 | ((long)(u[i + 1] & 0x3f) << 6) | (u[i + 2] & 0x3f);
+			i += 3;
+		} else if (!unicode && u[i] >= 0xf0 && (cp = utf8_next(u, len, &j)) > 0xffff) {
+			i = j;
+			cp -= 0x10000;
+			k += put4(out + k, map_surrogate(0xd800 + (cp >> 10)));
+			cp = 0xdc00 + (cp & 0x3ff);
+		} else if (unicode && (cp = surrogate_next(u, len, &i)) >= 0) {
+			;               /* a pair's code point, or a lone one */
+		} else {
 			out[k++] = u[i++];
 			continue;
 		}
-		cp = map_surrogate(cp);             /* a pair's code point, or U+F0000-U+F07FF: 4 bytes */
-		out[k++] = (unsigned char)(0xf0 | (cp >> 18));
-		out[k++] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
-		out[k++] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-		out[k++] = (unsigned char)(0x80 | (cp & 0x3f));
+		k += put4(out + k, map_surrogate(cp));
 	}
 	*n = k;
 	return (const char *)out;
@@ -1149,7 +1345,7 @@ static int l_regex_test(lua_State *L)
 		rc = pcre2_jit_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
 	} else {
 		if (i < n)
-			s = map_subject(L, s, &n, i);
+			s = map_subject(L, s, &n, i, r->unicode);
 		rc = pcre2_match(r->code, (PCRE2_SPTR)s, n, 0, 0, r->md, NULL);
 	}
 	if (rc == PCRE2_ERROR_JIT_STACKLIMIT)   /* retry without the JIT's small stack */
@@ -1184,10 +1380,11 @@ static int l_regex_tostring(lua_State *L)
 		lua_pushliteral(L, "Regex(closed)");
 	else {
 		char buf[80];
+		const char *fl = r->unicode ? "u" : "";
 		if (r->srclen > 60)
-			snprintf(buf, sizeof buf, "Regex(/%.57s.../)", r->source);
+			snprintf(buf, sizeof buf, "Regex(/%.57s.../%s)", r->source, fl);
 		else
-			snprintf(buf, sizeof buf, "Regex(/%s/)", r->source);
+			snprintf(buf, sizeof buf, "Regex(/%s/%s)", r->source, fl);
 		lua_pushstring(L, buf);
 	}
 	return 1;

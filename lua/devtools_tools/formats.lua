@@ -25,7 +25,7 @@ local rx_cache = {}
 local function rx(pattern)
   local r = rx_cache[pattern]
   if r == nil then
-    r = assert(core.regex_compile(pattern))
+    r = assert(core.regex_compile(pattern, "u"))
     rx_cache[pattern] = r
   end
   return r

@@ -14,6 +14,7 @@ local json = require "devtools_tools.json"
 local schema = require "devtools_tools.schema"
 local dt_errors = require "devtools_tools.errors"
 local J = require "fuzz.json_target"
+local core = require "devtools_tools.core"
 
 local T = { name = "schema", batch = 1000 }
 
@@ -28,12 +29,17 @@ local FORMATS = { "date", "time", "date-time", "email", "hostname", "ipv4", "ipv
 local STRINGS = { "", "a", "abc", "ABC-1234", "2020-02-29", "2021-02-29", "12:34:56Z",
   "2020-01-01T00:00:00+01:00", "a@b.co", "not an email", "example.com", "-bad-.com",
   "127.0.0.1", "256.1.1.1", "::1", "http://x/y?z#w", "/a/b~1c", "0/a", "[", "(a|b)*",
-  "\u{1F600}", "é", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!", "00000000-0000-0000-0000-000000000000" }
+  "\u{1F600}", "é", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!", "00000000-0000-0000-0000-000000000000",
+  "\xED\xA0\xBD", "a\xED\xB0\xB2b", "\xED\xA0\xBD\xED\xB0\xB2", "{}]\\c1", "\xF0\x9F\x98", "\255" }
 local PIECES = { "a", "b", ".", "\\d", "\\w", "\\s", "\\S", "[a-z]", "[^0-9]", "(", ")", "(?:",
   "|", "*", "+", "?", "*?", "{2,3}", "{2}", "{,", "{3,1}", "^", "$", "\\p{L}", "\\P{Lu}",
   "\\p{Script=Greek}", "\\u{1F600}", "\\u0041", "\\x41", "\\b", "\\B", "(?=", "(?!", "(?<=",
   "(?<!", "\\1", "\\k<n>", "(?<n>", "[", "]", "\\", "\\c", "\\cJ", "é", "\u{1F600}",
-  "a{1000}", "(a+)+", "(a|a)*", "[\\d-z]", "[z-a]", "\\/", "\\-", "\\0", "(?i)", "\\Z", "\\A", "\\z" }
+  "a{1000}", "(a+)+", "(a|a)*", "[\\d-z]", "[z-a]", "\\/", "\\-", "\\0", "(?i)", "\\Z", "\\A", "\\z",
+  -- Annex B (patterns are read without flags): octal and identity escapes,
+  -- lone braces, \c before a non-letter, units of an emoji, lone surrogates
+  "\\12", "\\400", "\\8", "{", "}", "\\u{3}", "\\xg", "[\\c1]", "[\\c*]", "\\ud83d", "[\\uDC00-\\uDFFF]",
+  "\xED\xA0\x80", "\xED\xA0\xBD\xED\xB0\xB2", "[\u{1F600}]", "\\k", "(?=a)*", "[\\s-\\d]" }
 
 local function gen_pattern(r)
   local t = {}
@@ -206,7 +212,30 @@ local function check_result(ok, valid, errs)
   return nil
 end
 
+-- The schema's own pattern, compiled with the u flag as well (the schema
+-- reads it without): either answers a boolean, or nil and a message.
+local function check_unicode_mode(c)
+  local p = type(c.schema) == "table" and c.schema.pattern
+  if type(p) ~= "string" then return nil end
+  local ok, rx = pcall(core.regex_compile, p, "u")
+  if not ok then return "regex_compile(p, 'u') raised: " .. tostring(rx) end
+  if not rx then return nil end
+  for i, v in ipairs(c.values) do
+    if type(v) == "string" then
+      local ok2, m, msg = pcall(rx.test, rx, v)
+      if not ok2 then return ("value %d: Regex:test raised: %s"):format(i, tostring(m)) end
+      if type(m) ~= "boolean" and not (m == nil and type(msg) == "string") then
+        return ("value %d: Regex:test answered %s"):format(i, tostring(m))
+      end
+    end
+  end
+  rx:close()
+  return nil
+end
+
 function T.run(c)
+  local bad_u = check_unicode_mode(c)
+  if bad_u then return bad_u end
   local schema_before = copy(c.schema)
   local opts = c.loader and { loader = c.loader } or {}
   local ok1, v1 = pcall(schema.compile, c.schema, opts)
