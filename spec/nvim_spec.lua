@@ -567,6 +567,61 @@ describe("the Neovim plugin", function()
     assert.is_true(R.alive)
   end)
 
+  -- A browser killed while no command runs: nothing reads its connection,
+  -- so status() showed it in use until :DevTools close.
+  it("forgets a browser that died while idle, says so, and launches anew", function()
+    local remote = require "support.remote_helper"
+    local proc, port = remote.chromium()
+    local ok, err = pcall(function()
+      local R = nvim([[
+        run("DevTools launch " .. ARGS.fixture)
+        R.pid = pid()
+        local f = assert(io.open("/proc/" .. R.pid .. "/cmdline"))
+        R.profile = f:read("*a"):match("%-%-user%-data%-dir=([^%z]+)")
+        f:close()
+        vim.loop.kill(R.pid, "sigkill")
+        -- status() notices once Chromium has gone (all its threads: it is
+        -- a zombie a little before); before the fix, never
+        R.noticed = vim.wait(10000, function() return nv.status().browser == nil end, 10)
+        R.after_kill = nv.status()
+        vim.wait(1000, function() return #R.notes > 0 end, 10)   -- (the notice is scheduled)
+        R.notes_after_kill = #R.notes
+        -- and closed: reaped, its profile removed (in the background)
+        R.profile_removed = vim.wait(10000, function() return vim.loop.fs_stat(R.profile) == nil end, 10)
+        run("DevTools open " .. ARGS.fixture)       -- no browser: launches one
+        R.relaunched = pid()
+        run("DevTools call add {\"a\": 20, \"b\": 22}")
+        R.sum = select(2, pcall(result))
+        run("DevTools close")
+        -- a connected browser that goes away
+        run("DevTools connect http://127.0.0.1:" .. ARGS.port)
+        R.connected = nv.status()
+        vim.loop.kill(ARGS.remote_pid, "sigkill")
+        R.remote_noticed = vim.wait(10000, function() return nv.status().browser == nil end, 10)
+        vim.wait(1000, function() return #R.notes > R.notes_after_kill end, 10)
+      ]], { fixture = fixtures.url("/tools.html"), port = port, remote_pid = proc:pid() })
+      assert.truthy(R.pid)
+      assert.is_true(R.noticed)
+      assert.is_nil(R.after_kill.browser)
+      assert.is_nil(R.after_kill.url)
+      assert.is_false(R.after_kill.busy)
+      assert.equal(1, R.notes_after_kill)
+      assert.equal(3, R.notes[1].level)            -- vim.log.levels.WARN
+      assert.truthy(R.notes[1].msg:find("^devtools_tools: the browser is gone %(.+%); :DevTools launch or "
+        .. ":DevTools connect starts another$"), R.notes[1].msg)
+      assert.truthy(R.relaunched)
+      assert.are_not.equal(R.pid, R.relaunched)
+      assert.equal(42, R.sum)
+      assert.truthy(R.connected.browser:find("connected to http://127.0.0.1:" .. port, 1, true), R.connected.browser)
+      assert.is_true(R.remote_noticed)
+      assert.equal(2, #R.notes, notes_text(R))
+      assert.truthy(R.notes[2].msg:find("^devtools_tools: the browser is gone %("), R.notes[2].msg)
+      assert.is_true(R.profile_removed, R.profile)
+    end)
+    remote.stop(proc, 2)
+    assert(ok, err)
+  end)
+
   it("quitting the editor ends the browser it launched and removes its profile", function()
     local R = nvim([[
       run("DevTools launch " .. ARGS.fixture)

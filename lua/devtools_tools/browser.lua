@@ -467,6 +467,26 @@ local function check_open(self)
   end
 end
 
+-- _gone() -> nil while the browser may still answer, else why it cannot.
+-- Found without waiting, for a holder that keeps a browser while idle (the
+-- Neovim plugin): nothing reads the connection then, so a browser killed
+-- meanwhile would seem alive until a call failed. Reads what has arrived
+-- (the end of the connection included) and asks whether a launched
+-- Chromium still runs, which a helper still holding the pipe would hide.
+function Browser:_gone()
+  if self._closed then return "the browser was closed" end
+  local conn = self.conn
+  if not conn.closed then pcall(conn.poll, conn) end
+  if conn.closed then return conn.closed end
+  local proc = self.process
+  if proc and not proc:running() then
+    local how, n = proc:wait(0)
+    if how == "signal" then return "Chromium was killed by signal " .. tostring(n) end
+    return "Chromium exited" .. (how == "exit" and (" with status " .. tostring(n)) or "")
+  end
+  return nil
+end
+
 function Browser:_on_event(method, params)
   if method == "Target.detachedFromTarget" then
     local page = self.pages_by_session[params.sessionId]

@@ -151,6 +151,28 @@ local function report(err)
   end
 end
 
+-- The browser in use went away while no command ran (Chromium killed or
+-- crashed, a connected browser closed): nothing read its connection, so it
+-- stayed "in use" until :DevTools close. Found without waiting (status()
+-- and every command ask); the browser is forgotten, closed without waiting
+-- (a launched one is reaped and its profile removed in the background),
+-- and the user told. Not while a command runs: that command finds out
+-- itself, and this is asked again when it has ended.
+local function forget_if_gone()
+  local b = S.browser
+  if not b or S.task then return false end
+  local ok, why = pcall(b._gone, b)
+  if not (ok and why) then return false end
+  S.browser, S.page, S.groups, S.warnings = nil, nil, nil, nil
+  S.tool_lines = {}
+  pcall(b.close, b, { timeout = 0 })
+  vim.schedule(function()
+    notify("devtools_tools: the browser is gone (" .. tostring(why)
+      .. "); :DevTools launch or :DevTools connect starts another", levels.WARN)
+  end)
+  return true
+end
+
 -- ---- tasks ------------------------------------------------------------------------------
 
 -- Tasks run on Neovim's own loop; set once, on first use, so an editor
@@ -195,6 +217,7 @@ local function start(label, fn, after)
       else
         report(res)
       end
+      forget_if_gone()           -- (a command that met a dead browser: the session forgets it)
       local q = S.queued
       S.queued = nil
       if q then q() end
@@ -630,6 +653,7 @@ local order = { "launch", "connect", "open", "close", "tools", "call", "eval", "
 
 -- command(line): runs ":DevTools <line>".
 function M.command(line)
+  forget_if_gone()
   local sub, raw = (line or ""):match("^%s*(%S+)%s*(.-)$")
   local rest = raw and raw:match("^(.-)%s*$")
   local fn = sub and rawget(commands, sub)
@@ -694,8 +718,10 @@ function M.options()
   return o
 end
 
--- status() -> {busy, doing, url, browser}: for statuslines and scripts.
+-- status() -> {busy, doing, url, browser}: for statuslines and scripts. A
+-- browser gone meanwhile is forgotten first (forget_if_gone).
 function M.status()
+  forget_if_gone()
   return {
     busy = S.task ~= nil,
     doing = S.label,
