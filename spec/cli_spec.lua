@@ -101,6 +101,11 @@ describe("devtools-tools", function()
         { "--tab= list", "--tab needs a value, not an empty one" },
         { "list --chromium '' " .. url, "--chromium needs a value, not an empty one" },
         { "--connect= list", "--connect needs a value, not an empty one" },
+        -- an endpoint that does not parse (a malformed option value, as --timeout x)
+        { "list --connect foo " .. url, "--connect foo: expected http(s)://host:port or ws(s)://host:port/" },
+        { "call --connect http://127.0.0.1:70000 " .. url .. " increment",
+          "--connect http://127.0.0.1:70000: port must be between 1 and 65535" },
+        { "eval --connect 127.0.0.1:9222 " .. url .. " 1", "--connect 127.0.0.1:9222: expected http(s)://" },
         { "screenshot --element= " .. url .. " /tmp/x.png", "--element needs a value, not an empty one" },
         { "browser restart", "unknown browser command restart" },
         { "list", "a URL is needed" },
