@@ -248,6 +248,37 @@ describe("lifetime", function()
     assert(ok, tostring(err))
   end)
 
+  -- A selector the page cannot parse: querySelector throws a SyntaxError
+  -- (a DOMException) made by Chromium, where a page script cannot put a
+  -- WeakRef on it; counted instead as the DOMExceptions alive in the
+  -- page, which Runtime.queryObjects finds after a full collection.
+  it("keeps alive in the page nothing that a screenshot's malformed selector threw", function()
+    local b = dt.launch()
+    local ok, err = pcall(function()
+      local page = b:new_page(server.url("/tools.html"))
+      local function dom_exceptions()
+        local proto = page:cdp("Runtime.evaluate", { expression = "DOMException.prototype", objectGroup = "spec" })
+        local found = page:cdp("Runtime.queryObjects", { prototypeObjectId = proto.result.objectId,
+          objectGroup = "spec" })
+        local n = page:cdp("Runtime.callFunctionOn", { objectId = found.objects.objectId,
+          functionDeclaration = "function () { return this.length; }", returnByValue = true })
+        page:cdp("Runtime.releaseObjectGroup", { objectGroup = "spec" })
+        return n.result.value
+      end
+      local before = dom_exceptions()
+      for _, selector in ipairs({ "[[bad", "((", "", "a[", "#" }) do
+        for _ = 1, 4 do
+          local e = H.error_of(page.screenshot, page, { element = selector })
+          assert.equal("bad_argument", e.code)
+          assert.matches("is not a valid CSS selector", e.message, 1, true)
+        end
+      end
+      assert.equal(before, dom_exceptions())
+    end)
+    b:close()
+    assert(ok, tostring(err))
+  end)
+
   -- `<close>` is Lua 5.4 syntax: there is nothing to test under LuaJIT.
   local it_54 = _VERSION == "Lua 5.4" and it or function() end
   it_54("closes with <close>", function()

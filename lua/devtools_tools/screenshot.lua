@@ -60,6 +60,7 @@ local function element_clip(page, el, deadline, metrics)
     local q = call(conn, "Runtime.evaluate", { expression = "document.querySelector(" .. json.encode(el) .. ")",
       objectGroup = remote.object_group() }, page.session, deadline)
     if q.exceptionDetails then      -- a selector it cannot parse ("", "((")
+      remote.release_thrown(conn, page.session, q)   -- (the SyntaxError, which Chromium keeps)
       raise("bad_argument", "screenshot: " .. json.encode(el) .. " is not a valid CSS selector")
     end
     local oid = q.result and q.result.objectId
