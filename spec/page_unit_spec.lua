@@ -641,6 +641,45 @@ describe("page (fake transport)", function()
     assert.is_nil(next(conn.cut))
   end)
 
+  -- A page that answers no WebMCP.cancelInvocation (a renderer that hangs,
+  -- or one that forgets): each call that timed out was remembered in the
+  -- page until it closed.
+  it("forgets WebMCP invocations given up on whose result can no longer come, and keeps few of the others", function()
+    local page, fake = open()
+    F.with_tools(fake, {})
+    fake:event("WebMCP.toolsAdded", { tools = { { name = "never", description = "never answers",
+      frameId = "F1", inputSchema = { type = "object" } } } }, "S1")
+    local never = page:tool("never")
+    local n = 0
+    fake.on["WebMCP.invokeTool"] = function() n = n + 1; return { invocationId = "I" .. n } end
+    local function given_up()
+      local ids = {}
+      for id in pairs(page._webmcp.given_up) do ids[#ids + 1] = id end
+      return ids
+    end
+    for _ = 1, 300 do
+      local e = H.error_of(never.call, never, {}, { timeout = 5 })   -- (the fake has no answer: at once)
+      assert.equal("tool never did not settle in time", e.message)
+    end
+    assert.equal(300, fake:count("WebMCP.cancelInvocation"))
+    local kept = given_up()
+    assert.equal(128, #kept)
+    for _, id in ipairs(kept) do assert.is_true(tonumber(id:sub(2)) > 172, id) end   -- the newest
+    -- a result or cancellation that still comes for one is dropped, and forgets it
+    fake:event("WebMCP.toolResponded", { invocationId = "I300", status = "Canceled" }, "S1")
+    page:evaluate("1")
+    assert.equal(127, #given_up())
+    assert.is_nil(page.conn.deadlines.I300)
+    -- a renderer that crashed answers nothing more: all forgotten, in the connection too
+    fake:event("Inspector.targetCrashed", {}, "S1")
+    assert.equal("disconnected", H.error_of(page.evaluate, page, "1").code)
+    assert.equal(0, #given_up())
+    assert.equal(0, page._webmcp.n_given_up)
+    for id in pairs(page.conn.deadlines) do
+      assert.is_true(tonumber(id:sub(2)) <= 172, id .. " is still in the connection")
+    end
+  end)
+
   it("a reply that comes after its caller gave up is cut at once, and its entries go", function()
     local page, fake = open()
     F.with_tools(fake, { ADD })

@@ -246,6 +246,44 @@ describe("WebMCP tools", function()
     page:close()
   end)
 
+  -- The iframe goes during the call: its session ends, so the cancellation
+  -- the call sends is never answered. Each such call was remembered in the
+  -- page (and in the connection's deadlines) until the page closed.
+  it("a call into a cross-origin iframe removed meanwhile leaves nothing behind", function()
+    local page = open("/webmcp_frames.html")
+    local cross_url = "http://localhost:" .. server.port .. "/webmcp_child.html?name=cross"
+    local now = require("devtools_tools.core").now
+    for round = 1, 3 do
+      local cross
+      assert.is_true(H.wait_for(function()
+        for _, g in ipairs(by_kind(page:discover(), "webmcp")) do
+          if g.frame.origin == "http://localhost:" .. server.port then cross = g end
+        end
+        return cross ~= nil
+      end, 10))
+      local never = cross:tool("frameNever")
+      local sid = never._session
+      assert.is_table(page.child_sessions[sid])
+      local invoked
+      local off = page:on_cdp("WebMCP.toolInvoked", function(p) invoked = p.invocationId end)
+      local task = dt.async(function() return never() end)
+      assert.is_true(page.conn:wait_for(function() return invoked ~= nil end, now() + 10))
+      off()
+      page:evaluate("document.getElementById('cross').remove(), 1")
+      local ok, e = pcall(task.wait, task, 20)
+      assert.is_false(ok)
+      assert.equal("navigated", e.code)
+      -- once its session has ended, nothing of the invocation is kept
+      assert.is_true(page.conn:wait_for(function() return page.child_sessions[sid] == nil end, now() + 10))
+      assert.is_nil(next(page._webmcp.given_up), "round " .. round)
+      assert.is_nil(page.conn.deadlines[invoked])
+      -- the iframe again, for the next round
+      page:evaluate("{ const f = document.createElement('iframe'); f.id = 'cross'; f.allow = 'tools';"
+        .. " f.src = " .. dt.json.encode(cross_url) .. "; document.body.append(f); 1 }")
+    end
+    page:close()
+  end)
+
   it("are removed by a navigation; a Tool from before is stale", function()
     local page = open("/webmcp.html")
     page:evaluate("window.registered")

@@ -33,12 +33,17 @@ M.FEATURE = "WebMCP"
 -- How many answers to invocations are kept until their caller reads them.
 local KEEP_ANSWERS = 128
 
+-- How many invocations whose caller gave up are remembered while their
+-- result may still come (see give_up).
+local KEEP_GIVEN_UP = 128
+
 local function state(page)
   local st = page._webmcp
   if not st then
     st = { tools = {}, by_key = {}, dead = 0, seq = 0, answers = {}, answer_order = {},
       watched = {},        -- invocation id -> true: its result's decoding is bounded
-      given_up = {} }      -- invocation id -> true: its caller gave up, its result not come
+      given_up = {},       -- invocation id -> {session, seq}: its caller gave up, its result not come
+      n_given_up = 0, given_seq = 0 }
     page._webmcp = st
   end
   return st
@@ -78,6 +83,56 @@ local function drop(st, pred)
   compact(st)
 end
 
+-- ---- invocations given up on ----------------------------------------------------------
+-- A call that gave up (timed out, its frame gone) sends WebMCP.cancelInvocation;
+-- the result or the cancellation that still comes is cut at once by the
+-- connection (end_event) and forgotten. Until it comes the invocation is
+-- remembered here, so that a page that goes forgets it at once in the
+-- connection too (detached). A result that can no longer come is forgotten
+-- now: its session ended (an out-of-process iframe removed during the
+-- call, whose cancellation is never answered) or its renderer crashed;
+-- and the oldest beyond KEEP_GIVEN_UP are forgotten here (the connection's
+-- sweep forgets its own entry), so a page that answers no cancellation
+-- cannot grow the list for as long as it stays open.
+
+local function forget(page, st, id, tell_conn)
+  if st.given_up[id] == nil then return end
+  st.given_up[id] = nil
+  st.n_given_up = st.n_given_up - 1
+  if tell_conn then page.conn:end_event(id, false) end
+end
+
+local function forget_session(page, st, session)
+  for id, g in pairs(st.given_up) do
+    if g.session == session then forget(page, st, id, true) end
+  end
+end
+
+-- Can a result (or a cancellation) still come on this session?
+local function may_answer(page, session)
+  if page.closed then return false end
+  if session == page.session then return not page.crashed end
+  local child = page.child_sessions[session]
+  return child ~= nil and not child.crashed
+end
+
+local function give_up(page, st, id, session)
+  if not may_answer(page, session) then
+    page.conn:end_event(id, false)
+    return
+  end
+  st.given_seq = st.given_seq + 1
+  st.given_up[id] = { session = session, seq = st.given_seq }
+  st.n_given_up = st.n_given_up + 1
+  if st.n_given_up > KEEP_GIVEN_UP then
+    local oldest, seq
+    for k, g in pairs(st.given_up) do
+      if not seq or g.seq < seq then oldest, seq = k, g.seq end
+    end
+    forget(page, st, oldest, false)
+  end
+end
+
 local handlers = {}
 
 handlers["WebMCP.toolsAdded"] = function(page, st, p, session)
@@ -115,7 +170,7 @@ handlers["WebMCP.toolResponded"] = function(page, st, p)
   local id = p.invocationId
   if type(id) ~= "string" then return end
   page.conn:end_event(id)              -- it came whole
-  st.given_up[id] = nil
+  forget(page, st, id, false)
   if st.answers[id] == nil then
     local order = st.answer_order
     order[#order + 1] = id
@@ -150,9 +205,15 @@ end
 -- An iframe's session ended: its tools went with it, and so did what
 -- discovery knew of its WebMCP.enable (a new session each time: a page
 -- with a cross-site iframe navigated 240 times kept 120).
-handlers["Target.detachedFromTarget"] = function(_, st, p)
+handlers["Target.detachedFromTarget"] = function(page, st, p)
   drop(st, function(o) return o.session == p.sessionId end)
   if st.enabled and p.sessionId ~= nil then st.enabled[p.sessionId] = nil end
+  if p.sessionId ~= nil then forget_session(page, st, p.sessionId) end
+end
+
+-- A renderer that crashed answers nothing more.
+handlers["Inspector.targetCrashed"] = function(page, st, _, session)
+  forget_session(page, st, session or page.session)
 end
 
 -- dispatch(page, method, params, session): the page's dispatcher hook.
@@ -262,7 +323,7 @@ function M.detached(page)
   local st = page._webmcp
   if not st then return end
   for id in pairs(st.given_up) do page.conn:end_event(id, false) end
-  st.given_up = {}
+  st.given_up, st.n_given_up = {}, 0
 end
 
 -- unwatch(page): a page:on_cdp("WebMCP.toolResponded") listener came: the
@@ -367,7 +428,7 @@ function M.finish(c, deadline)
   if st.watched[id] then
     local gave_up = a == nil and e == nil
     conn:end_event(id, gave_up)
-    if gave_up then st.given_up[id] = true end       -- (see detached)
+    if gave_up then give_up(page, st, id, tool._session) end
   end
   st.watched[id] = nil
   if a == nil then
