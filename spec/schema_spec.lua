@@ -221,25 +221,175 @@ describe("strings", function()
     valid({ pattern = "^a" }, 5)
   end)
 
-  it("format, as ajv knows them", function()
+  -- Chrome DevTools for agents validates with ajv 6.15, new Ajv(): its
+  -- "fast" formats (lib/compile/formats.js). The verdicts below are ajv
+  -- 6.15's, run in node; they are not the RFCs' (2021-02-29 is a date,
+  -- te..st@example.com an e-mail, 10.0.0.1 no url).
+  local FORMATS = {
+    ["date"] = {
+      { "2020-01-01", true },
+      { "2021-02-29", true },
+      { "2020-19-39", true },
+      { "2020-20-01", false },
+      { "2020-01-40", false },
+      { "2020-1-01", false },
+      { "2020-01-01\n", false },
+      { "\u{662}\u{660}\u{662}\u{660}-01-01", false },
+    },
+    ["time"] = {
+      { "12:00:00", true },
+      { "29:59:59z", true },
+      { "23:59:60", true },
+      { "22:59:60Z", false },
+      { "12:00:00+0100", true },
+      { "12:00:00+01", true },
+      { "12:00:00.5Z", true },
+      { "30:00:00", false },
+      { "12:60:00", false },
+      { "12:00:00 Z", false },
+      { "12:00:00+1", false },
+    },
+    ["date-time"] = {
+      { "1963-06-19T08:30:06.283185Z", true },
+      { "1963-06-19t08:30:06z", true },
+      { "1963-06-19 08:30:06Z", true },
+      { "1963-06-19\u{a0}08:30:06Z", true },
+      { "1963-06-19\u{2028}08:30:06+01", true },
+      { "1963-06-19T08:30:06", false },
+      { "1963-06-19x08:30:06Z", false },
+      { "1963-06-19\u{180e}08:30:06Z", false },
+      { "2021-02-30T29:59:59+9999", true },
+    },
+    ["uri"] = {
+      { "http://foo.bar/?baz=qux#quux", true },
+      { "//foo.bar/", false },
+      { "a:", true },
+      { "x:\\y", true },
+      { "http://\u{fc}.de", true },
+      { "HTTP+S.x-y:z", true },
+      { "http://a b", false },
+      { "http://a\u{3000}b", false },
+      { "1a:b", false },
+    },
+    ["uri-reference"] = {
+      { "../a?b#c", true },
+      { "\\\\WINDOWS\\fileshare", false },
+      { "a\\b", true },
+      { "#a#b", true },
+      { "#a\\b", false },
+      { "", true },
+      { "a b", false },
+      { "\u{e9}", true },
+    },
+    ["uri-template"] = {
+      { "http://example.com/{term:1}/{term}", true },
+      { "{+a}", true },
+      { "{%41,B*}", true },
+      { "\u{e9}{a}", true },
+      { "{}", false },
+      { "{a.b}", false },
+      { "'", false },
+      { "{a:10000}", false },
+      { "%2", false },
+    },
+    ["url"] = {
+      { "http://a.com", true },
+      { "https://user:pw@ex.ample.co:8080/p?q#f", true },
+      { "ftp://1.2.3.4/", true },
+      { "HTTPS://A.BC", true },
+      { "http\u{17f}://a.bc", true },
+      { "http://\u{e9}\u{fc}.de", true },
+      { "http://172.160.0.1", true },
+      { "http://10.0.0.1", false },
+      { "http://172.16.0.1", false },
+      { "http://localhost:8080/", false },
+      { "http://a.bc?x", false },
+      { "http://a.\u{1f600}b", false },
+      { "http://a.bc/ x", false },
+      { "mailto:x@y.z", false },
+      { "http://a.b", false },
+      { "http://a.b/\237\176\128", true },
+    },
+    ["email"] = {
+      { "joe.bloggs@example.com", true },
+      { "te..st@example.com", true },
+      { ".a@b", true },
+      { "A@B.C", true },
+      { "a@-b.c", false },
+      { "a@b.", false },
+      { "\u{e9}@b.c", false },
+      { "\"a b\"@c.d", false },
+      { "a@" .. ("x"):rep(64), false },
+    },
+    ["hostname"] = {
+      { "www.example.com", true },
+      { "xn--X", true },
+      { "a.", true },
+      { "XN--9N2BP8Q.com", true },
+      { ("x"):rep(63), true },
+      { (("a"):rep(62) .. "."):rep(4) .. "a.", true },    -- 254, with the final dot
+      { "-bad.example", false },
+      { "a..b", false },
+      { "a_b", false },
+      { "\u{e9}.de", false },
+      { ("x"):rep(64), false },
+      { (("a"):rep(62) .. "."):rep(5):sub(1, 254), false },   -- 254, without
+    },
+    ["ipv4"] = {
+      { "192.168.0.1", true },
+      { "192.168.0.01", true },
+      { "010.001.000.255", true },
+      { "256.1.1.1", false },
+      { "1.2.3", false },
+      { "1.2.3.4\n", false },
+      { "0000.1.1.1", false },
+    },
+    ["ipv6"] = {
+      { "::ffff:192.168.0.1", true },
+      { "fe80::1%eth0", true },
+      { " ::1 ", true },
+      { "::1%a\n", true },
+      { "\u{3000}::1\u{feff}", true },
+      { "1:2:3:4:5:6:7::", true },
+      { "ABCD::EF", true },
+      { "1::2::3", false },
+      { "::1%", false },
+      { "::1%\na", false },
+      { "::ffff:01.2.3.4", false },
+    },
+    ["json-pointer-uri-fragment"] = {
+      { "#/a%20b", true },
+      { "#/~0%41", true },
+      { "#/A", true },
+      { "#", true },
+      { "#/%~0ab", false },
+      { "#/\u{e9}", false },
+      { "#a", false },
+    },
+  }
+  for _, name in ipairs { "date", "time", "date-time", "uri", "uri-reference", "uri-template",
+                          "url", "email", "hostname", "ipv4", "ipv6", "json-pointer-uri-fragment" } do
+    it(name .. " as ajv 6 has it", function()
+      for _, c in ipairs(FORMATS[name]) do
+        local ok, errs = check({ format = name }, c[1])
+        assert(ok == c[2], ("format %s, %q: ajv 6 says %s"):format(name, c[1], tostring(c[2])))
+        if not ok then
+          assert.are.same({ { "", "format", 'must match format "' .. name .. '"' } },
+                          { { errs[1].path, errs[1].keyword, errs[1].message } })
+          assert.are.equal(1, #errs)
+        end
+      end
+      valid({ format = name }, 12)
+    end)
+  end
+
+  it("uuid, json-pointer, relative-json-pointer and regex as ajv 6 has them", function()
     local cases = {
-      { "date-time", "1963-06-19T08:30:06.283185Z", "1963-06-19 08:30:06Z" },
-      { "date", "2020-02-29", "2021-02-29" },
-      { "time", "23:59:60Z", "12:00:00" },
-      { "email", "joe.bloggs@example.com", "te..st@example.com" },
-      { "hostname", "www.example.com", "-bad.example" },
-      { "hostname", "xn--9n2bp8q.xn--9t4b11yi5a", "xn--X" },
-      { "ipv4", "192.168.0.1", "192.168.0.01" },
-      { "ipv6", "::ffff:192.168.0.1", "1::2::3" },
-      { "uri", "http://foo.bar/?baz=qux#quux", "//foo.bar/" },
-      { "uri-reference", "../a?b#c", "\\\\WINDOWS\\fileshare" },
-      { "uri-template", "http://example.com/{term:1}/{term}", "{}" },
       { "json-pointer", "/foo/bar~0~1", "/foo/bar~" },
       { "relative-json-pointer", "0#", "01/a" },
       { "regex", "([abc])+\\s+$", "^(abc]" },
-      { "uuid", "2eb8aa08-aa98-11ea-b4aa-73b441d16380", "2eb8aa08-aa98-11ea-b4aa" },
-      { "iso-time", "12:00:00", "25:00:00" },
-      { "duration", "P1DT2H", "P" },
+      { "regex", "a\\\\Z", "a\\Z" },         -- ajv 6 refuses \Z after anything but a backslash
+      { "uuid", "URN:UUID:2EB8AA08-AA98-11EA-B4AA-73B441D16380", "2eb8aa08-aa98-11ea-b4aa" },
     }
     for _, c in ipairs(cases) do
       valid({ format = c[1] }, c[2])
@@ -248,16 +398,14 @@ describe("strings", function()
     end
   end)
 
-  it("number formats check numbers", function()
-    valid({ format = "int32" }, 2147483647)
-    invalid({ format = "int32" }, 2147483648, { "", "format", 'must match format "int32"' })
-    invalid({ format = "int64" }, 1.5)
-    valid({ format = "int32" }, "not a number")
-  end)
-
-  it("ignores formats it does not know, as ajv does", function()
-    valid({ format = "idn-email" }, "not an email")
-    valid({ format = "no-such-format" }, "x")
+  -- ajv 6 throws 'unknown format "..." is used in schema' at compile, so
+  -- the page refuses every call; we let the value through (formats.lua).
+  it("ignores formats ajv 6 does not know, those of ajv-formats included, and checks no numbers", function()
+    for _, name in ipairs { "duration", "iso-time", "iso-date-time", "byte", "int32", "int64",
+                            "float", "double", "idn-email", "iri", "no-such-format" } do
+      valid({ format = name }, "not a " .. name)
+      valid({ format = name }, 2147483648.5)
+    end
   end)
 end)
 

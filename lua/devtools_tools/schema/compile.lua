@@ -448,12 +448,13 @@ function K.pattern(c, s, n, loc)
   n.pattern = { r, 'must match pattern "' .. p .. '"', loc }
 end
 
+-- Formats check strings only (ajv 6 has none for numbers). One ajv 6 does
+-- not know is ignored, where ajv 6 refuses the schema: see formats.lua.
 function K.format(_, s, n, loc)
   local name = need_string(s.format, loc)
-  local f, list = formats.string[name], n.str
-  if f == nil then f, list = formats.number[name], n.num end
-  if type(f) ~= "function" then return end      -- unknown: ignored, as ajv
-  push(list, { kw = "format", f = f, msg = 'must match format "' .. name .. '"', loc = loc })
+  local f = formats.string[name]
+  if type(f) ~= "function" then return end
+  push(n.str, { kw = "format", f = f, msg = 'must match format "' .. name .. '"', loc = loc })
 end
 
 function K.items(c, s, n, loc, base, nloc)
