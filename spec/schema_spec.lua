@@ -617,6 +617,50 @@ describe("$ref", function()
     assert.are.equal("#/definitions/pos/minimum", errs[1].schema_path)
   end)
 
+  -- ajv 6 (extendRefs "ignore", as Chrome DevTools for agents has it)
+  -- ignores every keyword beside a $ref but `type`, which it checks first
+  -- when it is an array, integer, boolean or null, or when no keyword of
+  -- its group (minLength for string, multipleOf for number, ...) stands
+  -- beside it. Each string below is what ajv 6.15 (allErrors) answers, run
+  -- in node, for "x", 5, 0, 2.5, true, null, [] and {"b": 1}: ok, or the
+  -- keywords of its errors.
+  it("checks a type beside it as ajv 6 does", function()
+    local values = { "x", 5, 0, 2.5, true, null, A {}, { b = 1 } }
+    local cases = {
+      { { type = "string" }, "ok type type+minimum type type type type type" },
+      { { type = "string", minLength = 5 }, "ok ok minimum ok ok ok ok ok" },
+      { { type = "string", format = "email" }, "ok ok minimum ok ok ok ok ok" },
+      { { type = A { "string" }, maxLength = 5 }, "ok ok minimum ok ok ok ok ok" },
+      { { type = A { "string", "null" }, minLength = 5 }, "ok type type+minimum type type ok type type" },
+      { { type = "integer", maximum = 0 }, "type ok minimum type type type type type" },
+      { { type = "boolean" }, "type type type+minimum type ok type type type" },
+      { { type = "null", minLength = 1 }, "type type type+minimum type type ok type type" },
+      { { type = "number", multipleOf = 2 }, "ok ok minimum ok ok ok ok ok" },
+      { { type = "number", minLength = 2 }, "type ok minimum ok type type type type" },
+      { { type = "object", additionalProperties = false }, "ok ok minimum ok ok ok ok ok" },
+      { { type = "array" }, "type type type+minimum type type type ok type" },
+      { { maxLength = 0 }, "ok ok minimum ok ok ok ok ok" },
+    }
+    for _, c in ipairs(cases) do
+      local s = { definitions = { a = { minimum = 1 } }, ["$ref"] = "#/definitions/a" }
+      for k, v in pairs(c[1]) do s[k] = v end
+      local i = 0
+      for want in c[2]:gmatch("%S+") do
+        i = i + 1
+        local ok, errs = check(s, values[i])
+        local got = {}
+        for j, e in ipairs(ok and {} or errs) do got[j] = e.keyword end
+        assert.are.equal(want, ok and "ok" or table.concat(got, "+"),
+                         json.encode(c[1]) .. " with " .. json.encode(values[i]))
+      end
+    end
+    local errs = invalid({ definitions = { a = { minimum = 1 } },
+                           properties = { p = { ["$ref"] = "#/definitions/a", type = "boolean" } } },
+                         { p = 0 }, { "/p", "type", "must be boolean" }, { "/p", "minimum", "must be >= 1" })
+    assert.are.equal("#/properties/p/type", errs[1].schema_path)
+    assert.are.equal("#/definitions/a/minimum", errs[2].schema_path)
+  end)
+
   it("JSON pointers with ~0, ~1 and percent-escapes", function()
     local s = { definitions = { ["a/b"] = { type = "integer" }, ["c~d"] = { type = "string" },
                                 ["e%f"] = { type = "null" } },

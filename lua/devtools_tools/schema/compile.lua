@@ -10,7 +10,8 @@
 -- schema/check.lua (closures) and schema/generate.lua (Lua source).
 --
 -- Node kinds: "true", "false", "element" (x-mcp-type HTMLElement), "ref"
--- (a $ref: see target), "node" (everything else). A node reached again
+-- (a $ref: see target), "node" (everything else, a $ref whose `type` ajv 6
+-- still checks included: the type, then an allOf of the target). A node reached again
 -- while it is being compiled is marked `cyclic` (recursion through data);
 -- a cycle that never reaches a value is refused. A node the root reaches
 -- in many ways gets `shared`: the engines memoise its verdict per value,
@@ -710,12 +711,48 @@ local function summarise(n)
   n.trivial = not (n.tmask or n.has_any or n.has_str or n.has_num or n.has_arr or n.has_obj)
 end
 
+-- Beside a $ref, ajv 6 (extendRefs "ignore", as Chrome DevTools for agents
+-- has it) ignores every keyword but `type`, which it still checks, before
+-- the $ref, when the type is an array of two or more names; or integer,
+-- boolean or null, which have no rule group of their own (RULES.types in
+-- lib/compile/rules.js); or a type none of whose group's keywords stand
+-- beside it (lib/dotjs/validate.js: the group would have checked it).
+-- Draft-07 says to ignore `type` there too; ajv 6 wins. No case of the
+-- draft-07 test suite has a `type` beside a $ref: none changes.
+local TYPE_GROUP = {
+  number = { "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "multipleOf", "format" },
+  string = { "maxLength", "minLength", "pattern", "format" },
+  array = { "maxItems", "minItems", "items", "contains", "uniqueItems" },
+  object = { "maxProperties", "minProperties", "required", "dependencies", "propertyNames",
+             "properties", "additionalProperties", "patternProperties" },
+}
+
+local function ref_checks_type(s)
+  local t = rawget(s, "type")
+  if t == nil then return false end
+  if is_arrayish(t) and #t == 1 then t = t[1] end       -- ["string"] is "string"
+  local group = type(t) == "string" and TYPE_GROUP[t]
+  if not group then return true end     -- (a malformed type: K.type refuses it)
+  for _, k in ipairs(group) do
+    if rawget(s, k) ~= nil then return false end
+  end
+  return true
+end
+
 function Compiler:build(n, s, base, loc)
   local ref = rawget(s, "$ref")
-  if ref ~= nil then                    -- draft-07: siblings are ignored
+  if ref ~= nil then
     if type(ref) ~= "string" then bad(sub_loc(loc, "$ref"), "must be a string") end
-    n.kind = "ref"
-    n.target = self:ref(ref, base, loc)
+    if not ref_checks_type(s) then     -- the others are ignored
+      n.kind = "ref"
+      n.target = self:ref(ref, base, loc)
+      return
+    end
+    n.any, n.str, n.num, n.arr, n.obj = {}, {}, {}, {}, {}
+    K.type(self, s, n, sub_loc(loc, "type"))
+    push(n.any, { kw = "allOf", nodes = { self:ref(ref, base, loc) } })
+    summarise(n)
+    n.kind = "node"
     return
   end
   if rawget(s, "x-mcp-type") == "HTMLElement" then
