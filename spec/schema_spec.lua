@@ -207,6 +207,8 @@ describe("strings", function()
   -- as new RegExp(p) reads it (ajv 6, which Chrome DevTools for agents
   -- validates with): Annex B, UTF-16 units. Verdicts are ajv 6.15's.
   it("pattern is an ECMA-262 regular expression without flags, searched anywhere", function()
+    valid({ pattern = "\\Zx" }, "aZx")                   -- ajv 6 takes a \Z first, or after \\
+    valid({ pattern = "^a\\\\\\Z$" }, "a\\Z")
     valid({ pattern = "b" }, "abc")
     valid({ pattern = "^[A-Z]{3}-\\d{4}$" }, "ABC-1234")
     valid({ pattern = "^\\d{3}\\-\\d{4}$" }, "555-1234")   -- the u flag refuses \-
@@ -831,6 +833,10 @@ describe("malformed schemas raise bad_argument naming the location", function()
     { { pattern = "^(abc]" }, "#/pattern: invalid regular expression" },
     { { pattern = "(?<=a+)b" }, "#/pattern: unsupported regular expression" },
     { { patternProperties = { ["("] = true } }, "#/patternProperties/%(: invalid regular expression" },
+    -- ajv 6 checks pattern and patternProperties' names with its format
+    -- "regex": a \Z after anything but a backslash is refused
+    { { pattern = "^abc\\Z" }, "#/pattern: must match format \"regex\": \\Z is no anchor" },
+    { { patternProperties = { ["a\\Z"] = true } }, "#/patternProperties/a\\Z: must match format \"regex\"" },
     { { required = "a" }, "#/required: must be an array" },
     { { required = A { "a", "a" } }, "#/required: must not have duplicate items" },
     { { required = A { 1 } }, "#/required/0: must be a string" },

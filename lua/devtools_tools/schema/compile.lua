@@ -335,10 +335,18 @@ local function timed_test(w, s)
   return ok
 end
 
+-- A pattern (of pattern or patternProperties) as ajv 6 takes it: the
+-- draft-07 meta-schema gives both format "regex", which ajv 6 checks when
+-- it compiles a schema, so a `\Z` after anything but a backslash (an
+-- anchor elsewhere, the letter Z in JavaScript) makes the whole schema
+-- invalid there, and the page refuses every call.
 function Compiler:regex(p, loc)
   local r = self.regexes[p]
   if r then return r end
   local msg
+  if sfind(p, "[^\\]\\Z") then
+    bad(loc, "must match format \"regex\": \\Z is no anchor in JavaScript (ajv refuses it)")
+  end
   r, msg = regex_compile(p)
   if not r then bad(loc, msg) end
   if self.rs then r = { rx = r, rs = self.rs, test = timed_test } end
