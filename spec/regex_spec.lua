@@ -301,6 +301,32 @@ describe("core.regex_compile(p) without flags (Annex B) / Regex:test", function(
   end
 end)
 
+describe("group names", function()
+  -- { pattern, valid in V8 (the same with and without the u flag) }:
+  -- JavaScript identifiers (ID_Start, then ID_Continue, $, _, U+200C/D),
+  -- with \u escapes and surrogate pairs read as the code point they make
+  local names = {
+    { "(?<\\u{61}>x)\\k<a>", true }, { "(?<a\\u0062>x)\\k<ab>", true },
+    { "(?<\\uD835\\uDC9C>x)", true }, { "(?<\u{1D49C}>x)\\k<\\u{1D49C}>", true },
+    { "(?<a\u{200B}>x)", false }, { "(?<a\u{200C}>x)", true }, { "(?<\u{E9}>x)", true },
+    { "(?<1>x)", false }, { "(?<a1>x)", true }, { "(?<\\ud835>x)", false }, { "(?<a\\x62>x)", false },
+    { "(?<$>x)", true }, { "(?<a\\u{>x)", false }, { "(?<\u{660}>x)", false }, { "(?<a\u{660}>x)", true },
+    { "(?<a>x)(?<\\u0061>y)", false },
+  }
+  for _, c in ipairs(names) do
+    it(("%s /%s/ and /%s/u"):format(c[2] and "accepts" or "rejects", c[1], c[1]), function()
+      assert.are.equal(c[2], core.regex_check(c[1]) == true)
+      assert.are.equal(c[2], core.regex_check(c[1], "u") == true)
+    end)
+  end
+
+  it("matches a back-reference by the decoded name", function()
+    local r = compile("^(?<a\\u0062>x)\\k<ab>$", "")
+    assert.is_true(r:test("xx"))
+    assert.is_false(r:test("x"))
+  end)
+end)
+
 describe("ECMA-262 syntax errors with the u flag", function()
   -- patterns PCRE2 would take (or read differently) that ECMA-262 rejects
   local bad = {

@@ -62,7 +62,7 @@
 	"\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}\\x{feff}"
 
 typedef struct group_name {
-	const char *name;       /* points into the pattern */
+	char *name;             /* owned: the name, its escapes decoded (UTF-8) */
 	size_t len;
 	int index;              /* its capture group number */
 } group_name;
@@ -78,6 +78,10 @@ typedef struct translator {
 	int nest;
 	int unicode;            /* Unicode mode (the u flag), else Annex B's */
 	unsigned char *units;   /* owned: the pattern as UTF-16 units, Annex B */
+	dt_buf name;            /* owned: the group name read last (read_name) */
+	pcre2_code *id_start;   /* owned: \p{ID_Start}, compiled on first need */
+	pcre2_code *id_part;    /* owned: \p{ID_Continue}, likewise */
+	pcre2_match_data *id_md;/* owned: for both */
 	int failed;             /* out of memory or syntax error */
 	char err[200];
 } translator;
@@ -313,40 +317,115 @@ static void split_units(translator *t)
 
 /* ---- group names --------------------------------------------------------- */
 
-static int name_char(int c, int first)
+static long unicode_escape(translator *t);
+
+/* Writes code point cp (a pair's, or a stand-in's) as 4 bytes of UTF-8. */
+static size_t put4(unsigned char *o, long cp)
 {
-	if (c == '$' || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-		return 1;
-	if (c >= 0x80)          /* a non-ASCII identifier character, loosely */
-		return 1;
-	return !first && is_digit(c);
+	o[0] = (unsigned char)(0xf0 | (cp >> 18));
+	o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+	o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+	o[3] = (unsigned char)(0x80 | (cp & 0x3f));
+	return 4;
 }
 
-/* Reads `name>` at t->i (after `<`); returns its length, 0 on error. */
-static size_t read_name(translator *t, const char **name)
+/* Writes code point cp (not a surrogate, at most U+10FFFF) as UTF-8. */
+static size_t utf8_put(unsigned char *o, long cp)
+{
+	if (cp < 0x80) {
+		o[0] = (unsigned char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (unsigned char)(0xc0 | (cp >> 6));
+		o[1] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (unsigned char)(0xe0 | (cp >> 12));
+		o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+		o[2] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	return put4(o, cp);
+}
+
+/* May cp begin (first) or continue a group name? As JavaScript's
+ * identifiers: `$`, `_`, ID_Start, and then ID_Continue, U+200C and
+ * U+200D. Beyond ASCII, PCRE2's Unicode tables answer, through two small
+ * patterns compiled when a name first needs them. */
+static int id_char(translator *t, long cp, int first)
+{
+	pcre2_code **code = first ? &t->id_start : &t->id_part;
+	unsigned char u[4];
+	int err;
+	PCRE2_SIZE off;
+	if (cp == '$' || cp == '_' || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z'))
+		return 1;
+	if (cp < 0x80)
+		return !first && is_digit((int)cp);
+	if (!first && (cp == 0x200c || cp == 0x200d))
+		return 1;
+	if (is_surrogate(cp) || cp > 0x10ffff)
+		return 0;
+	if (*code == NULL)
+		*code = pcre2_compile((PCRE2_SPTR)(first ? "^\\p{ID_Start}" : "^\\p{ID_Continue}"),
+		                      PCRE2_ZERO_TERMINATED, PCRE2_UTF, &err, &off, NULL);
+	if (*code != NULL && t->id_md == NULL)
+		t->id_md = pcre2_match_data_create(1, NULL);
+	if (*code == NULL || t->id_md == NULL) {
+		fail(t, "out of memory");
+		return 0;
+	}
+	return pcre2_match(*code, u, utf8_put(u, cp), 0, 0, t->id_md, NULL) >= 0;
+}
+
+/* Reads `name>` at t->i (after `<`) into t->name, decoded: a `\u` escape
+ * (`\uHHHH`, a pair of them, `\u{H...}`) and a surrogate pair in the text
+ * are the code point they make, as JavaScript reads names in either mode
+ * (`(?<a\u0062>x)` is named ab). Returns its length, 0 on error. */
+static size_t read_name(translator *t)
 {
 	size_t start = t->i;
+	t->name.len = 0;
 	while (!at_end(t) && peek(t) != '>') {
-		if (!name_char(peek(t), t->i == start)) {
-			fail(t, "invalid capture group name at offset %zu", t->i);
+		long cp;
+		if (peek(t) == '\\') {
+			if (peek_at(t, 1) != 'u') {
+				fail(t, "invalid capture group name at offset %zu", start);
+				return 0;
+			}
+			t->i += 2;
+			cp = unicode_escape(t);
+			if (cp < 0)
+				return 0;
+		} else {
+			cp = pattern_next(t->s, t->n, &t->i);
+		}
+		if (cp < 0 || !id_char(t, cp, t->name.len == 0)) {
+			fail(t, "invalid capture group name at offset %zu", start);
 			return 0;
 		}
-		t->i++;
+		if (dt_buf_reserve(&t->name, 4) != 0) {
+			fail(t, "out of memory");
+			return 0;
+		}
+		t->name.len += utf8_put((unsigned char *)t->name.data + t->name.len, cp);
 	}
-	if (at_end(t) || t->i == start) {
+	if (at_end(t) || t->name.len == 0) {
 		fail(t, "invalid capture group name at offset %zu", start);
 		return 0;
 	}
-	*name = (const char *)t->s + start;
 	t->i++;                 /* the '>' */
-	return t->i - 1 - start;
+	return t->name.len;
 }
 
-static int find_name(const translator *t, const char *name, size_t len)
+/* The group named as t->name holds; 0 if none is. */
+static int find_name(const translator *t)
 {
 	int k;
 	for (k = 0; k < t->nnames; k++)
-		if (t->names[k].len == len && memcmp(t->names[k].name, name, len) == 0)
+		if (t->names[k].len == t->name.len && memcmp(t->names[k].name, t->name.data, t->name.len) == 0)
 			return t->names[k].index;
 	return 0;
 }
@@ -375,16 +454,16 @@ static void prescan(translator *t)
 			if (i + 1 < t->n && t->s[i + 1] == '?') {
 				if (i + 2 < t->n && t->s[i + 2] == '<' && i + 3 < t->n
 				    && t->s[i + 3] != '=' && t->s[i + 3] != '!') {
-					const char *name;
 					size_t len, save = t->i;
+					char *name;
 					t->ngroups++;
 					t->i = i + 3;
-					len = read_name(t, &name);
+					len = read_name(t);
 					t->i = save;
 					if (len == 0)
 						return;
-					if (find_name(t, name, len)) {
-						fail(t, "duplicate capture group name '%.*s'", (int)len, name);
+					if (find_name(t)) {
+						fail(t, "duplicate capture group name '%.*s'", (int)len, t->name.data);
 						return;
 					}
 					if (t->nnames == t->capnames) {
@@ -397,6 +476,12 @@ static void prescan(translator *t)
 						t->names = p;
 						t->capnames = cap;
 					}
+					name = malloc(len);             /* owns: t->names[k].name */
+					if (name == NULL) {
+						fail(t, "out of memory");
+						return;
+					}
+					memcpy(name, t->name.data, len);
 					t->names[t->nnames].name = name;
 					t->names[t->nnames].len = len;
 					t->names[t->nnames].index = t->ngroups;
@@ -987,9 +1072,8 @@ static void term(translator *t)
 				t->i += 3;
 				look = 2;
 			} else if (d == '<') {
-				const char *name;
 				t->i += 2;
-				if (read_name(t, &name) == 0)
+				if (read_name(t) == 0)
 					return;
 				t->opened++;
 				emit(t, "(");
@@ -1076,7 +1160,6 @@ static void term(translator *t)
 				emit_literal(t, d >= '8' ? d : octal_escape(t, d));
 			}
 		} else if (d == 'k' && (t->unicode || t->nnames > 0)) {
-			const char *name;
 			size_t len;
 			int idx;
 			t->i++;
@@ -1085,12 +1168,12 @@ static void term(translator *t)
 				return;
 			}
 			t->i++;
-			len = read_name(t, &name);
+			len = read_name(t);
 			if (len == 0)
 				return;
-			idx = find_name(t, name, len);
+			idx = find_name(t);
 			if (idx == 0) {
-				fail(t, "reference to a missing group '%.*s'", (int)len, name);
+				fail(t, "reference to a missing group '%.*s'", (int)len, t->name.data);
 				return;
 			}
 			emitf(t, "(?:\\g{%d})", idx);
@@ -1153,9 +1236,18 @@ static int translate(translator *t, const char *s, size_t n, int unicode)
 
 static void translator_free(translator *t)
 {
+	int k;
 	dt_buf_free(&t->out);
+	for (k = 0; k < t->nnames; k++)
+		free(t->names[k].name);
 	free(t->names);         /* owns: t->names */
 	free(t->units);         /* owns: t->units */
+	dt_buf_free(&t->name);
+	pcre2_match_data_free(t->id_md);
+	pcre2_code_free(t->id_start);
+	pcre2_code_free(t->id_part);
+	t->id_md = NULL;
+	t->id_start = t->id_part = NULL;
 	t->names = NULL;
 	t->units = NULL;
 }
@@ -1273,16 +1365,6 @@ static int l_regex_check(lua_State *L)
 	}
 	return dt_push_failf(L, strcmp(msg, "out of memory") == 0 ? DT_ENOMEM : DT_ESYNTAX,
 	                     "invalid regular expression: %s", msg);
-}
-
-/* Writes code point cp (a pair's, or a stand-in's) as 4 bytes of UTF-8. */
-static size_t put4(unsigned char *o, long cp)
-{
-	o[0] = (unsigned char)(0xf0 | (cp >> 18));
-	o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
-	o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-	o[3] = (unsigned char)(0x80 | (cp & 0x3f));
-	return 4;
 }
 
 /* The subject as the compiled pattern reads it, in a userdata left on the
