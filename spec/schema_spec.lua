@@ -833,6 +833,16 @@ describe("malformed schemas raise bad_argument naming the location", function()
     { { pattern = "^(abc]" }, "#/pattern: invalid regular expression" },
     { { pattern = "(?<=a+)b" }, "#/pattern: unsupported regular expression" },
     { { patternProperties = { ["("] = true } }, "#/patternProperties/%(: invalid regular expression" },
+    -- ajv checks the whole schema against the draft-07 meta-schema before
+    -- it compiles it, keywords beside a $ref (which it then ignores)
+    -- included, and $ref and $id as URI references (ajv 6.15 refuses each)
+    { { ["$ref"] = "#/definitions/a", minLength = -1, definitions = { a = true } }, "#/minLength: must be >= 0" },
+    { { ["$ref"] = "#/definitions/a", properties = { x = { type = "strnig" } }, definitions = { a = true } },
+      "#/properties/x/type: must be equal to one of the allowed values" },
+    { { ["$ref"] = "#/definitions/a", required = "x", definitions = { a = true } }, "#/required: must be array" },
+    { { ["$ref"] = "#/definitions/a b", definitions = { ["a b"] = true } }, "#/%$ref: must match format \"uri%-reference\"" },
+    { { ["$id"] = "a b" }, "#/%$id: must match format \"uri%-reference\"" },
+    { { readOnly = "yes" }, "#/readOnly: must be a boolean" },
     -- ajv 6 checks pattern and patternProperties' names with its format
     -- "regex": a \Z after anything but a backslash is refused
     { { pattern = "^abc\\Z" }, "#/pattern: must match format \"regex\": \\Z is no anchor" },

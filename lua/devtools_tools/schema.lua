@@ -35,6 +35,7 @@ local values = require "devtools_tools.schema.values"
 local compile = require "devtools_tools.schema.compile"
 local check = require "devtools_tools.schema.check"
 local generate = require "devtools_tools.schema.generate"
+local meta = require "devtools_tools.schema.meta"
 
 local type, pairs, ipairs, next, setmetatable, getmetatable, rawget =
       type, pairs, ipairs, next, setmetatable, getmetatable, rawget
@@ -66,7 +67,37 @@ end
 -- opts.closures: true to use the closure engine alone (the specs compare).
 -- check(value, deadline?) -> true | false, errors; past the deadline
 -- (core.now() seconds) it raises timeout.
+local make
+
+-- The draft-07 meta-schema's own check, made on first need.
+local meta_check
+
+-- Checks schema s against the draft-07 meta-schema, as ajv does before it
+-- compiles one (Chrome DevTools for agents: ajv 6.15, whose formats are
+-- ours): what our compiler reads meets its own checks first, with their
+-- messages; this finds the rest, such as a malformed keyword beside a
+-- $ref (ignored, but ajv refuses the schema), a title that is not a
+-- string, or a $ref that is no URI reference. The page refuses every call
+-- of a tool whose schema ajv refuses.
+local function check_meta(s, deadline)
+  if type(s) ~= "table" then return end
+  if not meta_check then
+    meta_check = make(meta.documents["http://json-schema.org/draft-07/schema"](), { closures = true }, true)
+  end
+  local ok, errs = meta_check(s, deadline)
+  if ok then return end
+  local e = errs[1]
+  local loc = "#" .. e.path
+  if #loc > 120 then loc = loc:sub(1, 57) .. "..." .. loc:sub(-60) end
+  errors.raise("bad_argument", "invalid schema at " .. loc .. ": " .. e.message
+    .. " (the draft-07 meta-schema's " .. e.schema_path .. ")")
+end
+
 function M.compile(s, opts)
+  return make(s, opts)
+end
+
+function make(s, opts, is_meta)
   if opts ~= nil and type(opts) ~= "table" then bad_opts("opts must be a table") end
   local loader, deadline, closures
   if opts then
@@ -87,6 +118,7 @@ function M.compile(s, opts)
   context.check_deadline(deadline, context.COMPILE_LATE)
   local rs = context.run_state()
   local root, bounded, arrays = compile.compile(s, loader, deadline, rs)
+  if not is_meta then check_meta(s, deadline) end
   local fast, full
   if not closures then
     fast, full = generate.generate(root, rs, deadline)
