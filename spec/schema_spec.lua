@@ -146,6 +146,24 @@ describe("numbers", function()
     valid({ maximum = 3 }, "not a number")
   end)
 
+  -- The encoder writes a Lua 5.4 integer whole, and the page's JSON.parse
+  -- reads one past 2^53 as the nearest double (9007199254740993 is
+  -- 9007199254740992 there): bounds, const, enum and uniqueItems compare
+  -- what the page will hold. ajv 6.15's verdicts on the same JSON text.
+  it("compares an integer past 2^53 as the page parses it", function()
+    local big = math.tointeger and math.tointeger("9007199254740993") or 2 ^ 53
+    valid({ maximum = 2 ^ 53 }, big)
+    valid({ minimum = -2 ^ 53 }, -big)
+    invalid({ exclusiveMinimum = 2 ^ 53 }, big, { "", "exclusiveMinimum", "must be > 9007199254740992" })
+    valid({ const = 2 ^ 53 }, big)
+    valid({ const = A { big } }, A { 2 ^ 53 })
+    valid({ enum = A { 2 ^ 53 } }, big)
+    invalid({ uniqueItems = true }, A { 2 ^ 53, big },
+      { "", "uniqueItems", "must NOT have duplicate items (items ## 1 and 0 are identical)" })
+    valid({ maximum = 5 }, 5)                 -- nothing below 2^53 moves
+    invalid({ maximum = 2 ^ 53 - 1 }, math.tointeger and math.tointeger("9007199254740992") or 2 ^ 53)
+  end)
+
   -- ajv (what the page validates with) divides: x / m in doubles must be an
   -- integer below 1e21. The verdicts below are ajv 6.15's and 8's.
   it("multipleOf divides as ajv does", function()
@@ -180,16 +198,17 @@ describe("numbers", function()
     invalid({ multipleOf = 10 }, 1e300)
   end)
 
-  it("bounds past 2^53 keep their value in the generated code (Lua 5.3+ integers)", function()
+  it("bounds past 2^53 compare as the page holds them (Lua 5.3+ integers)", function()
     if not math.type then return end                   -- (LuaJIT: doubles only)
-    local big = math.tointeger(2 ^ 53) + 1                 -- 9007199254740993
+    local big = math.tointeger(2 ^ 53) + 1                 -- 9007199254740993, 2^53 to the page
     valid({ maximum = big }, big)
-    invalid({ minimum = big }, big - 1, { "", "minimum", "must be >= 9007199254740993" })
+    invalid({ minimum = big + 1 }, big - 1, { "", "minimum", "must be >= 9007199254740994" })
     invalid({ exclusiveMaximum = math.maxinteger }, math.maxinteger,
       { "", "exclusiveMaximum", "must be < 9223372036854775807" })
-    invalid({ maximum = math.maxinteger - 1 }, math.maxinteger)
+    valid({ maximum = math.maxinteger - 1 }, math.maxinteger)   -- both 2^63 to the page
     valid({ const = big }, big)
-    invalid({ enum = { big } }, big - 1)
+    valid({ enum = { big } }, big - 1)
+    invalid({ enum = { big + 1 } }, big - 1)
   end)
 end)
 

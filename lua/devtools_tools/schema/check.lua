@@ -33,10 +33,11 @@ local SIMPLE = {
   maxLength = function(v, m) return not (#v > m and ulen(v) > m) end,
   minLength = function(v, m) return not (#v < m or (#v < 4 * m and ulen(v) < m)) end,
   pattern = function(v, rx) return rx:test(v) end,
-  maximum = function(v, b) return v <= b end,
-  exclusiveMaximum = function(v, b) return v < b end,
-  minimum = function(v, b) return v >= b end,
-  exclusiveMinimum = function(v, b) return v > b end,
+  -- (v + 0.0: a Lua 5.4 integer past 2^53 as the page parses it, see values.as_sent)
+  maximum = function(v, b) return v + 0.0 <= b end,
+  exclusiveMaximum = function(v, b) return v + 0.0 < b end,
+  minimum = function(v, b) return v + 0.0 >= b end,
+  exclusiveMinimum = function(v, b) return v + 0.0 > b end,
   maxItems = function(v, m) return #v <= m end,
   minItems = function(v, m) return #v >= m end,
 }

@@ -408,6 +408,7 @@ function K.enum(_, s, n, loc)
       nt = nt + 1
       tables[nt] = x
     elseif x == x then
+      x = values.as_sent(x)           -- (as the page holds it)
       if set[x] then bad(loc, "must not have duplicate items") end
       set[x] = true
     end
@@ -426,7 +427,7 @@ end
 local function bound(name, op)
   K[name] = function(_, s, n, loc)
     local b = need_number(s[name], loc)
-    n[name] = { b, "must be " .. op .. " " .. num_str(b), loc }
+    n[name] = { values.as_sent(b), "must be " .. op .. " " .. num_str(b), loc }
   end
 end
 bound("maximum", "<=")

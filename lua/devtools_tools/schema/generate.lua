@@ -151,7 +151,8 @@ local NUM_OPS = { { "maximum", "<=" }, { "exclusiveMaximum", "<" },
 function Gen:numbers(n, x)
   for _, op in ipairs(NUM_OPS) do
     if n[op[1]] then
-      self:emit("if not (" .. x .. " " .. op[2] .. " " .. lit(n[op[1]][1]) .. ") then return false end")
+      -- (x + 0.0: a Lua 5.4 integer past 2^53 as the page parses it, see values.as_sent)
+      self:emit("if not (" .. x .. " + 0.0 " .. op[2] .. " " .. lit(n[op[1]][1]) .. ") then return false end")
     end
   end
   self:recs(n.num, x)
@@ -437,7 +438,7 @@ function Gen:collect(n, j)
   end
   for _, op in ipairs(NUM_OPS) do
     if n[op[1]] then
-      self:emit("if not (v " .. op[2] .. " " .. lit(n[op[1]][1]) .. ") then " ..
+      self:emit("if not (v + 0.0 " .. op[2] .. " " .. lit(n[op[1]][1]) .. ") then " ..
                 fail(op[1], n[op[1]], "v") .. " end")
     end
   end

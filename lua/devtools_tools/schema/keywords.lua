@@ -26,6 +26,7 @@ local fail, at, tick = context.fail, context.at, context.tick
 local deep_equal, multiple_of, key_string, is_element =
       values.deep_equal, values.multiple_of, values.key_string, values.is_element
 local numeric_key, numeric_keys = values.numeric_key, values.numeric_keys
+local as_sent = values.as_sent
 
 local M = {}
 
@@ -46,7 +47,7 @@ local B = {}    -- keyword name -> builder(rec, fn, rs) -> check
 function B.enum(r)
   local set, tables, nt, msg, loc, allowed = r.set, r.tables, r.nt, r.msg, r.loc, r.allowed
   return function(v, cx)
-    if set[v] then return true end
+    if set[v] or set[as_sent(v)] then return true end
     if nt > 0 and type(v) == "table" then
       for i = 1, nt do
         if deep_equal(v, tables[i]) then return true end
@@ -167,6 +168,7 @@ local function duplicate(v, rs)
       end
       tables[#tables + 1] = i
     else
+      x = as_sent(x)
       j = seen[x]
       seen[x] = seen[x] or i
     end
