@@ -301,6 +301,40 @@ describe("core.regex_compile(p) without flags (Annex B) / Regex:test", function(
   end
 end)
 
+describe("counts above PCRE2's 65535", function()
+  -- valid JavaScript, and a length check people write: nested repeats of
+  -- at most 65535 that match the same strings, for an atom without groups
+  local cases = {
+    { "^[\\s\\S]{0,100000}$", { [0] = true, [65535] = true, [65536] = true, [100000] = true,
+      [100001] = false, [131071] = false } },
+    { "^a{70000}$", { [69999] = false, [70000] = true, [70001] = false } },
+    { "^a{70000,}$", { [69999] = false, [70000] = true, [200000] = true } },
+    { "^a{70000,170000}?$", { [69999] = false, [70000] = true, [170000] = true, [170001] = false } },
+    { "^a{0,196605}$", { [65535] = true, [131070] = true, [131071] = true, [196605] = true, [196606] = false } },
+    { "^[^]{131070}$", { [131069] = false, [131070] = true, [131071] = false } },
+    { "^(?:ab){0,3}a{65536}$", { [65535] = false, [65536] = true } },
+  }
+  for _, c in ipairs(cases) do
+    it(("/%s/ with and without the u flag"):format(c[1]), function()
+      for _, flags in ipairs({ "", "u" }) do
+        local r = compile(c[1], flags)
+        for n, want in pairs(c[2]) do
+          local got, err = r:test(string.rep("a", n))
+          assert(got == want, ("/%s/%s on %d a: %s %s"):format(c[1], flags, n, tostring(got), tostring(err)))
+        end
+      end
+    end)
+  end
+
+  it("leaves a group that captures to PCRE2, which refuses the count", function()
+    local r, err = core.regex_compile("^(a){70000}$")
+    assert.is_nil(r)
+    assert.matches("^unsupported regular expression: number too big", err)
+    assert.is_true(core.regex_check("^(a){70000}$"))
+    assert.is_nil((core.regex_compile("a{12345678901}")))    -- 10 digits and more: left to PCRE2
+  end)
+end)
+
 describe("group names", function()
   -- { pattern, valid in V8 (the same with and without the u flag) }:
   -- JavaScript identifiers (ID_Start, then ID_Continue, $, _, U+200C/D),

@@ -32,9 +32,11 @@
  * `x4`), as do a `{` that is no quantifier, `}` and `]`; `\1`-`\7` beyond
  * the groups and `\0` begin an octal escape; `\c` not before a letter is a
  * backslash; `[\d-z]` is `\d`, `-` and `z`; a lookahead may be quantified.
- * What PCRE2 cannot do is reported when compiling: a lookbehind of variable
- * length (`(?<=a+)`) is valid ECMA-262 (regex_check says so) but
- * regex_compile fails on it, as on a count above 65535 (`a{70000}`).
+ * A count above PCRE2's 65535 (`[\s\S]{0,100000}`) is written as nested
+ * repeats (big_repeat). What PCRE2 cannot do is reported when compiling:
+ * a lookbehind of variable length (`(?<=a+)`) is valid ECMA-262
+ * (regex_check says so) but regex_compile fails on it, as on a count above
+ * 65535 of a group that captures (`(a){70000}`), or of 10 digits.
  *
  * Lua API (added to the module table):
  *   core.regex_compile(pattern [, flags]) -> Regex | nil, message
@@ -56,6 +58,8 @@
 #define DT_REGEX_MT "devtools_tools.Regex"
 
 #define MAX_NEST 256          /* deepest group nesting we parse */
+#define MAX_REPEAT 65535      /* PCRE2's largest count in {} */
+#define BIG_COUNT 1000000000L /* a count of 10 digits or more: never expanded */
 
 /* ECMA-262 WhiteSpace and LineTerminator, as PCRE2 class items. */
 #define WS_ITEMS "\\x{9}-\\x{d}\\x{20}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}" \
@@ -821,7 +825,8 @@ static void disjunction(translator *t);
 
 /* One class atom, at its character or backslash: returns its code point,
  * or -1 for a class escape (`\d`, `\s`, `\p{...}`), which is written to
- * body, or noted in *has_S for `\S`. -1 with t->failed set on error. */
+ * body, or noted in *has_S for `\S` (2 in *has_S for `\s`, also
+ * written). -1 with t->failed set on error. */
 static long class_atom(translator *t, translator *body, int *has_S)
 {
 	long cp;
@@ -836,11 +841,12 @@ static long class_atom(translator *t, translator *body, int *has_S)
 		if (c == 's') {
 			t->i++;
 			emit(body, WS_ITEMS);
+			*has_S |= 2;
 			return -1;
 		}
 		if (c == 'S') {
 			t->i++;
-			*has_S = 1;
+			*has_S |= 1;
 			return -1;
 		}
 		if ((c == 'p' || c == 'P') && t->unicode) {
@@ -927,9 +933,11 @@ static void char_class(translator *t)
 	if (!t->failed) {
 		const char *items = body.out.data ? body.out.data : "";
 		int nitems = (int)body.out.len;
-		if (empty)
-			emit(t, neg ? "(?s:.)" : "(?!)");
-		else if (!has_S) {
+		/* one class where it can be: a repeat of one item may pass 65535
+		 * (big_repeat), of a group it may not */
+		if (empty || has_S == 3)    /* [^] and [\s\S]: anything; [] and [^\s\S]: nothing */
+			emit(t, neg == empty ? "[\\x{0}-\\x{10ffff}]" : "(?!)");
+		else if (!(has_S & 1)) {
 			emit(t, neg ? "[^" : "[");
 			emitn(t, items, (size_t)nitems);
 			emit(t, "]");
@@ -948,16 +956,15 @@ static void char_class(translator *t)
 	dt_buf_free(&body.out);
 }
 
-/* Reads a decimal number for a quantifier; -1 if none. Caps at a value
- * PCRE2 will reject itself with its own message. */
+/* Reads a decimal number for a quantifier; -1 if none. One of 10 digits
+ * or more is BIG_COUNT, which PCRE2 refuses with its own message. */
 static long read_int(translator *t)
 {
 	long v = 0;
 	if (!is_digit(peek(t)))
 		return -1;
 	while (is_digit(peek(t))) {
-		if (v < 100000000L)
-			v = v * 10 + (peek(t) - '0');
+		v = v <= 99999999L ? v * 10 + (peek(t) - '0') : BIG_COUNT;
 		t->i++;
 	}
 	return v;
@@ -985,8 +992,64 @@ no:
 	return 0;
 }
 
-/* An optional quantifier after an atom that may (q=1) or may not take one. */
-static void quantifier(translator *t, int quantifiable)
+/* X{lo,hi} (hi -1: no bound) with a count above PCRE2's 65535, X being
+ * the atom just written (t->out from at) and holding no capture group:
+ * written as nested repeats of at most 65535, which match the same
+ * strings (`^[\s\S]{0,100000}$`, a length check, is valid JavaScript).
+ * Whether a match exists is all Regex:test asks, so a lazy repeat is
+ * written as a greedy one. */
+static void big_repeat(translator *t, size_t at, long lo, long hi)
+{
+	size_t n = t->out.len - at;
+	char *x = malloc(n + 1);
+	long m;
+	if (x == NULL) {
+		fail(t, "out of memory");
+		return;
+	}
+	memcpy(x, t->out.data + at, n);
+	t->out.len = at;
+	if (lo > MAX_REPEAT) {
+		emit(t, "(?:");
+		emitn(t, x, n);
+		emitf(t, "{%d}){%ld}", MAX_REPEAT, lo / MAX_REPEAT);
+	}
+	if (lo % MAX_REPEAT != 0 || (lo > 0 && lo <= MAX_REPEAT)) {
+		emitn(t, x, n);
+		emitf(t, "{%ld}", lo > MAX_REPEAT ? lo % MAX_REPEAT : lo);
+	}
+	if (hi < 0) {
+		emitn(t, x, n);
+		emit(t, "*");
+	} else if ((m = hi - lo) >= MAX_REPEAT) {
+		/* m = k * 65535 + r: k full blocks and at most r, or fewer full
+		 * blocks and at most 65534; no count has two ways, so a failing
+		 * match tries each once (nested {0,65535} would try them all in
+		 * pairs: past PCRE2's match limit at 100001 characters) */
+		long k = m / MAX_REPEAT;
+		emit(t, "(?:(?:");
+		emitn(t, x, n);
+		emitf(t, "{%d}){%ld}", MAX_REPEAT, k);
+		emitn(t, x, n);
+		emitf(t, "{0,%ld}|", m % MAX_REPEAT);
+		if (k > 1) {
+			emit(t, "(?:");
+			emitn(t, x, n);
+			emitf(t, "{%d}){0,%ld}", MAX_REPEAT, k - 1);
+		}
+		emitn(t, x, n);
+		emitf(t, "{0,%d})", MAX_REPEAT - 1);
+	} else if (m > 0) {
+		emitn(t, x, n);
+		emitf(t, "{0,%ld}", m);
+	}
+	free(x);
+}
+
+/* An optional quantifier after an atom that may (q=1) or may not take one;
+ * the atom was written from t->out's offset atom_at, and opened capture
+ * groups while t->opened was below `groups`. */
+static void quantifier(translator *t, int quantifiable, size_t atom_at, int groups)
 {
 	int c = peek(t);
 	long lo, hi;
@@ -1012,6 +1075,13 @@ static void quantifier(translator *t, int quantifiable)
 			fail(t, "numbers out of order in {} quantifier at offset %zu", at);
 			return;
 		}
+		if ((lo > MAX_REPEAT || hi > MAX_REPEAT) && lo < BIG_COUNT && hi < BIG_COUNT
+		    && t->opened == groups) {
+			big_repeat(t, atom_at, lo, hi);
+			if (peek(t) == '?')
+				t->i++;
+			return;
+		}
 		if (hi < 0)
 			emitf(t, "{%ld,}", lo);
 		else if (hi == lo)
@@ -1031,17 +1101,18 @@ static void quantifier(translator *t, int quantifiable)
 static void term(translator *t)
 {
 	int c = peek(t);
-	size_t at = t->i;
+	size_t at = t->i, atom_at = t->out.len;
+	int groups = t->opened;
 	switch (c) {
 	case '^':
 		t->i++;
 		emit(t, "^");
-		quantifier(t, 0);
+		quantifier(t, 0, 0, 0);
 		return;
 	case '$':
 		t->i++;
 		emit(t, "$");
-		quantifier(t, 0);
+		quantifier(t, 0, 0, 0);
 		return;
 	case '.':
 		t->i++;
@@ -1095,7 +1166,7 @@ static void term(translator *t)
 		t->i++;
 		t->nest--;
 		emit(t, ")");
-		quantifier(t, look == 0 || (look == 1 && !t->unicode));  /* Annex B: (?=a)* */
+		quantifier(t, look == 0 || (look == 1 && !t->unicode), atom_at, groups);  /* Annex B: (?=a)* */
 		return;
 	}
 	case ')':
@@ -1132,7 +1203,7 @@ static void term(translator *t)
 		if (d == 'b' || d == 'B') {
 			t->i++;
 			emitf(t, "\\%c", d);
-			quantifier(t, 0);
+			quantifier(t, 0, 0, 0);
 			return;
 		}
 		if (d == 'd' || d == 'D' || d == 'w' || d == 'W') {
@@ -1195,7 +1266,7 @@ static void term(translator *t)
 		break;
 	}
 	}
-	quantifier(t, 1);
+	quantifier(t, 1, atom_at, groups);
 }
 
 static void alternative(translator *t)

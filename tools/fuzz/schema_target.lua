@@ -39,7 +39,8 @@ local PIECES = { "a", "b", ".", "\\d", "\\w", "\\s", "\\S", "[a-z]", "[^0-9]", "
   -- Annex B (patterns are read without flags): octal and identity escapes,
   -- lone braces, \c before a non-letter, units of an emoji, lone surrogates
   "\\12", "\\400", "\\8", "{", "}", "\\u{3}", "\\xg", "[\\c1]", "[\\c*]", "\\ud83d", "[\\uDC00-\\uDFFF]",
-  "\xED\xA0\x80", "\xED\xA0\xBD\xED\xB0\xB2", "[\u{1F600}]", "\\k", "(?=a)*", "[\\s-\\d]" }
+  "\xED\xA0\x80", "\xED\xA0\xBD\xED\xB0\xB2", "[\u{1F600}]", "\\k", "(?=a)*", "[\\s-\\d]",
+  "{70000}", "{0,70000}", "{65535,140000}?", "[\\s\\S]", "[^]" }
 
 local function gen_pattern(r)
   local t = {}
