@@ -235,6 +235,31 @@ describe("calling tools", function()
     assert.is_true(page:tool("add"):validate({ a = 1, b = 2 }))
   end)
 
+  -- The reference validates with ajv 6.15 (new Ajv()): a pattern is read
+  -- without the u flag, formats are ajv 6's, a type beside a $ref is kept.
+  -- What it accepts we send; what it refuses we refuse, before sending.
+  it("validates as the reference does: ajv 6's patterns, formats and $ref", function()
+    local p = open("/annexb.html")
+    assert.equal("555-1234", p:call("phone", { n = "555-1234" }))
+    assert.equal("invalid_params", H.error_of(p.call, p, "phone", { n = "5551234" }).code)
+    assert.equal(2, p:call("units", { s = "\u{1F432}" }))          -- one emoji, two units
+    assert.equal("invalid_params", H.error_of(p.call, p, "units", { s = "ab\u{1F432}" }).code)
+    assert.equal(100000, p:call("note", { t = string.rep("a\n", 50000) }))
+    assert.equal("invalid_params", H.error_of(p.call, p, "note", { t = string.rep("a", 100001) }).code)
+    assert.equal("2021-02-29", p:call("day", { d = "2021-02-29" }))    -- ajv 6's date is a shape
+    assert.equal("invalid_params", H.error_of(p.call, p, "day", { d = "2021-2-28" }).code)
+    assert.is_true(p:call("flag", { f = true }))
+    assert.equal("invalid_params", H.error_of(p.call, p, "flag", { f = 0 }).code)
+    local e = H.error_of(p.call, p, "anchored", { s = "a" })
+    assert.equal("tool_error", e.code)
+    assert.matches("invalid inputSchema", e.message)
+    -- the page's own RegExp agrees with each pattern's verdict above
+    assert.same({ true, false, true, false }, p:evaluate([[
+      [/^\d{3}\-\d{4}$/.test('555-1234'), /^\d{3}\-\d{4}$/.test('5551234'),
+       /^..$/.test('\u{1F432}'), /^..$/.test('ab\u{1F432}')] ]]))
+    p:close()
+  end)
+
   it("post-processes results like the reference", function()
     local function special(w) return page:call("special", { which = w }) end
     local cyc = special("cycle")
