@@ -256,6 +256,19 @@ describe("core.regex_compile(p) without flags (Annex B) / Regex:test", function(
     { "^(?=a)*b$", "b", true },
     { "^(?!a){2}b$", "b", true },
     { "^a(?=b)?$", "a", true },
+    -- a repeat ends at an iteration that matches the empty string, as a
+    -- lookahead's always does: with a least count of 0 it is never kept
+    -- (its group stays unset), else it is tested once (V8's verdicts)
+    { "^(?=(a))?\\1a$", "aa", false },
+    { "^(?=(a))?\\1a$", "a", true },
+    { "^(?=(a)){0,2}\\1a$", "aa", false },
+    { "^(?=(a))*?\\1$", "a", false },
+    { "^(?=(a)){2}\\1a$", "aa", true },
+    { "^(?=(a))+?\\1a$", "aa", true },
+    { "^x(?!a)+y", "xy", true },
+    { "^x(?!a)+y", "xay", false },
+    { "^(?=a){65536}a$", "a", true },
+    { "^(?=a){0,70000}b$", "b", true },
     { "^[^\\uD800]$", "\xED\xA0\x80", false },
     { "^\\ud83d$", "\xED\xA0\xBD", true },
     { "^a.b$", "a\xED\xA0\x80b", true },
@@ -313,6 +326,12 @@ describe("counts above PCRE2's 65535", function()
     { "^a{0,196605}$", { [65535] = true, [131070] = true, [131071] = true, [196605] = true, [196606] = false } },
     { "^[^]{131070}$", { [131069] = false, [131070] = true, [131071] = false } },
     { "^(?:ab){0,3}a{65536}$", { [65535] = false, [65536] = true } },
+    -- a class that matches nothing, repeated: left out with a least count
+    -- of 0, else left alone (was: too large)
+    { "^a[]{0,70000}$", { [1] = true, [2] = false } },
+    { "^a[^\\s\\S]{0,131071}$", { [1] = true, [0] = false } },
+    { "^a*[]{65536}", { [0] = false, [70000] = false } },
+    { "^a*(?<=[]*a)$", { [0] = false, [1] = true, [2] = true } },
   }
   for _, c in ipairs(cases) do
     it(("/%s/ with and without the u flag"):format(c[1]), function()

@@ -59,6 +59,7 @@
 
 #define MAX_NEST 256          /* deepest group nesting we parse */
 #define MAX_REPEAT 65535      /* PCRE2's largest count in {} */
+#define NEVER "(?!)"           /* what [] is written as (see quantifier) */
 #define BIG_COUNT 1000000000L /* a count of 10 digits or more: never expanded */
 
 /* ECMA-262 WhiteSpace and LineTerminator, as PCRE2 class items. */
@@ -936,7 +937,7 @@ static void char_class(translator *t)
 		/* one class where it can be: a repeat of one item may pass 65535
 		 * (big_repeat), of a group it may not */
 		if (empty || has_S == 3)    /* [^] and [\s\S]: anything; [] and [^\s\S]: nothing */
-			emit(t, neg == empty ? "[\\x{0}-\\x{10ffff}]" : "(?!)");
+			emit(t, neg == empty ? "[\\x{0}-\\x{10ffff}]" : NEVER);
 		else if (!(has_S & 1)) {
 			emit(t, neg ? "[^" : "[");
 			emitn(t, items, (size_t)nitems);
@@ -1046,9 +1047,43 @@ static void big_repeat(translator *t, size_t at, long lo, long hi)
 	free(x);
 }
 
-/* An optional quantifier after an atom that may (q=1) or may not take one;
- * the atom was written from t->out's offset atom_at, and opened capture
- * groups while t->opened was below `groups`. */
+/* A quantifier on a lookahead (Annex B's QuantifiableAssertion), its
+ * least count lo. An iteration that matches the empty string ends a
+ * repeat in JavaScript, and a lookahead always does: with lo 0 the
+ * lookahead is never kept (its groups stay unset: /^(?=(a))?\1a$/ does
+ * not match "aa"), else it is tested once. PCRE2 would try it with and
+ * without, and copies it for a count (`(?=a){65535}` was too large). */
+static void assertion_quantifier(translator *t, long lo)
+{
+	if (lo == 0)
+		emit(t, "{0}");
+	if (peek(t) == '?')     /* lazy: the same */
+		t->i++;
+}
+
+/* A quantifier on NEVER, the atom written from atom_at ([], [^\s\S]):
+ * with a least count of 0 it matches the empty string, and is left out;
+ * else it matches nothing, and is left alone. PCRE2 copies a group for a
+ * count (`[]{65536}` was too large), and in a lookbehind a repeat is of
+ * variable length. */
+static void never_quantifier(translator *t, size_t atom_at, long lo)
+{
+	if (lo == 0)
+		t->out.len = atom_at;
+	if (peek(t) == '?')
+		t->i++;
+}
+
+static int is_never(const translator *t, size_t atom_at)
+{
+	return !t->failed && t->out.len - atom_at == strlen(NEVER)
+	       && memcmp(t->out.data + atom_at, NEVER, strlen(NEVER)) == 0;
+}
+
+/* An optional quantifier after an atom that may (q=1) or may not take one
+ * (q=0), or a lookahead that may (q=2, Annex B); the atom was written
+ * from t->out's offset atom_at, and opened capture groups while t->opened
+ * was below `groups`. */
 static void quantifier(translator *t, int quantifiable, size_t atom_at, int groups)
 {
 	int c = peek(t);
@@ -1060,6 +1095,14 @@ static void quantifier(translator *t, int quantifiable, size_t atom_at, int grou
 			return;
 		}
 		t->i++;
+		if (quantifiable == 2) {
+			assertion_quantifier(t, c == '+');
+			return;
+		}
+		if (quantifiable == 1 && is_never(t, atom_at)) {
+			never_quantifier(t, atom_at, c == '+');
+			return;
+		}
 		emitf(t, "%c", c);
 	} else if (c == '{') {
 		if (!brace_quantifier(t, &lo, &hi)) {
@@ -1073,6 +1116,14 @@ static void quantifier(translator *t, int quantifiable, size_t atom_at, int grou
 		}
 		if (hi >= 0 && hi < lo) {
 			fail(t, "numbers out of order in {} quantifier at offset %zu", at);
+			return;
+		}
+		if (quantifiable == 2) {
+			assertion_quantifier(t, lo);
+			return;
+		}
+		if (is_never(t, atom_at)) {
+			never_quantifier(t, atom_at, lo);
 			return;
 		}
 		if ((lo > MAX_REPEAT || hi > MAX_REPEAT) && lo < BIG_COUNT && hi < BIG_COUNT
@@ -1166,7 +1217,7 @@ static void term(translator *t)
 		t->i++;
 		t->nest--;
 		emit(t, ")");
-		quantifier(t, look == 0 || (look == 1 && !t->unicode), atom_at, groups);  /* Annex B: (?=a)* */
+		quantifier(t, look == 0 ? 1 : look == 1 && !t->unicode ? 2 : 0, atom_at, groups);  /* Annex B: (?=a)* */
 		return;
 	}
 	case ')':
