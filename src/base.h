@@ -46,6 +46,34 @@ void dt_buf_free(dt_buf *b);
 /* Gives back a buffer that one large message left big. */
 void dt_buf_trim(dt_buf *b);
 
+/* ---- UTF-8 ------------------------------------------------------------------ */
+/* Writes code point cp (at most U+10FFFF) as (generalized) UTF-8 at o,
+ * returning its length: a surrogate gets its 3-byte form, as CESU-8 and
+ * WTF-8 have it, so a lone "\ud800" is kept as ED A0 80. */
+static inline size_t dt_put_utf8(unsigned char *o, unsigned long cp)
+{
+	if (cp < 0x80) {
+		o[0] = (unsigned char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (unsigned char)(0xC0 | (cp >> 6));
+		o[1] = (unsigned char)(0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (unsigned char)(0xE0 | (cp >> 12));
+		o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+		o[2] = (unsigned char)(0x80 | (cp & 0x3F));
+		return 3;
+	}
+	o[0] = (unsigned char)(0xF0 | (cp >> 18));
+	o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+	o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+	o[3] = (unsigned char)(0x80 | (cp & 0x3F));
+	return 4;
+}
+
 /* ---- codes.c: runtime failure codes ---------------------------------------- */
 /* Every C function that fails at run time (not misuse, which raises) says
  * why with one of these; Lua sees the name. Out of memory is always

@@ -333,32 +333,6 @@ static void release_before(jdec *d, const unsigned char *p)
 
 #define REL_STEP ((size_t)1 << 20)      /* give back pages a MiB at a time */
 
-/* Appends code point cp as (generalized) UTF-8: surrogates get their
- * 3-byte form, like CESU-8, so a lone "\ud800" survives as ED A0 80. */
-static size_t put_utf8(unsigned char *o, unsigned long cp)
-{
-	if (cp < 0x80) {
-		o[0] = (unsigned char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		o[0] = (unsigned char)(0xC0 | (cp >> 6));
-		o[1] = (unsigned char)(0x80 | (cp & 0x3F));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		o[0] = (unsigned char)(0xE0 | (cp >> 12));
-		o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-		o[2] = (unsigned char)(0x80 | (cp & 0x3F));
-		return 3;
-	}
-	o[0] = (unsigned char)(0xF0 | (cp >> 18));
-	o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-	o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-	o[3] = (unsigned char)(0x80 | (cp & 0x3F));
-	return 4;
-}
-
 static long hex4(const unsigned char *p)
 {
 	int a = hexval(p[0]), b = hexval(p[1]), c = hexval(p[2]), e = hexval(p[3]);
@@ -440,7 +414,7 @@ static const unsigned char *dec_string_bytes(jdec *d, const unsigned char *p,
 				cp = 0x10000 + ((cp - 0xD800) << 10) + ((unsigned long)h - 0xDC00);
 				p += 6;
 			}
-			n += put_utf8(d->scratch + n, cp);
+			n += dt_put_utf8(d->scratch + n, cp);
 			break;
 		default:
 			dec_fail(d, p + 1, "bad escape");

@@ -188,6 +188,12 @@ static int surrogate_at(const unsigned char *s, size_t n, size_t i)
 	return s[i] == 0xed && i + 2 < n && (s[i + 1] & 0xe0) == 0xa0 && (s[i + 2] & 0xc0) == 0x80;
 }
 
+/* The surrogate whose three bytes start at s (surrogate_at said so). */
+static long surrogate_unit(const unsigned char *s)
+{
+	return 0xd000 | ((long)(s[1] & 0x3f) << 6) | (s[2] & 0x3f);
+}
+
 /* A surrogate at s[*i], advancing *i: a high and a low one in a row
  * (CESU-8) are the code point they make, as our encoder sends them
  * ("\ud83d\udc32", one character to a page); one alone is returned as it
@@ -198,9 +204,9 @@ static long surrogate_next(const unsigned char *s, size_t n, size_t *i)
 	long hi, lo;
 	if (!surrogate_at(s, n, k))
 		return -1;
-	hi = 0xd000 | ((long)(s[k + 1] & 0x3f) << 6) | (s[k + 2] & 0x3f);
+	hi = surrogate_unit(s + k);
 	if (hi < 0xdc00 && surrogate_at(s, n, k + 3) && s[k + 4] >= 0xb0) {
-		lo = 0xd000 | ((long)(s[k + 4] & 0x3f) << 6) | (s[k + 5] & 0x3f);
+		lo = surrogate_unit(s + k + 3);
 		*i = k + 6;
 		return 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
 	}
@@ -268,21 +274,11 @@ static long map_surrogate(long cp)
 static long next_char(translator *t)
 {
 	if (!t->unicode && surrogate_at(t->s, t->n, t->i)) {
-		long u = 0xd000 | ((long)(t->s[t->i + 1] & 0x3f) << 6) | (t->s[t->i + 2] & 0x3f);
+		long u = surrogate_unit(t->s + t->i);
 		t->i += 3;
 		return u;
 	}
 	return pattern_next(t->s, t->n, &t->i);
-}
-
-/* Writes a surrogate u as the three bytes our JSON decoder keeps a lone
- * one as (WTF-8). */
-static size_t put_surrogate(unsigned char *o, long u)
-{
-	o[0] = 0xed;
-	o[1] = (unsigned char)(0x80 | ((u >> 6) & 0x3f));
-	o[2] = (unsigned char)(0x80 | (u & 0x3f));
-	return 3;
 }
 
 /* Without the u flag, JavaScript reads a pattern as UTF-16 units: a code
@@ -309,8 +305,8 @@ static void split_units(translator *t)
 		long cp = t->s[i] >= 0xf0 ? utf8_next(t->s, n, &j) : -1;
 		if (cp > 0xffff) {
 			cp -= 0x10000;
-			k += put_surrogate(t->units + k, 0xd800 + (cp >> 10));
-			k += put_surrogate(t->units + k, 0xdc00 + (cp & 0x3ff));
+			k += dt_put_utf8(t->units + k, (unsigned long)(0xd800 + (cp >> 10)));
+			k += dt_put_utf8(t->units + k, (unsigned long)(0xdc00 + (cp & 0x3ff)));
 			i = j;
 		} else {
 			t->units[k++] = t->s[i++];
@@ -323,37 +319,6 @@ static void split_units(translator *t)
 /* ---- group names --------------------------------------------------------- */
 
 static long unicode_escape(translator *t);
-
-/* Writes code point cp (a pair's, or a stand-in's) as 4 bytes of UTF-8. */
-static size_t put4(unsigned char *o, long cp)
-{
-	o[0] = (unsigned char)(0xf0 | (cp >> 18));
-	o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
-	o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-	o[3] = (unsigned char)(0x80 | (cp & 0x3f));
-	return 4;
-}
-
-/* Writes code point cp (not a surrogate, at most U+10FFFF) as UTF-8. */
-static size_t utf8_put(unsigned char *o, long cp)
-{
-	if (cp < 0x80) {
-		o[0] = (unsigned char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		o[0] = (unsigned char)(0xc0 | (cp >> 6));
-		o[1] = (unsigned char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		o[0] = (unsigned char)(0xe0 | (cp >> 12));
-		o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-		o[2] = (unsigned char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	return put4(o, cp);
-}
 
 /* May cp begin (first) or continue a group name? As JavaScript's
  * identifiers: `$`, `_`, ID_Start, and then ID_Continue, U+200C and
@@ -382,7 +347,7 @@ static int id_char(translator *t, long cp, int first)
 		fail(t, "out of memory");
 		return 0;
 	}
-	return pcre2_match(*code, u, utf8_put(u, cp), 0, 0, t->id_md, NULL) >= 0;
+	return pcre2_match(*code, u, dt_put_utf8(u, (unsigned long)cp), 0, 0, t->id_md, NULL) >= 0;
 }
 
 /* Reads `name>` at t->i (after `<`) into t->name, decoded: a `\u` escape
@@ -415,7 +380,7 @@ static size_t read_name(translator *t)
 			fail(t, "out of memory");
 			return 0;
 		}
-		t->name.len += utf8_put((unsigned char *)t->name.data + t->name.len, cp);
+		t->name.len += dt_put_utf8((unsigned char *)t->name.data + t->name.len, (unsigned long)cp);
 	}
 	if (at_end(t) || t->name.len == 0) {
 		fail(t, "invalid capture group name at offset %zu", start);
@@ -598,12 +563,9 @@ static long char_escape(translator *t, int in_class)
 		case '4': case '5': case '6': case '7':
 			return octal_escape(t, c);
 		case 'x':
-			if (is_hex(peek(t)) && is_hex(peek_at(t, 1))) {
-				long v = hex_val(peek(t)) * 16 + hex_val(peek_at(t, 1));
-				t->i += 2;
-				return v;
-			}
-			return 'x';
+			if (!(is_hex(peek(t)) && is_hex(peek_at(t, 1))))
+				return 'x';
+			break;
 		case 'u': {
 			long v = hex4(t);       /* a unit: pairs are two, as in the text */
 			return v >= 0 ? v : 'u';
@@ -618,7 +580,7 @@ static long char_escape(translator *t, int in_class)
 			fail(t, "\\ at end of pattern");
 			return -1;
 		case 'f': case 'n': case 'r': case 't': case 'v':
-			break;
+			break;          /* as with the u flag */
 		default: {
 			long cp;
 			t->i--;
@@ -813,7 +775,7 @@ static void property_escape(translator *t, translator *o, int neg)
 
 /* ---- atoms ---------------------------------------------------------------- */
 
-/* A literal code point outside a class. */
+/* A literal code point (an item of a class, or not). */
 static void emit_literal(translator *t, long cp)
 {
 	if (is_alnum(cp))
@@ -905,10 +867,10 @@ static void char_class(translator *t)
 				}
 				/* Annex B: [\d-z] is \d, '-' and 'z' */
 				if (lo >= 0)
-					emitf(&body, "\\x{%lx}", map_surrogate(lo));
+					emit_literal(&body, lo);
 				emit(&body, "\\x{2d}");
 				if (hi >= 0)
-					emitf(&body, "\\x{%lx}", map_surrogate(hi));
+					emit_literal(&body, hi);
 				continue;
 			}
 			if (lo > hi) {
@@ -927,7 +889,7 @@ static void char_class(translator *t)
 			continue;
 		}
 		if (lo >= 0)
-			emitf(&body, "\\x{%lx}", map_surrogate(lo));
+			emit_literal(&body, lo);
 	}
 	if (body.failed && !t->failed)
 		fail(t, "%s", body.err);
@@ -1513,12 +1475,12 @@ static const char *map_subject(lua_State *L, const char *s, size_t *n, size_t fr
 		long cp;
 		size_t j = i;
 		if (!unicode && surrogate_at(u, len, i)) {      /* one unit, never a pair */
-			cp = 0xd000 | ((long)(u[i + 1] & 0x3f) << 6) | (u[i + 2] & 0x3f);
+			cp = surrogate_unit(u + i);
 			i += 3;
 		} else if (!unicode && u[i] >= 0xf0 && (cp = utf8_next(u, len, &j)) > 0xffff) {
 			i = j;
 			cp -= 0x10000;
-			k += put4(out + k, map_surrogate(0xd800 + (cp >> 10)));
+			k += dt_put_utf8(out + k, (unsigned long)map_surrogate(0xd800 + (cp >> 10)));
 			cp = 0xdc00 + (cp & 0x3ff);
 		} else if (unicode && (cp = surrogate_next(u, len, &i)) >= 0) {
 			;               /* a pair's code point, or a lone one */
@@ -1526,7 +1488,7 @@ static const char *map_subject(lua_State *L, const char *s, size_t *n, size_t fr
 			out[k++] = u[i++];
 			continue;
 		}
-		k += put4(out + k, map_surrogate(cp));
+		k += dt_put_utf8(out + k, (unsigned long)map_surrogate(cp));
 	}
 	*n = k;
 	return (const char *)out;
