@@ -87,10 +87,7 @@ local function check_meta(s, deadline)
   local ok, errs = meta_check(s, deadline)
   if ok then return end
   local e = errs[1]
-  local loc = "#" .. e.path
-  if #loc > 120 then loc = loc:sub(1, 57) .. "..." .. loc:sub(-60) end
-  errors.raise("bad_argument", "invalid schema at " .. loc .. ": " .. e.message
-    .. " (the draft-07 meta-schema's " .. e.schema_path .. ")")
+  compile.bad("#" .. e.path, e.message .. " (the draft-07 meta-schema's " .. e.schema_path .. ")")
 end
 
 function M.compile(s, opts)

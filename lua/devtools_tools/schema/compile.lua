@@ -62,6 +62,7 @@ local function bad(loc, msg)
   if #loc > 120 then loc = ssub(loc, 1, 57) .. "..." .. ssub(loc, -60) end   -- (one 500 deep)
   errors.raise("bad_argument", "invalid schema at " .. loc .. ": " .. msg)
 end
+M.bad = bad
 
 local function is_arrayish(t)
   if type(t) ~= "table" then return false end
@@ -344,7 +345,7 @@ function Compiler:regex(p, loc)
   local r = self.regexes[p]
   if r then return r end
   local msg
-  if sfind(p, "[^\\]\\Z") then
+  if formats.z_anchor(p) then
     bad(loc, "must match format \"regex\": \\Z is no anchor in JavaScript (ajv refuses it)")
   end
   r, msg = regex_compile(p)
