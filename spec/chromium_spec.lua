@@ -258,6 +258,35 @@ describe("dt.launch", function()
 end)
 
 describe("ECMA-262 patterns against Chromium's own RegExp", function()
+  -- Each pattern compiled with flags by us and by Chromium's new RegExp,
+  -- and tested on each subject (JSON texts): what differs, one line each,
+  -- and how many patterns compiled.
+  local function differences(pats, subjects, flags)
+    local b = dt.launch()
+    finally(function() b:close() end)
+    local js = b:new_page():evaluate(("(function (pats, subjects, flags) {"
+      .. " return pats.map(p => { let re; try { re = new RegExp(p, flags); } catch (e) { return 'error'; }"
+      .. " return subjects.map(s => re.test(JSON.parse(s))); }); })(%s, %s, %q)")
+      :format(dt.json.encode(dt.array(pats)), dt.json.encode(dt.array(subjects)), flags))
+    local differ, compiled = {}, 0
+    for i, p in ipairs(pats) do
+      local rx, err = core.regex_compile(p, flags)
+      if (rx == nil) ~= (js[i] == "error") then
+        differ[#differ + 1] = ("/%s/: ours %s, JavaScript %s"):format(p, tostring(err or "compiles"),
+          js[i] == "error" and "refuses it" or "compiles it")
+      elseif rx then
+        compiled = compiled + 1
+        for j, sj in ipairs(subjects) do
+          local ours = rx:test(dt.json.decode(sj))
+          if ours ~= js[i][j] then
+            differ[#differ + 1] = ("/%s/ on %s: %s, JavaScript %s"):format(p, sj, tostring(ours), tostring(js[i][j]))
+          end
+        end
+      end
+    end
+    return differ, compiled
+  end
+
   -- Strings with lone surrogates, which JavaScript holds and our JSON
   -- decoder keeps: Regex:test answers as new RegExp(p, "u").test does.
   it("agrees on strings with lone surrogates", function()
@@ -275,23 +304,9 @@ describe("ECMA-262 patterns against Chromium's own RegExp", function()
     local subjects = { '"a\\ud800b"', '"a\\udc00b"', '"a\\udbffb"', '"a\\ud83d"', '"\\ud83d"',
       '"\\ud83d\\udc32"', '"\\udc32\\ud83d"', '"a\\ud800\\ud800b"', '"\\udbff\\udfff"', '"abb"', '"a\\ue000b"',
       '"a\\udfffb"', '"a\\udffeb"' }
-    local b = dt.launch()
-    finally(function() b:close() end)
-    local page = b:new_page()
-    local js = page:evaluate(("(function (pats, subjects) {"
-      .. " return pats.map(p => subjects.map(s => new RegExp(p, 'u').test(JSON.parse(s)))); })(%s, %s)")
-      :format(dt.json.encode(dt.array(pats)), dt.json.encode(dt.array(subjects))))
-    local differ = {}
-    for i, p in ipairs(pats) do
-      local rx = assert(core.regex_compile(p, "u"))
-      for j, sj in ipairs(subjects) do
-        local ours = rx:test(dt.json.decode(sj))
-        if ours ~= js[i][j] then
-          differ[#differ + 1] = ("/%s/ on %s: %s, JavaScript %s"):format(p, sj, tostring(ours), tostring(js[i][j]))
-        end
-      end
-    end
+    local differ, compiled = differences(pats, subjects, "u")
     assert.are.same({}, differ)
+    assert.equal(#pats, compiled)
   end)
 
   -- Without flags (Annex B, as ajv 6 compiles a schema's `pattern`): the
@@ -312,29 +327,7 @@ describe("ECMA-262 patterns against Chromium's own RegExp", function()
       '"555-1234"', '"a.b-c"', '"ae"', '"p{L}"', '"x"', '"a]"', '"}"', '"{"', '"a{,3}"', '"x{a}"', '"uuu"',
       '"x4"', '"\\\\c1"', '"\\u0011"', '"*"', '"\\\\"', '"\\n"', '" 0"', '"\\u00008"', '"8"', '"a\\u0002"', '"k"',
       '"-"', '"m"', '"B"', '"b"', '"a"', '"ab"', '"\\ud800"', '"a\\ud800b"', '"aa"' }
-    local b = dt.launch()
-    finally(function() b:close() end)
-    local page = b:new_page()
-    local js = page:evaluate(("(function (pats, subjects) {"
-      .. " return pats.map(p => { let re; try { re = new RegExp(p); } catch (e) { return 'error'; }"
-      .. " return subjects.map(s => re.test(JSON.parse(s))); }); })(%s, %s)")
-      :format(dt.json.encode(dt.array(pats)), dt.json.encode(dt.array(subjects))))
-    local differ, compiled = {}, 0
-    for i, p in ipairs(pats) do
-      local rx, err = core.regex_compile(p)
-      if (rx == nil) ~= (js[i] == "error") then
-        differ[#differ + 1] = ("/%s/: ours %s, JavaScript %s"):format(p, tostring(err or "compiles"),
-          js[i] == "error" and "refuses it" or "compiles it")
-      elseif rx then
-        compiled = compiled + 1
-        for j, sj in ipairs(subjects) do
-          local ours = rx:test(dt.json.decode(sj))
-          if ours ~= js[i][j] then
-            differ[#differ + 1] = ("/%s/ on %s: %s, JavaScript %s"):format(p, sj, tostring(ours), tostring(js[i][j]))
-          end
-        end
-      end
-    end
+    local differ, compiled = differences(pats, subjects, "")
     assert.are.same({}, differ)
     assert.is_true(compiled >= #pats - 10)
   end)

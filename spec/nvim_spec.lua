@@ -30,6 +30,16 @@ local function write(path, s)
 end
 
 -- A pid that still runs (not a zombie).
+-- Runs fn(proc, port) with a Chromium of our own on a debugging port
+-- (support.remote_helper), stopped afterwards whatever fn did.
+local function with_remote_chromium(fn)
+  local remote = require "support.remote_helper"
+  local proc, port = remote.chromium()
+  local ok, err = pcall(fn, proc, port)
+  remote.stop(proc, 2)
+  assert(ok, err)
+end
+
 local function alive(pid)
   local stat = read("/proc/" .. pid .. "/stat")
   if not stat then return false end
@@ -518,9 +528,7 @@ describe("the Neovim plugin", function()
   end)
 
   it("connects to a running browser and leaves it running on close", function()
-    local remote = require "support.remote_helper"
-    local proc, port = remote.chromium()
-    local ok, err = pcall(function()
+    with_remote_chromium(function(proc, port)
       local R = nvim([[
         run("DevTools connect http://127.0.0.1:" .. ARGS.port)
         R.status = nv.status()
@@ -537,8 +545,6 @@ describe("the Neovim plugin", function()
       assert.is_nil(R.closed.browser)
       assert.is_true(proc:running())            -- someone else's browser keeps running
     end)
-    remote.stop(proc, 2)
-    assert(ok, err)
   end)
 
   it("a connect that fails leaves the browser in use as it was", function()
@@ -570,9 +576,7 @@ describe("the Neovim plugin", function()
   -- A browser killed while no command runs: nothing reads its connection,
   -- so status() showed it in use until :DevTools close.
   it("forgets a browser that died while idle, says so, and launches anew", function()
-    local remote = require "support.remote_helper"
-    local proc, port = remote.chromium()
-    local ok, err = pcall(function()
+    with_remote_chromium(function(proc, port)
       local R = nvim([[
         run("DevTools launch " .. ARGS.fixture)
         R.pid = pid()
@@ -618,8 +622,6 @@ describe("the Neovim plugin", function()
       assert.truthy(R.notes[2].msg:find("^devtools_tools: the browser is gone %("), R.notes[2].msg)
       assert.is_true(R.profile_removed, R.profile)
     end)
-    remote.stop(proc, 2)
-    assert(ok, err)
   end)
 
   it("quitting the editor ends the browser it launched and removes its profile", function()

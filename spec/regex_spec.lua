@@ -14,6 +14,31 @@ local function compile(p, flags)
   return r
 end
 
+-- One spec per { pattern, subject, answer } case, the pattern compiled
+-- with flags ("u", or nil: none, also checked as "").
+local function it_answers(cases, flags)
+  for _, c in ipairs(cases) do
+    it(("/%s/%s on %q -> %s"):format(c[1], flags or "", c[2], tostring(c[3])), function()
+      if flags == nil then assert.are.equal(c[3], compile(c[1], ""):test(c[2])) end
+      assert.are.equal(c[3], assert(core.regex_compile(c[1], flags)):test(c[2]))
+    end)
+  end
+end
+
+-- One spec per pattern that regex_check and regex_compile refuse alike.
+local function it_rejects(pats, flags)
+  for _, p in ipairs(pats) do
+    it(("rejects /%s/%s"):format(p, flags or ""), function()
+      local ok, err = core.regex_check(p, flags)
+      assert.is_nil(ok)
+      assert.matches("^invalid regular expression: ", err)
+      local r, err2 = core.regex_compile(p, flags)
+      assert.is_nil(r)
+      assert.are.equal(err, err2)
+    end)
+  end
+end
+
 describe("core.regex_compile(p, 'u') / Regex:test", function()
   -- { pattern, subject, matches? }
   local cases = {
@@ -152,11 +177,7 @@ describe("core.regex_compile(p, 'u') / Regex:test", function()
     { "^\u{1F432}*$", "\u{1F432}\u{1F432}", true },
     { "^\u{1F432}*$", "\u{1F409}", false },
   }
-  for _, c in ipairs(cases) do
-    it(("/%s/ on %q -> %s"):format(c[1], c[2], tostring(c[3])), function()
-      assert.are.equal(c[3], compile(c[1]):test(c[2]))
-    end)
-  end
+  it_answers(cases, "u")
 
   it("is case-sensitive (no flags)", function()
     assert.is_false(compile("^abc$"):test("ABC"))
@@ -273,12 +294,7 @@ describe("core.regex_compile(p) without flags (Annex B) / Regex:test", function(
     { "^\\ud83d$", "\xED\xA0\xBD", true },
     { "^a.b$", "a\xED\xA0\x80b", true },
   }
-  for _, c in ipairs(cases) do
-    it(("/%s/ on %q -> %s"):format(c[1], c[2], tostring(c[3])), function()
-      assert.are.equal(c[3], compile(c[1], ""):test(c[2]))
-      assert.are.equal(c[3], assert(core.regex_compile(c[1])):test(c[2]))
-    end)
-  end
+  it_answers(cases, nil)
 
   it("is the default: no flags argument, or nil, is Annex B", function()
     assert.is_true(assert(core.regex_compile("^\\-$")):test("-"))
@@ -293,16 +309,7 @@ describe("core.regex_compile(p) without flags (Annex B) / Regex:test", function(
 
   -- V8 refuses these without flags too
   local bad = { "\\", "a\\", "*a", "a**", "{1}", "a{2}{3}", "a{3,2}", "(?<=a)+", "^*", "$+", "\\b*", "\\B{2}", "[z-a]", "[\u{1F432}-\u{1F433}]", "(?<a>x)\\k", "(?<a>x)[\\k]", "(?<a>x)\\k<b>", "(?i)abc", "(?#c)", "(?P<n>x)", "(?<a>x)(?<a>y)", "(", ")", "[a", "(?<1a>x)" }
-  for _, p in ipairs(bad) do
-    it(("rejects /%s/"):format(p), function()
-      local ok, err = core.regex_check(p)
-      assert.is_nil(ok)
-      assert.matches("^invalid regular expression: ", err)
-      local r, err2 = core.regex_compile(p)
-      assert.is_nil(r)
-      assert.are.equal(err, err2)
-    end)
-  end
+  it_rejects(bad, nil)
 
   -- and takes these, which the u flag refuses
   local good = { "\\-", "\\a", "]", "}", "{", "a{,3}", "\\k", "\\c1", "\\u{110000}x", "\\8", "[\\d-z]", "(?=a)*", "\\p{Foo=Bar}", "\\2(a)", "\\01", "\\u{}" }
@@ -393,16 +400,7 @@ describe("ECMA-262 syntax errors with the u flag", function()
     "(?=a)*", "(?<=a)+", "^*", "$+", "\\b*",
     "\\", "a\\",
   }
-  for _, p in ipairs(bad) do
-    it(("rejects /%s/u"):format(p), function()
-      local ok, err = core.regex_check(p, "u")
-      assert.is_nil(ok)
-      assert.matches("^invalid regular expression: ", err)
-      local r, err2 = core.regex_compile(p, "u")
-      assert.is_nil(r)
-      assert.are.equal(err, err2)
-    end)
-  end
+  it_rejects(bad, "u")
 
   it("rejects a pattern that is not UTF-8", function()
     assert.is_nil(core.regex_check("a\255", "u"))

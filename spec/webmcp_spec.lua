@@ -24,6 +24,19 @@ local function by_kind(groups, kind)
   return out
 end
 
+-- The WebMCP group of the cross-origin iframe (localhost), once discovery
+-- finds it (within 10 s).
+local function cross_group(page)
+  local cross
+  assert.is_true(H.wait_for(function()
+    for _, g in ipairs(by_kind(page:discover(), "webmcp")) do
+      if g.frame.origin == "http://localhost:" .. server.port then cross = g end
+    end
+    return cross ~= nil
+  end, 10))
+  return cross
+end
+
 local function tool_names(g)
   local out = {}
   for _, t in ipairs(g.tools) do out[#out + 1] = t.name end
@@ -220,14 +233,7 @@ describe("WebMCP tools", function()
 
   it("a call into a cross-origin iframe whose renderer crashes fails at once with disconnected", function()
     local page = open("/webmcp_frames.html")
-    local cross
-    assert.is_true(H.wait_for(function()
-      for _, g in ipairs(by_kind(page:discover(), "webmcp")) do
-        if g.frame.origin == "http://localhost:" .. server.port then cross = g end
-      end
-      return cross ~= nil
-    end, 10))
-    local never = cross:tool("frameNever")
+    local never = cross_group(page):tool("frameNever")
     local t0 = require("devtools_tools.core").now()
     local task = dt.async(function() return never() end)
     page:evaluate("1")                             -- the invocation is under way
@@ -254,14 +260,7 @@ describe("WebMCP tools", function()
     local cross_url = "http://localhost:" .. server.port .. "/webmcp_child.html?name=cross"
     local now = require("devtools_tools.core").now
     for round = 1, 3 do
-      local cross
-      assert.is_true(H.wait_for(function()
-        for _, g in ipairs(by_kind(page:discover(), "webmcp")) do
-          if g.frame.origin == "http://localhost:" .. server.port then cross = g end
-        end
-        return cross ~= nil
-      end, 10))
-      local never = cross:tool("frameNever")
+      local never = cross_group(page):tool("frameNever")
       local sid = never._session
       assert.is_table(page.child_sessions[sid])
       local invoked
