@@ -89,6 +89,22 @@ describe("tasks on a driver of the spec's own", function()
     assert.are.equal(0, d:count("timers"))           -- the deadline timer cancelled
   end)
 
+  it("a task making sequential calls keeps one watch while they last, and none after", function()
+    local task = dt.async(function()
+      local sum = 0
+      for i = 1, 5 do sum = sum + conn:call("N.th", { i = i }).v end
+      return sum
+    end)
+    for i = 1, 5 do
+      assert.are.equal(i, #t.sent)
+      t.inbox[1] = { id = t.sent[i].id, result = { v = t.sent[i].params.i } }
+      d:fire_read()                                  -- the task wakes and sends the next
+    end
+    assert.are.equal(15, task:wait())
+    assert.are.equal(1, d.nwatch)                    -- not one per call
+    assert.are.equal(0, d:count("watches"))          -- idle once the task has ended
+  end)
+
   it("routes each reply to its own task, in any order", function()
     local a = dt.async(function() return conn:call("A") end)
     local b = dt.async(function() return conn:call("B") end)
