@@ -680,6 +680,63 @@ describe("page (fake transport)", function()
     end
   end)
 
+  -- The two ways an iframe's session ends a given-up invocation: after it
+  -- was remembered (the detach forgets it), or before (never remembered).
+  it("forgets a WebMCP invocation given up on in an iframe whose session ends, before or after", function()
+    local page, fake = open()
+    F.with_tools(fake, {})
+    local main_tree, main_enable = fake.on["Page.getFrameTree"], fake.on["Runtime.enable"]
+    local frames = { S2 = "T2", S3 = "T3" }
+    fake.on["Page.getFrameTree"] = function(p, sid, msg, f)
+      if not frames[sid] then return main_tree(p, sid, msg, f) end
+      return { frameTree = { frame = { id = frames[sid], parentId = "F1", url = "http://localhost/frame",
+        securityOrigin = "http://localhost", loaderId = "L" .. sid } } }
+    end
+    fake.on["Runtime.enable"] = function(p, sid, msg, f)
+      if not frames[sid] then return main_enable(p, sid, msg, f) end
+      f:event("Runtime.executionContextCreated", { context = { id = #sid, uniqueId = "u" .. sid,
+        origin = "http://localhost", auxData = { isDefault = true, frameId = frames[sid] } } }, sid)
+      return {}
+    end
+    local function attach(sid, tid)
+      fake:event("Target.attachedToTarget", { sessionId = sid, waitingForDebugger = false,
+        targetInfo = { type = "iframe", targetId = tid, url = "http://localhost/frame", parentFrameId = "F1" } }, "S1")
+      fake:event("WebMCP.toolsAdded", { tools = { { name = "slow_" .. sid, description = "never answers",
+        frameId = tid, inputSchema = { type = "object" } } } }, sid)
+      page.conn:poll()
+    end
+    local n = 0
+    fake.on["WebMCP.invokeTool"] = function() n = n + 1; return { invocationId = "I" .. n } end
+    local function given_up()
+      local ids = {}
+      for id, g in pairs(page._webmcp.given_up) do ids[#ids + 1] = id .. "@" .. g.session end
+      return ids
+    end
+    -- after: the call gives up on a live session, which ends later
+    attach("S2", "T2")
+    local e = H.error_of(page.call, page, "slow_S2", {}, { timeout = 5 })
+    assert.equal("timeout", e.code)
+    assert.same({ "I1@S2" }, given_up())
+    fake:event("Target.detachedFromTarget", { sessionId = "S2" }, "S1")
+    page.conn:poll()
+    assert.same({}, given_up())
+    assert.is_nil(page.conn.deadlines.I1)
+    -- before: the session ends while the call waits for the result (the
+    -- detach right after the invocation's reply)
+    attach("S3", "T3")
+    fake.on["WebMCP.invokeTool"] = function(_, session, msg, f)
+      n = n + 1
+      f.queue[#f.queue + 1] = { id = msg.id, sessionId = session, result = { invocationId = "I" .. n } }
+      f:event("Target.detachedFromTarget", { sessionId = "S3" }, "S1")
+      return F.NO_REPLY
+    end
+    assert.equal("navigated", H.error_of(page.call, page, "slow_S3", {}, { timeout = 5 }).code)
+    assert.equal(2, n)
+    assert.same({}, given_up())
+    assert.equal(0, page._webmcp.n_given_up)
+    assert.is_nil(page.conn.deadlines.I2)
+  end)
+
   it("a reply that comes after its caller gave up is cut at once, and its entries go", function()
     local page, fake = open()
     F.with_tools(fake, { ADD })
