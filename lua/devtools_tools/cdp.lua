@@ -90,6 +90,11 @@ function M.new(transport, opts)
     late = {},           -- id -> await's on_late, for a reply its caller gave up on
     -- tasks waiting on this connection: waiter -> true (see wait_in_task)
     waiters = {},
+    waiting_on = {},     -- loop (driver) -> how many of the waiters are its tasks
+    -- request id -> the waiter (a task) waiting for its reply, and the ids
+    -- answered since the last wake that one waits for (see answer)
+    keyed = {}, answered = {},
+    unkeyed = {},        -- the other waiters (a navigation, an event): waiter -> true
     watches = {},        -- loop (driver) -> its watch of the transport
     -- session -> the dt.Error its requests fail with (end_session); weak:
     -- an entry lasts while its error does, which whoever ended the session
@@ -231,6 +236,17 @@ local function log_received(msg)
 end
 
 -- Reads and routes one message. Returns false on timeout.
+-- answer(self, id, value): the reply to request id came, or the error
+-- that stands for it: a task waiting for it is woken by its id, without
+-- asking every waiter (wake_waiters).
+local function answer(self, id, value)
+  self.pending[id] = value
+  if self.keyed[id] then
+    local a = self.answered
+    a[#a + 1] = id
+  end
+end
+
 local function pump(self, deadline)
   local msg, err, code, head = self.transport:recv_cdp(deadline, self.json_ids, self.deadlines)
   if msg ~= nil and M.log.on then log_received(msg) end
@@ -254,8 +270,8 @@ local function pump(self, deadline)
         return true
       end
       if self.pending[head] == false then
-        self.pending[head] = errors.new("timeout", "the reply came, but " .. err,
-          { details = { decoding = err } })
+        answer(self, head, errors.new("timeout", "the reply came, but " .. err,
+          { details = { decoding = err } }))
       elseif self.pending[head] == nil then
         self.json_ids[head], self.deadlines[head] = nil, nil      -- a late one: see await
       end
@@ -265,7 +281,7 @@ local function pump(self, deadline)
       -- Whose reply was dropped? CDP writes the id first.
       local id = tonumber(head and head:match('^%s*{%s*"id"%s*:%s*(%d+)'))
       if id and self.pending[id] == false then
-        self.pending[id] = errors.new("too_large", err)
+        answer(self, id, errors.new("too_large", err))
       end
       return true
     end
@@ -283,7 +299,7 @@ local function pump(self, deadline)
   if id ~= nil then
     local was = self.pending[id]
     if was == false then
-      self.pending[id] = msg
+      answer(self, id, msg)
     elseif was == nil then
       -- a late reply to a call that timed out: dropped, unless its caller
       -- left something to undo with it (await's on_late)
@@ -373,8 +389,29 @@ local function late_reads(self, pred)
   return wait_blocking(self, pred, 0)
 end
 
+-- A waiter is added and removed through these, which count the waiters
+-- of each loop (rearm asks which loops have any, once per wait: with
+-- hundreds of tasks waiting, going through them all each time showed).
+local function add_waiter(self, w)
+  self.waiters[w] = true
+  local id = w.id
+  if id ~= nil and self.keyed[id] == nil then self.keyed[id] = w
+  else w.id = nil; self.unkeyed[w] = true end
+  local d = w.task.driver
+  self.waiting_on[d] = (self.waiting_on[d] or 0) + 1
+end
+
+local function remove_waiter(self, w)
+  if not self.waiters[w] then return end
+  self.waiters[w] = nil
+  if w.id ~= nil then self.keyed[w.id] = nil else self.unkeyed[w] = nil end
+  local d = w.task.driver
+  local n = self.waiting_on[d] - 1
+  self.waiting_on[d] = n > 0 and n or nil
+end
+
 -- In a task: register, watch the transport on the task's loop, suspend.
-local function wait_in_task(self, task, pred, deadline)
+local function wait_in_task(self, task, pred, deadline, id)
   while true do
     if self.dispatching == 0 and take_buffered(self) and next(self.waiters) then
       wake_waiters(self, true)
@@ -382,16 +419,16 @@ local function wait_in_task(self, task, pred, deadline)
     if pred() then return true end
     if self.closed then disconnected(self) end
     if now() >= deadline then return late_reads(self, pred) end
-    local w = { task = task, pred = pred, seq = task.seq + 1 }
-    self.waiters[w] = true
+    local w = { task = task, pred = pred, seq = task.seq + 1, id = id }
+    add_waiter(self, w)
     local armed, why = pcall(rearm, self)
     if not armed then                    -- the loop refused the watch: leave nothing behind
-      self.waiters[w] = nil
+      remove_waiter(self, w)
       pcall(rearm, self)
       error(why, 0)
     end
     local ok, reason = pcall(task.suspend, task, deadline)
-    self.waiters[w] = nil
+    remove_waiter(self, w)
     rearm(self)
     if not ok then error(reason, 0) end                -- cancelled
     if type(reason) == "table" then error(reason, 0) end   -- a fault while reading
@@ -403,11 +440,13 @@ local function wait_in_task(self, task, pred, deadline)
   end
 end
 
--- wait_for(pred, deadline) -> true once pred() is true, false at the
--- deadline; raises disconnected when the connection goes first.
-function Conn:wait_for(pred, deadline)
+-- wait_for(pred, deadline, id?) -> true once pred() is true, false at the
+-- deadline; raises disconnected when the connection goes first. id: the
+-- request whose reply pred waits for (await's), so that a task is woken by
+-- its reply's id instead of its pred being asked at every read.
+function Conn:wait_for(pred, deadline, id)
   local task = current_task()
-  if task then return wait_in_task(self, task, pred, deadline) end
+  if task then return wait_in_task(self, task, pred, deadline, id) end
   return wait_blocking(self, pred, deadline)
 end
 
@@ -416,15 +455,34 @@ end
 -- we are inside someone else's wait.
 wake_waiters = function(self, later, fault)
   local ready, n = {}, 0
-  for w in pairs(self.waiters) do
-    if fault or self.closed or w.pred() then
+  if fault or self.closed then
+    for w in pairs(self.waiters) do
       n = n + 1
       ready[n] = w
+    end
+  else
+    local answered = self.answered
+    if answered[1] ~= nil then
+      self.answered = {}
+      local keyed = self.keyed
+      for i = 1, #answered do
+        local w = keyed[answered[i]]
+        if w and w.pred() then
+          n = n + 1
+          ready[n] = w
+        end
+      end
+    end
+    for w in pairs(self.unkeyed) do
+      if w.pred() then
+        n = n + 1
+        ready[n] = w
+      end
     end
   end
   for i = 1, n do
     local w = ready[i]
-    self.waiters[w] = nil
+    remove_waiter(self, w)
     if later then w.task:_wake_later(w.seq, fault or "ready")
     else w.task:_wake(w.seq, fault or "ready") end
   end
@@ -502,22 +560,13 @@ rearm = function(self)
     if self.in_callback == 0 then unwatch_all(self) end
     return
   end
-  local only, many
-  for w in pairs(self.waiters) do
-    local d = w.task.driver
-    if only == nil then only = d
-    elseif d ~= only then
-      many = many or { [only] = true }
-      many[d] = true
-    end
-  end
+  local waiting_on = self.waiting_on
   for d, w in pairs(self.watches) do
-    if d ~= only and not (many and many[d]) then unwatch_one(self, w) end
+    if not waiting_on[d] then unwatch_one(self, w) end
   end
-  if many then
-    for d in pairs(many) do if not self.closed then arm(self, d) end end
-  else
-    arm(self, only)
+  for d in pairs(waiting_on) do
+    if self.closed then break end
+    arm(self, d)
   end
 end
 
@@ -681,7 +730,7 @@ function Conn:await(id, deadline, method, on_late)
       -- the common case of a script: nothing else to look after
       ok, got = pcall(read_until, self, reply_arrived, pending, id, deadline)
     else
-      ok, got = pcall(self.wait_for, self, function() return pending[id] ~= false end, deadline)
+      ok, got = pcall(self.wait_for, self, function() return pending[id] ~= false end, deadline, id)
     end
     if not ok or not got then
       -- Timed out, cancelled or disconnected: a late reply will be dropped,
@@ -770,7 +819,7 @@ end
 function Conn:fail_pending(session, err)
   local want = session or ""
   for id, s in pairs(self.pending_session) do
-    if s == want and self.pending[id] == false then self.pending[id] = err end
+    if s == want and self.pending[id] == false then answer(self, id, err) end
   end
   if next(self.waiters) then wake_waiters(self, true) end
 end
@@ -803,7 +852,7 @@ function Conn:close()
   for id, v in pairs(self.pending) do
     if v == false then
       gone = gone or errors.new("disconnected", "the browser connection is closed: closed by the caller")
-      self.pending[id] = gone
+      answer(self, id, gone)
     end
   end
   local t = self.transport
