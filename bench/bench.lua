@@ -366,20 +366,21 @@ end
 -- allows even if every first-time cost of ours were nothing.
 local function first_discovery()
   local firsts, seconds, raw1, raw2, settled, settled2 = {}, {}, {}, {}, {}, {}
-  for i = 1, S.first_disc_rounds do
+  -- op timed twice on a fresh page, left idle `pause` seconds first or not
+  local function twice(op, pause)
     local page = browser:new_page(server.url("/two.html"))
-    firsts[i] = time(function() page:discover() end)
-    seconds[i] = time(function() page:discover() end)
+    if pause then dt.sleep(pause) end
+    local a = time(function() op(page) end)
+    local b = time(function() op(page) end)
     page:close()
-    page = browser:new_page(server.url("/two.html"))
-    raw1[i] = time(function() C.raw_eval(browser.conn, page.session) end)
-    raw2[i] = time(function() C.raw_eval(browser.conn, page.session) end)
-    page:close()
-    page = browser:new_page(server.url("/two.html"))
-    dt.sleep(S.settle)
-    settled[i] = time(function() page:discover() end)
-    settled2[i] = time(function() page:discover() end)
-    page:close()
+    return a, b
+  end
+  local function discover(page) page:discover() end
+  local function raw(page) C.raw_eval(browser.conn, page.session) end
+  for i = 1, S.first_disc_rounds do
+    firsts[i], seconds[i] = twice(discover)
+    raw1[i], raw2[i] = twice(raw)
+    settled[i], settled2[i] = twice(discover, S.settle)
   end
   local f, s2 = median(firsts), median(seconds)
   local r1, r2 = median(raw1), median(raw2)

@@ -13,6 +13,30 @@ local function open(url)
   return page, fake, b
 end
 
+-- An out-of-process iframe: session sid for frame tid (a child of F1), its
+-- frame tree and its context (id ctx_id) served by the fake, attached to
+-- the page. Returns the context's executionContextCreated params (a new
+-- document in the iframe is that event again).
+local function oopif(page, fake, sid, tid, ctx_id)
+  local tree, enable = fake.on["Page.getFrameTree"], fake.on["Runtime.enable"]
+  local context = { context = { id = ctx_id, uniqueId = "u" .. ctx_id, origin = "http://localhost",
+    auxData = { isDefault = true, frameId = tid } } }
+  fake.on["Page.getFrameTree"] = function(p, s, msg, f)
+    if s ~= sid then return tree(p, s, msg, f) end
+    return { frameTree = { frame = { id = tid, parentId = "F1", url = "http://localhost/frame",
+      securityOrigin = "http://localhost", loaderId = "L" .. ctx_id } } }
+  end
+  fake.on["Runtime.enable"] = function(p, s, msg, f)
+    if s ~= sid then return enable(p, s, msg, f) end
+    f:event("Runtime.executionContextCreated", context, s)
+    return {}
+  end
+  fake:event("Target.attachedToTarget", { sessionId = sid, waitingForDebugger = false,
+    targetInfo = { type = "iframe", targetId = tid, url = "http://localhost/frame", parentFrameId = "F1" } }, "S1")
+  page.conn:poll()
+  return context
+end
+
 local ADD = { index = 0, name = "g", tools = { { name = "add", description = "adds",
   inputSchema = { type = "object", properties = { a = { type = "number" } }, required = { "a" } } } } }
 
@@ -505,22 +529,7 @@ describe("page (fake transport)", function()
     F.with_tools(fake, { ADD })
     -- an out-of-process iframe T2 (session S2, context 8) with the same
     -- tools, whose renderer crashes before the first discovery
-    local main_tree, main_enable = fake.on["Page.getFrameTree"], fake.on["Runtime.enable"]
-    fake.on["Page.getFrameTree"] = function(p, s, msg, f)
-      if s ~= "S2" then return main_tree(p, s, msg, f) end
-      return { frameTree = { frame = { id = "T2", parentId = "F1", url = "http://localhost/frame",
-        securityOrigin = "http://localhost", loaderId = "L2" } } }
-    end
-    local context8 = { context = { id = 8, uniqueId = "u8", origin = "http://localhost",
-      auxData = { isDefault = true, frameId = "T2" } } }
-    fake.on["Runtime.enable"] = function(p, s, msg, f)
-      if s ~= "S2" then return main_enable(p, s, msg, f) end
-      f:event("Runtime.executionContextCreated", context8, s)
-      return {}
-    end
-    fake:event("Target.attachedToTarget", { sessionId = "S2", waitingForDebugger = false,
-      targetInfo = { type = "iframe", targetId = "T2", url = "http://localhost/frame", parentFrameId = "F1" } }, "S1")
-    page.conn:poll()
+    local context8 = oopif(page, fake, "S2", "T2", 8)
     fake:event("Inspector.targetCrashed", {}, "S2")
     page.conn:poll()
     local asked, answering = #fake:methods("S2"), {}
@@ -685,22 +694,8 @@ describe("page (fake transport)", function()
   it("forgets a WebMCP invocation given up on in an iframe whose session ends, before or after", function()
     local page, fake = open()
     F.with_tools(fake, {})
-    local main_tree, main_enable = fake.on["Page.getFrameTree"], fake.on["Runtime.enable"]
-    local frames = { S2 = "T2", S3 = "T3" }
-    fake.on["Page.getFrameTree"] = function(p, sid, msg, f)
-      if not frames[sid] then return main_tree(p, sid, msg, f) end
-      return { frameTree = { frame = { id = frames[sid], parentId = "F1", url = "http://localhost/frame",
-        securityOrigin = "http://localhost", loaderId = "L" .. sid } } }
-    end
-    fake.on["Runtime.enable"] = function(p, sid, msg, f)
-      if not frames[sid] then return main_enable(p, sid, msg, f) end
-      f:event("Runtime.executionContextCreated", { context = { id = #sid, uniqueId = "u" .. sid,
-        origin = "http://localhost", auxData = { isDefault = true, frameId = frames[sid] } } }, sid)
-      return {}
-    end
-    local function attach(sid, tid)
-      fake:event("Target.attachedToTarget", { sessionId = sid, waitingForDebugger = false,
-        targetInfo = { type = "iframe", targetId = tid, url = "http://localhost/frame", parentFrameId = "F1" } }, "S1")
+    local function attach(sid, tid, ctx_id)
+      oopif(page, fake, sid, tid, ctx_id)
       fake:event("WebMCP.toolsAdded", { tools = { { name = "slow_" .. sid, description = "never answers",
         frameId = tid, inputSchema = { type = "object" } } } }, sid)
       page.conn:poll()
@@ -713,7 +708,7 @@ describe("page (fake transport)", function()
       return ids
     end
     -- after: the call gives up on a live session, which ends later
-    attach("S2", "T2")
+    attach("S2", "T2", 8)
     local e = H.error_of(page.call, page, "slow_S2", {}, { timeout = 5 })
     assert.equal("timeout", e.code)
     assert.same({ "I1@S2" }, given_up())
@@ -723,7 +718,7 @@ describe("page (fake transport)", function()
     assert.is_nil(page.conn.deadlines.I1)
     -- before: the session ends while the call waits for the result (the
     -- detach right after the invocation's reply)
-    attach("S3", "T3")
+    attach("S3", "T3", 9)
     fake.on["WebMCP.invokeTool"] = function(_, session, msg, f)
       n = n + 1
       f.queue[#f.queue + 1] = { id = msg.id, sessionId = session, result = { invocationId = "I" .. n } }

@@ -235,7 +235,6 @@ local function log_received(msg)
   log_line("<-", msg.sessionId, ok and text or "(a message that cannot be shown)")
 end
 
--- Reads and routes one message. Returns false on timeout.
 -- answer(self, id, value): the reply to request id came, or the error
 -- that stands for it: a task waiting for it is woken by its id, without
 -- asking every waiter (wake_waiters).
@@ -247,6 +246,7 @@ local function answer(self, id, value)
   end
 end
 
+-- Reads and routes one message. Returns false on timeout.
 local function pump(self, deadline)
   local msg, err, code, head = self.transport:recv_cdp(deadline, self.json_ids, self.deadlines)
   if msg ~= nil and M.log.on then log_received(msg) end
