@@ -181,9 +181,10 @@ asan: asan-build
 
 # Fuzzing on the ASan/UBSan build (tools/fuzz.lua): the JSON codec, the
 # framing of both transports and core.http_get against fake peers, the
-# validator, base64. Seeded and bounded: FUZZ_SEED, FUZZ_ITERATIONS (cases per
-# target) or FUZZ_SECONDS (all targets, default 60); FUZZ_TARGETS picks
-# from json,pipe,ws,http,schema,base64. A reported case runs again with the
+# validator, base64, and the front ends' walks of a schema (present: each
+# within a time limit per schema). Seeded and bounded: FUZZ_SEED,
+# FUZZ_ITERATIONS (cases per target) or FUZZ_SECONDS (all targets, default
+# 60); FUZZ_TARGETS picks from json,pipe,ws,http,schema,base64,present. A reported case runs again with the
 # FUZZ_CASE line it prints. Ends with "N inputs tried, N crashes, N hangs,
 # N failed checks".
 fuzz: deps asan-build

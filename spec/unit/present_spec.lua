@@ -168,6 +168,7 @@ describe("present.skeleton", function()
     { "a required key without a schema is null", { type = "object", required = { "x" } }, { x = null } },
     { "a hostile or empty schema gives {}", { ["$ref"] = "#/nowhere" }, {} },
     { "a ref loop ends", { ["$ref"] = "#" }, {} },
+    { "a root that says a value that is no object gives {} (found by make fuzz)", { default = -407, const = "a" }, {} },
     { "names are data", { type = "object", properties = { __index = { type = "string" } }, required = { "__index" } },
       { __index = "" } },
   }

@@ -82,13 +82,14 @@ function value(root, node, depth, b)
   return placeholder[t] or "null"
 end
 
--- build(schema, b?) -> compact JSON text of the skeleton ("{}" for an
--- empty or unreadable schema), and whether it was cut. b: a
--- present.schema budget (default: its defaults).
+-- build(schema, b?) -> compact JSON text of the skeleton, always an
+-- object ("{}" for an empty or unreadable schema, or one whose root says
+-- a value that is none: a tool's arguments are an object), and whether
+-- it was cut. b: a present.schema budget (default: its defaults).
 function M.build(schema, b)
   b = b or pschema.budget()
   local s = value(schema, schema, 0, b)
-  if s == "null" then s = "{}" end
+  if s:sub(1, 1) ~= "{" then s = "{}" end
   return s, b.cut
 end
 
