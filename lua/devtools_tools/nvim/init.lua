@@ -70,6 +70,7 @@ local S = {
   task = nil,                  -- the running command's task, or nil
   label = nil,                 -- what it is doing ("launching Chromium")
   queued = nil,                -- a command to run once a cancelled task ended
+  untold = nil,                -- an error for devtools://error, not written there yet
   groups = nil,                -- the last discovery (completion, tool list)
   warnings = nil,
   bufs = { tools = nil, result = nil, error = nil },
@@ -152,15 +153,27 @@ end
 local scratch, set_lines
 
 -- The devtools://error buffer: the last error cut in its notification,
--- whole (its message, every schema error, the page's stack).
+-- whole (its message, every schema error, the page's stack). Written when
+-- the buffer is shown, not before: a page's 20 MB message costs nothing
+-- until someone reads it.
+local function write_whole(buf)
+  local err = S.untold
+  if err == nil or not api.nvim_buf_is_valid(buf) then return end
+  S.untold = nil
+  set_lines(buf, vim.split(perrors.whole(err), "\n", { plain = true }))
+end
+
 local function keep_whole(err)
   local buf = S.bufs.error
   if not (buf and api.nvim_buf_is_valid(buf)) then
     buf = scratch("devtools://error", nil)
     api.nvim_buf_set_option(buf, "buftype", "nofile")
     S.bufs.error = buf
+    api.nvim_create_autocmd("BufEnter", { buffer = buf, callback = function(ev) write_whole(ev.buf) end })
   end
-  set_lines(buf, vim.split(perrors.whole(err), "\n", { plain = true }))
+  S.untold = err
+  set_lines(buf, {})
+  if vim.fn.bufwinid(buf) ~= -1 then write_whole(buf) end      -- (shown already: no BufEnter)
   return buf
 end
 
