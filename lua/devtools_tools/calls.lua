@@ -102,11 +102,16 @@ local function page_would_run(c, tool)
   return nil
 end
 
-local function check_place(tool)
+local function check_place(tool, deadline)
   local page = tool._page
   if tool.kind == "webmcp" then return end
   local c = page._tool_cache
   if not c then return end
+  -- (what the page holds now, when its documents or tools changed since)
+  if c.epoch ~= page.epoch then
+    page:_current_groups(deadline)
+    c = page._tool_cache
+  end
   local set = c.group_set
   if not set then
     set = {}
@@ -136,7 +141,7 @@ local function prepare(tool, args, who, deadline)
   if not page:_is_current(tool._frame_id, tool._loader, tool._context) then
     stale_tool(tool)
   end
-  check_place(tool)
+  check_place(tool, deadline)
   local ok, err = tool:validate(args, deadline)
   if not ok then error(err, 0) end
   local wire, els = marshal.extract_elements(tool:_shape(args))
@@ -448,6 +453,13 @@ local function open_envelope(c, env, deadline)
       raise("tool_not_found", tostring(e.message), { tool = tool.name })
     elseif e.kind == "stale" then
       raise("stale", "tool " .. tool.name .. ": " .. tostring(e.message), { tool = tool.name })
+    elseif e.kind == "changed" then
+      -- nothing ran: the page's tools changed since the discovery this
+      -- call relied on (js/runtime.js)
+      tool._page:_tools_changed()
+      raise("stale", "tool " .. tool.name .. ": the page's tools changed since it was found (a "
+        .. "devtoolstooldiscovery listener came or went, or the page navigated within its document)",
+        { tool = tool.name, details = { changed = true } })
     elseif e.kind == "pending" then
       tool._page:_timed_out(tool._session)
       error(not_settled(tool), 0)

@@ -232,6 +232,8 @@
           if (window.__dtmcp.toolGroups !== fresh) throw new Error('it does not keep toolGroups');
         }
       });
+      // calls may run what it published (js/runtime.js: until the page changes its tools)
+      try { window.__devtools_tools.discovered(); } catch (_) { /* no runtime: calls answer stale */ }
       let list = '';
       for (let i = 0; i < groups.length; i++) {
         const g = groups[i];            // (at index i of fresh too)
