@@ -141,7 +141,7 @@ describe("what discovery skipped", function()
     assert.equal(1, n)
     local e = H.error_of(page.call, page, "categories")
     assert.equal("tool_not_found", e.code)
-    assert.equal("Tool categories not found (nearest: searchProducts; the page has 1 tool; 1 group skipped: "
+    assert.equal("Tool categories not found (nearest: reindex; the page has 2 tools; 1 group skipped: "
       .. 'shop-tree: the inputSchema of tool "categories" contains itself (a cycle))', e.message)
     assert.same(groups.skipped, e.details.skipped)
     assert.same(groups.skipped, select(1, page:tool_groups()).skipped)
@@ -213,6 +213,23 @@ describe("single-page apps (navigation within the document)", function()
     local r = page:call_many({ { "whichView" }, { "appVersion" } }, { errors = "return" })
     assert.is_true(r[1] == "home" or (dt.is_error(r[1]) and r[1].code == "stale"), tostring(r[1]))
     assert.equal("home", page:call("whichView"))
+    page:close()
+  end)
+end)
+
+describe("call_many on a busy page", function()
+  it("keeps what settled when the page was busy as the batch came (its deadline is on the page's clock)", function()
+    local page = open("shared")
+    page:discover()
+    -- the page is busy for 300 ms with a script of its own, sent just
+    -- before the batch: the batch starts 300 ms into its 0.8 s
+    page.conn:send_nowait("Runtime.evaluate", { expression =
+      "{ const t = performance.now(); while (performance.now() - t < 300); }" }, page.session)
+    local r = page:call_many({ { "searchProducts", { q = "t" } }, { "reindex" } },
+      { timeout = 0.8, errors = "return" })
+    assert.same({ "tee" }, r[1])
+    assert.equal("timeout", r[2].code)
+    assert.equal("reindex", r[2].tool)
     page:close()
   end)
 end)

@@ -280,16 +280,21 @@ end
 
 -- How long the page may wait for a batch's slowest calls: the time left,
 -- less a share for the answer to travel back, so that the calls that did
--- settle are answered before the deadline.
-local function batch_limit_ms(deadline)
-  local left = deadline - now()
-  if left <= 0 then return 0 end
+-- settle are answered before the deadline. -> ms from when the page starts
+-- the batch, and the same end as a time of the page's clock (clock: its
+-- offset from ours, measured by discovery), or nil. The page may start the
+-- batch late (busy with its own work as the request came): it answers by
+-- the time of its clock, so what settled still comes back in time.
+local function batch_limit_ms(deadline, clock)
+  local t = now()
+  local left = deadline - t
+  if left <= 0 then return 0, clock and t * 1000 + clock end
   -- no deadline, or one past what setTimeout takes (2^31 - 1 ms, about 24.8
   -- days; it fires at once past it): the page waits for every call
   if left * 1000 > 2147483647 then return -1 end
   local margin = left * 0.25
   if margin > 0.25 then margin = 0.25 end
-  return math.floor((left - margin) * 1000)
+  return math.floor((left - margin) * 1000), clock and (deadline - margin) * 1000 + clock
 end
 
 -- Sends the calls of one batch (one session and context) as one request.
@@ -319,7 +324,8 @@ local function send_batch(b, deadline)
     specs[i] = setmetatable({ tool._gi, tool._ti, tool.name, args, c.el_first,
       c.els and #c.els or 0, group_key(tool) }, array_mt)
   end
-  local arguments = { { value = specs }, { value = batch_limit_ms(deadline) } }
+  local limit, at = batch_limit_ms(deadline, tool._clock)
+  local arguments = { { value = specs }, { value = limit }, { value = at or core.null } }
   for _, o in ipairs(objs) do arguments[#arguments + 1] = o end
   b.nav_known = nav_begun(tool)
   b.group = #objs > 0 and group or nil

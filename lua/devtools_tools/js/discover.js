@@ -253,7 +253,11 @@
         why += (i ? ',' : '') + '[' + (skipped[i][0] === null ? 'null' : quote(skipped[i][0])) + ','
           + quote(skipped[i][1]) + ']';
       }
-      return '{"groups":[' + list + '],"warnings":' + strings(warnings) + ',"skipped":' + why + ']}';
+      // the page's clock as it answers, for Lua to place call_many's deadlines on
+      let clock = null;
+      try { const t = window.__devtools_tools.now(); if (finite(t)) clock = t; } catch (_) { /* none */ }
+      return '{"groups":[' + list + '],"warnings":' + strings(warnings) + ',"skipped":' + why + ']'
+        + ',"clock":' + (clock === null ? 'null' : quote(clock)) + '}';
     };
     // Answers once, whatever the page did: a text that is not JSON is
     // Lua's to report.
