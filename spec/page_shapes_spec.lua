@@ -233,3 +233,34 @@ describe("call_many on a busy page", function()
     page:close()
   end)
 end)
+
+describe("frames that come and go", function()
+  it("page.frames forgets a frame when it detaches, whatever discovery saw meanwhile", function()
+    local page = browser:new_page(server.url("/tools.html"))
+    -- same-origin, cross-origin (out of process) and blank iframes, added
+    -- and removed all the time while discoveries run
+    page:evaluate(([[(() => {
+      const urls = ['/child.html', 'http://localhost:%d/child.html', 'about:blank'];
+      let i = 0;
+      window.churn = setInterval(() => {
+        for (let k = 0; k < 3; k++) {
+          const f = document.createElement('iframe');
+          f.src = urls[(i++) %% 3];
+          document.documentElement.appendChild(f);
+          setTimeout(() => f.remove(), Math.random() * 100);
+        }
+      }, 50);
+      return 1;
+    })()]]):format(server.port))
+    for _ = 1, 20 do page:discover() end
+    page:evaluate([[clearInterval(window.churn);
+      new Promise((r) => setTimeout(() => { document.querySelectorAll('iframe').forEach((f) => f.remove()); r(1); }, 200))]])
+    page:discover()                        -- (its events read: every frame but the main one went)
+    local left = {}
+    for id, f in pairs(page.frames) do
+      if id ~= page.main_frame then left[#left + 1] = f.url end
+    end
+    assert.same({}, left)
+    page:close()
+  end)
+end)
