@@ -570,10 +570,13 @@ end
 -- The cache remembers the deadline of the call that made it: the same public
 -- call never discovers twice.
 local function discover_now(self, deadline)
-  local groups, warnings, epoch, navigated = discovery.discover(self, deadline)
+  local groups, warnings, epoch, navigated, skipped = discovery.discover(self, deadline)
   webmcp.add_groups(self, groups, deadline)          -- issue 14: WebMCP groups after the others
+  -- groups.warnings and groups.skipped (README): on a metatable, so the
+  -- list holds only groups for ipairs, pairs and comparisons
+  setmetatable(groups, { __index = { warnings = warnings, skipped = skipped } })
   self._tool_cache = { epoch = epoch, groups = groups, warnings = warnings, made_for = deadline,
-    navigated = navigated }
+    navigated = navigated, skipped = skipped }
   return groups, warnings
 end
 
@@ -634,7 +637,7 @@ end
 local function lookup(self, name, deadline, fname)
   check_name(name, fname)
   local t, gs = find(self, name, deadline)
-  if not t then error(discovery.not_found(name, gs), 0) end
+  if not t then error(discovery.not_found(name, gs, gs.skipped), 0) end
   return t
 end
 
@@ -683,7 +686,7 @@ function Page:wait_for_tool(name, opts)
     conn:wait_for(function() return self.epoch ~= epoch or self.closed or self.crashed end, until_)
     self:_check_open()
     if now() >= deadline then
-      local e = discovery.not_found(name, gs)
+      local e = discovery.not_found(name, gs, gs.skipped)
       raise("timeout", "wait_for_tool: " .. e.message .. " before the timeout",
         { tool = name, details = e.details })
     end

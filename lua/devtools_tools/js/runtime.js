@@ -39,6 +39,40 @@
   const Signal = typeof AbortSignal === 'function' ? AbortSignal : undefined;
   const signalAfter = Signal && Signal.timeout;
   const listen = EventTarget.prototype.addEventListener;
+  const stringify = JSON.stringify;
+  const isArray = Array.isArray;
+  const keysOf = Object.keys;
+
+  // What crosses the wire is what CDP's returnByValue would send, as the
+  // reference returns results: no toJSON is ever called. JSON.stringify
+  // calls one wherever an object or array inherits it (Prototype.js 1.6
+  // gives Array.prototype one that makes arrays strings), so where the
+  // page defined one, our own values are written by hand (they are
+  // prototype-less objects, arrays and primitives: see processResult).
+  const inheritsToJSON = () => 'toJSON' in Array.prototype;   // (Object.prototype's too)
+  const writeJSON = (v) => {
+    if (v === null || typeof v !== 'object') return stringify(v);   // (a primitive: no toJSON)
+    if (isArray(v)) {
+      let s = '[';
+      for (let i = 0; i < v.length; i++) {
+        const x = v[i];
+        s += (i ? ',' : '') + (x === undefined || typeof x === 'function' || typeof x === 'symbol' ? 'null' : writeJSON(x));
+      }
+      return s + ']';
+    }
+    const keys = keysOf(v);
+    let s = '{';
+    let first = true;
+    for (let i = 0; i < keys.length; i++) {
+      const x = v[keys[i]];
+      if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue;
+      s += (first ? '' : ',') + stringify(keys[i]) + ':' + writeJSON(x);
+      first = false;
+    }
+    return s + '}';
+  };
+  // JSON text of one of our values (an envelope, a processed result).
+  const text = (v) => (inheritsToJSON() ? writeJSON(v) : stringify(v));
   const settle = (value, onValue, onError) => apply(then, apply(resolveWith, Promise_, [value]), [onValue, onError]);
 
   const describeEl = (el) => {
@@ -163,7 +197,7 @@
     return undefined;
   };
 
-  const failed = (kind, e) => JSON.stringify({ error: Object.assign({ kind }, errInfo(e)) });
+  const failed = (kind, e) => text({ error: Object.assign({ kind }, errInfo(e)) });
 
   // Elements a result holds wait here under a key the envelope names
   // ("k"), until Lua takes them. Requests carry no per-call id: identical
@@ -198,15 +232,15 @@
   };
   const finish = (value, unit) => {
     const stashed = [];
-    let text;
-    try { text = JSON.stringify(isPlain(value) ? value : processResult(value, stashed)); }
+    let json;
+    try { json = isPlain(value) && !inheritsToJSON() ? stringify(value) : text(processResult(value, stashed)); }
     catch (e) { return failed('result', e); }
     let head = '{"n":0';
     if (stashed.length) {
       const key = keep(stashed, unit || newUnit(false));
-      head = '{"n":' + stashed.length + ',"k":' + key + ',"e":' + JSON.stringify(EL_OUT);
+      head = '{"n":' + stashed.length + ',"k":' + key + ',"e":' + stringify(EL_OUT);
     }
-    return text === undefined ? head + '}' : head + ',"v":' + text + '}';
+    return json === undefined ? head + '}' : head + ',"v":' + json + '}';
   };
 
   const rt = {
@@ -217,8 +251,8 @@
       const tool = findTool(gi, ti, name, group);
       if (!tool) {
         const gname = group !== null && typeof group === 'object' ? group[0] : group;
-        return JSON.stringify({ error: { kind: 'not_found', message: 'Tool ' + name + ' not found'
-          + (gname === undefined ? '' : ' in group ' + JSON.stringify(gname) + ' (the page\'s groups changed)') } });
+        return text({ error: { kind: 'not_found', message: 'Tool ' + name + ' not found'
+          + (gname === undefined ? '' : ' in group ' + stringify(gname) + ' (the page\'s groups changed)') } });
       }
       if (els && els.length) args = restore(args, els, 0);   // none: a call by expression
       let value;
