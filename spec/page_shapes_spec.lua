@@ -141,10 +141,95 @@ describe("what discovery skipped", function()
     assert.equal(1, n)
     local e = H.error_of(page.call, page, "categories")
     assert.equal("tool_not_found", e.code)
-    assert.equal("Tool categories not found (nearest: searchProducts; the page has 1 tool; 1 group skipped: "
+    assert.equal("Tool categories not found (nearest: reindex; the page has 2 tools; 1 group skipped: "
       .. 'shop-tree: the inputSchema of tool "categories" contains itself (a cycle))', e.message)
     assert.same(groups.skipped, e.details.skipped)
     assert.same(groups.skipped, select(1, page:tool_groups()).skipped)
+    page:close()
+  end)
+end)
+
+describe("single-page apps (navigation within the document)", function()
+  local function spa(query)
+    local page = browser:new_page(server.url("/spa.html?" .. (query or "")))
+    page:evaluate("waitMounted('home')")
+    return page
+  end
+
+  it("after history.pushState a call reaches the mounted view's tools, never the unmounted one's", function()
+    local page = spa()
+    assert.equal("home", page:call("whichView"))
+    local kept = page:tool("whichView")
+    local version = page:tool("appVersion")
+    page:evaluate("go('cart')")
+    assert.equal("cart", page:call("whichView"))
+    assert.equal(12.5, page:call("cartTotal"))
+    -- a Tool kept from the home view: its view is gone (another tool of
+    -- its name stands there now): stale, and nothing of the home view ran
+    local e = H.error_of(kept.call, kept)
+    assert.equal("stale", e.code)
+    -- the layout's tool, still the same, still runs
+    assert.equal("1.2.0", version())
+    -- back to a view without tools: the cart's are gone
+    page:evaluate("go('empty')")
+    assert.equal("tool_not_found", H.error_of(page.call, page, "whichView").code)
+    assert.equal("tool_not_found", H.error_of(page.call, page, "cartTotal").code)
+    page:close()
+  end)
+
+  it("on a hash change too, and when one listener answers with the current route's tools", function()
+    for _, query in ipairs({ "", "mode=route" }) do
+      local page = spa(query)
+      assert.equal("home", page:call("whichView"), query)
+      page:evaluate("location.hash = 'cart'; waitMounted('cart')")
+      assert.equal("cart", page:call("whichView"), query)
+      assert.same({ "layout", "view" }, names(page:tool_groups()), query)
+      page:close()
+    end
+  end)
+
+  it("a view swapped after the discovery that followed the URL change is seen at the next call", function()
+    -- effects run in a later task: a call right after go() may still find
+    -- the home view mounted (and run it); once the cart is mounted, no
+    -- call runs the home view's function
+    local page = spa("effects=later")
+    assert.equal("home", page:call("whichView"))
+    page:evaluate("go('cart')")
+    local first = page:call("whichView")
+    assert.is_true(first == "home" or first == "cart", first)
+    page:evaluate("waitMounted('cart')")
+    assert.equal("cart", page:call("whichView"))
+    -- the same with the discovery made between the URL change and the swap
+    page:evaluate("go('home'); waitMounted('home')")
+    page:evaluate("go('cart')")
+    page:discover()
+    page:evaluate("waitMounted('cart')")
+    assert.equal("cart", page:call("whichView"))
+    assert.equal("cart", page:call_many({ { "whichView" } })[1])
+    -- a batch after a swap no event told of: nothing of the old view runs
+    page:evaluate("go('home')")
+    page:discover()                       -- (the cart still mounted: its tools published)
+    page:evaluate("waitMounted('home')")
+    local r = page:call_many({ { "whichView" }, { "appVersion" } }, { errors = "return" })
+    assert.is_true(r[1] == "home" or (dt.is_error(r[1]) and r[1].code == "stale"), tostring(r[1]))
+    assert.equal("home", page:call("whichView"))
+    page:close()
+  end)
+end)
+
+describe("call_many on a busy page", function()
+  it("keeps what settled when the page was busy as the batch came (its deadline is on the page's clock)", function()
+    local page = open("shared")
+    page:discover()
+    -- the page is busy for 300 ms with a script of its own, sent just
+    -- before the batch: the batch starts 300 ms into its 0.8 s
+    page.conn:send_nowait("Runtime.evaluate", { expression =
+      "{ const t = performance.now(); while (performance.now() - t < 300); }" }, page.session)
+    local r = page:call_many({ { "searchProducts", { q = "t" } }, { "reindex" } },
+      { timeout = 0.8, errors = "return" })
+    assert.same({ "tee" }, r[1])
+    assert.equal("timeout", r[2].code)
+    assert.equal("reindex", r[2].tool)
     page:close()
   end)
 end)

@@ -130,7 +130,7 @@ local function group_ok(g)
   return true
 end
 
-local function add_group(page, frame, ctx, g, out)
+local function add_group(page, frame, ctx, g, out, clock)
   local fr = { id = frame.id, url = frame.url, origin = frame.origin }
   local group = tools.new_group({
     name = g.name, description = g.description, tools = {}, frame = fr,
@@ -139,17 +139,22 @@ local function add_group(page, frame, ctx, g, out)
     group.tools[#group.tools + 1] = tools.new_tool({
       name = t.name, description = t.description, input_schema = t.inputSchema, group = group,
       _page = page, _session = frame.session, _context = ctx, _frame_id = frame.id,
-      _loader = frame.loader_id, _gi = g.index, _ti = ti - 1,
+      _loader = frame.loader_id, _gi = g.index, _ti = ti - 1, _clock = clock,
     })
   end
   out[#out + 1] = group
 end
 
-local function make_groups(page, frame, ctx, payload, out, warnings, where, skipped)
+-- received: when the answer came (core.now); with the page's clock as it
+-- answered, the difference between the two clocks (ms), which call_many
+-- uses to give the page its deadline on the page's own clock (calls.lua).
+local function make_groups(page, frame, ctx, payload, out, warnings, where, skipped, received)
   if type(payload.groups) ~= "table" then return end
+  local c = payload.clock
+  local clock = type(c) == "number" and c == c and c > -math.huge and c < math.huge and c - received * 1000 or nil
   for i, g in ipairs(payload.groups) do
     if group_ok(g) then
-      add_group(page, frame, ctx, g, out)
+      add_group(page, frame, ctx, g, out, clock)
     else
       warnings[#warnings + 1] = "discovery answered a malformed group (#" .. i .. ")" .. where
         .. "; it is skipped (does the page replace JSON, Array or Promise methods?)"
@@ -313,6 +318,7 @@ function M.discover(page, deadline)
       local main = t.frame.id == page.main_frame
       local ok, r = errors.catch(conn.await, conn, pend[i], main and deadline or iframe_deadline,
         "Runtime.callFunctionOn")
+      local received = now()
       if not ok then
         if remote.is_navigation_error(r) or remote.never_ran(r) then
           warnings[#warnings + 1] = "frame " .. t.frame.url .. " navigated during discovery"
@@ -346,7 +352,7 @@ function M.discover(page, deadline)
           skip_frame(t, "discovery answered something unreadable in frame " .. t.frame.url .. why
             .. "; its tools are skipped", "discovery answered something unreadable" .. why)
         else
-          make_groups(page, t.frame, t.ctx.id, payload, groups, warnings, where(t), skipped)
+          make_groups(page, t.frame, t.ctx.id, payload, groups, warnings, where(t), skipped, received)
           local ws = type(payload.warnings) == "table" and payload.warnings or {}
           local why = type(payload.skipped) == "table" and payload.skipped or {}
           for i, w in ipairs(ws) do

@@ -232,6 +232,8 @@
           if (window.__dtmcp.toolGroups !== fresh) throw new Error('it does not keep toolGroups');
         }
       });
+      // calls may run what it published (js/runtime.js: until the page changes its tools)
+      try { window.__devtools_tools.discovered(); } catch (_) { /* no runtime: calls answer stale */ }
       let list = '';
       for (let i = 0; i < groups.length; i++) {
         const g = groups[i];            // (at index i of fresh too)
@@ -251,7 +253,11 @@
         why += (i ? ',' : '') + '[' + (skipped[i][0] === null ? 'null' : quote(skipped[i][0])) + ','
           + quote(skipped[i][1]) + ']';
       }
-      return '{"groups":[' + list + '],"warnings":' + strings(warnings) + ',"skipped":' + why + ']}';
+      // the page's clock as it answers, for Lua to place call_many's deadlines on
+      let clock = null;
+      try { const t = window.__devtools_tools.now(); if (finite(t)) clock = t; } catch (_) { /* none */ }
+      return '{"groups":[' + list + '],"warnings":' + strings(warnings) + ',"skipped":' + why + ']'
+        + ',"clock":' + (clock === null ? 'null' : quote(clock)) + '}';
     };
     // Answers once, whatever the page did: a text that is not JSON is
     // Lua's to report.

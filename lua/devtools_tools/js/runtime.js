@@ -74,6 +74,15 @@
   // JSON text of one of our values (an envelope, a processed result).
   const text = (v) => (inheritsToJSON() ? writeJSON(v) : stringify(v));
   const settle = (value, onValue, onError) => apply(then, apply(resolveWith, Promise_, [value]), [onValue, onError]);
+  // The page's clock for call_many's absolute deadline: performance.now
+  // as the browser has it (the prototype's, on the performance object of
+  // now), which fake timers that replace performance.now leave alone; none
+  // when the page replaced the performance object itself.
+  const perf = typeof performance === 'object' ? performance : undefined;
+  const perfNow = typeof Performance === 'function' ? Performance.prototype.now : undefined;
+  const clock = () => {
+    try { const t = apply(perfNow, perf, []); return typeof t === 'number' && t === t ? t : undefined; } catch (_) { return undefined; }
+  };
 
   const describeEl = (el) => {
     let d = (el.localName || el.nodeName || 'element').toLowerCase();
@@ -243,11 +252,49 @@
     return json === undefined ? head + '}' : head + ',"v":' + json + '}';
   };
 
+  // Has the page changed its tools since the last discovery? A single-page
+  // app swaps a view's devtoolstooldiscovery listener when its router
+  // moves (React's effect cleanup on history.pushState or a hash change),
+  // or answers the event with the tools of its current route: the groups
+  // the last discovery published hold the unmounted view's functions. So
+  // the listeners added to or removed from window are counted (through
+  // window's own add/removeEventListener, which call EventTarget's, looked
+  // up at each call, so a page that patches the prototype, as zone.js
+  // does, keeps its patch), and the document's URL is noted; a call made
+  // after either changed, before a discovery saw it, answers "changed"
+  // instead of running anything, and Lua discovers again.
+  const EVENT = 'devtoolstooldiscovery';
+  let changes = 0;
+  let seen = { changes: 0, href: undefined };
+  const proto = EventTarget.prototype;
+  for (const method of ['addEventListener', 'removeEventListener']) {
+    if (Object.getOwnPropertyDescriptor(window, method)) continue;   // the page's own: left alone
+    const counting = {
+      [method](type, ...rest) {
+        const target = this === undefined || this === null ? window : this;
+        if (target === window) { try { if (String(type) === EVENT) changes += 1; } catch (_) { /* not a name */ } }
+        return apply(proto[method], target, [type, ...rest]);
+      },
+    }[method];
+    try {
+      Object.defineProperty(window, method, { value: counting, writable: true, enumerable: false, configurable: true });
+    } catch (_) { /* a window that takes no property: URL changes are still seen */ }
+  }
+  const href = () => { try { return location.href; } catch (_) { return undefined; } };
+  const changed = () => changes !== seen.changes || href() !== seen.href;
+
   const rt = {
+    // What a discovery publishes is the page's tools as of now (js/discover.js).
+    discovered() { seen = { changes, href: href() }; },
+    // The page's clock (ms), for Lua to place call_many's deadline on it.
+    now() { return clock(); },
     // Like the reference's `await tool.execute(args)`, but a tool that
     // answers synchronously is answered without a trip through promises.
     // unit: the stash unit of the batch it is part of (see keep).
     call(gi, ti, name, args, els, group, unit) {
+      if (changed()) {
+        return '{"error":{"kind":"changed","message":"the page\'s tools changed since they were discovered"}}';
+      }
       const tool = findTool(gi, ti, name, group);
       if (!tool) {
         const gname = group !== null && typeof group === 'object' ? group[0] : group;
@@ -268,10 +315,17 @@
       return finish(value, unit);
     },
     // Several calls in one round trip (call_many). Answers an array of
-    // envelopes once all settled; with a time limit (ms), what has not
-    // settled by then is answered with a "pending" envelope, so the calls
-    // that did finish keep their results.
-    batch(specs, els, limitMs) {
+    // envelopes once all settled; with a time limit, what has not settled
+    // by then is answered with a "pending" envelope, so the calls that did
+    // finish keep their results. The limit is `until`, a time of the
+    // page's clock (rt.now): the batch may start late, after the page was
+    // busy, and must still answer before the caller's deadline; without a
+    // clock, limitMs from when it starts (negative: no limit).
+    batch(specs, els, limitMs, until) {
+      if (limitMs >= 0 && typeof until === 'number') {
+        const t = clock();
+        if (t !== undefined) limitMs = until > t ? until - t : 0;
+      }
       const out = new Array(specs.length);
       const unit = newUnit(true);          // its entries' elements, kept until it answers
       let waiting = 0;
