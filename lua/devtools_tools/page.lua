@@ -20,6 +20,7 @@ local calls = require "devtools_tools.calls"
 local discovery = require "devtools_tools.discovery"
 -- issue 14: console, network, raw CDP, WebMCP tools, screenshots
 local observe = require "devtools_tools.observe"
+local pagejs = require "devtools_tools.pagejs"
 local webmcp = require "devtools_tools.webmcp"
 local screenshot = require "devtools_tools.screenshot"
 
@@ -222,6 +223,7 @@ handlers["Target.attachedToTarget"] = function(self, p, session)
   conn:send_nowait("Page.setLifecycleEventsEnabled", { enabled = true }, sid)
   conn:send_nowait("Runtime.enable", nil, sid)
   conn:send_nowait("Target.setAutoAttach", AUTO_ATTACH, sid)
+  if self._watching then watch_session(self, sid) end      -- (before its scripts run)
   conn:send_nowait("Runtime.runIfWaitingForDebugger", nil, sid)
 end
 
@@ -285,8 +287,16 @@ local epoch_events = {
   ["Target.detachedFromTarget"] = true,
 }
 
+-- What a change of the page's tools is, for page:on("tools_changed").
+local TOOLS_CHANGED = {
+  ["Page.frameNavigated"] = "navigated", ["Page.navigatedWithinDocument"] = "navigated",
+  ["WebMCP.toolsAdded"] = "webmcp", ["WebMCP.toolsRemoved"] = "webmcp",
+  ["Runtime.bindingCalled"] = "listener",
+}
+
 local function on_event(self, method, params, session)
   local h = handlers[method]
+  local epoch = self.epoch
   if h then
     h(self, params, session)
     if epoch_events[method] then self.epoch = self.epoch + 1 end
@@ -296,6 +306,9 @@ local function on_event(self, method, params, session)
   observe.dispatch(self, method, params, session)
   webmcp.dispatch(self, method, params, session)
   if method == "WebMCP.toolsAdded" or method == "WebMCP.toolsRemoved" then self.epoch = self.epoch + 1 end
+  if self.epoch ~= epoch and self._watching then
+    observe.tools_changed(self, TOOLS_CHANGED[method] or "frames")
+  end
 end
 
 -- ---- attach ---------------------------------------------------------------------
@@ -575,6 +588,35 @@ end
 -- "changed": js/runtime.js): whatever was discovered is out of date.
 function Page:_tools_changed()
   self.epoch = self.epoch + 1
+  if self._watching then observe.tools_changed(self, "listener") end
+end
+
+-- Watching the page's tools (page:on("tools_changed")): a binding, and a
+-- script at the start of every document (and now in those already there:
+-- runImmediately) that calls it when a devtoolstooldiscovery listener is
+-- added to or removed from window (js/watch.js), on the page's session
+-- and each iframe's. Sent without waiting: the first listener change may
+-- come before the script is in; the events of navigation and frames are
+-- there at once. A page can call the binding itself: it only says the
+-- tools may have changed.
+local WATCH_BINDING = "__devtools_tools_changed"
+
+handlers["Runtime.bindingCalled"] = function(self, p)
+  if p.name == WATCH_BINDING then self.epoch = self.epoch + 1 end
+end
+
+local function watch_session(self, sid)
+  local conn = self.conn
+  conn:send_nowait("Runtime.addBinding", { name = WATCH_BINDING }, sid)
+  conn:send_nowait("Page.addScriptToEvaluateOnNewDocument", { source = pagejs.watch_source(WATCH_BINDING),
+    runImmediately = true }, sid)
+end
+
+function Page:_watch_tools()
+  if self._watching then return end
+  self._watching = true
+  watch_session(self, self.session)
+  for sid in pairs(self.child_sessions) do watch_session(self, sid) end
 end
 
 function Page:_detached()
