@@ -50,6 +50,26 @@ describe("run-specs.sh --totals", function()
   end)
 end)
 
+describe("run-specs.sh's output", function()
+  it("is one line per spec file as it ends, the failures' details, and one count at the end", function()
+    local dir = assert(core.mkdtemp("devtools_tools-files-"))
+    write(dir .. "/a_spec.lua", 'it("passes", function() end)\nit("passes too", function() end)\n')
+    write(dir .. "/b_spec.lua", 'it("fails", function() assert.equal(1, 2) end)\npending("later")\n')
+    local out, rc = H.sh("sh tools/run-specs.sh lua5.4 /usr/bin/busted " .. H.build .. " "
+      .. dir .. "/a_spec.lua " .. dir .. "/b_spec.lua")
+    core.rmtree(dir)
+    assert.are.equal(1, rc)
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.matches("a_spec%.lua +2 passed, 0 failed +[%d.]+ s$", lines[1])
+    assert.matches("b_spec%.lua +0 passed, 1 failed, 1 skipped +[%d.]+ s$", lines[2])
+    assert.truthy(out:find("Failure -> ", 1, true))
+    assert.is_nil(out:find("successes /", 1, true))          -- busted's own count is not shown
+    assert.are.equal("2 passed, 1 failed, 1 skipped", lines[#lines])
+    assert.is_nil(out:find("+++", 1, true))
+  end)
+end)
+
 describe("tools/deps.sh", function()
   local function list(set)
     local out, rc = H.sh("sh tools/deps.sh --list " .. set)
