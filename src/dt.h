@@ -42,6 +42,7 @@
  *   regex.c       dt.h                            buf class codes                   core.regex_*
  *   base64.c      dt.h                            -                                 core.base64_decode
  *   poll.c        dt.h                            -                                 core.poll
+ *   fdio.c        nopipe.h dt.h                   codes nopipe                      core.fd_read, fd_write...
  *   core.c        dt.h                            base64 cdp_decode clock codes fs  luaopen: every *_open
  *                                                 http json poll process regex
  *                                                 transport ws
@@ -64,5 +65,6 @@ void dt_ws_open(lua_State *L);
 void dt_poll_open(lua_State *L);
 void dt_http_open(lua_State *L);
 void dt_base64_open(lua_State *L);
+void dt_fdio_open(lua_State *L);         /* fdio.c: reads and writes that never wait */
 
 #endif

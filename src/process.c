@@ -454,12 +454,16 @@ static char **build_env(lua_State *L, int opts)
  * return the Transport too), stderr_size (bytes of stderr to keep, default
  * 65536), cleanup_dir (removed when the process is closed, or by the reaper
  * if this program ends without closing it), reaper (start the reaper even
- * without a cleanup_dir). Failures: "spawn_failed", "no_memory". */
+ * without a cleanup_dir), stdio (bool: the child's stdin and stdout are
+ * pipes; a table {stdin = fd, stdout = fd} of our ends comes last, for
+ * core.fd_write, core.fd_read and core.fd_close; stderr still goes to the
+ * ring). Failures: "spawn_failed", "no_memory". */
 static int l_spawn(lua_State *L)
 {
 	int argc, i, err, fa_made = 0;
 	char **argv, **envp;
-	int want_pipe = 0, want_reaper = 0;
+	int want_pipe = 0, want_reaper = 0, want_stdio = 0;
+	int in[2] = {-1, -1}, out[2] = {-1, -1};
 	size_t ring_size = 65536;
 	const char *cleanup = NULL;
 	int to_child[2] = {-1, -1}, from_child[2] = {-1, -1}, errp[2] = {-1, -1};
@@ -487,7 +491,9 @@ static int l_spawn(lua_State *L)
 		cleanup = lua_tostring(L, -1);         /* kept alive by opts */
 		lua_getfield(L, 2, "reaper");
 		want_reaper = lua_toboolean(L, -1);
-		lua_pop(L, 4);
+		lua_getfield(L, 2, "stdio");
+		want_stdio = lua_toboolean(L, -1);
+		lua_pop(L, 5);
 	}
 	argv = (char **)lua_newuserdata(L, sizeof(char *) * (size_t)(argc + 1));
 	for (i = 0; i < argc; i++) {
@@ -519,10 +525,12 @@ static int l_spawn(lua_State *L)
 	if (ring == NULL)
 		return dt_push_fail(L, DT_ENOMEM, "out of memory for the child's output ring");
 	if ((want_pipe && (pipe2(to_child, O_CLOEXEC) != 0 || pipe2(from_child, O_CLOEXEC) != 0))
+	    || (want_stdio && (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0))
 	    || pipe2(errp, O_CLOEXEC) != 0) {
 		int e = errno;
-		int fds[6] = {to_child[0], to_child[1], from_child[0], from_child[1], errp[0], errp[1]};
-		close_all(fds, 6);
+		int fds[10] = {to_child[0], to_child[1], from_child[0], from_child[1], errp[0], errp[1],
+		               in[0], in[1], out[0], out[1]};
+		close_all(fds, 10);
 		dt_ring_unref(ring);
 		lua_pushnil(L);
 		lua_pushfstring(L, "cannot create pipes: %s", strerror(e));
@@ -531,20 +539,25 @@ static int l_spawn(lua_State *L)
 	}
 	/* Child ends go high first so that dup2 onto 3 and 4 cannot clobber
 	 * (no descriptor free at 10 or above: the table is full). */
+	if (want_stdio) {
+		in[0] = fd_high(in[0]);
+		out[1] = in[0] >= 0 ? fd_high(out[1]) : (close(out[1]), -1);
+	}
 	if (want_pipe) {
 		to_child[0] = fd_high(to_child[0]);
 		from_child[1] = to_child[0] >= 0 ? fd_high(from_child[1]) : (close(from_child[1]), -1);
-		if (to_child[0] < 0 || from_child[1] < 0) {
-			int e = errno;
-			int fds[6] = {to_child[0], to_child[1], from_child[0], from_child[1], errp[0], errp[1]};
-			close_all(fds, 6);
-			dt_ring_unref(ring);
-			lua_pushnil(L);
-			lua_pushfstring(L, "cannot create pipes: no file descriptor free at 10 or above (%s)",
-			                strerror(e));
-			lua_pushliteral(L, "spawn_failed");
-			return 3;
-		}
+	}
+	if ((want_pipe && (to_child[0] < 0 || from_child[1] < 0)) || (want_stdio && (in[0] < 0 || out[1] < 0))) {
+		int e = errno;
+		int fds[10] = {to_child[0], to_child[1], from_child[0], from_child[1], errp[0], errp[1],
+		               in[0], in[1], out[0], out[1]};
+		close_all(fds, 10);
+		dt_ring_unref(ring);
+		lua_pushnil(L);
+		lua_pushfstring(L, "cannot create pipes: no file descriptor free at 10 or above (%s)",
+		                strerror(e));
+		lua_pushliteral(L, "spawn_failed");
+		return 3;
 	}
 
 	/* Each step says whether it could be recorded (out of memory): a
@@ -552,9 +565,10 @@ static int l_spawn(lua_State *L)
 	err = posix_spawn_file_actions_init(&fa);
 	fa_made = err == 0;
 	if (err == 0)
-		err = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+		err = want_stdio ? posix_spawn_file_actions_adddup2(&fa, in[0], 0)
+		                 : posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	if (err == 0)
-		err = posix_spawn_file_actions_adddup2(&fa, errp[1], 1);
+		err = posix_spawn_file_actions_adddup2(&fa, want_stdio ? out[1] : errp[1], 1);
 	if (err == 0)
 		err = posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
 	if (err == 0 && want_pipe)
@@ -586,12 +600,12 @@ static int l_spawn(lua_State *L)
 
 	/* The parent keeps only its own ends. */
 	{
-		int fds[3] = {to_child[0], from_child[1], errp[1]};
-		close_all(fds, 3);
+		int fds[5] = {to_child[0], from_child[1], errp[1], in[0], out[1]};
+		close_all(fds, 5);
 	}
 	if (err != 0) {
-		int fds[3] = {to_child[1], from_child[0], errp[0]};
-		close_all(fds, 3);
+		int fds[5] = {to_child[1], from_child[0], errp[0], in[1], out[0]};
+		close_all(fds, 5);
 		dt_ring_unref(ring);
 		lua_pushnil(L);
 		lua_pushfstring(L, "cannot run %s: %s", argv[0], strerror(err));
@@ -630,8 +644,8 @@ static int l_spawn(lua_State *L)
 		/* The transport gets the stderr read end and its own ring ref. */
 		dt_transport *t = dt_pipe_new(to_child[1], from_child[0], errp[0], ring, (long)pid);
 		if (t == NULL) {
-			int fds[3] = {to_child[1], from_child[0], errp[0]};
-			close_all(fds, 3);
+			int fds[5] = {to_child[1], from_child[0], errp[0], in[1], out[0]};
+			close_all(fds, 5);
 			end_child(p, 0);
 			remove_dir(p);
 			release_reaper(p, 1);
@@ -639,10 +653,17 @@ static int l_spawn(lua_State *L)
 			return dt_push_fail(L, DT_ENOMEM, "out of memory for the pipe transport");
 		}
 		dt_transport_push(L, t);                          /* ... argv proc tr */
-		return 2;
+	} else {
+		close(errp[0]);
 	}
-	close(errp[0]);
-	return 1;
+	if (want_stdio) {
+		lua_createtable(L, 0, 2);                         /* ... proc [tr] stdio */
+		lua_pushinteger(L, in[1]);
+		lua_setfield(L, -2, "stdin");
+		lua_pushinteger(L, out[0]);
+		lua_setfield(L, -2, "stdout");
+	}
+	return 1 + want_pipe + want_stdio;
 }
 
 /* ---- detached children ---------------------------------------------------- */

@@ -478,10 +478,11 @@ local function open_envelope(c, env, deadline)
   if type(n) == "number" and n > 0 and type(env.e) == "string" then
     local backend = fetch_elements(c, n, env.k, deadline)
     local page, frame = tool._page, tool.group.frame
-    v = marshal.replace_elements(v, env.e, function(idx, description)
+    v = marshal.replace_elements(v, env.e, function(idx, description, text)
       if backend[idx] == nil then return nil end        -- not one of the page's elements: data
       if type(description) ~= "string" then description = "element" end
-      return element.new({ backend_node_id = backend[idx], description = description,
+      if type(text) ~= "string" then text = "" end
+      return element.new({ backend_node_id = backend[idx], description = description, text = text,
         frame = { id = tool._frame_id, url = frame.url, origin = frame.origin },
         _page = page, _frame_id = tool._frame_id, _loader = tool._loader })
     end)

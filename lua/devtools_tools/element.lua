@@ -25,8 +25,8 @@ end
 -- library, the validator and the command line never disagree.
 M.is_element = require("devtools_tools.schema.values").is_element
 
--- new(fields) -> Element. fields: backend_node_id, description, frame
--- ({id, url, origin}), and the document it belongs to: _page, _frame_id, _loader.
+-- new(fields) -> Element. fields: backend_node_id, description, text (the
+-- start of its text content, at most 80 characters), frame ({id, url, origin}), and the document it belongs to: _page, _frame_id, _loader.
 function M.new(fields)
   return setmetatable(fields, Element)
 end

@@ -15,6 +15,7 @@ local task = require "devtools_tools.task"
 local cdp = require "devtools_tools.cdp"
 local webdriver = require "devtools_tools.webdriver"
 local background = require "devtools_tools.background"
+local schema = require "devtools_tools.schema"
 
 local type, tostring = type, tostring
 
@@ -55,6 +56,14 @@ local function use_loop(l)
   end
   state.driver = d
   return d
+end
+
+-- loop() -> the driver new tasks run on (the built-in poll loop unless
+-- use_loop chose another): for code that watches descriptors of its own
+-- beside the library's tasks (a stdio server's stdin), with the driver
+-- methods README's "Plugging in another loop" lists.
+local function current_loop()
+  return driver()
 end
 
 -- async(fn, on_done?, ...) -> Task: runs fn(...) as a task on the loop,
@@ -104,6 +113,40 @@ local function left(deadline)
   return l > 0 and l or 0
 end
 
+-- fd_read(fd, max?) -> bytes ("" when fd holds none now) | nil, why (the
+-- input ended, or cannot be read); fd_write(fd, s, from?) -> how many
+-- bytes of s from byte `from` went (0: none fit now) | nil, why (the
+-- reader is gone, or the write failed). Neither ever waits nor changes
+-- the descriptor's flags: for code that watches descriptors on dt.loop()
+-- (a stdio server's stdin and stdout).
+local function check_fd(fname, fd)
+  if type(fd) ~= "number" or fd < 0 or fd % 1 ~= 0 or fd > 2147483647 then
+    errors.raise("bad_argument", fname .. ": expected a file descriptor (an integer >= 0), got "
+      .. tostring(fd))
+  end
+end
+
+local function fd_read(fd, max)
+  check_fd("fd_read", fd)
+  if max ~= nil and (type(max) ~= "number" or max < 1 or max > 64 * 1024 * 1024 or max % 1 ~= 0) then
+    errors.raise("bad_argument", "fd_read: max must be a whole number of bytes from 1 to 64 MiB")
+  end
+  local s, why = core.fd_read(fd, max)
+  if s == nil then return nil, why end
+  return s
+end
+
+local function fd_write(fd, s, from)
+  check_fd("fd_write", fd)
+  if type(s) ~= "string" then errors.raise("bad_argument", "fd_write: expected a string, got " .. type(s)) end
+  if from ~= nil and (type(from) ~= "number" or from < 1 or from > #s + 1 or from % 1 ~= 0) then
+    errors.raise("bad_argument", "fd_write: from must be a byte position of the string")
+  end
+  local n, why = core.fd_write(fd, s, from)
+  if n == nil then return nil, why end
+  return n
+end
+
 local dt = {
   _VERSION = "devtools_tools 0.1.0",
   now = now,
@@ -122,6 +165,9 @@ local dt = {
   background = background.new,
   webdriver = webdriver.connect,
   use_loop = use_loop,
+  loop = current_loop,
+  fd_read = fd_read,
+  fd_write = fd_write,
   async = async,
   wait_all = task.wait_all,
   sleep = task.sleep,
@@ -134,6 +180,9 @@ local dt = {
   null = core.null,
   array_mt = core.array_mt,
   array = json.array,
+  -- the validator (devtools_tools.schema) for code on the facade only
+  schema = { compile = schema.compile, validate = schema.validate, format_errors = schema.format_errors,
+    shape = schema.shape },
   json = { encode = json.encode, decode = json.decode, null = core.null,
     array = json.array, array_mt = core.array_mt, object_mt = json.object_mt, kind = json.kind },
 }

@@ -81,13 +81,13 @@ end
 
 -- replace_elements(v, key, backend, make) -> v with every table holding
 -- `key` (the runtime's marker key for this result) replaced by make(index,
--- description), unless that gives nil (the table stays, as data). Tables
+-- description, text), unless that gives nil (the table stays, as data). Tables
 -- from the reply are ours to change in place.
 local function replace(v, key, make, depth)
   if type(v) ~= "table" or depth > M.MAX_DEPTH + 2 then return v end
   local idx = v[key]
   if idx ~= nil and getmetatable(v) ~= array_mt then
-    local el = make(idx, v.description)
+    local el = make(idx, v.description, v.text)
     if el ~= nil then return el end
   end
   for k, x in next, v do

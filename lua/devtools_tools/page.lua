@@ -359,13 +359,17 @@ end
 
 -- ---- state other modules ask about ------------------------------------------
 
-function Page:_check_open(deadline)
+local function check_alive(self)
   if self.closed then raise("disconnected", "the page is closed") end
   if self.conn.closed then raise("disconnected", "the browser connection is closed: "
     .. tostring(self.conn.closed)) end
   if self.crashed then
     raise("disconnected", "the page crashed (its renderer process died); page:reload() recovers")
   end
+end
+
+function Page:_check_open(deadline)
+  check_alive(self)
   self:_unstick(deadline)
 end
 
@@ -785,6 +789,38 @@ function Page:wait_for_tool(name, opts)
     end
     -- (a discovery the deadline cut short: the last one answers below)
   end
+end
+
+-- wait_until(pred, opts?) -> true once pred() holds, false when opts.timeout
+-- passed first. pred is asked at once and after each message the page's
+-- connection reads, so the page's events (its page:on listeners) are
+-- delivered meanwhile: for a holder that only listens between calls (an
+-- MCP server), whose listeners are told nothing while nobody waits on the
+-- connection. In a task it suspends the task. Raises disconnected when
+-- the page or the browser goes away first, cancelled when the task is;
+-- an error pred raises is raised here, after the wait.
+function Page:wait_until(pred, opts)
+  if type(pred) ~= "function" then
+    raise("bad_argument", "wait_until: expected a function, got " .. type(pred))
+  end
+  opts = options.check(opts, options.TIMEOUT, "wait_until")
+  local conn = self.conn
+  local deadline = conn:deadline(opts)
+  check_alive(self)              -- (a listener stops no script a call left running)
+  local failed, why = false, nil
+  local function holds()
+    if failed or self.closed or self.crashed then return true end
+    local ok, r = pcall(pred)
+    if not ok then
+      failed, why = true, r
+      return true
+    end
+    return r and true or false
+  end
+  local ok = conn:wait_for(holds, deadline)
+  if failed then error(why, 0) end
+  check_alive(self)
+  return ok
 end
 
 -- call(name, args?, opts?) -> value. A tool of the cache that did not run,

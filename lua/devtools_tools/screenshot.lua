@@ -23,7 +23,8 @@ local type, tostring, math_max, math_min, error = type, tostring, math.max, math
 
 local M = {}
 
-local shot_opts = { path = "string", full_page = "boolean", element = true, timeout = true }
+local shot_opts = { path = "string", full_page = "boolean", element = true, timeout = true,
+  base64 = "boolean" }
 
 -- The box of a node in CSS pixels of the main frame's viewport.
 local function box_of(quad)
@@ -111,7 +112,9 @@ local function device_ratio(page, deadline)
   return 1
 end
 
--- screenshot(page, opts?) -> PNG bytes (also written to opts.path when given)
+-- screenshot(page, opts?) -> PNG bytes (also written to opts.path when
+-- given); with opts.base64 the PNG as base64 text, as Chromium sent it
+-- (what an MCP image or a data: URL holds: no decoding and encoding again)
 function M.screenshot(page, opts)
   opts = options.check(opts, shot_opts, "screenshot")
   page:_check_open()
@@ -143,13 +146,21 @@ function M.screenshot(page, opts)
     end
   end
   local r = call(conn, "Page.captureScreenshot", params, page.session, deadline)
-  local png = base64.decode(r.data or "")
+  local data = r.data or ""
+  if opts.base64 and not opts.path then
+    if type(data) ~= "string" or data:find("[^%w+/=]") then
+      raise("protocol_error", "screenshot: Chromium's PNG is not base64 text")
+    end
+    return data
+  end
+  local png = base64.decode(data)
   if opts.path then
     -- a regular file is replaced whole (never half written), anything else
     -- at the path (a symlink, /dev/stdout, a FIFO) written through
     local ok, err = core.write_file(opts.path, png)
     if not ok then raise("bad_argument", "screenshot: " .. err) end
   end
+  if opts.base64 then return data end
   return png
 end
 

@@ -28,7 +28,7 @@ local usage = M.usage
 M.VALUE_OPTS = { chromium = true, connect = true, tab = true, timeout = true, element = true,
   ["wait-for"] = true }
 M.FLAG_OPTS = { json = true, compact = true, headful = true, quiet = true, debug = true,
-  help = true, version = true, verbose = true, ["full-page"] = true }
+  help = true, version = true, verbose = true, ["full-page"] = true, webmcp = true, ["allow-eval"] = true }
 local SHORT = { q = "quiet", h = "help" }
 
 -- parse(argv, cmd) -> opts, positionals, rest (the words after "--", or nil)

@@ -69,7 +69,7 @@ function M.start(ctx)
   end
   ctx.progress:step("starting Chromium in the background")
   local ok, res = pcall(bg.start, bg, { executable = opts.chromium, headless = not opts.headful,
-    timeout = ctx.left() })
+    webmcp = opts.webmcp or nil, timeout = ctx.left() })
   ctx.progress:done()
   if not ok then
     -- (the command line's own advice where no Chromium was found)

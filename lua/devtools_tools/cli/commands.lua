@@ -1,5 +1,5 @@
 -- devtools_tools.cli.commands: what each command does - list, call, eval,
--- screenshot, run and browser - on the public API, showing what it found
+-- screenshot, run, browser and mcp - on the public API, showing what it found
 -- through present/ (summaries, argument typing, pretty JSON).
 --
 -- A command takes ctx {opts, pos, rest, out, progress, left} and returns
@@ -15,6 +15,7 @@ local text = require "devtools_tools.present.text"
 local pschema = require "devtools_tools.present.schema"
 local pargs = require "devtools_tools.present.args"
 local pretty = require "devtools_tools.present.pretty"
+local mcpcmd = require "devtools_tools.cli.mcp"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
@@ -239,10 +240,16 @@ function M.browser(ctx)
   usage("unknown browser command " .. sub .. " (start, stop or status)", "browser")
 end
 
+-- ---- mcp ------------------------------------------------------------------------------
+
+function M.mcp(ctx)
+  return mcpcmd.run(ctx)
+end
+
 -- get(name) -> the command of that name, or nil
 function M.get(name)
   if name == "list" or name == "call" or name == "eval" or name == "run" or name == "screenshot"
-      or name == "browser" then
+      or name == "browser" or name == "mcp" then
     return M[name]
   end
 end

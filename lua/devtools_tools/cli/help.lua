@@ -13,6 +13,7 @@ Browser (shared by every command; options may also come before it):
   --wait-for TOOL     first wait until the page offers TOOL (for tools a page
                       registers after its load event, e.g. in a frame it adds)
   --headful           launch a visible Chromium instead of a headless one
+  --webmcp            launch it with WebMCP on (the page's WebMCP tools too)
   --chromium PATH     the Chromium binary to launch
   --timeout SECONDS   deadline of the whole command (default 30)
   -q, --quiet         no progress on stderr
@@ -43,6 +44,7 @@ Commands:
   run SCRIPT.lua [URL] [-- ARGS]         run a Lua script with dt, browser, page set
   screenshot [URL] OUT.png               write a PNG of the page (or of one element)
   browser start|stop|status              keep one headless Chromium in the background
+  mcp [URL] [--webmcp] [--allow-eval]    serve the page's tools to AI agents (MCP, stdio)
   help [COMMAND]                         help on a command
 
 ]],
@@ -107,7 +109,25 @@ Usage: devtools-tools browser start|stop|status [options]
   status   print its pid and endpoint; status 1 when none runs
 The endpoint and pid are kept in $XDG_STATE_HOME/devtools-tools/browser.json
 (default ~/.local/state), readable by you only.
-  --headful, --chromium PATH as for other commands (start only)
+  --headful, --chromium PATH, --webmcp as for other commands (start only)
+
+]],
+  mcp = [[
+Usage: devtools-tools mcp [URL] [--webmcp] [--allow-eval] [options]
+
+An MCP server (Model Context Protocol) on stdin and stdout, for AI agents:
+every tool the page exposes (in every frame; its WebMCP tools too with
+--webmcp) is an MCP tool of its own, beside devtools.navigate,
+devtools.screenshot, devtools.console and devtools.network. When the page's
+tools change (a listener comes or goes, a navigation, frames, WebMCP),
+notifications/tools/list_changed is sent. stdout carries MCP messages only;
+logs go to stderr (DEVTOOLS_TOOLS_DEBUG=mcp logs every message). When stdin
+ends, the browser it launched is closed and it exits 0.
+  --webmcp        launch Chromium with WebMCP on and serve WebMCP tools too
+  --allow-eval    also serve devtools.evaluate (JavaScript in the page)
+  --timeout SECONDS  the start, and each tool call (default 30)
+Example (Claude Code):
+  claude mcp add shop -- devtools-tools mcp http://127.0.0.1:8080/
 
 ]],
 }

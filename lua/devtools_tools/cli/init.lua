@@ -7,7 +7,8 @@
 -- on the public API (require "devtools_tools") and present/ only:
 --   cli.argv        the words: command, options, usage errors
 --   cli.help        the help texts
---   cli.commands    list, call, eval, screenshot, run, browser
+--   cli.commands    list, call, eval, screenshot, run, browser, mcp
+--   cli.mcp         the MCP server on stdio
 --   cli.target      the browser and the page a command works on
 --   cli.background  browser start|stop|status, where it is recorded
 --   cli.output      stdout, progress, warnings and errors on stderr
@@ -84,6 +85,7 @@ local function command(out, words, state)
   if opts.compact and cmd ~= "call" and cmd ~= "eval" and cmd ~= "list" then
     usage("--compact is an option of call, eval and list", cmd)
   end
+  if opts["allow-eval"] and cmd ~= "mcp" then usage("--allow-eval is an option of mcp", cmd) end
   if opts.connect and (opts.headful or opts.chromium) then
     usage("--connect uses a running browser: --headful and --chromium launch one", cmd)
   end

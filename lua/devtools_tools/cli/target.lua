@@ -53,6 +53,7 @@ function M.open_browser(ctx)
   local lo = { timeout = left() }
   if opts.headful then lo.headless = false end
   if opts.chromium then lo.executable = opts.chromium end
+  if opts.webmcp then lo.webmcp = true end
   return dt.launch(lo), "launched"
 end
 
@@ -74,7 +75,7 @@ local function pick_page(ctx, browser, how, url)
   end
   if url then
     progress:step("opening " .. url)
-    return browser:new_page(url, { timeout = left() })
+    return browser:new_page(url, { timeout = left() }), true
   end
   if how == "connected" then
     -- the page opened last: the one in the newest window (window ids grow;
@@ -89,20 +90,21 @@ local function pick_page(ctx, browser, how, url)
     end
     if last then return browser:attach(last.id, { timeout = left() }) end
   end
-  return browser:new_page(nil, { timeout = left() })
+  return browser:new_page(nil, { timeout = left() }), true
 end
 
 -- open_page(ctx, browser, how, url) -> the page the command works on,
 -- offering the --wait-for tool when given (a page may register tools
--- after its load event)
+-- after its load event), and true when the command opened it (a new
+-- page, not one it found)
 function M.open_page(ctx, browser, how, url)
-  local page = pick_page(ctx, browser, how, url)
+  local page, opened = pick_page(ctx, browser, how, url)
   local name = ctx.opts["wait-for"]
   if name then
     ctx.progress:step("waiting for the tool " .. name)
     page:wait_for_tool(name, { timeout = ctx.left() })
   end
-  return page
+  return page, opened == true
 end
 
 -- with_page(ctx, url, fn) -> fn(browser, page)'s result; the browser is

@@ -91,6 +91,16 @@
     return d;
   };
 
+  // The start of an element's text (white space collapsed), for a person
+  // or an agent told which element came back.
+  const shortText = (el) => {
+    let t;
+    try { t = el.textContent; } catch (_) { return ''; }
+    if (typeof t !== 'string') return '';
+    t = t.slice(0, 400).replace(/\s+/g, ' ').trim();
+    return t.length > 80 ? t.slice(0, 79) + '\u2026' : t;
+  };
+
   const errInfo = (e) => {
     let message;
     if (e instanceof Error || (e !== null && typeof e === 'object' && 'message' in e)) message = String(e.message);
@@ -112,6 +122,7 @@
         const ref = Object.create(null);
         ref[EL_OUT] = stashed.length - 1;
         ref.description = describeEl(data);
+        ref.text = shortText(data);
         return ref;
       }
       if (data !== null && typeof data === 'object') {

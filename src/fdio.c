@@ -1,0 +1,190 @@
+/* fdio.c - core.fd_read, core.fd_write, core.fd_close: bytes in and out of
+ * a descriptor an event loop watches (a stdio server's stdin and stdout, a
+ * child's pipes), never waiting.
+ *
+ * A descriptor's flags are never changed: O_NONBLOCK belongs to its open
+ * file description, which it shares with whoever gave it to us (a
+ * terminal, a shell's pipe, the MCP client's socket), and setting it would
+ * change their reads and writes too. So a read takes only what the
+ * descriptor holds now (a socket: MSG_DONTWAIT; else poll with no wait,
+ * then at most FIONREAD's count), and a write only what fits now (a
+ * socket: MSG_DONTWAIT; else PIPE_BUF bytes at a time while poll says it
+ * is writable, which for a pipe means that much fits). A descriptor read
+ * by another process too may lose the bytes between the look and the
+ * read: this is for descriptors one process reads. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nopipe.h"
+#include "dt.h"
+
+#define READ_MAX (64 * 1024 * 1024)
+
+static int check_fd(lua_State *L, int arg)
+{
+	lua_Integer fd = luaL_checkinteger(L, arg);
+	luaL_argcheck(L, fd >= 0 && fd <= INT_MAX, arg, "not a file descriptor");
+	return (int)fd;
+}
+
+static int is_socket(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/* ready(fd, events) -> 1 ready (or an error to be read), 0 not now, -1 poll failed */
+static int ready(int fd, short events)
+{
+	struct pollfd p;
+	int rc;
+	p.fd = fd;
+	p.events = events;
+	p.revents = 0;
+	do
+		rc = poll(&p, 1, 0);
+	while (rc < 0 && errno == EINTR);
+	if (rc < 0)
+		return -1;
+	return rc > 0;
+}
+
+/* core.fd_read(fd [, max]) -> bytes | "" | nil, message, code
+ * The bytes fd holds now, at most max (default 65536): "" when there are
+ * none yet (never waits), "closed" at the end of the input (or a peer
+ * that reset it), "system" for any other failure. */
+static int l_fd_read(lua_State *L)
+{
+	int fd = check_fd(L, 1);
+	lua_Integer max = luaL_optinteger(L, 2, 65536);
+	size_t want;
+	ssize_t n;
+	char *buf;
+	luaL_argcheck(L, max >= 1 && max <= READ_MAX, 2, "max must be from 1 to 64 MiB");
+	want = (size_t)max;
+	if (is_socket(fd)) {
+		buf = (char *)malloc(want);                    /* owns: buf until pushed */
+		if (buf == NULL)
+			return dt_push_fail(L, DT_ENOMEM, "out of memory for a read");
+		do
+			n = recv(fd, buf, want, MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+	} else {
+		int r = ready(fd, POLLIN), avail = 0;
+		if (r < 0)
+			return dt_push_failf(L, DT_ESYSTEM, "poll on fd %d: %s", fd, strerror(errno));
+		if (r == 0) {
+			lua_pushliteral(L, "");
+			return 1;
+		}
+		/* Readable with nothing counted: the end, or an error, which the
+		 * read reports at once. */
+		if (ioctl(fd, FIONREAD, &avail) == 0 && avail > 0 && (size_t)avail < want)
+			want = (size_t)avail;
+		buf = (char *)malloc(want);                    /* owns: buf until pushed */
+		if (buf == NULL)
+			return dt_push_fail(L, DT_ENOMEM, "out of memory for a read");
+		do
+			n = read(fd, buf, want);
+		while (n < 0 && errno == EINTR);
+	}
+	if (n > 0) {
+		lua_pushlstring(L, buf, (size_t)n);
+		free(buf);
+		return 1;
+	}
+	free(buf);
+	if (n == 0)
+		return dt_push_fail(L, DT_ECLOSED, "end of input");
+	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		lua_pushliteral(L, "");
+		return 1;
+	}
+	if (errno == ECONNRESET || errno == EPIPE)
+		return dt_push_failf(L, DT_ECLOSED, "read: %s", strerror(errno));
+	return dt_push_failf(L, DT_ESYSTEM, "read from fd %d: %s", fd, strerror(errno));
+}
+
+/* core.fd_write(fd, s [, from]) -> n | nil, message, code
+ * Writes what fits now of s from byte from (1-based, default 1); n: how
+ * many bytes went (0: none fit; write the rest when the loop says fd is
+ * writable). "closed": the reader is gone (no SIGPIPE is raised). */
+static int l_fd_write(lua_State *L)
+{
+	int fd = check_fd(L, 1);
+	size_t len, done = 0;
+	const char *s = luaL_checklstring(L, 2, &len);
+	lua_Integer from = luaL_optinteger(L, 3, 1);
+	int sock, failed = 0, e = 0;
+	dt_nopipe np;
+	luaL_argcheck(L, from >= 1 && (size_t)from <= len + 1, 3, "from is outside the string");
+	s += from - 1;
+	len -= (size_t)(from - 1);
+	sock = is_socket(fd);
+	dt_nopipe_begin(&np);
+	while (done < len) {
+		ssize_t n;
+		if (sock) {
+			n = send(fd, s + done, len - done, MSG_DONTWAIT | MSG_NOSIGNAL);
+		} else {
+			int r = ready(fd, POLLOUT);
+			if (r <= 0) {
+				if (r < 0) {
+					failed = 1;
+					e = errno;
+				}
+				break;
+			}
+			n = write(fd, s + done, len - done < PIPE_BUF ? len - done : PIPE_BUF);
+		}
+		if (n > 0) {
+			done += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		failed = 1;
+		e = n < 0 ? errno : EIO;
+		break;
+	}
+	dt_nopipe_end(&np, failed && e == EPIPE ? 1 : 0);
+	if (failed && done == 0) {
+		if (e == EPIPE || e == ECONNRESET)
+			return dt_push_failf(L, DT_ECLOSED, "write: %s", strerror(e));
+		return dt_push_failf(L, DT_ESYSTEM, "write to fd %d: %s", fd, strerror(e));
+	}
+	lua_pushinteger(L, (lua_Integer)done);
+	return 1;
+}
+
+/* core.fd_close(fd) -> true | nil, message, code: closes a descriptor of
+ * ours (a child's pipe end core.spawn{stdio = true} gave) */
+static int l_fd_close(lua_State *L)
+{
+	int fd = check_fd(L, 1);
+	if (close(fd) != 0 && errno != EINTR)
+		return dt_push_failf(L, DT_ESYSTEM, "close fd %d: %s", fd, strerror(errno));
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+void dt_fdio_open(lua_State *L)
+{
+	static const luaL_Reg funcs[] = {
+		{"fd_read", l_fd_read},
+		{"fd_write", l_fd_write},
+		{"fd_close", l_fd_close},
+		{NULL, NULL}
+	};
+	luaL_setfuncs(L, funcs, 0);
+}
