@@ -394,7 +394,17 @@ function M.ack(c, deadline)
   local page = tool._page
   local conn = page.conn
   local ok, r = false, c.err
-  if not r then ok, r = errors.catch(conn.await, conn, c.id, deadline, "WebMCP.invokeTool") end
+  if not r then
+    -- Given up before the invocation's id came (the task cancelled, the
+    -- deadline passed): the tool runs all the same, so it is cancelled as
+    -- soon as its id is known.
+    ok, r = errors.catch(conn.await, conn, c.id, deadline, "WebMCP.invokeTool", function(msg)
+      local iid = type(msg) == "table" and type(msg.result) == "table" and msg.result.invocationId
+      if type(iid) == "string" then
+        conn:send_nowait("WebMCP.cancelInvocation", { invocationId = iid }, tool._session)
+      end
+    end)
+  end
   if not ok then c.failed = invoke_failure(tool, r) return end
   local id = r.invocationId
   if type(id) ~= "string" then

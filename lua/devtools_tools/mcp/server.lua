@@ -23,7 +23,6 @@
 
 local dt = require "devtools_tools"
 local text = require "devtools_tools.present.text"
-local tools = require "devtools_tools.mcp.tools"
 local content = require "devtools_tools.mcp.content"
 local builtin = require "devtools_tools.mcp.builtin"
 local watch = require "devtools_tools.mcp.watch"
@@ -52,6 +51,7 @@ M.VERSION = (dt._VERSION:match("[%d.]+$")) or "0"
 local META_VERSION = "io.modelcontextprotocol/protocolVersion"
 local META_SERVER = "io.modelcontextprotocol/serverInfo"
 local META_SUB = "io.modelcontextprotocol/subscriptionId"
+M.BUILTIN_META = "devtools-tools/builtin"     -- in a built-in tool's _meta
 
 -- JSON-RPC's codes, and the one MCP 2026-07-28 adds
 M.PARSE_ERROR, M.INVALID_REQUEST, M.METHOD_NOT_FOUND, M.INVALID_PARAMS, M.INTERNAL_ERROR =
@@ -513,7 +513,7 @@ function M.serve(transport, opts)
     local check = dt.schema.compile(b.inputSchema)
     local entry = { name = b.name, run = b.run, check = check, descriptor = {
       name = b.name, description = b.description, inputSchema = b.inputSchema, annotations = b.annotations,
-      _meta = { [tools.META] = { builtin = true } } } }
+      _meta = { [M.BUILTIN_META] = true } } }
     self.builtins[i] = entry
     self.builtin_by_name[b.name] = entry
   end
@@ -521,6 +521,7 @@ function M.serve(transport, opts)
     on_change = function() self:_tools_changed() end,
     on_gone = function(err) self:_gone(err) end,
     log = self.log,
+    trace = self.debug and function(line) self:_debug("--", line) end or nil,
     timeout = timeout,
   })
   self.watch:start()

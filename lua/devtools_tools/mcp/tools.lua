@@ -189,14 +189,16 @@ end
 
 -- WebMCP's annotations in MCP's words: readOnly -> readOnlyHint,
 -- untrustedContent (its output may hold content of users or third
--- parties) -> openWorldHint, consequential (it books, pays, sends) ->
--- destructiveHint. nil when none applies.
+-- parties) -> openWorldHint true, consequential (it books, pays, sends)
+-- -> destructiveHint true. Chromium reports each one false when the page
+-- said nothing, so a false one says nothing (MCP's defaults assume the
+-- worst) but readOnly's. nil when none applies.
 function M.annotations(a)
   if type(a) ~= "table" then return nil end
   local out, any = {}, false
   if type(a.readOnly) == "boolean" then out.readOnlyHint = a.readOnly any = true end
   if a.untrustedContent == true then out.openWorldHint = true any = true end
-  if type(a.consequential) == "boolean" then out.destructiveHint = a.consequential any = true end
+  if a.consequential == true then out.destructiveHint = true any = true end
   return any and out or nil
 end
 

@@ -37,7 +37,8 @@ end
 
 -- new(page, opts) -> Watch. opts: on_change(list) (the served list
 -- changed), on_gone(err) (the browser or page went away), log(text)
--- (warnings: groups discovery skipped), timeout (of a discovery).
+-- (warnings: groups discovery skipped), trace(text) (each refresh's
+-- outcome, for the debug log), timeout (of a discovery).
 function M.new(page, opts)
   return setmetatable({ page = page, opts = opts, list = tools.build({}), sig = nil,
     events = 0, warned = {} }, Watch)
@@ -74,9 +75,11 @@ local function run(self, first)
       if sig ~= self.sig then
         local was = self.sig
         self.list, self.sig = list, sig
+        if opts.trace then opts.trace("tools: " .. #list .. " page tools" .. (was and ", changed" or "")) end
         if was ~= nil and opts.on_change then opts.on_change(list) end
       else
         self.list = list                  -- the same tools, the Tools of this discovery
+        if opts.trace then opts.trace("tools: " .. #list .. " page tools, the same list") end
       end
     else
       local err = groups
@@ -140,7 +143,13 @@ function Watch:current() return self.list end
 -- of. Inside a task it waits for it.
 function Watch:fresh()
   local r = self.refreshing
-  if r and not r.done and dt.current_task() then pcall(r.wait, r) end
+  if r and not r.done and dt.current_task() then
+    local ok, err = pcall(r.wait, r)
+    -- (this task cancelled: it ends here; the refresh's own failures it logs)
+    if not ok and dt.is_error(err) and err.code == "cancelled" then
+      error(err, 0)
+    end
+  end
   return self.list
 end
 
