@@ -51,6 +51,8 @@ LUAMODS := $(filter-out lua/devtools_tools/health.lua,$(wildcard lua/devtools_to
 # (devtools_tools.cli.*, run by bin/devtools-tools)
 PRESENTMODS := $(wildcard lua/devtools_tools/present/*.lua)
 CLIMODS := $(wildcard lua/devtools_tools/cli/*.lua)
+# the MCP server (devtools_tools.mcp.*, `devtools-tools mcp`)
+MCPMODS := $(wildcard lua/devtools_tools/mcp/*.lua)
 # the page-side JavaScript, read at run time from js/ next to the modules
 JSFILES := $(wildcard lua/devtools_tools/js/*.js)
 # the validator's pieces (devtools_tools.schema.*)
@@ -130,7 +132,7 @@ LUAJIT_SPECS = spec/nojit_spec.lua spec/json_spec.lua spec/schema_spec.lua spec/
 	spec/page_unit_spec.lua spec/hostile_spec.lua spec/task_spec.lua spec/observe_spec.lua \
 	spec/webmcp_spec.lua spec/observe_unit_spec.lua \
 	spec/tls_transport_spec.lua spec/remote_spec.lua spec/page_shapes_spec.lua \
-	spec/apps_spec.lua spec/unit/present_spec.lua
+	spec/apps_spec.lua spec/unit/present_spec.lua spec/unit/mcp_spec.lua
 # On the LuaJIT x64 builds whose JIT miscompiles pairs() (Debian 12's: see
 # lua/devtools_tools/nojit.lua) the library keeps the JIT out of its own
 # functions, but busted, luassert and penlight have no such guard and their
@@ -209,13 +211,14 @@ demo: deps-demo all app
 install: all
 	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js \
 		$(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/schema $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/present \
-		$(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/cli
+		$(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/cli $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/mcp
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so
 	install -m 644 $(LUAMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/
 	install -m 644 $(JSFILES) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js/
 	install -m 644 $(SCHEMAMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/schema/
 	install -m 644 $(PRESENTMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/present/
 	install -m 644 $(CLIMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/cli/
+	install -m 644 $(MCPMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/mcp/
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	sed -e '1s|.*|#!/usr/bin/env $(LUA)|' \
 		-e 's|^local INSTALLED_LUA, INSTALLED_LIB = nil, nil$$|local INSTALLED_LUA, INSTALLED_LIB = "$(LUA_SHAREDIR)", "$(LUA_LIBDIR)"|' \

@@ -27,7 +27,8 @@ external_dependencies = {
 -- line's man page. `make rock-install` builds in a temporary directory and
 -- installs core.so, lua/devtools_tools/*.lua except health.lua, and beneath
 -- it the page scripts js/*.js, the validator schema/*.lua, what the front
--- ends show present/*.lua and the command line cli/*.lua; the command
+-- ends show present/*.lua, the command line cli/*.lua and the MCP server
+-- mcp/*.lua; the command
 -- line's launcher bin/devtools-tools and its man page. The Neovim plugin
 -- (nvim/, health.lua, plugin/, syntax/, its :help file) is not installed:
 -- a plugin manager runs it from a checkout built with `make nvim`.

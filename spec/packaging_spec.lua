@@ -33,6 +33,11 @@ describe("packaging", function()
     out, rc = sh(("cd / && %s/opt/dt/bin/devtools-tools --version"):format(dir))
     assert.equal(0, rc, out)
     assert.matches("^devtools%-tools %(devtools_tools [%d.]+, Lua 5.4%)\n$", out)
+    -- the MCP server (mcp/) is there too: a ping answered, and stdin's end ends it
+    out, rc = sh(("cd / && printf '%%s\\n' '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}'"
+      .. " | %s/opt/dt/bin/devtools-tools mcp about:blank 2>/dev/null"):format(dir))
+    assert.equal(0, rc, out)
+    assert.same({ jsonrpc = "2.0", id = 1, result = {} }, require("devtools_tools.json").decode(out))
     out, rc = sh(("make -s uninstall DESTDIR=%s PREFIX=/opt/dt && find %s -type f"):format(dir, dir))
     assert.equal(0, rc, out)
     assert.equal("", out)

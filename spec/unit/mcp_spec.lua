@@ -1,0 +1,365 @@
+-- devtools_tools.mcp.*, without a browser: tool names and schemas as MCP
+-- wants them (scenario tables), results and failures as content, the
+-- stdio transport over real pipes (a child /bin/cat echoing what it is
+-- sent), and the server's JSON-RPC - versions, errors, batches,
+-- cancellation, progress, list changes - on a transport of the spec's own
+-- and a stand-in page whose tools are Lua functions. Runs under Lua 5.4
+-- and LuaJIT (the server runs in Neovim's too).
+
+local dt = require "devtools_tools"
+local core = require "devtools_tools.core"
+local tools = require "devtools_tools.mcp.tools"
+local content = require "devtools_tools.mcp.content"
+local stdio = require "devtools_tools.mcp.stdio"
+local mcp = require "devtools_tools.mcp"
+local element = require "devtools_tools.element"
+
+local json, null, array = dt.json, dt.null, dt.array
+
+local function page_json(v) return json.decode(json.encode(v)) end
+
+-- a Tool-like table, as discovery gives them
+local function tool(name, group, extra)
+  local t = { name = name, description = "d " .. tostring(name), input_schema = page_json({ type = "object" }),
+    group = group or { name = "g", kind = "devtools", frame = { url = "http://a.test/x", origin = "http://a.test" } },
+    kind = "devtools" }
+  for k, v in pairs(extra or {}) do t[k] = v end
+  return t
+end
+
+describe("mcp.tools: names", function()
+  it("keeps a name MCP takes, and makes one that stays for the others", function()
+    local g2 = { name = "other", kind = "devtools", frame = { url = "http://b.test/", origin = "http://b.test" } }
+    local list = { tool("ok"), tool("with space"), tool(("x"):rep(65)), tool("devtools.screenshot"), tool("ok", g2),
+      tool("ok.2_-Z"), tool(""), tool("日本") }
+    local names = tools.names(list)
+    assert.equal("ok", names[1])
+    assert.equal("ok.2_-Z", names[6])
+    for i, n in ipairs(names) do
+      assert.truthy(n:match("^[%w_.-]+$") and #n <= 64, n)
+      for j = i + 1, #names do assert.are_not.equal(n, names[j]) end
+    end
+    assert.matches("^with_space_%x%x%x%x%x%x%x%x$", names[2])
+    assert.matches("^" .. ("x"):rep(40) .. "_%x+$", names[3])
+    assert.matches("^tool_screenshot_%x+$", names[4])   -- never a built-in's name, nor its prefix
+    assert.matches("^ok_%x+$", names[5])
+    assert.matches("^tool_%x+$", names[7])
+    assert.matches("^_+_%x+$", names[8])
+    -- the same tools give the same names; another tool before them changes none of them
+    assert.same(names, tools.names(list))
+    table.insert(list, 1, tool("first"))
+    local again = tools.names(list)
+    for i = 1, #names do assert.equal(names[i], again[i + 1]) end
+  end)
+
+  it("tells apart tools that are the same but for their place: _2, _3", function()
+    local names = tools.names({ tool("a b"), tool("a b"), tool("a b") })
+    assert.equal(names[1] .. "_2", names[2])
+    assert.equal(names[1] .. "_3", names[3])
+  end)
+end)
+
+describe("mcp.tools: schemas and annotations", function()
+  local cases = {
+    { "an object schema is served as it is", { type = "object", properties = { a = { type = "string" } } }, nil, true },
+    { "no type: type object added", { properties = { a = { type = "string" } }, required = { "a" } },
+      { type = "object", properties = { a = { type = "string" } }, required = { "a" } } },
+    { "a list of types with object: object", { type = { "object", "null" } }, { type = "object" } },
+    { "another type: object, and a note", { type = "string" }, { type = "object" }, false, "every call fails" },
+    { "property schemas true and false", { type = "object", properties = { a = true, b = false } },
+      { type = "object", properties = { a = {}, b = { ["not"] = {} } } } },
+    { "properties that is a list: left out, malformed", { type = "object", properties = { 1 } }, { type = "object" },
+      false, "malformed" },
+    { "required that is no list of names: left out", { type = "object", required = { 1 } }, { type = "object" },
+      false, "malformed" },
+    { "a $ref at the root keeps it, beside type object", { ["$ref"] = "#/definitions/a", definitions = { a = { type = "object" } } },
+      { type = "object", ["$ref"] = "#/definitions/a", definitions = { a = { type = "object" } } } },
+  }
+  for _, c in ipairs(cases) do
+    it(c[1], function()
+      local given = page_json(c[2])
+      local before = json.encode(given)
+      local served, note = tools.fit_schema(given)
+      if c[4] == true then assert.equal(given, served) else assert.same(page_json(c[3]), page_json(served)) end
+      if c[5] then assert.matches(c[5], note, 1, true) else assert.is_nil(note) end
+      assert.equal(before, json.encode(given))                 -- the page's own never changes
+    end)
+  end
+
+  it("maps WebMCP's annotations: readOnly, untrustedContent, consequential; Chromium's false defaults say nothing", function()
+    assert.same({ readOnlyHint = true }, tools.annotations({ readOnly = true, untrustedContent = false,
+      consequential = false, debugging = false, autosubmit = false }))
+    assert.same({ readOnlyHint = false, openWorldHint = true, destructiveHint = true },
+      tools.annotations({ readOnly = false, untrustedContent = true, consequential = true }))
+    assert.is_nil(tools.annotations({}))
+    assert.is_nil(tools.annotations(nil))
+  end)
+
+  it("builds descriptors: the page's description, renamed tools say where they come from", function()
+    local g = { name = "g", kind = "devtools", frame = { url = "http://a.test/p?q", origin = "http://a.test" } }
+    g.tools = { tool("a b", g), tool("fine", g) }
+    local list = tools.build({ g })
+    local renamed, fine = list[1].descriptor, list[2].descriptor
+    assert.equal("d fine", fine.description)
+    assert.is_nil(fine.title)
+    assert.matches('^d a b\n\n%(On the page: tool "a b" of group "g" in a frame of http://a.test%.%)$', renamed.description)
+    assert.equal("a b", renamed.title)
+    assert.same({ name = "a b", kind = "devtools", group = "g", frame = { url = "http://a.test/p?q", origin = "http://a.test" } },
+      renamed._meta["devtools-tools/page"])
+    assert.equal(list[1], list.by_name[renamed.name])
+    -- a description of 20 MB is served bounded
+    local big = tools.build({ { name = "g", tools = { tool("big", nil, { description = ("z"):rep(20 * 1024 * 1024) }) } } })
+    assert.is_true(#big[1].descriptor.description < 70000)
+    assert.matches("more bytes%)$", big[1].descriptor.description)
+  end)
+end)
+
+describe("mcp.content", function()
+  local cases = {
+    { "an object as it is", { a = 1 }, { a = 1 }, '{"a":1}' },
+    { "a number", 42, { result = 42 }, "42" },
+    { "a string", "s", { result = "s" }, '"s"' },
+    { "an array", array{ 1, 2 }, { result = { 1, 2 } }, "[1,2]" },
+    { "null", null, { result = null }, "null" },
+    { "nothing (undefined)", nil, { result = null }, "null" },
+  }
+  for _, c in ipairs(cases) do
+    it(c[1], function()
+      local r = content.result(c[2], true)
+      assert.same(c[3], r.structuredContent)
+      assert.equal(c[4], r.content[1].text)
+      assert.is_nil(r.isError)
+      assert.is_nil(content.result(c[2], false).structuredContent)
+    end)
+  end
+
+  it("describes an Element, alone and inside a value", function()
+    local el = element.new({ backend_node_id = 7, description = "li#x.a.b", text = "Hello", frame = { url = "u" } })
+    local r = content.result(el, true)
+    assert.equal('Element li#x.a.b: "Hello"', r.content[1].text)
+    assert.same({ element = { description = "li#x.a.b", tag = "li", id = "x", classes = { "a", "b" }, text = "Hello",
+      backendNodeId = 7, frame = "u" } }, r.structuredContent)
+    local inside = { list = array{ el }, n = 1 }
+    local r2 = content.result(inside, true)
+    assert.equal("li", r2.structuredContent.list[1].element.tag)
+    assert.is_true(dt.is_element(inside.list[1]))             -- the tool's value is left as it was
+  end)
+
+  it("gives a failure as isError text, bounded", function()
+    local r = content.failure(dt.new_error("tool_error", ("m"):rep(20 * 1024 * 1024)))
+    assert.is_true(r.isError)
+    assert.is_true(#r.content[1].text < 4096)
+    assert.matches("^tool_error: m+%.%.%. %(%d+ more bytes%)$", r.content[1].text)
+    local nested = {}
+    local cur = nested
+    for _ = 1, 1100 do cur.x = {} cur = cur.x end
+    assert.is_true(content.result(nested, true).isError)
+  end)
+end)
+
+-- Turns the loop until pred() or the timeout: what a program with the
+-- library's loop does (server:run).
+local function turn_until(pred, timeout)
+  local loop = dt.loop()
+  local deadline = dt.now() + (timeout or 5)
+  while not pred() do
+    if dt.now() > deadline then return false end
+    loop:step(0.05)
+  end
+  return true
+end
+
+describe("mcp.stdio", function()
+  it("frames lines both ways over pipes, queues what does not fit, and tells of the end", function()
+    local cat, fds = assert(core.spawn({ "/bin/cat" }, { stdio = true }))
+    -- our output is cat's stdin, our input its stdout: what we send comes back
+    local t = stdio.new({ input = fds.stdout, output = fds.stdin })
+    local got, ended = {}, nil
+    t:start({ message = function(s) got[#got + 1] = s end, close = function(why) ended = why end })
+    local big = ("b"):rep(3 * 1024 * 1024)                 -- far more than a pipe holds
+    t:send('{"a":1}')
+    t:send(big)
+    t:send("last")
+    assert.is_true(t:pending() > 0)                        -- (the rest waits for the loop)
+    assert.is_true(turn_until(function() return #got == 3 end, 10))
+    assert.same({ '{"a":1}', big, "last" }, { got[1], got[2], got[3] })
+    assert.equal(0, t:pending())
+    core.fd_close(fds.stdin)                               -- cat ends: the end of our input
+    assert.is_true(turn_until(function() return ended ~= nil end, 5))
+    assert.equal("end of input", ended)
+    cat:close()
+    core.fd_close(fds.stdout)
+  end)
+end)
+
+-- ---- the server, on a stand-in page ---------------------------------------------------------
+
+-- A page of Lua tools: discover() gives its groups; on("tools_changed")
+-- listeners are kept; wait_until waits as a task does (dt.sleep).
+local function fake_page(spec)
+  local p = { url = "http://fake.test/", listeners = {} }
+  local function group(g)
+    local out = { name = g.name, kind = "devtools", frame = { url = p.url, origin = "http://fake.test" }, tools = {} }
+    for _, t in ipairs(g.tools) do
+      out.tools[#out.tools + 1] = { name = t[1], description = t[2], input_schema = page_json(t[3] or { type = "object" }),
+        group = out, kind = "devtools",
+        call = function(_, args, opts)
+          local v = t[4](args, opts)
+          return v
+        end }
+    end
+    return out
+  end
+  function p.discover()
+    local gs = {}
+    for i, g in ipairs(spec.groups) do gs[i] = group(g) end
+    return gs, {}
+  end
+  function p.on(_, event, fn)
+    p.listeners[#p.listeners + 1] = { event, fn }
+    return function() end
+  end
+  function p.wait_until(_, pred, opts)
+    local deadline = dt.now() + (opts and opts.timeout or 30)
+    while not pred() and dt.now() < deadline do dt.sleep(0.05) end
+    return pred()
+  end
+  function p.changed()
+    for _, l in ipairs(p.listeners) do if l[1] == "tools_changed" then l[2]({ reason = "listener" }) end end
+  end
+  return p
+end
+
+local function serve(page, opts)
+  local out, handlers = {}, nil
+  local transport = {
+    start = function(_, h) handlers = h end,
+    send = function(_, text) out[#out + 1] = json.decode(text) end,
+    close = function() end,
+  }
+  opts = opts or {}
+  opts.page, opts.log = page, false
+  local srv = mcp.serve(transport, opts)
+  local c = { srv = srv, out = out }
+  function c.raw(text) handlers.message(text) end
+  function c.send(msg) handlers.message(json.encode(msg)) end
+  function c.answer(id)
+    local found
+    assert(turn_until(function()
+      for _, m in ipairs(out) do if m.id == id and m.method == nil then found = m return true end end
+      return false
+    end, 10), "no answer to " .. tostring(id))
+    return found
+  end
+  function c.request(id, method, params)
+    c.send({ jsonrpc = "2.0", id = id, method = method, params = params })
+    return c.answer(id)
+  end
+  function c.close() handlers.close("the spec") end
+  return c
+end
+
+local GROUPS = { { name = "g", tools = {
+  { "add", "adds", { type = "object", properties = { a = { type = "number" }, b = { type = "number" } }, required = { "a", "b" } },
+    function(a) return a.a + a.b end },
+  { "wait", "waits", { type = "object", properties = { s = { type = "number" } } },
+    function(a) dt.sleep(a.s or 0) return "waited" end },
+  { "boom", "throws", nil, function() error(dt.new_error("tool_error", "it broke"), 0) end },
+} } }
+
+describe("mcp.server (a stand-in page)", function()
+  it("speaks JSON-RPC: parse errors, invalid requests, unknown methods, batches, notifications", function()
+    local c = serve(fake_page({ groups = GROUPS }))
+    c.raw("{oops")
+    assert.same({ -32700, null }, { c.out[1].error.code, c.out[1].id })
+    c.raw('{"jsonrpc":"2.0","id":null,"method":"ping"}')
+    assert.equal(-32600, c.out[2].error.code)
+    c.raw('{"jsonrpc":"2.0","id":{},"method":"ping"}')
+    assert.equal(-32600, c.out[3].error.code)
+    c.raw("[]")
+    assert.equal(-32600, c.out[4].error.code)
+    assert.equal(-32601, c.request(5, "prompts/list").error.code)
+    assert.equal(-32602, c.request(6, "ping", array{ 1 }).error.code)
+    c.raw('{"jsonrpc":"2.0","method":"notifications/whatever"}')
+    c.raw('{"jsonrpc":"2.0","id":99,"result":{}}')             -- an answer to us: no answer
+    local n = #c.out
+    assert.same({}, c.request(7, "ping").result)
+    assert.equal(n + 1, #c.out)
+    c.raw('[{"jsonrpc":"2.0","id":"x","method":"ping"},{"jsonrpc":"2.0","id":"y","method":"tools/call",'
+      .. '"params":{"name":"add","arguments":{"a":1,"b":2}}},{"jsonrpc":"2.0","method":"notifications/initialized"}]')
+    assert.is_true(turn_until(function() return json.kind(c.out[#c.out]) == "array" end))
+    local batch = c.out[#c.out]
+    assert.equal(2, #batch)
+    c.close()
+  end)
+
+  it("agrees on versions, and serves 2026-07-28 requests on their own", function()
+    local c = serve(fake_page({ groups = GROUPS }))
+    for _, v in ipairs({ "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" }) do
+      assert.equal(v, c.request(v, "initialize", { protocolVersion = v, capabilities = {},
+        clientInfo = { name = "x", version = "1" } }).result.protocolVersion)
+    end
+    assert.equal("2025-11-25", c.request("new", "initialize", { protocolVersion = "2030-01-01" }).result.protocolVersion)
+    local m = { _meta = { ["io.modelcontextprotocol/protocolVersion"] = "2026-07-28" } }
+    local r = c.request("m1", "tools/list", m).result
+    assert.equal("complete", r.resultType)
+    assert.same({ 0, "private" }, { r.ttlMs, r.cacheScope })
+    assert.equal(-32022, c.request("m2", "tools/list", { _meta = { ["io.modelcontextprotocol/protocolVersion"] = "1.0" } }).error.code)
+    c.close()
+  end)
+
+  it("answers calls: results, isError for bad arguments and failures, -32602 for an unknown tool", function()
+    local c = serve(fake_page({ groups = GROUPS }))
+    c.request(1, "initialize", { protocolVersion = "2025-11-25" })
+    assert.same({ result = 5 }, c.request(2, "tools/call", { name = "add", arguments = { a = 2, b = 3 } }).result.structuredContent)
+    local bad = c.request(3, "tools/call", { name = "devtools.console", arguments = { level = "nope" } }).result
+    assert.is_true(bad.isError)
+    assert.matches('/level: must be equal to one of the allowed values (got "nope"; allowed: ', bad.content[1].text, 1, true)
+    local boom = c.request(4, "tools/call", { name = "boom" }).result
+    assert.same({ true, "tool_error: it broke" }, { boom.isError, boom.content[1].text })
+    assert.equal(-32602, c.request(5, "tools/call", { name = "none" }).error.code)
+    assert.equal(-32602, c.request(6, "tools/call", { name = "add", arguments = "x" }).error.code)
+    c.close()
+  end)
+
+  it("runs requests as tasks: cancelled ones answer nothing, progress comes while one runs", function()
+    local c = serve(fake_page({ groups = GROUPS }))
+    c.request(1, "initialize", { protocolVersion = "2025-11-25" })
+    c.send({ jsonrpc = "2.0", id = "slow", method = "tools/call", params = { name = "wait", arguments = { s = 30 } } })
+    assert.same({}, c.request(2, "ping").result)               -- not behind the slow one
+    c.send({ jsonrpc = "2.0", method = "notifications/cancelled", params = { requestId = "slow" } })
+    assert.same({}, c.request(3, "ping").result)
+    for _, m in ipairs(c.out) do assert.is_false(m.id == "slow") end
+    c.send({ jsonrpc = "2.0", id = "p", method = "tools/call",
+      params = { name = "wait", arguments = { s = 1.2 }, _meta = { progressToken = 9 } } })
+    local r = c.answer("p")
+    assert.same({ result = "waited" }, r.result.structuredContent)
+    local ticks = {}
+    for _, m in ipairs(c.out) do
+      if m.method == "notifications/progress" then ticks[#ticks + 1] = m.params.progress end
+    end
+    assert.is_true(#ticks >= 2, #ticks)
+    assert.equal(9, c.out[#c.out - 1].params.progressToken)
+    c.close()
+  end)
+
+  it("sends list_changed once the list changed, after the handshake, and not for the same list", function()
+    local spec = { groups = { { name = "g", tools = { { "one", "1", nil, function() return 1 end } } } } }
+    local page = fake_page(spec)
+    local c = serve(page)
+    c.request(1, "initialize", { protocolVersion = "2025-11-25" })
+    assert.equal(1, #c.request(2, "tools/list").result.tools - 4)
+    page.changed()                                             -- nothing changed in fact
+    assert.is_true(turn_until(function() return not c.srv.watch.refreshing end))
+    assert.same({}, c.request(3, "ping").result)
+    for _, m in ipairs(c.out) do assert.is_false(m.method == "notifications/tools/list_changed") end
+    spec.groups[1].tools[2] = { "two", "2", nil, function() return 2 end }
+    page.changed()
+    assert.is_true(turn_until(function()
+      for _, m in ipairs(c.out) do if m.method == "notifications/tools/list_changed" then return true end end
+      return false
+    end))
+    assert.equal(2, #c.request(4, "tools/list").result.tools - 4)
+    c.close()
+  end)
+end)
