@@ -48,6 +48,9 @@ local S = {
   first_disc_rounds = 8,
   settle = 0.5,             -- seconds a fresh page sits idle before its settled first discovery
   new_page_rounds = 6, new_page_per_round = 5,   -- the new-page section, per kind
+  -- the MCP section: tools/call blocks through the SDK client, page:call before and after,
+  -- add/remove rounds for list_changed (the memory marks use memory_calls)
+  mcp_warmup = 100, mcp_block = 100, mcp_blocks = 6, mcp_page_calls = 300, mcp_list_rounds = 15,
 }
 
 -- ---- output rows ------------------------------------------------------------------
@@ -699,6 +702,41 @@ local function memory()
     r.peak_kib < 20 * 1024)
 end
 
+-- The MCP server (bench/mcp.lua): tools/call through the official SDK's
+-- client against a browserless floor and chrome-devtools-mcp, list_changed
+-- latency, memory over 10,000 calls.
+local function mcp_bench()
+  local r, why = require("mcp").run(S, server, browser)
+  if not r then
+    note("mcp: " .. why)
+    results.sections.mcp = { available = false, why = why }
+    return
+  end
+  local floor, ours, cdm = summary(r.calls.floor), summary(r.calls.ours), summary(r.calls.cdm)
+  local pc = summary(r.page_call)
+  local lc = summary(r.list_changed)
+  lc.p95 = percentile(r.list_changed, 95)
+  results.sections.mcp = { floor = floor, ours = ours, cdm = cdm, page_call = pc, list_changed = lc,
+    memory = r.memory }
+  local over = (ours.median - floor.median) / pc.median
+  row("mcp: tools/call median (stdio, SDK client)", us(ours.median), us(floor.median) .. " floor",
+    ratio(ours.median, floor.median))
+  row("  above the floor, in page:call medians", us(ours.median - floor.median), us(pc.median) .. " call",
+    over, "<= 1.2", over <= 1.2)
+  local x = cdm.median / ours.median
+  row("  chrome-devtools-mcp 1.11 execute_3p_developer_tool", ms(cdm.median), us(ours.median) .. " ours",
+    x, ">= 5 (x faster)", x >= 5)
+  row("mcp: tools/call p90 (stdio, SDK client)", us(ours.p90), us(floor.p90) .. " floor", ratio(ours.p90, floor.p90))
+  row(fmt("mcp: registration to list_changed, p95 of %d", lc.n), ms(lc.p95), ms(lc.median) .. " median", nil,
+    "<= 250 ms", lc.p95 <= 0.25)
+  local a, b = r.memory[1], r.memory[#r.memory]
+  if a and b and a.rss_kib and b.rss_kib then
+    local grow = b.rss_kib - a.rss_kib
+    row(fmt("mcp: server RSS after %d calls", b.calls), mib(b.rss_kib), mib(a.rss_kib) .. " @1k",
+      b.rss_kib / a.rss_kib, "flat (+<=1 MiB)", grow <= 1024)
+  end
+end
+
 -- A fleet: several browsers, several pages each, one task per page making
 -- sequential calls, in a child process (its peak RSS is the fleet's).
 local function fleet()
@@ -735,6 +773,9 @@ local LEGEND = {
   "memory: a child Lua process making sequential add calls; RSS read before any forced GC.",
   "command line: `devtools-tools list URL` (launch, page, discovery, table) as a fresh process,",
   "  against the same work as a plain Lua script (bench/cli_list.lua); medians of alternate runs.",
+  "mcp: tools/call of `add` through the official MCP SDK client (node) to `devtools-tools mcp`, to",
+  "  a browserless server answering at once (floor) and to chrome-devtools-mcp 1.11.0's",
+  "  execute_3p_developer_tool, blocks taking turns; page:call's median measured beside it.",
   "fleet: a child Lua process with its own browsers; one page's rate is one task's sequential",
   "  calls alone, the fleet's all tasks at once on the built-in loop (best of 2 rounds each).",
 }
@@ -816,6 +857,7 @@ local function main()
   section("discovery", discovery)
   section("first discovery", first_discovery)
   section("tasks (luv)", function() tasks_bench(browser, page) end)
+  section("mcp", mcp_bench)
   page:close()
   section("schema", schema_bench)
   section("json", json_bench)

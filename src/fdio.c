@@ -7,7 +7,8 @@
  * terminal, a shell's pipe, the MCP client's socket), and setting it would
  * change their reads and writes too. So a read takes only what the
  * descriptor holds now (a socket: MSG_DONTWAIT; else poll with no wait,
- * then at most FIONREAD's count), and a write only what fits now (a
+ * then one read, which a readable pipe or terminal answers at once), and
+ * a write only what fits now (a
  * socket: MSG_DONTWAIT; else PIPE_BUF bytes at a time while poll says it
  * is writable, which for a pipe means that much fits). A descriptor read
  * by another process too may lose the bytes between the look and the
@@ -18,7 +19,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,7 +26,7 @@
 #include "nopipe.h"
 #include "dt.h"
 
-#define READ_MAX (64 * 1024 * 1024)
+#define READ_MAX 65536                  /* bytes one read takes, on the C stack */
 
 static int check_fd(lua_State *L, int arg)
 {
@@ -58,50 +58,41 @@ static int ready(int fd, short events)
 }
 
 /* core.fd_read(fd [, max]) -> bytes | "" | nil, message, code
- * The bytes fd holds now, at most max (default 65536): "" when there are
- * none yet (never waits), "closed" at the end of the input (or a peer
- * that reset it), "system" for any other failure. */
+ * The bytes fd holds now, at most max (default and at most 65536: a
+ * caller on a level-triggered loop is called again while more is there):
+ * "" when there are none yet (never waits), "closed" at the end of the
+ * input (or a peer that reset it), "system" for any other failure. */
 static int l_fd_read(lua_State *L)
 {
+	char buf[READ_MAX];
 	int fd = check_fd(L, 1);
-	lua_Integer max = luaL_optinteger(L, 2, 65536);
-	size_t want;
+	lua_Integer max = luaL_optinteger(L, 2, READ_MAX);
 	ssize_t n;
-	char *buf;
-	luaL_argcheck(L, max >= 1 && max <= READ_MAX, 2, "max must be from 1 to 64 MiB");
-	want = (size_t)max;
+	luaL_argcheck(L, max >= 1, 2, "max must be at least 1");
+	if (max > READ_MAX)
+		max = READ_MAX;
 	if (is_socket(fd)) {
-		buf = (char *)malloc(want);                    /* owns: buf until pushed */
-		if (buf == NULL)
-			return dt_push_fail(L, DT_ENOMEM, "out of memory for a read");
 		do
-			n = recv(fd, buf, want, MSG_DONTWAIT);
+			n = recv(fd, buf, (size_t)max, MSG_DONTWAIT);
 		while (n < 0 && errno == EINTR);
 	} else {
-		int r = ready(fd, POLLIN), avail = 0;
+		/* Readable: a read takes what a pipe or terminal holds, or sees
+		 * the end or an error at once. */
+		int r = ready(fd, POLLIN);
 		if (r < 0)
 			return dt_push_failf(L, DT_ESYSTEM, "poll on fd %d: %s", fd, strerror(errno));
 		if (r == 0) {
 			lua_pushliteral(L, "");
 			return 1;
 		}
-		/* Readable with nothing counted: the end, or an error, which the
-		 * read reports at once. */
-		if (ioctl(fd, FIONREAD, &avail) == 0 && avail > 0 && (size_t)avail < want)
-			want = (size_t)avail;
-		buf = (char *)malloc(want);                    /* owns: buf until pushed */
-		if (buf == NULL)
-			return dt_push_fail(L, DT_ENOMEM, "out of memory for a read");
 		do
-			n = read(fd, buf, want);
+			n = read(fd, buf, (size_t)max);
 		while (n < 0 && errno == EINTR);
 	}
 	if (n > 0) {
 		lua_pushlstring(L, buf, (size_t)n);
-		free(buf);
 		return 1;
 	}
-	free(buf);
 	if (n == 0)
 		return dt_push_fail(L, DT_ECLOSED, "end of input");
 	if (errno == EAGAIN || errno == EWOULDBLOCK) {

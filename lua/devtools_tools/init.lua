@@ -113,7 +113,8 @@ local function left(deadline)
   return l > 0 and l or 0
 end
 
--- fd_read(fd, max?) -> bytes ("" when fd holds none now) | nil, why (the
+-- fd_read(fd, max?) -> bytes (at most max, and 64 KiB; "" when fd holds
+-- none now) | nil, why (the
 -- input ended, or cannot be read); fd_write(fd, s, from?) -> how many
 -- bytes of s from byte `from` went (0: none fit now) | nil, why (the
 -- reader is gone, or the write failed). Neither ever waits nor changes
@@ -128,8 +129,8 @@ end
 
 local function fd_read(fd, max)
   check_fd("fd_read", fd)
-  if max ~= nil and (type(max) ~= "number" or max < 1 or max > 64 * 1024 * 1024 or max % 1 ~= 0) then
-    errors.raise("bad_argument", "fd_read: max must be a whole number of bytes from 1 to 64 MiB")
+  if max ~= nil and (type(max) ~= "number" or max < 1 or max % 1 ~= 0) then
+    errors.raise("bad_argument", "fd_read: max must be a whole number of bytes, at least 1")
   end
   local s, why = core.fd_read(fd, max)
   if s == nil then return nil, why end

@@ -79,26 +79,28 @@ end
 
 -- result(value, structured) -> CallToolResult (a table). structured:
 -- whether the version has structuredContent.
+local function build(value, structured)
+  if is_element(value) then
+    local s = M.element(value)
+    return { content = { { type = "text", text = describe(value) } }, structuredContent = structured and s or nil }
+  end
+  local v = jsonable(value, 0)
+  local body = encode(v)
+  local sc
+  if structured then
+    local k = type(v) == "table" and kind(v) or nil
+    if k == "object" or k == "empty" then       -- (a plain {} is written {})
+      sc = v
+    else
+      sc = { result = v }
+    end
+  end
+  return { content = { { type = "text", text = body } }, structuredContent = sc }
+end
+
 function M.result(value, structured)
   if value == nil then value = null end
-  local ok, res = pcall(function()
-    if is_element(value) then
-      local s = M.element(value)
-      return { content = { { type = "text", text = describe(value) } }, structuredContent = structured and s or nil }
-    end
-    local v = jsonable(value, 0)
-    local body = encode(v)
-    local sc
-    if structured then
-      local k = type(v) == "table" and kind(v) or nil
-      if k == "object" or k == "empty" then       -- (a plain {} is written {})
-        sc = v
-      else
-        sc = { result = v }
-      end
-    end
-    return { content = { { type = "text", text = body } }, structuredContent = sc }
-  end)
+  local ok, res = pcall(build, value, structured)
   if ok then return res end
   return M.failure(res)
 end

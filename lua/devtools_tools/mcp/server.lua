@@ -392,11 +392,13 @@ function Server:_request(msg, batch)
     return self:_reply(batch, { jsonrpc = "2.0", id = id, result = self:_finish(ctx, res) })
   end
   local key = key_of(id)
-  local entry = { id = id, method = method, batch = batch,
-    what = method == "tools/call" and ("tool " .. text.brief(text.clean(tostring(params.name)), 80)) or method }
+  local entry = { id = id, method = method, batch = batch }
   self.inflight[key] = entry
   local token = meta and meta.progressToken
-  if type(token) == "string" or type(token) == "number" then self:_progress(entry, token) end
+  if type(token) == "string" or type(token) == "number" then
+    entry.what = method == "tools/call" and ("tool " .. text.brief(text.clean(tostring(params.name)), 80)) or method
+    self:_progress(entry, token)
+  end
   local t = dt.async(function()
     local ok, res = xpcall(h, traceback, self, ctx)
     entry.done = true

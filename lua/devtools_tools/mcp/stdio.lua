@@ -24,7 +24,7 @@ local find, sub, byte, concat = string.find, string.sub, string.byte, table.conc
 local M = {}
 
 M.MAX_LINE = 256 * 1024 * 1024     -- as the CDP transports' limit
-local READ = 1024 * 1024           -- bytes read at a time
+local READ = 65536                 -- bytes read at a time (the loop calls again while more is there)
 
 local Stdio = {}
 Stdio.__index = Stdio

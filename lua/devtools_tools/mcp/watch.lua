@@ -23,8 +23,8 @@ local setmetatable, pcall, tostring, ipairs = setmetatable, pcall, tostring, ipa
 
 local M = {}
 
-M.DEBOUNCE = 0.03        -- seconds without a change before discovering again
-M.MAX_DELAY = 0.15       -- at most this long after the first change
+M.DEBOUNCE = 0.02        -- seconds without a change before discovering again
+M.MAX_DELAY = 0.1        -- at most this long after the first change
 M.DISCOVER_TIMEOUT = 10  -- seconds one discovery may take
 M.LISTEN = 60            -- seconds of one wait of the listening task
 
@@ -60,6 +60,7 @@ local function run(self, first)
     end
     first = false
     local seen = self.events
+    if opts.trace then opts.trace("discovering") end
     local ok, groups, warnings = pcall(page.discover, page, { timeout = opts.timeout or M.DISCOVER_TIMEOUT })
     if self.stopped then return end
     if ok then
@@ -112,8 +113,9 @@ end
 -- on_change for it), the page's changes watched from now on
 function Watch:start()
   local page = self.page
-  self.off = page:on("tools_changed", function()
+  self.off = page:on("tools_changed", function(e)
     self.events = self.events + 1
+    if self.opts.trace then self.opts.trace("the page's tools may have changed: " .. tostring(e and e.reason)) end
     if not self.refreshing then refresh(self, false) end
   end)
   self.off_crash = page:on("crashed", function()
