@@ -767,7 +767,10 @@ describe("the Neovim plugin", function()
       "Page:wait_for_tool", "schema.validate", "schema.shape", "json.kind",
       -- issue 32: what front ends need, the background browser
       "dt.now", "dt.left", "dt.new_error", "dt.isatty", "dt.nojit", "dt.stop_detached", "dt.background",
-      "Background:status", "Background:start", "Background:stop", "Browser:alive" }) do
+      "Background:status", "Background:start", "Background:stop", "Browser:alive",
+      -- issue 35: the MCP server, and what it asked of the API
+      "mcp.serve", "mcp.stdio", "McpServer:close", "McpServer:run", "McpServer:tools", "Page:wait_until",
+      "dt.loop", "dt.fd_read", "dt.fd_write" }) do
       local at = src:find("\nfunction " .. f .. "(", 1, true)
       assert.truthy(at, "no function " .. f)
       local before = src:sub(1, at - 1):match("([^\n]*)$")

@@ -43,9 +43,9 @@
  *   base64.c      dt.h                            -                                 core.base64_decode
  *   poll.c        dt.h                            -                                 core.poll
  *   fdio.c        nopipe.h dt.h                   codes nopipe                      core.fd_read, fd_write...
- *   core.c        dt.h                            base64 cdp_decode clock codes fs  luaopen: every *_open
- *                                                 http json poll process regex
- *                                                 transport ws
+ *   core.c        dt.h                            base64 cdp_decode clock codes     luaopen: every *_open
+ *                                                 fdio fs http json poll process
+ *                                                 regex transport ws
  *
  * Each *_open adds its functions (and registers its classes) in the module
  * table on top of the stack. */

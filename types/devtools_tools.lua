@@ -134,6 +134,7 @@
 ---@field path? string also write the PNG there
 ---@field full_page? boolean the whole document, not the viewport
 ---@field element? string|devtools_tools.Element a CSS selector or an Element
+---@field base64? boolean return the PNG as base64 text (as Chromium sent it), not bytes
 ---@field timeout? number
 
 ---@class devtools_tools.WebDriverInfo
@@ -292,6 +293,13 @@ function Page:cdp(method, params, opts) end
 ---@param opts? devtools_tools.ScreenshotOpts
 ---@return string png
 function Page:screenshot(opts) end
+---Waits until pred() holds (asked at once and after each message the page's
+---connection reads, so page:on listeners hear its events meanwhile), or the
+---timeout (false). Raises disconnected when the page or browser goes away.
+---@param pred fun(): boolean
+---@param opts? devtools_tools.CallOpts
+---@return boolean
+function Page:wait_until(pred, opts) end
 
 ---The tools one listener registered in one frame.
 ---@class devtools_tools.ToolGroup
@@ -330,6 +338,7 @@ function Tool:validate(args) end
 ---@class devtools_tools.Element
 ---@field backend_node_id integer
 ---@field description string e.g. "div#cart"
+---@field text string the start of its text content (at most 80 characters)
 ---@field frame devtools_tools.Frame
 
 ---A function running as a coroutine on the loop of dt.use_loop.
@@ -376,6 +385,7 @@ function json.kind(t) end
 ---@field json devtools_tools.json
 ---@field Error table the metatable of devtools_tools.Error
 ---@field Task table the metatable of devtools_tools.Task
+---@field schema devtools_tools.schema the validator, from the facade
 local dt = {}
 ---Starts headless Chromium over --remote-debugging-pipe.
 ---@param opts? devtools_tools.LaunchOpts
@@ -461,6 +471,25 @@ function dt.stop_detached(record, opts) end
 ---@param path string
 ---@return devtools_tools.Background
 function dt.background(path) end
+---The driver new tasks run on (the built-in poll loop unless dt.use_loop chose
+---another): watch/modify/unwatch/timer/cancel, and step on the built-in loop.
+---@return table driver
+function dt.loop() end
+---The bytes fd holds now (at most max and 64 KiB; "" when none yet); never
+---waits nor changes the descriptor's flags. nil, why at the end of the input.
+---@param fd integer
+---@param max? integer
+---@return string|nil bytes
+---@return string|nil why
+function dt.fd_read(fd, max) end
+---Writes what fits now of s from byte from (default 1): how many bytes went
+---(0: none fit). nil, why when the reader is gone (no SIGPIPE).
+---@param fd integer
+---@param s string
+---@param from? integer
+---@return integer|nil n
+---@return string|nil why
+function dt.fd_write(fd, s, from) end
 
 ---@class devtools_tools.Background
 ---@field path string the record file
@@ -555,5 +584,47 @@ function nvim.open_tool_under_cursor() end
 ---@param err any
 ---@return string
 function nvim.format_error(err) end
+
+---The MCP server (require "devtools_tools.mcp"): a page's tools served to AI agents.
+---@class devtools_tools.mcp
+---@field VERSIONS string[] the protocol versions served, newest first
+local mcp = {}
+
+---@class devtools_tools.McpTransport
+---@field start fun(self, handlers: {message: fun(text: string), close: fun(why: string), too_long?: fun(limit: integer)})
+---@field send fun(self, text: string): boolean? one JSON-RPC message; never waits
+---@field close? fun(self)
+---@field pending? fun(self): integer bytes not written yet
+
+---@class devtools_tools.McpOpts
+---@field page devtools_tools.Page the page whose tools are served
+---@field browser? devtools_tools.Browser reported on when it dies
+---@field allow_eval? boolean serve devtools.evaluate
+---@field webmcp? boolean the browser has WebMCP on (said in the instructions)
+---@field timeout? number seconds each call may take (30)
+---@field log? fun(line: string)|false warnings; default stderr
+---@field debug? boolean log every message (default: DEVTOOLS_TOOLS_DEBUG holds "mcp")
+---@field on_close? fun(why: string) the transport closed and the server stopped
+
+---@class devtools_tools.McpServer
+local McpServer = {}
+---Stops: requests under way cancelled, subscriptions ended, transport closed.
+---@param why? string
+function McpServer:close(why) end
+---Turns dt.loop() until the server stopped (its input ended).
+function McpServer:run() end
+---The MCP names of the page tools served now.
+---@return string[]
+function McpServer:tools() end
+
+---Serves the page's tools on the transport; returns at once.
+---@param transport devtools_tools.McpTransport
+---@param opts devtools_tools.McpOpts
+---@return devtools_tools.McpServer
+function mcp.serve(transport, opts) end
+---The stdio transport: newline-delimited messages on fds 0 and 1.
+---@param opts? {input?: integer, output?: integer, loop?: table}
+---@return devtools_tools.McpTransport
+function mcp.stdio(opts) end
 
 return dt
