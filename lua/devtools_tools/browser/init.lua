@@ -10,15 +10,16 @@
 -- certificates unless told not to, and leaves that browser running when
 -- closed.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
-local cdp = require "devtools_tools.cdp"
-local options = require "devtools_tools.options"
-local tasks = require "devtools_tools.task"
+local errors = require "devtools_tools.base.errors"
+local cdp = require "devtools_tools.wire.cdp"
+local options = require "devtools_tools.base.options"
+local tasks = require "devtools_tools.rt.task"
 local Page = require "devtools_tools.page"
-local observe = require "devtools_tools.observe"
+local observe = require "devtools_tools.page.observe"
+local json = require "devtools_tools.base.json"
 
 local raise = errors.raise
 local now = core.now
@@ -612,7 +613,7 @@ function M.connect(url, opts)
       raise("connect_failed", "connect: GET /json/version answered " .. tostring(status),
         { details = { status = status, body = body:sub(1, 200) } })
     end
-    local ok, info = errors.catch(require("devtools_tools.json").decode, body)
+    local ok, info = errors.catch(json.decode, body)
     local ws = ok and type(info) == "table" and info.webSocketDebuggerUrl
     if type(ws) ~= "string" then
       raise("connect_failed", "connect: /json/version has no webSocketDebuggerUrl")

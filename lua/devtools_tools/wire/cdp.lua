@@ -1,4 +1,4 @@
--- devtools_tools.cdp: one Chrome DevTools Protocol connection.
+-- devtools_tools.wire.cdp: one Chrome DevTools Protocol connection.
 --
 -- Correlates commands and replies by id, routes events to the session that
 -- owns them (flattened target sessions: `sessionId` at the top level) and
@@ -15,17 +15,17 @@
 --
 -- Waiting has two faces and one reader. Outside a task the caller reads the
 -- transport itself until its reply (or its condition) is there. Inside a
--- task (devtools_tools.task) the caller registers a waiter and suspends; the
+-- task (devtools_tools.rt.task) the caller registers a waiter and suspends; the
 -- connection then watches the transport's descriptors on the task's loop,
 -- and whatever reads (that watch, or a blocking caller) routes replies to
 -- their waiters and wakes them. So many tasks share one connection.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
-local errors = require "devtools_tools.errors"
-local json = require "devtools_tools.json"
+local errors = require "devtools_tools.base.errors"
+local json = require "devtools_tools.base.json"
 local core = require "devtools_tools.core"
-local tasks = require "devtools_tools.task"
+local tasks = require "devtools_tools.rt.task"
 
 local now = core.now
 local raise = errors.raise

@@ -1,4 +1,4 @@
--- devtools_tools.calls: calling tools. Prepares a call (arguments checked,
+-- devtools_tools.tools.calls: calling tools. Prepares a call (arguments checked,
 -- validated and marshalled before anything is sent), sends it, or many of
 -- them pipelined in one request per document, and turns the page's reply
 -- envelope into a value or a dt.Error.
@@ -7,23 +7,23 @@
 -- absolute deadline of the public call it serves), wait in anything but the
 -- connection, or let one entry's failure take another entry's result.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
-local remote = require "devtools_tools.remote"
-local marshal = require "devtools_tools.marshal"
-local element = require "devtools_tools.element"
-local pagejs = require "devtools_tools.pagejs"
-local current_task = require("devtools_tools.task").current
+local errors = require "devtools_tools.base.errors"
+local remote = require "devtools_tools.wire.remote"
+local marshal = require "devtools_tools.tools.marshal"
+local element = require "devtools_tools.tools.element"
+local pagejs = require "devtools_tools.tools.pagejs"
+local current_task = require("devtools_tools.rt.task").current
 local CALL_EXPR_HEAD, CALL_EXPR_TAIL = pagejs.CALL_EXPR_HEAD, pagejs.CALL_EXPR_TAIL
 
 local raise = errors.raise
 local now = core.now
 local array_mt = core.array_mt
 local json_decode = core.json_decode
-local json_encode = require("devtools_tools.json").encode
-local encode_args = require("devtools_tools.json").encode_finite   -- no NaN sent as null
+local json_encode = require("devtools_tools.base.json").encode
+local encode_args = require("devtools_tools.base.json").encode_finite   -- no NaN sent as null
 local sfind, ssub = string.find, string.sub
 local next = next
 local type, tostring, tonumber, ipairs, setmetatable, getmetatable, error =

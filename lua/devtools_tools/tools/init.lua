@@ -1,19 +1,19 @@
 -- devtools_tools.tools: the ToolGroup and Tool types a discovery returns.
 -- A Tool knows the document it was found in; calling it goes through
--- devtools_tools.calls, validating its arguments through
+-- devtools_tools.tools.calls, validating its arguments through
 -- devtools_tools.schema.
 --
 -- What it must never do: use a page-provided name as a key of one of our
 -- objects or metatables (names are values in fields and lists), or let its
 -- schema work run past the deadline of the call it serves.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
+local errors = require "devtools_tools.base.errors"
 local schema = require "devtools_tools.schema"
-local options = require "devtools_tools.options"
-local calls = require "devtools_tools.calls"
+local options = require "devtools_tools.base.options"
+local calls = require "devtools_tools.tools.calls"
 
 local raise = errors.raise
 local now = core.now

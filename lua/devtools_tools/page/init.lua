@@ -9,20 +9,20 @@
 -- It owns its fields: other modules read them and change them only through
 -- its methods.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
-local options = require "devtools_tools.options"
-local remote = require "devtools_tools.remote"
+local errors = require "devtools_tools.base.errors"
+local options = require "devtools_tools.base.options"
+local remote = require "devtools_tools.wire.remote"
 local tools = require "devtools_tools.tools"
-local calls = require "devtools_tools.calls"
-local discovery = require "devtools_tools.discovery"
+local calls = require "devtools_tools.tools.calls"
+local discovery = require "devtools_tools.tools.discovery"
 -- issue 14: console, network, raw CDP, WebMCP tools, screenshots
-local observe = require "devtools_tools.observe"
-local pagejs = require "devtools_tools.pagejs"
-local webmcp = require "devtools_tools.webmcp"
-local screenshot = require "devtools_tools.screenshot"
+local observe = require "devtools_tools.page.observe"
+local pagejs = require "devtools_tools.tools.pagejs"
+local webmcp = require "devtools_tools.tools.webmcp"
+local screenshot = require "devtools_tools.page.screenshot"
 
 local raise = errors.raise
 local now = core.now
@@ -847,7 +847,7 @@ function Page:call_many(list, opts)
 end
 
 -- issue 14: console_messages, network_requests, response_body, on, on_cdp,
--- observe, mark, cdp (devtools_tools.observe); screenshot
+-- observe, mark, cdp (devtools_tools.page.observe); screenshot
 for k, f in pairs(observe.methods) do Page[k] = f end
 Page.screenshot = screenshot.screenshot
 

@@ -1,4 +1,4 @@
--- devtools_tools.discovery: finding the tools a page exposes through the
+-- devtools_tools.tools.discovery: finding the tools a page exposes through the
 -- `devtoolstooldiscovery` event, in every frame, in a stable order.
 --
 -- Compatible with Chrome DevTools for agents (chrome-devtools-mcp): the same
@@ -15,14 +15,14 @@
 -- its own (it runs within its caller's deadline), or write the page's
 -- fields (it asks the page, through its methods).
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
-local errors = require "devtools_tools.errors"
-local remote = require "devtools_tools.remote"
+local errors = require "devtools_tools.base.errors"
+local remote = require "devtools_tools.wire.remote"
 local tools = require "devtools_tools.tools"
-local marshal = require "devtools_tools.marshal"
-local calls = require "devtools_tools.calls"
-local pagejs = require "devtools_tools.pagejs"
+local marshal = require "devtools_tools.tools.marshal"
+local calls = require "devtools_tools.tools.calls"
+local pagejs = require "devtools_tools.tools.pagejs"
 
 local raise = errors.raise
 local now = require("devtools_tools.core").now

@@ -1,4 +1,4 @@
--- devtools_tools.webmcp: the page's WebMCP tools (document.modelContext,
+-- devtools_tools.tools.webmcp: the page's WebMCP tools (document.modelContext,
 -- Chromium's experimental `WebMCP` CDP domain, behind
 -- --enable-features=WebMCP, which dt.launch{webmcp = true} adds) as ToolGroups
 -- of kind "webmcp" beside the devtoolstooldiscovery groups, called through
@@ -7,7 +7,7 @@
 -- The registry is kept from events (toolsAdded, toolsRemoved, a frame that
 -- navigates or goes away), so discovery reads it without a round trip of
 -- its own (the domain is enabled with the page's other records, in
--- devtools_tools.observe); a call is WebMCP.invokeTool, answered by a
+-- devtools_tools.page.observe); a call is WebMCP.invokeTool, answered by a
 -- toolResponded event.
 --
 -- What it must never do: trust the page to validate arguments (Chromium
@@ -15,12 +15,12 @@
 -- page-provided name as a key of one of our objects (tools are kept in a
 -- list; lookups compare fields), or wait inside an event handler.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
-local errors = require "devtools_tools.errors"
+local errors = require "devtools_tools.base.errors"
 local tools = require "devtools_tools.tools"
-local calls = require "devtools_tools.calls"
-local remote = require "devtools_tools.remote"
+local calls = require "devtools_tools.tools.calls"
+local remote = require "devtools_tools.wire.remote"
 
 local raise = errors.raise
 local type, tostring, ipairs, pairs, error = type, tostring, ipairs, pairs, error

@@ -1,4 +1,4 @@
--- devtools_tools.background: one Chromium kept running in the background
+-- devtools_tools.browser.background: one Chromium kept running in the background
 -- for several processes to share (the command line's `browser start`),
 -- known through a record file: {pid, profile, executable, endpoint, port},
 -- or {starting = true, profile, executable[, pid]} while a start is under
@@ -14,13 +14,13 @@
 -- It must never end a process that is not the recorded Chromium (see
 -- browser.stop_detached), nor leave a browser it started unrecorded.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
-local json = require "devtools_tools.json"
-local options = require "devtools_tools.options"
-local tasks = require "devtools_tools.task"
+local errors = require "devtools_tools.base.errors"
+local json = require "devtools_tools.base.json"
+local options = require "devtools_tools.base.options"
+local tasks = require "devtools_tools.rt.task"
 local browser = require "devtools_tools.browser"
 
 local raise = errors.raise

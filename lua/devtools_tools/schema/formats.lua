@@ -1,4 +1,4 @@
--- devtools_tools.formats: the JSON Schema `format` checks the schema module
+-- devtools_tools.schema.formats: the JSON Schema `format` checks the schema module
 -- applies to strings, by name.
 --
 -- The set and the meaning are ajv 6.15's, as Chrome DevTools for agents
@@ -29,7 +29,7 @@
 -- Each check is a pure function of one string; none may ever raise on any
 -- input (malformed UTF-8 included), nor reach for the network.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
 
