@@ -9,6 +9,12 @@
 -- someone else runs, refusing non-loopback hosts unless asked, verifying TLS
 -- certificates unless told not to, and leaves that browser running when
 -- closed.
+--
+-- What it must never do: open a debugging port for a browser it launches
+-- (launch{detached = true} opens one on 127.0.0.1 for a browser meant to be
+-- shared), attach to a non-loopback host unless asked, leave a launched
+-- Chromium or its temporary profile behind, or wait without the call's
+-- deadline (rt/wait).
 
 require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
