@@ -602,9 +602,8 @@ function M.connect(url, opts)
     local status, body, code = http(addr, port, "/json/version", {
       deadline = deadline, headers = headers, tls = tls, server_name = topts.server_name,
       ca_file = topts.ca_file, insecure = topts.insecure })
-    if not status then
-      raise(code == "timeout" and "timeout" or "connect_failed",
-        "connect: " .. tostring(body))                -- "GET http://host:port/json/version: why"
+    if not status then                                -- "GET http://host:port/json/version: why"
+      error(errors.c_failure(code, "connect: " .. tostring(body), "connect_failed"), 0)
     end
     if status ~= 200 then
       raise("connect_failed", "connect: GET /json/version answered " .. tostring(status),
@@ -630,8 +629,8 @@ function M.connect(url, opts)
     { deadline = deadline, host_header = hosthdr, headers = headers, tls = tls,
       ca_file = topts.ca_file, insecure = topts.insecure, async = tasks.current() ~= nil })
   if not transport then
-    raise(code == "timeout" and "timeout" or "connect_failed",
-      "connect: " .. url .. ": " .. tostring(err), handshake_details(err))
+    error(errors.c_failure(code, "connect: " .. url .. ": " .. tostring(err), "connect_failed",
+      handshake_details(err)), 0)
   end
   local conn = cdp.new(transport, { timeout = timeout })
   local ok, version = errors.catch(conn.call, conn, "Browser.getVersion", nil,
@@ -644,8 +643,8 @@ function M.connect(url, opts)
     if version.code == "cancelled" then error(version, 0) end
     local message = version.message
     if state == "closed" and why and version.code ~= "timeout" then message = why end
-    raise(version.code == "timeout" and "timeout" or "connect_failed",
-      "connect: " .. url .. ": " .. message, handshake_details(message))
+    error(errors.c_failure(version.code, "connect: " .. url .. ": " .. message, "connect_failed",
+      handshake_details(message)), 0)
   end
   return new_browser(conn, { timeout = timeout, launched = false, url = url,
     _version = version, history = history })

@@ -49,8 +49,8 @@ M.decode_page_json = decode_page_json
 -- Raises `stale` for a Tool whose document is gone (details: what
 -- Chromium said, when it said so).
 local function stale_tool(tool, details)
-  raise("stale", "tool " .. tool.name .. " belongs to a document that is gone (its frame navigated"
-    .. " or was removed); get it again with page:tool()", { tool = tool.name, details = details })
+  error(errors.gone("tool " .. tool.name, { tool = tool.name, details = details }, " (its frame navigated"
+    .. " or was removed); get it again with page:tool()"), 0)
 end
 
 -- A Tool kept from an earlier discovery runs only if the tool the page
@@ -128,8 +128,7 @@ local function prepare(tool, args, who, deadline)
   if els then
     for _, el in ipairs(els) do
       if element.stale(el) then
-        raise("stale", "an Element passed to " .. tool.name .. " belongs to a document that is gone",
-          { tool = tool.name })
+        error(errors.gone("an Element passed to " .. tool.name, { tool = tool.name }), 0)
       end
       if el._frame_id ~= tool._frame_id or el._page ~= page then
         raise("bad_argument", "an Element passed to " .. tool.name .. " lives in another frame ("
@@ -366,7 +365,7 @@ fetch_in = function(conn, session, tool, group, n, key, deadline)
 end
 
 local function not_settled(tool)
-  return errors.new("timeout", "tool " .. tool.name .. " did not settle in time", { tool = tool.name })
+  return errors.not_settled(tool.name)
 end
 
 -- Awaits the reply to request id (a call or a batch whose first call is
@@ -387,8 +386,7 @@ local function await_reply(tool, id, deadline, group, nav_known)
       stale_tool(tool, r.details)
     end
     if remote.is_navigation_error(r) then
-      raise("navigated", "tool " .. tool.name .. ": the frame navigated during the call",
-        { tool = tool.name, details = r.details })
+      error(errors.navigated("tool " .. tool.name, { tool = tool.name, details = r.details }), 0)
     end
     -- (A reply cut while decoding is a timeout too, but the page answered:
     -- conn:await's message says so, under the tool's name.)

@@ -369,11 +369,9 @@ end
 local function invoke_failure(tool, r)
   local msg = r.details and r.details.message
   if remote.never_ran(r) then
-    return errors.new("stale", "tool " .. tool.name .. " belongs to a document that is gone", { tool = tool.name,
-      details = r.details })
+    return errors.gone("tool " .. tool.name, { tool = tool.name, details = r.details })
   elseif remote.is_navigation_error(r) then
-    return errors.new("navigated", "tool " .. tool.name .. ": the frame navigated during the call",
-      { tool = tool.name, details = r.details })
+    return errors.navigated("tool " .. tool.name, { tool = tool.name, details = r.details })
   elseif r.code == "protocol_error" and type(msg) == "string" and msg:find("not found", 1, true) then
     return errors.new("tool_not_found", "Tool " .. tool.name .. " not found", { tool = tool.name,
       details = r.details })
@@ -440,9 +438,9 @@ function M.finish(c, deadline)
       raise("disconnected", "tool " .. tool.name .. ": the renderer of its iframe crashed", { tool = tool.name })
     end
     if not page:_is_current(tool._frame_id, tool._loader) then
-      raise("navigated", "tool " .. tool.name .. ": the frame navigated during the call", { tool = tool.name })
+      error(errors.navigated("tool " .. tool.name, { tool = tool.name }), 0)
     end
-    raise("timeout", "tool " .. tool.name .. " did not settle in time", { tool = tool.name })
+    error(errors.not_settled(tool.name), 0)
   end
   answers[id] = nil
   if a.status == "Completed" then
