@@ -130,7 +130,7 @@ LUAJIT_SPECS = spec/nojit_spec.lua spec/json_spec.lua spec/schema_spec.lua spec/
 	spec/pipe_transport_spec.lua spec/discovery_spec.lua spec/lifetime_spec.lua \
 	spec/page_unit_spec.lua spec/hostile_spec.lua spec/task_spec.lua spec/observe_spec.lua \
 	spec/webmcp_spec.lua spec/observe_unit_spec.lua \
-	spec/tls_transport_spec.lua spec/remote_spec.lua
+	spec/tls_transport_spec.lua spec/remote_spec.lua spec/page_shapes_spec.lua
 # On the LuaJIT x64 builds whose JIT miscompiles pairs() (Debian 12's: see
 # lua/devtools_tools/nojit.lua) the library keeps the JIT out of its own
 # functions, but busted, luassert and penlight have no such guard and their

@@ -498,15 +498,17 @@ describe("issue 11", function()
   local TOOL_X = "addEventListener('devtoolstooldiscovery', e => e.respondWith({ name: 'g', tools: ["
     .. "{ name: 'x', description: 'd', inputSchema: { type: 'object' }, execute: () => 1 }] }));"
 
-  it("skips a group whose schema nests 1200 levels only through toJSON or a getter, and keeps the rest", function()
-    -- the object is shallow; the JSON it makes is not (before: the frame's
-    -- whole answer was too deep for Lua, and every group of it was lost)
+  it("skips a group whose schema nests 1200 levels through a getter, keeps the rest, and never calls toJSON", function()
+    -- the object is shallow; what its getter gives is not (before: the
+    -- frame's whole answer was too deep for Lua, and every group of it
+    -- was lost). A toJSON is not called at all: a group is read by value,
+    -- as CDP's returnByValue reads it for the reference, so a schema is
+    -- what the object holds, a function member an empty object.
     local deep = "const deep = () => { let s = { type: 'object' }; for (let i = 0; i < 1200; i++) "
       .. "s = { type: 'object', properties: { x: s } }; return s; };"
     local schemas = {
       toJSON = "{ type: 'object', toJSON: deep }",
-      getter = "{ type: 'object', get properties() { return (window.reads = (window.reads || 0) + 1) > 1 "
-        .. "? deep().properties : {}; } }",
+      getter = "{ type: 'object', get properties() { return deep().properties; } }",
     }
     for what, schema in pairs(schemas) do
       local page = browser:new_page(script_page(deep .. TOOL_X
@@ -516,13 +518,19 @@ describe("issue 11", function()
         .. "{ name: 'y', description: 'd', inputSchema: { type: 'object', toJSON: () => ({ type: 'object', "
         .. "properties: { n: { type: 'number' } } }) }, execute: () => 3 }] }));"))
       local groups, warnings = page:discover()
-      assert.same({ "g", "after" }, names(groups), what)
-      assert.same({ 'Invalid toolGroup "widget": the inputSchema of tool "w" nests deeper than 512 levels; '
-        .. "group skipped" }, warnings, what)
-      -- a toJSON that stays shallow is what the schema is
-      assert.same({ type = "object", properties = { n = { type = "number" } } }, groups[2].tools[1].input_schema)
+      if what == "getter" then
+        assert.same({ "g", "after" }, names(groups), what)
+        assert.same({ 'Invalid toolGroup "widget": the inputSchema of tool "w" nests deeper than 512 levels; '
+          .. "group skipped" }, warnings, what)
+      else
+        assert.same({ "g", "widget", "after" }, names(groups), what)
+        assert.same({}, warnings, what)
+        assert.same({ type = "object", toJSON = {} }, groups[2].tools[1].input_schema)
+        assert.equal(2, page:call("w"))
+      end
+      assert.same({ type = "object", toJSON = {} }, groups[#groups].tools[1].input_schema)
       assert.equal(1, page:call("x"))
-      assert.equal(3, page:call("y", { n = 1 }))
+      assert.equal(3, page:call("y", { n = "not a number: the toJSON's schema is not the tool's" }))
       page:close()
     end
   end)
@@ -607,11 +615,6 @@ describe("issue 11", function()
       -- discovery's answer is not text
       "JSON.stringify = () => ({});",
       "window.Promise = function (f) { f(() => {}); return {}; };",
-      -- groups lose their index, or become numbers
-      "Array.prototype.indexOf = function () {};",
-      "Array.prototype.map = function () { return [5]; };",
-      -- an index that is code: never run as such
-      "Array.prototype.indexOf = function () { return '0,document.title=\"injected\"'; };",
     }
     for _, js in ipairs(cases) do
       local page = browser:new_page(script_page(js .. TOOL_X))
@@ -624,6 +627,19 @@ describe("issue 11", function()
       assert.equal("", page:evaluate("document.title"), js)
       page:close()
     end
+    -- Array methods discovery no longer uses: the group is read all the same
+    for _, js in ipairs({ "Array.prototype.indexOf = function () {};",
+        "Array.prototype.map = function () { return [5]; };",
+        "Array.prototype.push = function () { return 0; };",
+        "Array.prototype.indexOf = function () { return '0,document.title=\"injected\"'; };" }) do
+      local page = browser:new_page(script_page(js .. TOOL_X))
+      local groups, warnings = page:discover({ timeout = 5 })
+      assert.same({ "g" }, names(groups), js)
+      assert.same({}, warnings, js)
+      assert.equal(1, page:call("x", nil, { timeout = 5 }), js)
+      assert.equal("", page:evaluate("document.title"), js)
+      page:close()
+    end
   end)
 
   it("a group whose reading throws (a getter) is a warning, and the others stay", function()
@@ -632,19 +648,19 @@ describe("issue 11", function()
       .. TOOL_X))
     local groups, warnings = page:discover()
     assert.same({ "g" }, names(groups))
-    assert.same({ "Invalid toolGroup: reading it threw: nope; group skipped" }, warnings)
+    assert.same({ 'Invalid toolGroup "bad": reading it threw: nope; group skipped' }, warnings)
     assert.equal(1, #page:console_messages({ level = "error" }))
     -- a console.error that throws loses the report, not the discovery
     page:evaluate("console.error = () => { throw new Error('no console') }; 1")
     groups, warnings = page:discover()
     assert.same({ "g" }, names(groups))
-    assert.same({ "Invalid toolGroup: reading it threw: nope; group skipped" }, warnings)
+    assert.same({ 'Invalid toolGroup "bad": reading it threw: nope; group skipped' }, warnings)
     -- nor the reason an invalid group or tool gives
     page:evaluate([[addEventListener('devtoolstooldiscovery', e => { e.respondWith({ name: 'notools' });
       e.respondWith({ name: 'badtool', tools: [{ name: 'y' }] }); }); 1]])
     groups, warnings = page:discover()
     assert.same({ "g" }, names(groups))
-    assert.same({ "Invalid toolGroup: reading it threw: nope; group skipped",
+    assert.same({ 'Invalid toolGroup "bad": reading it threw: nope; group skipped',
       'Invalid toolGroup "notools": tools must be an array',
       'Invalid tool "y" in group "badtool": description must be a string; group skipped' }, warnings)
     page:close()

@@ -102,11 +102,16 @@ local function page_would_run(c, tool)
   return nil
 end
 
-local function check_place(tool)
+local function check_place(tool, deadline)
   local page = tool._page
   if tool.kind == "webmcp" then return end
   local c = page._tool_cache
   if not c then return end
+  -- (what the page holds now, when its documents or tools changed since)
+  if c.epoch ~= page.epoch then
+    page:_current_groups(deadline)
+    c = page._tool_cache
+  end
   local set = c.group_set
   if not set then
     set = {}
@@ -136,7 +141,7 @@ local function prepare(tool, args, who, deadline)
   if not page:_is_current(tool._frame_id, tool._loader, tool._context) then
     stale_tool(tool)
   end
-  check_place(tool)
+  check_place(tool, deadline)
   local ok, err = tool:validate(args, deadline)
   if not ok then error(err, 0) end
   local wire, els = marshal.extract_elements(tool:_shape(args))
@@ -275,16 +280,21 @@ end
 
 -- How long the page may wait for a batch's slowest calls: the time left,
 -- less a share for the answer to travel back, so that the calls that did
--- settle are answered before the deadline.
-local function batch_limit_ms(deadline)
-  local left = deadline - now()
-  if left <= 0 then return 0 end
+-- settle are answered before the deadline. -> ms from when the page starts
+-- the batch, and the same end as a time of the page's clock (clock: its
+-- offset from ours, measured by discovery), or nil. The page may start the
+-- batch late (busy with its own work as the request came): it answers by
+-- the time of its clock, so what settled still comes back in time.
+local function batch_limit_ms(deadline, clock)
+  local t = now()
+  local left = deadline - t
+  if left <= 0 then return 0, clock and t * 1000 + clock end
   -- no deadline, or one past what setTimeout takes (2^31 - 1 ms, about 24.8
   -- days; it fires at once past it): the page waits for every call
   if left * 1000 > 2147483647 then return -1 end
   local margin = left * 0.25
   if margin > 0.25 then margin = 0.25 end
-  return math.floor((left - margin) * 1000)
+  return math.floor((left - margin) * 1000), clock and (deadline - margin) * 1000 + clock
 end
 
 -- Sends the calls of one batch (one session and context) as one request.
@@ -314,7 +324,8 @@ local function send_batch(b, deadline)
     specs[i] = setmetatable({ tool._gi, tool._ti, tool.name, args, c.el_first,
       c.els and #c.els or 0, group_key(tool) }, array_mt)
   end
-  local arguments = { { value = specs }, { value = batch_limit_ms(deadline) } }
+  local limit, at = batch_limit_ms(deadline, tool._clock)
+  local arguments = { { value = specs }, { value = limit }, { value = at or core.null } }
   for _, o in ipairs(objs) do arguments[#arguments + 1] = o end
   b.nav_known = nav_begun(tool)
   b.group = #objs > 0 and group or nil
@@ -448,6 +459,13 @@ local function open_envelope(c, env, deadline)
       raise("tool_not_found", tostring(e.message), { tool = tool.name })
     elseif e.kind == "stale" then
       raise("stale", "tool " .. tool.name .. ": " .. tostring(e.message), { tool = tool.name })
+    elseif e.kind == "changed" then
+      -- nothing ran: the page's tools changed since the discovery this
+      -- call relied on (js/runtime.js)
+      tool._page:_tools_changed()
+      raise("stale", "tool " .. tool.name .. ": the page's tools changed since it was found (a "
+        .. "devtoolstooldiscovery listener came or went, or the page navigated within its document)",
+        { tool = tool.name, details = { changed = true } })
     elseif e.kind == "pending" then
       tool._page:_timed_out(tool._session)
       error(not_settled(tool), 0)

@@ -31,6 +31,14 @@ local min = math.min
 
 local M = {}
 
+-- The most values one tool's inputSchema may have once written out (a
+-- sub-schema shared by several properties counts once for each use); a
+-- frame's tools together may have ten times as many. Larger ones are
+-- skipped with a warning (js/discover.js): the bound keeps a schema that
+-- shares one sub-schema at every level (2^30 values written out) from
+-- taking the page, the wire and the validator with it.
+M.MAX_SCHEMA_VALUES = 100000
+
 -- Every session of the page: its own, then the out-of-process iframes'
 -- (but for one whose renderer crashed: it answers nothing).
 local function sessions_of(page)
@@ -122,7 +130,7 @@ local function group_ok(g)
   return true
 end
 
-local function add_group(page, frame, ctx, g, out)
+local function add_group(page, frame, ctx, g, out, clock)
   local fr = { id = frame.id, url = frame.url, origin = frame.origin }
   local group = tools.new_group({
     name = g.name, description = g.description, tools = {}, frame = fr,
@@ -131,20 +139,27 @@ local function add_group(page, frame, ctx, g, out)
     group.tools[#group.tools + 1] = tools.new_tool({
       name = t.name, description = t.description, input_schema = t.inputSchema, group = group,
       _page = page, _session = frame.session, _context = ctx, _frame_id = frame.id,
-      _loader = frame.loader_id, _gi = g.index, _ti = ti - 1,
+      _loader = frame.loader_id, _gi = g.index, _ti = ti - 1, _clock = clock,
     })
   end
   out[#out + 1] = group
 end
 
-local function make_groups(page, frame, ctx, payload, out, warnings, where)
+-- received: when the answer came (core.now); with the page's clock as it
+-- answered, the difference between the two clocks (ms), which call_many
+-- uses to give the page its deadline on the page's own clock (calls.lua).
+local function make_groups(page, frame, ctx, payload, out, warnings, where, skipped, received)
   if type(payload.groups) ~= "table" then return end
+  local c = payload.clock
+  local clock = type(c) == "number" and c == c and c > -math.huge and c < math.huge and c - received * 1000 or nil
   for i, g in ipairs(payload.groups) do
     if group_ok(g) then
-      add_group(page, frame, ctx, g, out)
+      add_group(page, frame, ctx, g, out, clock)
     else
       warnings[#warnings + 1] = "discovery answered a malformed group (#" .. i .. ")" .. where
         .. "; it is skipped (does the page replace JSON, Array or Promise methods?)"
+      skipped[#skipped + 1] = { group = type(g) == "table" and type(g.name) == "string" and g.name or nil,
+        reason = "discovery answered it malformed", frame = frame.url }
     end
   end
 end
@@ -159,9 +174,11 @@ end
 -- with such an iframe answered in 2 s, not a timeout after 4).
 local IFRAME_WAIT = 10
 
--- discover(page, deadline) -> groups, warnings, epoch, navigated (fresh, in
--- every frame; epoch: the page's document epoch the result is about;
--- navigated: a frame's document went away under the discovery call)
+-- discover(page, deadline) -> groups, warnings, epoch, navigated, skipped
+-- (fresh, in every frame; epoch: the page's document epoch the result is
+-- about; navigated: a frame's document went away under the discovery call;
+-- skipped: {group = name or nil, reason =, frame = url} for each group,
+-- or frame, whose tools are left out, in the order of the warnings)
 function M.discover(page, deadline)
   local conn = page.conn
   conn:poll()
@@ -282,11 +299,15 @@ function M.discover(page, deadline)
   for i, t in ipairs(todo) do
     if t.listening then
       pend[i] = conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.DISCOVER,
-        executionContextId = t.ctx.id, arguments = { { value = marshal.MAX_DEPTH } },
+        executionContextId = t.ctx.id, arguments = { { value = marshal.MAX_DEPTH }, { value = M.MAX_SCHEMA_VALUES } },
         awaitPromise = true, returnByValue = true }, t.frame.session, deadline)
     end
   end
-  local groups, warnings, navigated = {}, {}, false
+  local groups, warnings, navigated, skipped = {}, {}, false, {}
+  local function skip_frame(t, text, reason)
+    warnings[#warnings + 1] = text
+    skipped[#skipped + 1] = { reason = reason, frame = t.frame.url }
+  end
   local function where(t)
     return t.frame.id ~= page.main_frame and (" (frame " .. t.frame.url .. ")") or ""
   end
@@ -297,6 +318,7 @@ function M.discover(page, deadline)
       local main = t.frame.id == page.main_frame
       local ok, r = errors.catch(conn.await, conn, pend[i], main and deadline or iframe_deadline,
         "Runtime.callFunctionOn")
+      local received = now()
       if not ok then
         if remote.is_navigation_error(r) or remote.never_ran(r) then
           warnings[#warnings + 1] = "frame " .. t.frame.url .. " navigated during discovery"
@@ -306,9 +328,10 @@ function M.discover(page, deadline)
             page:_timed_out(t.frame.session)   -- a busy listener: the next call stops it
           end
           if r.code == "timeout" and not main then
-            warnings[#warnings + 1] = ("discovery did not answer in time in frame %s (after %.3g s: a "
-              .. "devtoolstooldiscovery listener still running, or a page that replaced setTimeout or "
-              .. "Promise); its tools are skipped"):format(t.frame.url, now() - started)
+            local after = ("(after %.3g s: a devtoolstooldiscovery listener still running, or a page that "
+              .. "replaced setTimeout or Promise)"):format(now() - started)
+            skip_frame(t, "discovery did not answer in time in frame " .. t.frame.url .. " " .. after
+              .. "; its tools are skipped", "discovery did not answer in time " .. after)
           else
             if r.code == "timeout" then
               r = errors.new("timeout", "discovery did not finish in time in the main frame " .. t.frame.url
@@ -321,23 +344,30 @@ function M.discover(page, deadline)
       elseif r.exceptionDetails then
         remote.release_thrown(conn, t.frame.session, r)
         local msg = remote.exception_info(r.exceptionDetails)
-        warnings[#warnings + 1] = "discovery failed in frame " .. t.frame.url .. ": " .. msg
+        skip_frame(t, "discovery failed in frame " .. t.frame.url .. ": " .. msg, "discovery failed: " .. msg)
       else
         local okd, payload = errors.catch(calls.decode_page_json, remote.remote_value(r.result) or "{}", "discover")
         if not okd or type(payload) ~= "table" then
-          warnings[#warnings + 1] = "discovery answered something unreadable in frame " .. t.frame.url
-            .. (okd and "" or (": " .. payload.message)) .. "; its tools are skipped"
+          local why = okd and "" or (": " .. payload.message)
+          skip_frame(t, "discovery answered something unreadable in frame " .. t.frame.url .. why
+            .. "; its tools are skipped", "discovery answered something unreadable" .. why)
         else
-          make_groups(page, t.frame, t.ctx.id, payload, groups, warnings, where(t))
-          for _, w in ipairs(type(payload.warnings) == "table" and payload.warnings or {}) do
+          make_groups(page, t.frame, t.ctx.id, payload, groups, warnings, where(t), skipped, received)
+          local ws = type(payload.warnings) == "table" and payload.warnings or {}
+          local why = type(payload.skipped) == "table" and payload.skipped or {}
+          for i, w in ipairs(ws) do
             warnings[#warnings + 1] = tostring(w) .. where(t)
+            local s = why[i]
+            skipped[#skipped + 1] = { group = type(s) == "table" and type(s[1]) == "string" and s[1] or nil,
+              reason = type(s) == "table" and type(s[2]) == "string" and s[2] or tostring(w),
+              frame = t.frame.url }
           end
         end
       end
     end
   end
   not_closed()
-  return groups, warnings, epoch, navigated
+  return groups, warnings, epoch, navigated, skipped
 end
 
 -- find_in(groups, name) -> Tool | nil: the first group wins
@@ -369,9 +399,36 @@ local function distance(a, b)
   return prev[#b]
 end
 
--- not_found(name, groups) -> a tool_not_found dt.Error listing the names
--- that exist (details.available) and the nearest one (details.nearest).
-function M.not_found(name, groups)
+-- What a tool_not_found message says of what discovery left out: the
+-- first few groups (or frames) skipped, each with its reason, cut short.
+local SHOW_SKIPPED, REASON_CHARS = 3, 200
+
+local function skipped_text(skipped)
+  local parts = {}
+  for i, s in ipairs(skipped) do
+    if i > SHOW_SKIPPED then
+      parts[#parts + 1] = "and " .. (#skipped - SHOW_SKIPPED) .. " more"
+      break
+    end
+    local why = s.reason
+    if #why > REASON_CHARS then why = why:sub(1, REASON_CHARS) .. "..." end
+    parts[#parts + 1] = (s.group and (s.group .. ": ") or ("frame " .. tostring(s.frame) .. ": ")) .. why
+  end
+  local groups_n, frames_n = 0, 0
+  for _, s in ipairs(skipped) do
+    if s.group then groups_n = groups_n + 1 else frames_n = frames_n + 1 end
+  end
+  local head = {}
+  if groups_n > 0 then head[#head + 1] = groups_n .. " group" .. (groups_n == 1 and "" or "s") end
+  if frames_n > 0 then head[#head + 1] = frames_n .. " frame" .. (frames_n == 1 and "" or "s") end
+  return table.concat(head, " and ") .. " skipped: " .. table.concat(parts, "; ")
+end
+
+-- not_found(name, groups, skipped?) -> a tool_not_found dt.Error listing
+-- the names that exist (details.available), the nearest one
+-- (details.nearest) and what discovery skipped (details.skipped: see
+-- discover), all also in the message.
+function M.not_found(name, groups, skipped)
   local names, seen = {}, {}
   local nearest, best = nil, math.huge
   for _, g in ipairs(groups or {}) do
@@ -384,16 +441,18 @@ function M.not_found(name, groups)
       end
     end
   end
+  skipped = skipped or {}
   local msg = "Tool " .. name .. " not found"
+  local left_out = #skipped > 0 and ("; " .. skipped_text(skipped)) or ""
   if #names == 0 then
-    msg = msg .. " (the page has no tools)"
+    msg = msg .. " (the page has no tools" .. left_out .. ")"
   else
     -- (no nearest when every name is too long to compare: see distance)
     msg = msg .. " (" .. (nearest and ("nearest: " .. nearest .. "; ") or "") .. "the page has "
-      .. #names .. " tool" .. (#names == 1 and "" or "s") .. ")"
+      .. #names .. " tool" .. (#names == 1 and "" or "s") .. left_out .. ")"
   end
   return errors.new("tool_not_found", msg, { tool = name,
-    details = { available = names, nearest = nearest } })
+    details = { available = names, nearest = nearest, skipped = skipped } })
 end
 
 return M

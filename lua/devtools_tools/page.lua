@@ -264,8 +264,10 @@ end
 
 -- Events that change which documents (and so which tools) the page has:
 -- each bumps page.epoch, so a cached discovery knows it is out of date.
+-- A navigation within the document (history.pushState, a hash change) is
+-- one too: a single-page app's router swaps its views' tools on it.
 local epoch_events = {
-  ["Page.frameNavigated"] = true, ["Page.frameDetached"] = true,
+  ["Page.frameNavigated"] = true, ["Page.frameDetached"] = true, ["Page.navigatedWithinDocument"] = true,
   ["Runtime.executionContextCreated"] = true, ["Runtime.executionContextDestroyed"] = true,
   ["Runtime.executionContextsCleared"] = true, ["Target.attachedToTarget"] = true,
   ["Target.detachedFromTarget"] = true,
@@ -541,6 +543,12 @@ function Page:close(opts)
   if not ok and err.code == "cancelled" then error(err, 0) end
 end
 
+-- The page's tools changed in a way no event told of (a call answered
+-- "changed": js/runtime.js): whatever was discovered is out of date.
+function Page:_tools_changed()
+  self.epoch = self.epoch + 1
+end
+
 function Page:_detached()
   if self.closed then return end
   self.closed = true
@@ -570,10 +578,13 @@ end
 -- The cache remembers the deadline of the call that made it: the same public
 -- call never discovers twice.
 local function discover_now(self, deadline)
-  local groups, warnings, epoch, navigated = discovery.discover(self, deadline)
+  local groups, warnings, epoch, navigated, skipped = discovery.discover(self, deadline)
   webmcp.add_groups(self, groups, deadline)          -- issue 14: WebMCP groups after the others
+  -- groups.warnings and groups.skipped (README): on a metatable, so the
+  -- list holds only groups for ipairs, pairs and comparisons
+  setmetatable(groups, { __index = { warnings = warnings, skipped = skipped } })
   self._tool_cache = { epoch = epoch, groups = groups, warnings = warnings, made_for = deadline,
-    navigated = navigated }
+    navigated = navigated, skipped = skipped }
   return groups, warnings
 end
 
@@ -593,6 +604,13 @@ local function groups(self, deadline)
   end
   local g, w = discover_now(self, deadline)
   return g, w, true
+end
+
+-- current_groups(deadline) -> groups: the cached discovery, or a new one
+-- when a document (or the page's tools) changed since (calls.lua asks it
+-- before it runs a Tool kept from an earlier discovery)
+function Page:_current_groups(deadline)
+  return (groups(self, deadline))
 end
 
 -- find(name, deadline) -> Tool | nil, groups. A miss in a cached discovery
@@ -634,7 +652,7 @@ end
 local function lookup(self, name, deadline, fname)
   check_name(name, fname)
   local t, gs = find(self, name, deadline)
-  if not t then error(discovery.not_found(name, gs), 0) end
+  if not t then error(discovery.not_found(name, gs, gs.skipped), 0) end
   return t
 end
 
@@ -683,7 +701,7 @@ function Page:wait_for_tool(name, opts)
     conn:wait_for(function() return self.epoch ~= epoch or self.closed or self.crashed end, until_)
     self:_check_open()
     if now() >= deadline then
-      local e = discovery.not_found(name, gs)
+      local e = discovery.not_found(name, gs, gs.skipped)
       raise("timeout", "wait_for_tool: " .. e.message .. " before the timeout",
         { tool = name, details = e.details })
     end
@@ -710,10 +728,14 @@ function Page:call(name, args, opts)
   self:_check_open(deadline)
   local t = lookup(self, name, deadline, "call")
   local c = self._tool_cache
-  if c and made_in(c, deadline) then return calls.call_tool(t, args, deadline) end
   local ok, r = errors.catch(calls.call_tool, t, args, deadline)
   if ok then return r end
-  if r.code ~= "stale" and r.code ~= "tool_not_found" then error(r, 0) end
+  -- The page changed its tools after the discovery this call made, or
+  -- used (a listener swapped, a route changed: nothing ran): once more.
+  local changed = r.code == "stale" and type(r.details) == "table" and r.details.changed == true
+  if not changed and ((c and made_in(c, deadline)) or (r.code ~= "stale" and r.code ~= "tool_not_found")) then
+    error(r, 0)
+  end
   -- stale: the new document's tools are discovered; not found: the cache
   -- is no good
   if r.code == "tool_not_found" then self._tool_cache = nil end

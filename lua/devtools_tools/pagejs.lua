@@ -75,8 +75,8 @@ end
 
 -- The functionDeclaration of the discovery call: installs the runtime, then
 -- discovers. Both files are function expressions, called, not edited.
-M.DISCOVER = "function (maxDepth) {\n  (" .. M.source.runtime .. ")(maxDepth);\n  return ("
-  .. M.source.discover .. ")(maxDepth);\n}"
+M.DISCOVER = "function (maxDepth, maxValues) {\n  (" .. M.source.runtime .. ")(maxDepth);\n  return ("
+  .. M.source.discover .. ")(maxDepth, maxValues);\n}"
 M.CALL = M.source.call
 -- A one-call expression is CALL_EXPR_HEAD, the arguments as JSON
 -- literals, CALL_EXPR_TAIL: js/call_expr.js is one line of code, cut where

@@ -114,7 +114,16 @@ function Tool:call(args, opts)
   opts = options.check(opts, options.TIMEOUT, "tool " .. tostring(self.name))
   local page = self._page
   page:_check_open()
-  return calls.call_tool(self, args, page.conn:deadline(opts))
+  local deadline = page.conn:deadline(opts)
+  local ok, r = errors.catch(calls.call_tool, self, args, deadline)
+  if ok then return r end
+  -- Nothing ran: the page's tools changed since the discovery its place
+  -- was checked against. Once more, against a new one (which runs the
+  -- tool if the page still holds it, else fails stale).
+  if r.code == "stale" and type(r.details) == "table" and r.details.changed == true then
+    return calls.call_tool(self, args, deadline)
+  end
+  error(r, 0)
 end
 
 errors.guard_methods(ToolGroup, "ToolGroup", "group")

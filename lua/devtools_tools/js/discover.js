@@ -20,47 +20,96 @@
 // checks what comes back, and gives up on an iframe that does not answer
 // in time (discovery.lua).
 //
-// What it must never do: let one bad group (invalid, not JSON, nested too
-// deep for the wire, by itself or through a toJSON or a getter) spoil the
-// others, return anything but one JSON text,
-// or not return: `finish` never throws (a window.__dtmcp that the page
-// made a number, froze, or gave a getter that throws made it throw, and
-// the discovery never settled).
+// What it must never do: let one bad group (invalid, cyclic, nested too
+// deep, too large, a getter or Proxy trap that throws while it is read)
+// spoil the others, return anything but one JSON text, or not return:
+// `finish` never throws (a window.__dtmcp that the page made a number,
+// froze, or gave a getter that throws made it throw, and the discovery
+// never settled).
+//
+// What is read of a group is what the reference reads: it returns the
+// groups from puppeteer's evaluate, by value (CDP's returnByValue), so
+// own enumerable keys, getters run, and no toJSON is ever called (a page
+// with Prototype.js's Array.prototype.toJSON has arrays that stringify as
+// strings). We write that text ourselves, never through JSON.stringify of
+// a page object, and bound it: nesting is counted along the current path
+// only (an object shared by two properties is written twice, as the
+// reference writes it; only an object inside itself is a cycle), and the
+// number of values written per schema and per frame is capped, so a
+// schema that shares one sub-schema at every level ({anyOf: [s, s]} 30
+// times: 2^30 values written out) is refused in bounded time.
 //
 // The file is one function expression; Lua calls it with the depth limit
-// (schemas nested deeper are skipped with a warning).
-(function discoverDevtoolsTools(maxDepth) {
+// and the value limit of one schema (a frame may write ten times that).
+(function discoverDevtoolsTools(maxDepth, maxValues) {
   'use strict';
   const fresh = [];            // window.__dtmcp.toolGroups once finished
-  const stringify = JSON.stringify;
+  const quote = JSON.stringify;          // of strings and numbers only: a primitive has no toJSON
+  const keysOf = Object.keys;
+  const isArray = Array.isArray;
+  const finite = Number.isFinite;
   const later = setTimeout;
-  // How deep a JSON value nests (a cycle counts as too deep).
-  const tooDeep = (value, limit) => {
-    const stack = [[value, 0]];
-    const seen = new Set();
-    while (stack.length) {
-      const [v, d] = stack.pop();
-      if (v === null || typeof v !== 'object') continue;
-      if (d >= limit || seen.has(v)) return true;
-      seen.add(v);
-      for (const k of Object.keys(v)) stack.push([v[k], d + 1]);
-    }
-    return false;
+  const frameValues = maxValues * 10;    // every group of the frame together
+  let written = 0;                       // values written for this frame so far
+  // Why a schema could not be written: our own type, so nothing a page
+  // throws passes for one.
+  class Refusal { constructor(why) { this.why = why; } }
+  // The JSON text of a value as CDP's returnByValue gives it: objects by
+  // their own enumerable keys (getters run; members that are undefined
+  // left out), arrays by index (undefined is null), a function as the
+  // object it is, numbers that JSON cannot hold as null. A BigInt or a
+  // Symbol cannot be returned by value: refused, as a cycle, a nesting
+  // deeper than maxDepth, or more than maxValues values are.
+  const writeValue = (root) => {
+    const path = [];             // the objects from the root to here
+    let count = 0;
+    const write = (v, depth) => {
+      if (++count > maxValues || ++written > frameValues) {
+        throw new Refusal(count > maxValues
+          ? 'is too large: more than ' + maxValues + ' values once written out (a sub-schema shared by '
+            + 'several properties is written once for each)'
+          : 'and the rest of the frame\'s tools are too large: more than ' + frameValues
+            + ' values once written out');
+      }
+      if (v === null || v === undefined) return 'null';
+      const t = typeof v;
+      if (t === 'string') return quote(v);
+      if (t === 'boolean') return v ? 'true' : 'false';
+      if (t === 'number') return finite(v) ? quote(v) : 'null';
+      if (t !== 'object' && t !== 'function') throw new Refusal('holds a ' + t + ', which is not JSON');
+      if (depth >= maxDepth) throw new Refusal('nests deeper than ' + maxDepth + ' levels');
+      for (let i = 0; i < path.length; i++) {
+        if (path[i] === v) throw new Refusal('contains itself (a cycle)');
+      }
+      path[path.length] = v;
+      let s;
+      if (isArray(v)) {
+        const n = v.length;
+        s = '[';
+        for (let i = 0; i < n; i++) s += (i ? ',' : '') + write(v[i], depth + 1);
+        s += ']';
+      } else {
+        const keys = keysOf(v);
+        s = '{';
+        let first = true;
+        for (let i = 0; i < keys.length; i++) {
+          const x = v[keys[i]];
+          if (x === undefined) continue;
+          s += (first ? '' : ',') + quote(keys[i]) + ':' + write(x, depth + 1);
+          first = false;
+        }
+        s += '}';
+      }
+      path.length -= 1;
+      return s;
+    };
+    return write(root, 0);
   };
-  // How deep a JSON text nests (what Lua's decoder counts).
-  const textTooDeep = (text, limit) => {
-    let depth = 0;
-    let inString = false;
-    for (let i = 0; i < text.length; i++) {
-      const c = text.charCodeAt(i);
-      if (inString) {
-        if (c === 92) i++;                          // \ and the character it escapes
-        else if (c === 34) inString = false;
-      } else if (c === 34) inString = true;
-      else if (c === 123 || c === 91) { if (++depth > limit) return true; }
-      else if (c === 125 || c === 93) depth--;
-    }
-    return false;
+  // A JSON array of strings, written without the page's Array methods.
+  const strings = (list) => {
+    let s = '[';
+    for (let i = 0; i < list.length; i++) s += (i ? ',' : '') + quote(list[i]);
+    return s + ']';
   };
   // An exception's message, whatever was thrown.
   const reason = (e) => {
@@ -68,17 +117,24 @@
   };
   return new Promise((resolve) => {
     const event = new CustomEvent('devtoolstooldiscovery');
-    const groups = [];
+    const groups = [];           // (our arrays grow by index: the page may replace push)
     const warnings = [];
-    const label = (g) => {
-      try { return (g && typeof g.name === 'string') ? ' "' + g.name + '"' : ''; } catch (_) { return ''; }
+    const skipped = [];          // [group name or null, why], one per warning
+    const nameOf = (g) => {
+      try { return (g && typeof g.name === 'string') ? g.name : null; } catch (_) { return null; }
     };
     // Every skipped group is a warning for Lua and a console.error in the
-    // page (ours too: a getter that throws, too deep, not JSON); a
+    // page (ours too: a getter that throws, a cycle, too deep or large); a
     // console.error the page replaced may throw: the warning stays.
-    const skip = (g, text, what = 'Invalid toolGroup:') => {
-      warnings.push(text);
+    const skip = (g, name, why, text, what = 'Invalid toolGroup:') => {
+      warnings[warnings.length] = text;
+      skipped[skipped.length] = [name, why];
       try { console.error(what, g); } catch (_) { /* reported to Lua all the same */ }
+    };
+    const label = (name) => (name === null ? '' : ' "' + name + '"');
+    const skipGroup = (g, why, tail = '; group skipped') => {
+      const name = nameOf(g);
+      skip(g, name, why, 'Invalid toolGroup' + label(name) + ': ' + why + tail);
     };
     // window.__dtmcp as the reference makes and fills it. One the page made
     // something that cannot hold the tools (a number, a frozen object, a
@@ -93,26 +149,30 @@
       if (toolGroup === null || typeof toolGroup !== 'object') problem = 'respondWith needs an object, got ' + (toolGroup === null ? 'null' : typeof toolGroup);
       else if (typeof toolGroup.name !== 'string') problem = 'name must be a string';
       else if (toolGroup.description && typeof toolGroup.description !== 'string') problem = 'description must be a string';
-      else if (!Array.isArray(toolGroup.tools)) problem = 'tools must be an array';
+      else if (!isArray(toolGroup.tools)) problem = 'tools must be an array';
       if (problem) {
-        skip(toolGroup, 'Invalid toolGroup' + label(toolGroup) + ': ' + problem);
+        skipGroup(toolGroup, problem, '');
         return;
       }
+      const name = toolGroup.name;
       for (let i = 0; i < toolGroup.tools.length; i++) {
         const tool = toolGroup.tools[i];
         let bad;
         if (tool === null || typeof tool !== 'object') bad = 'is not an object';
         else if (typeof tool.name !== 'string') bad = 'name must be a string';
         else if (typeof tool.description !== 'string') bad = 'description must be a string';
-        else if (typeof tool.inputSchema !== 'object') bad = 'inputSchema must be an object';
-        else if (typeof tool.execute !== 'function') bad = 'execute must be a function';
+        // (null is an object to typeof: the reference then fails on it)
+        else if (typeof tool.inputSchema !== 'object' || tool.inputSchema === null) {
+          bad = 'inputSchema must be an object, got ' + (tool.inputSchema === null ? 'null' : typeof tool.inputSchema);
+        } else if (typeof tool.execute !== 'function') bad = 'execute must be a function';
         if (bad) {
-          skip(tool, 'Invalid tool ' + (tool && typeof tool.name === 'string' ? '"' + tool.name + '"' : '#' + (i + 1))
-            + ' in group' + label(toolGroup) + ': ' + bad + '; group skipped', 'Invalid tool:');
+          const which = tool && typeof tool.name === 'string' ? '"' + tool.name + '"' : '#' + (i + 1);
+          skip(tool, name, 'tool ' + which + ': ' + bad, 'Invalid tool ' + which + ' in group'
+            + label(name) + ': ' + bad + '; group skipped', 'Invalid tool:');
           return;
         }
       }
-      fresh.push(toolGroup);
+      fresh[fresh.length] = toolGroup;
       dtmcp(() => {
         if (!window.__dtmcp.executeTool) {
           window.__dtmcp.executeTool = async (toolName, args) => {
@@ -127,14 +187,41 @@
           };
         }
       });
-      groups.push(toolGroup);
+      groups[groups.length] = toolGroup;
     };
-    // A group whose reading throws (a getter) is a warning too, not an
-    // exception in the page's listener that would lose it silently.
+    // A group whose reading throws (a getter, a revoked Proxy) is a warning
+    // too, not an exception in the page's listener that would lose it silently.
     event.respondWith = (toolGroup) => {
       try { respond(toolGroup); } catch (e) {
-        skip(toolGroup, 'Invalid toolGroup: reading it threw: ' + reason(e) + '; group skipped');
+        skipGroup(toolGroup, 'reading it threw: ' + reason(e));
       }
+    };
+    // One group's text: {index, name, description?, tools: [{name,
+    // description, inputSchema}]}, read again now (a getter may answer
+    // otherwise than when respondWith checked it). Throws a Refusal that
+    // names the tool whose schema could not be written.
+    const describe = (g, index) => {
+      const name = g.name;
+      const description = g.description;
+      const tools = g.tools;
+      if (typeof name !== 'string' || !isArray(tools)) throw new Refusal('it changed after respondWith');
+      let s = '{"index":' + index + ',"name":' + quote(name);
+      if (typeof description === 'string') s += ',"description":' + quote(description);
+      s += ',"tools":[';
+      for (let i = 0; i < tools.length; i++) {
+        const t = tools[i];
+        const tname = t.name;
+        const tdesc = t.description;
+        if (typeof tname !== 'string' || typeof tdesc !== 'string') throw new Refusal('it changed after respondWith');
+        let schema;
+        try { schema = writeValue(t.inputSchema); } catch (e) {
+          throw new Refusal('the inputSchema of tool "' + tname + '" '
+            + (e instanceof Refusal ? e.why : 'threw while it was read: ' + reason(e)));
+        }
+        s += (i ? ',' : '') + '{"name":' + quote(tname) + ',"description":' + quote(tdesc)
+          + ',"inputSchema":' + schema + '}';
+      }
+      return s + ']}';
     };
     // The answer: the groups that could be published and described, with
     // the warnings, as one JSON text.
@@ -145,54 +232,32 @@
           if (window.__dtmcp.toolGroups !== fresh) throw new Error('it does not keep toolGroups');
         }
       });
-      const all = fresh;
-      const out = [];
-      for (const g of groups) {
+      // calls may run what it published (js/runtime.js: until the page changes its tools)
+      try { window.__devtools_tools.discovered(); } catch (_) { /* no runtime: calls answer stale */ }
+      let list = '';
+      for (let i = 0; i < groups.length; i++) {
+        const g = groups[i];            // (at index i of fresh too)
         if (unusable !== undefined) {    // its tools could not be found by a call
-          skip(g, 'Invalid toolGroup' + label(g) + ': window.__dtmcp cannot hold the page\'s tools ('
-            + unusable + '); group skipped');
-          continue;
-        }
-        let desc;
-        try {
-          desc = { index: all.indexOf(g), name: g.name, description: typeof g.description === 'string' ? g.description : undefined,
-            tools: g.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })) };
-        } catch (e) {             // a getter that threw the second time it was read
-          skip(g, 'Invalid toolGroup' + label(g) + ': reading it threw; group skipped');
-          continue;
-        }
-        const deep = desc.tools.find((t) => tooDeep(t.inputSchema, maxDepth));
-        if (deep) {
-          skip(g, 'Invalid toolGroup' + label(g) + ': the inputSchema of tool "' + deep.name
-            + '" nests deeper than ' + maxDepth + ' levels; group skipped');
+          skipGroup(g, 'window.__dtmcp cannot hold the page\'s tools (' + unusable + ')');
           continue;
         }
         let text;
-        try { text = stringify(desc); }
-        catch (e) {
-          skip(g, 'Invalid toolGroup' + label(g) + ': its schemas are not JSON (' + reason(e) + '); group skipped');
+        try { text = describe(g, i); } catch (e) {
+          skipGroup(g, e instanceof Refusal ? e.why : 'reading it threw: ' + reason(e));
           continue;
         }
-        // What is sent is measured too: a toJSON or a getter may make it
-        // deeper than the object (1200 levels made the whole frame's answer
-        // too deep for Lua, and every group of it was lost). The tool is
-        // named if its schema alone still says so.
-        if (typeof text !== 'string' || textTooDeep(text, maxDepth + 3)) {
-          const culprit = desc.tools.find((t) => {
-            try { const j = stringify(t.inputSchema); return typeof j === 'string' && textTooDeep(j, maxDepth); }
-            catch (_) { return false; }
-          });
-          skip(g, 'Invalid toolGroup' + label(g) + ': ' + (culprit ? 'the inputSchema of tool "' + culprit.name + '"'
-            : 'its JSON') + ' nests deeper than ' + maxDepth + ' levels; group skipped');
-          continue;
-        }
-        out.push(text);
+        list += (list === '' ? '' : ',') + text;
       }
-      const w = stringify(warnings);
-      if (typeof w !== 'string') return undefined;
-      let list = '';
-      for (let i = 0; i < out.length; i++) list += (i ? ',' : '') + out[i];
-      return '{"groups":[' + list + '],"warnings":' + w + '}';
+      let why = '[';
+      for (let i = 0; i < skipped.length; i++) {
+        why += (i ? ',' : '') + '[' + (skipped[i][0] === null ? 'null' : quote(skipped[i][0])) + ','
+          + quote(skipped[i][1]) + ']';
+      }
+      // the page's clock as it answers, for Lua to place call_many's deadlines on
+      let clock = null;
+      try { const t = window.__devtools_tools.now(); if (finite(t)) clock = t; } catch (_) { /* none */ }
+      return '{"groups":[' + list + '],"warnings":' + strings(warnings) + ',"skipped":' + why + ']'
+        + ',"clock":' + (clock === null ? 'null' : quote(clock)) + '}';
     };
     // Answers once, whatever the page did: a text that is not JSON is
     // Lua's to report.

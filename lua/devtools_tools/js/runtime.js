@@ -39,7 +39,50 @@
   const Signal = typeof AbortSignal === 'function' ? AbortSignal : undefined;
   const signalAfter = Signal && Signal.timeout;
   const listen = EventTarget.prototype.addEventListener;
+  const stringify = JSON.stringify;
+  const isArray = Array.isArray;
+  const keysOf = Object.keys;
+
+  // What crosses the wire is what CDP's returnByValue would send, as the
+  // reference returns results: no toJSON is ever called. JSON.stringify
+  // calls one wherever an object or array inherits it (Prototype.js 1.6
+  // gives Array.prototype one that makes arrays strings), so where the
+  // page defined one, our own values are written by hand (they are
+  // prototype-less objects, arrays and primitives: see processResult).
+  const inheritsToJSON = () => 'toJSON' in Array.prototype;   // (Object.prototype's too)
+  const writeJSON = (v) => {
+    if (v === null || typeof v !== 'object') return stringify(v);   // (a primitive: no toJSON)
+    if (isArray(v)) {
+      let s = '[';
+      for (let i = 0; i < v.length; i++) {
+        const x = v[i];
+        s += (i ? ',' : '') + (x === undefined || typeof x === 'function' || typeof x === 'symbol' ? 'null' : writeJSON(x));
+      }
+      return s + ']';
+    }
+    const keys = keysOf(v);
+    let s = '{';
+    let first = true;
+    for (let i = 0; i < keys.length; i++) {
+      const x = v[keys[i]];
+      if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue;
+      s += (first ? '' : ',') + stringify(keys[i]) + ':' + writeJSON(x);
+      first = false;
+    }
+    return s + '}';
+  };
+  // JSON text of one of our values (an envelope, a processed result).
+  const text = (v) => (inheritsToJSON() ? writeJSON(v) : stringify(v));
   const settle = (value, onValue, onError) => apply(then, apply(resolveWith, Promise_, [value]), [onValue, onError]);
+  // The page's clock for call_many's absolute deadline: performance.now
+  // as the browser has it (the prototype's, on the performance object of
+  // now), which fake timers that replace performance.now leave alone; none
+  // when the page replaced the performance object itself.
+  const perf = typeof performance === 'object' ? performance : undefined;
+  const perfNow = typeof Performance === 'function' ? Performance.prototype.now : undefined;
+  const clock = () => {
+    try { const t = apply(perfNow, perf, []); return typeof t === 'number' && t === t ? t : undefined; } catch (_) { return undefined; }
+  };
 
   const describeEl = (el) => {
     let d = (el.localName || el.nodeName || 'element').toLowerCase();
@@ -163,7 +206,7 @@
     return undefined;
   };
 
-  const failed = (kind, e) => JSON.stringify({ error: Object.assign({ kind }, errInfo(e)) });
+  const failed = (kind, e) => text({ error: Object.assign({ kind }, errInfo(e)) });
 
   // Elements a result holds wait here under a key the envelope names
   // ("k"), until Lua takes them. Requests carry no per-call id: identical
@@ -198,27 +241,65 @@
   };
   const finish = (value, unit) => {
     const stashed = [];
-    let text;
-    try { text = JSON.stringify(isPlain(value) ? value : processResult(value, stashed)); }
+    let json;
+    try { json = isPlain(value) && !inheritsToJSON() ? stringify(value) : text(processResult(value, stashed)); }
     catch (e) { return failed('result', e); }
     let head = '{"n":0';
     if (stashed.length) {
       const key = keep(stashed, unit || newUnit(false));
-      head = '{"n":' + stashed.length + ',"k":' + key + ',"e":' + JSON.stringify(EL_OUT);
+      head = '{"n":' + stashed.length + ',"k":' + key + ',"e":' + stringify(EL_OUT);
     }
-    return text === undefined ? head + '}' : head + ',"v":' + text + '}';
+    return json === undefined ? head + '}' : head + ',"v":' + json + '}';
   };
 
+  // Has the page changed its tools since the last discovery? A single-page
+  // app swaps a view's devtoolstooldiscovery listener when its router
+  // moves (React's effect cleanup on history.pushState or a hash change),
+  // or answers the event with the tools of its current route: the groups
+  // the last discovery published hold the unmounted view's functions. So
+  // the listeners added to or removed from window are counted (through
+  // window's own add/removeEventListener, which call EventTarget's, looked
+  // up at each call, so a page that patches the prototype, as zone.js
+  // does, keeps its patch), and the document's URL is noted; a call made
+  // after either changed, before a discovery saw it, answers "changed"
+  // instead of running anything, and Lua discovers again.
+  const EVENT = 'devtoolstooldiscovery';
+  let changes = 0;
+  let seen = { changes: 0, href: undefined };
+  const proto = EventTarget.prototype;
+  for (const method of ['addEventListener', 'removeEventListener']) {
+    if (Object.getOwnPropertyDescriptor(window, method)) continue;   // the page's own: left alone
+    const counting = {
+      [method](type, ...rest) {
+        const target = this === undefined || this === null ? window : this;
+        if (target === window) { try { if (String(type) === EVENT) changes += 1; } catch (_) { /* not a name */ } }
+        return apply(proto[method], target, [type, ...rest]);
+      },
+    }[method];
+    try {
+      Object.defineProperty(window, method, { value: counting, writable: true, enumerable: false, configurable: true });
+    } catch (_) { /* a window that takes no property: URL changes are still seen */ }
+  }
+  const href = () => { try { return location.href; } catch (_) { return undefined; } };
+  const changed = () => changes !== seen.changes || href() !== seen.href;
+
   const rt = {
+    // What a discovery publishes is the page's tools as of now (js/discover.js).
+    discovered() { seen = { changes, href: href() }; },
+    // The page's clock (ms), for Lua to place call_many's deadline on it.
+    now() { return clock(); },
     // Like the reference's `await tool.execute(args)`, but a tool that
     // answers synchronously is answered without a trip through promises.
     // unit: the stash unit of the batch it is part of (see keep).
     call(gi, ti, name, args, els, group, unit) {
+      if (changed()) {
+        return '{"error":{"kind":"changed","message":"the page\'s tools changed since they were discovered"}}';
+      }
       const tool = findTool(gi, ti, name, group);
       if (!tool) {
         const gname = group !== null && typeof group === 'object' ? group[0] : group;
-        return JSON.stringify({ error: { kind: 'not_found', message: 'Tool ' + name + ' not found'
-          + (gname === undefined ? '' : ' in group ' + JSON.stringify(gname) + ' (the page\'s groups changed)') } });
+        return text({ error: { kind: 'not_found', message: 'Tool ' + name + ' not found'
+          + (gname === undefined ? '' : ' in group ' + stringify(gname) + ' (the page\'s groups changed)') } });
       }
       if (els && els.length) args = restore(args, els, 0);   // none: a call by expression
       let value;
@@ -234,10 +315,17 @@
       return finish(value, unit);
     },
     // Several calls in one round trip (call_many). Answers an array of
-    // envelopes once all settled; with a time limit (ms), what has not
-    // settled by then is answered with a "pending" envelope, so the calls
-    // that did finish keep their results.
-    batch(specs, els, limitMs) {
+    // envelopes once all settled; with a time limit, what has not settled
+    // by then is answered with a "pending" envelope, so the calls that did
+    // finish keep their results. The limit is `until`, a time of the
+    // page's clock (rt.now): the batch may start late, after the page was
+    // busy, and must still answer before the caller's deadline; without a
+    // clock, limitMs from when it starts (negative: no limit).
+    batch(specs, els, limitMs, until) {
+      if (limitMs >= 0 && typeof until === 'number') {
+        const t = clock();
+        if (t !== undefined) limitMs = until > t ? until - t : 0;
+      }
       const out = new Array(specs.length);
       const unit = newUnit(true);          // its entries' elements, kept until it answers
       let waiting = 0;
