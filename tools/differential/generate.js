@@ -340,7 +340,8 @@ function genPage(seed, index) {
   if (iframe) tags.push('iframe');
 
   const out = [PRELUDE];
-  if (prototypeJs) out.push('Array.prototype.toJSON = function () { return JSON.stringify(this.slice()); };  // Prototype.js 1.6');
+  // Prototype.js 1.6: an array's JSON is a string (made of its elements' JSON)
+  if (prototypeJs) out.push('Array.prototype.toJSON = function () { return "[" + Array.prototype.map.call(this, (v) => JSON.stringify(v)).join(", ") + "]"; };');
   let gi = 0;
   const groupSrc = (g) => {
     const lines = [];

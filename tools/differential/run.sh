@@ -28,7 +28,8 @@ server=
 cleanup() { [ -z "$server" ] || kill "$server" 2>/dev/null || true; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-"$build/support/static_server" --root "$dir/pages" --port 0 > "$dir/server.out" 2>&1 &
+: > "$dir/server.out"
+"$build/support/static_server" --root "$dir/pages" --port 0 >> "$dir/server.out" 2>&1 &
 server=$!
 port=
 i=0

@@ -66,8 +66,8 @@ const PATTERNS = [
 const WORDS = ['id', 'name', 'path', 'limit', 'query', 'tableName', 'userId', 'flag', 'items', 'page', 'size',
   'cursor', 'filter', 'sort', 'tags', 'price', 'qty', 'email', 'created', 'state', 'mode', 'level', 'scope',
   'productId', 'quantities', 'options', 'meta', 'x', 'y', 'é', 'naïve', 'with space', 'dash-key', '$special',
-  '__proto__', 'constructor', 'toString', 'hasOwnProperty', '0', '10', '', 'ключ', '😀'];
-const SAFE_WORDS = WORDS.filter((w) => !['__proto__', 'constructor', 'toString', 'hasOwnProperty', ''].includes(w));
+  '__proto__', 'constructor', 'toString', 'hasOwnProperty', '0', '10', '', 'ключ', '😀', 'a/b', 'x~y', '50%', 'a%2Fb'];
+const SAFE_WORDS = WORDS.filter((w) => !['__proto__', 'constructor', 'toString', 'hasOwnProperty', '', 'a/b', 'x~y', '50%', 'a%2Fb'].includes(w));
 const ENUM_STRINGS = ['red', 'green', 'blue', 'new', 'won', 'lost', 'asc', 'desc', 'debug', 'info', 'warn', 'error', 'A', 'a', 'é', ''];
 const TEXTS = ['hello', '', 'héllo wörld', '😀 emoji', 'line\nbreak', 'tab\tx', 'quote"s', 'back\\slash', '\u0000nul',
   '\ud800', 'ab\udc00', 'x'.repeat(300), '<b>html</b>', 'null', '0', 'true', 'ﬁ', '\u2028'];
@@ -81,7 +81,8 @@ function genAst(r, depth, pool, opts = {}) {
   const kind = r.weighted(leaf
     ? [[5, 'str'], [3, 'num'], [3, 'int'], [2, 'bool'], [2, 'enum'], [1, 'lit'], [1, 'nul']]
     : [[5, 'str'], [3, 'num'], [3, 'int'], [2, 'bool'], [2, 'enum'], [1, 'lit'], [1, 'nul'],
-      [4, 'obj'], [3, 'arr'], [1, 'tup'], [2, 'nullable'], [2, 'union'], [1, 'rec']]);
+      [4, 'obj'], [3, 'arr'], [1, 'tup'], [2, 'nullable'], [2, 'union'], [1, 'rec'],
+      [0.6, 'not'], [0.6, 'cond'], [0.5, 'tree'], [0.8, 'decimal'], [0.5, 'types'], [0.3, 'bool-schema']]);
   let n;
   switch (kind) {
     case 'str': {
@@ -137,7 +138,16 @@ function genAst(r, depth, pool, opts = {}) {
       break;
     }
     case 'rec': n = { k: 'rec', value: genAst(r, depth + 1, pool, opts) }; break;
+    case 'not': n = { k: 'not', inner: genAst(r, opts.maxDepth ?? 3, [], opts) }; break;
+    case 'cond': n = { k: 'cond', which: r.int(0, CONDITIONALS.length - 1) }; break;
+    case 'tree': n = { k: 'tree' }; break;
+    case 'decimal': n = { k: 'decimal', multipleOf: r.pick([0.1, 0.01, 0.2, 1e-8, 0.5, 3]) }; break;
+    case 'types': n = { k: 'types', types: r.shuffle(['string', 'integer', 'number', 'boolean', 'null', 'array', 'object']).slice(0, r.int(2, 3)) }; break;
+    case 'bool-schema': n = { k: 'bool-schema', value: r.chance(0.7) }; break;
   }
+  if (n.k === 'lit' && r.chance(0.2)) n.value = r.pick([{ a: 1 }, [1, 'two'], { nested: { x: [] } }]);
+  if (n.k === 'enum' && r.chance(0.15)) n.values.push(r.pick([{ a: 1 }, [1, 2], []]));
+  if (n.k === 'arr' && r.chance(0.15)) n.contains = r.pick([{ type: 'integer' }, { const: 42 }, { type: 'string', minLength: 2 }]);
   if (r.chance(0.25)) n.description = r.pick(['The id of the row', 'Maximum rows to return', 'Dotted path, e.g. "cart.items"', 'Ünïcödé', 'see https://example.com/docs']);
   if (n.k !== 'obj') pool.push(n);
   return n;
@@ -156,6 +166,14 @@ function genObject(r, depth, pool, opts) {
   }
   const n = { k: 'obj', props };
   n.additional = r.weighted([[4, 'any'], [4, false], [1, 'schema']]);
+  if (r.chance(0.08)) n.propertyNames = r.pick([{ pattern: '^[a-z]+$' }, { maxLength: 5 }, { not: { const: 'x' } }, { enum: SAFE_WORDS.slice(0, 12) }]);
+  if (r.chance(0.06)) n.patternProperties = r.pick([{ '^x-': { type: 'string' } }, { '^[0-9]+$': { type: 'integer' } }, { 'é': { type: 'boolean' } }]);
+  if (r.chance(0.06)) n.minProperties = r.int(0, 2);
+  if (r.chance(0.06)) n.maxProperties = r.int(1, 4);
+  if (props.length >= 2 && r.chance(0.08)) {
+    const [a, b] = [props[0][0], props[1][0]];
+    n.dependencies = r.chance(0.5) ? { [a]: [b] } : { [a]: { required: [b] } };
+  }
   if (n.additional === 'schema') n.additionalSchema = genAst(r, depth + 1, pool, { ...opts, maxDepth: depth + 1 });
   if (depth > 0) pool.push(n);
   return n;
@@ -174,6 +192,13 @@ function plainSchema(ast, style, r) {
     for (const c of children(n)) count(c);
   })(ast);
   const made = new Map();        // node -> object (shared) or pointer (propref)
+  // a pointer's tokens: percent-encoded (ajv's escapeFragment) or as
+  // zod-to-json-schema writes them (only ~ and / escaped)
+  const encoded = r.chance(0.5);
+  const escapePointer = (name) => {
+    const t = name.replace(/~/g, '~0').replace(/\//g, '~1');
+    return encoded ? encodeURIComponent(t) : t;
+  };
   const defs = {};
   let defCount = 0;
   const write = (n, pointer) => {
@@ -265,19 +290,35 @@ function plainSchema(ast, style, r) {
         s.type = 'object';
         s.additionalProperties = write(n.value, pointer + '/additionalProperties');
         break;
+      case 'not': s.not = write(n.inner, pointer + '/not'); break;
+      case 'cond': Object.assign(s, JSON.parse(JSON.stringify(CONDITIONALS[n.which][0]))); break;
+      case 'tree':
+        rootDefs.TreeNode = { type: 'object', properties: { name: { type: 'string' }, children: { type: 'array', items: { $ref: '#/definitions/TreeNode' } } }, required: ['name'] };
+        s.$ref = '#/definitions/TreeNode';
+        break;
+      case 'decimal': s.type = 'number'; s.multipleOf = n.multipleOf; break;
+      case 'types': s.type = n.types.slice(); break;
+      case 'bool-schema': return n.value;
     }
+    if (n.k === 'obj') {
+      if (n.propertyNames) s.propertyNames = n.propertyNames;
+      if (n.patternProperties) s.patternProperties = n.patternProperties;
+      if (n.minProperties !== undefined) s.minProperties = n.minProperties;
+      if (n.maxProperties !== undefined) s.maxProperties = n.maxProperties;
+      if (n.dependencies) s.dependencies = n.dependencies;
+    }
+    if (n.contains) s.contains = n.contains;
     if (r.chance(0.05)) s.title = 'Title';
     if (r.chance(0.04)) s.examples = [null];
     return s;
   };
+  const rootDefs = {};
   const root = node(ast, '#');
   if (style === 'definitions' && defCount) root.definitions = defs;
+  if (Object.keys(rootDefs).length) root.definitions = Object.assign(root.definitions || {}, rootDefs);
   return root;
 }
 
-function escapePointer(name) {
-  return encodeURIComponent(name.replace(/~/g, '~0').replace(/\//g, '~1')).replace(/%24/g, '$');
-}
 
 function children(n) {
   switch (n.k) {
@@ -287,6 +328,7 @@ function children(n) {
     case 'nullable': return [n.inner];
     case 'union': return n.options;
     case 'rec': return [n.value];
+    case 'not': return [n.inner];
     default: return [];
   }
 }
@@ -329,9 +371,9 @@ function zodSchema(ast, z, v3) {
       case 'enum':
         if (n.values.every((v) => typeof v === 'string') && new Set(n.values).size === n.values.length) s = z.enum(n.values);
         else if (n.values.length === 1) s = z.literal(n.values[0]);
-        else s = z.union(n.values.map((v) => (v === null ? z.null() : z.literal(v))));
+        else s = z.union(n.values.map((v) => (v === null ? z.null() : typeof v === 'object' ? z.any() : z.literal(v))));
         break;
-      case 'lit': s = z.literal(n.value); break;
+      case 'lit': s = n.value !== null && typeof n.value === 'object' ? z.any() : z.literal(n.value); break;
       case 'obj': {
         const shape = {};
         for (const [name, c, required] of n.props) shape[name] = required ? make(c) : make(c).optional();
@@ -350,6 +392,10 @@ function zodSchema(ast, z, v3) {
       case 'nullable': s = make(n.inner).nullable(); break;
       case 'union': s = z.union(n.options.map(make)); break;
       case 'rec': s = z.record(z.string(), make(n.value)); break;
+      case 'decimal': s = z.number().multipleOf(n.multipleOf); break;
+      case 'types': s = z.union(n.types.map((t) => ({ string: z.string(), integer: z.number().int(), number: z.number(), boolean: z.boolean(),
+        null: z.null(), array: z.array(z.any()), object: z.object({}).passthrough() })[t])); break;
+      default: s = z.any(); break;      // not, if/then/else, a tree, a boolean schema: not zod's
     }
     if (n.description !== undefined) s = s.describe(n.description);
     made.set(n, s);
@@ -375,7 +421,7 @@ function genValue(n, r, depth = 0) {
       let v = n.k === 'int' ? Math.ceil(lo) + r.int(0, Math.max(0, Math.floor(Math.min(hi - lo, 1000)))) : lo + r.next() * Math.min(hi - lo, 1000);
       if (n.exclusive && v === lo) v = n.k === 'int' ? v + 1 : v + 0.5;
       if (n.multipleOf) v = Math.ceil(v / n.multipleOf) * n.multipleOf;
-      if (r.chance(0.1)) v = r.pick(n.k === 'int' ? [0, 1, 2 ** 31, 2 ** 53 + 2, 1e20] : [0, 0.1, 1e-7, 1.5e300]);
+      if (r.chance(0.1)) v = r.pick(n.k === 'int' ? [0, 1, 2 ** 31, 2 ** 53 + 2, 1e20, -0] : [0, 0.1, 1e-7, 1.5e300, 5e-324, -0]);
       return v;
     }
     case 'bool': return r.chance(0.5);
@@ -405,9 +451,34 @@ function genValue(n, r, depth = 0) {
       for (let i = r.int(0, 3); i > 0; i--) setKey(o, r.pick(SAFE_WORDS), genValue(n.value, r, depth + 1));
       return o;
     }
+    case 'not': return r.pick([1, 'x', null, true, [], {}, 2.5]);
+    case 'cond': return r.pick(CONDITIONALS[n.which][1]);
+    case 'tree': return genTree(r, 0);
+    case 'decimal': return r.pick([0.07, 0.3, 1.1, 0.6, 3, 9, 1e-8 * 3, 0.1 * 3, 4.35, 100]);
+    case 'types': return r.pick(n.types.map((t) => ({ string: 's', integer: 7, number: 7.5, boolean: false, null: null, array: [1], object: { k: 1 } })[t]));
+    case 'bool-schema': return r.pick([1, 'x', null, {}]);
   }
   return null;
 }
+
+function genTree(r, depth) {
+  const t = { name: r.pick(TEXTS.slice(0, 5)) };
+  if (depth < 3 && r.chance(0.6)) { t.children = []; for (let i = r.int(0, 2); i > 0; i--) t.children.push(genTree(r, depth + 1)); }
+  return t;
+}
+
+// if/then/else as pages write them, with values each way: [schema, valid, invalid]
+const CONDITIONALS = [
+  [{ if: { type: 'string' }, then: { minLength: 2 }, else: { type: 'number', minimum: 0 } }, ['ab', 5, 0], ['a', -1, true]],
+  [{ type: 'object', properties: { kind: { enum: ['card', 'cash'] } }, required: ['kind'],
+    if: { properties: { kind: { const: 'card' } } }, then: { required: ['number'] }, else: { not: { required: ['number'] } } },
+    [{ kind: 'card', number: '4111' }, { kind: 'cash' }], [{ kind: 'card' }, { kind: 'cash', number: '1' }, {}]],
+  [{ if: { minimum: 10 }, then: { multipleOf: 10 } }, [20, 5, 'x'], [15]],
+  [{ then: { const: 1 } }, [2, 'x'], []],
+  [{ anyOf: [{ required: ['a'] }, { required: ['b'] }], type: 'object' }, [{ a: 1 }, { b: null }], [{}, { c: 1 }]],
+  [{ oneOf: [{ type: 'integer' }, { type: 'number', minimum: 5 }] }, [1, 5.5], [7, 'x']],
+  [{ allOf: [{ type: 'string' }, { maxLength: 3 }, { pattern: '^[a-c]*$' }] }, ['abc', ''], ['abcd', 'xyz']],
+];
 
 function setKey(o, k, v) {
   Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
@@ -465,6 +536,11 @@ function breakValue(n, r, v) {
     }
     case 'nullable': return v === null ? wrong(v) : breakValue(n.inner, r, v);
     case 'union': return r.chance(0.5) ? wrong(v) : { notAnOption: true };
+    case 'not': return genValue(n.inner, r);
+    case 'cond': return r.pick(CONDITIONALS[n.which][2].length ? CONDITIONALS[n.which][2] : [null]);
+    case 'tree': return r.pick([{}, { name: 1 }, { name: 'x', children: [{}] }, { name: 'x', children: [{ name: 'y', children: 'z' }] }]);
+    case 'decimal': return r.pick([0.07, 0.3, 1.1, 0.15, 1e-9, 'x']);
+    case 'bool-schema': return r.pick([1, 'x']);
     case 'rec': {
       const ks = Object.keys(v || {});
       if (!ks.length) return { k: breakValue(n.value, r, genValue(n.value, r)) };
@@ -488,6 +564,8 @@ function argSets(ast, r) {
     let text = JSON.stringify(v);
     // numbers JSON.stringify does not write as pages might: 1.0, -0, 1e2
     if (r.chance(0.05)) text = text.replace(/:(\d+)([,}])/, ':$1.0$2');
+    if (r.chance(0.03)) text = text.replace(/:(\d+)([,}])/, ':9007199254740993$2');
+    if (r.chance(0.03)) text = text.replace(/:(\d+)([,}])/, ':1e2$2');
     if (text === undefined || text[0] !== '{') text = '{}';
     return text;
   });
