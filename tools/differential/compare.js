@@ -159,6 +159,9 @@ const EXPECTED = [
     test: (x) => x.what === 'call' && x.ourOut.kind === 'value' && x.tags.includes('prototype.js')
       && ((x.refOut.kind === 'value' && (() => { const d = firstDiff(x.refOut.value, x.ourOut.value); return typeof d.a === 'string' && Array.isArray(d.b); })())
         || (x.refOut.kind === 'refused' && x.refOut.message === 'Maximum call stack size exceeded')) },
+  { name: 'arguments holding a "__proto__" key reach the tool with that key as data; the reference\'s page gets an object whose prototype the key set',
+    test: (x) => x.what === 'call' && x.refOut.kind === x.ourOut.kind && /"__proto__"/.test(x.call.params)
+      && (x.refOut.kind !== 'value' || firstDiff(x.refOut.value, x.ourOut.value).path.startsWith('/received')) },
   { name: 'a result nested deeper than 512 levels is cut with "<Max depth>"',
     test: (x) => x.what === 'call' && x.refOut.kind === 'value' && x.ourOut.kind === 'value'
       && x.toolTags(x.call.tool).includes('result:deep') && contains(x.ourOut.value, (v) => v === '<Max depth>') },

@@ -338,6 +338,11 @@ function genPage(seed, index) {
   if (prototypeJs) tags.push('prototype.js');
   const iframe = r.chance(0.06);
   if (iframe) tags.push('iframe');
+  // an element passed back: a tool returns one, the next takes it
+  // ("x-mcp-type": "HTMLElement"); each driver puts its own element
+  // reference where the plan says "\u0000prev" (the previous call's result)
+  const elementArgs = r.chance(0.1);
+  if (elementArgs) tags.push('element-arguments');
 
   const out = [PRELUDE];
   // Prototype.js 1.6: an array's JSON is a string (made of its elements' JSON)
@@ -362,6 +367,20 @@ function genPage(seed, index) {
     gi++;
     return { lines, src };
   };
+  if (elementArgs) {
+    const tag = r.pick(ELEMENT_TAGS.filter((t) => t !== 'd1'));
+    const elSchema = r.pick(['{ "x-mcp-type": "HTMLElement" }', '{ "x-mcp-type": "HTMLElement", "description": "the element" }']);
+    out.push('// element arguments');
+    out.push('window.addEventListener("devtoolstooldiscovery", (e) => e.respondWith({ name: "elements", description: "pick and read", tools: [');
+    out.push('  { name: "pickElement", description: "an element", inputSchema: { type: "object" }, execute: () => el(' + JSON.stringify(tag) + ') },');
+    out.push('  { name: "readElement", description: "what the element is", inputSchema: { type: "object", properties: { el: ' + elSchema
+      + ', label: { type: "string" } }, required: ["el"] }, execute: ({ el, label }) => ({ tag: el instanceof Element ? el.getAttribute("data-diff") : "not an element: " + JSON.stringify(el), label }) }] }));');
+    for (const params of ['{"el":"\\u0000prev"}', '{"el":"\\u0000prev","label":"x"}', '{"el":"\\u0000prev","label":5}', '{"el":{"uid":"nope"}}', '{}']) {
+      calls.push({ tool: 'pickElement', params: '{}' }, { tool: 'readElement', params });
+    }
+    toolTags.pickElement = ['result:element'];
+    toolTags.readElement = ['element-argument'];
+  }
   listeners.forEach((l, li) => {
     const made = l.groups.map(groupSrc);
     const answer = l.empty ? ['e.respondWith({});'] : l.undefinedGroup ? ['e.respondWith(undefined);']

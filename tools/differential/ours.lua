@@ -84,10 +84,16 @@ local function run_page(page, p)
     for i, x in ipairs(warnings or {}) do w[i] = tostring(x) end
     rec.warnings = w
   end
+  local previous                  -- the last result as the API gave it (an Element)
   for _, c in ipairs(p.calls) do
     local entry = { tool = c.tool, params = c.params }
     local args = json.decode(c.params)
+    for k, v in pairs(args) do
+      if v == "\0prev" then args[k] = previous end
+    end
+    previous = nil
     local okc, res = pcall(page.call, page, c.tool, args, { timeout = TIMEOUT })
+    if okc then previous = res end
     if not okc then
       entry.error = failure(res)
     elseif res == nil then

@@ -77,16 +77,39 @@ async function main() {
           tools: (g.tools || []).map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })),
         }));
       }
-      for (const c of p.calls) {
+      let previous;                // the last result as the reference gave it (an element: {uid})
+      // Resolving a uid (evaluate_script with it as an argument) disposes of
+      // the reference's handle for it, and an execute given that uid next
+      // fails ("JSHandle is disposed!"): a result the next call takes is
+      // resolved after that call.
+      let deferred = null;
+      const settle = async () => {
+        if (!deferred) return;
+        const [entry, value] = deferred;
+        deferred = null;
+        try { entry.value = await resolveElements(value, call, tags); }
+        catch (e) { entry.error = 'unreadable result: ' + e.message; delete entry.value; }
+      };
+      for (const [j, c] of p.calls.entries()) {
+        const passesOn = j + 1 < p.calls.length && p.calls[j + 1].params.includes('\\u0000prev');
         const entry = { tool: c.tool, params: c.params };
+        let params = c.params;
+        if (params.includes('\\u0000prev')) {
+          const o = JSON.parse(params);
+          for (const k of Object.keys(o)) if (o[k] === '\u0000prev') o[k] = previous;
+          params = JSON.stringify(o);
+        }
+        previous = undefined;
         let res;
         try {
-          res = await call('execute_3p_developer_tool', { toolName: c.tool, params: c.params });
+          res = await call('execute_3p_developer_tool', { toolName: c.tool, params });
         } catch (e) {
           entry.error = 'MCP request failed: ' + e.message;
           rec.calls.push(entry);
+          await settle();
           continue;
         }
+        await settle();
         if (res.isError) {
           entry.error = res.structuredContent?.errorMessage ?? textOf(res).replace(/^Error: /, '');
         } else {
@@ -94,7 +117,10 @@ async function main() {
           if (text === 'Tool returned no result.') entry.none = true;
           else {
             try {
-              entry.value = await resolveElements(JSON.parse(text), call, tags);
+              previous = JSON.parse(text);
+              entry.value = JSON.parse(text);
+              if (passesOn) deferred = [entry, entry.value];
+              else entry.value = await resolveElements(entry.value, call, tags);
             } catch (e) {
               entry.error = 'unreadable result: ' + e.message + ': ' + text.slice(0, 200);
             }
@@ -102,6 +128,7 @@ async function main() {
         }
         rec.calls.push(entry);
       }
+      await settle();
       fs.writeSync(out, JSON.stringify(rec) + '\n');
     }
   } finally {
@@ -128,10 +155,12 @@ async function resolveElements(value, call, tag) {
   const unique = Array.from(new Set(uids)).filter((u) => !tag.has(u));
   if (unique.length) {
     const res = await call('evaluate_script', { waitForStableDom: false,
-      function: '(...els) => els.map((e) => e.getAttribute("data-diff"))', args: unique });
+      // (one string, not an array: a page may give arrays a toJSON)
+      function: '(...els) => els.map((e) => e.getAttribute("data-diff")).join("\\n")', args: unique });
     const text = res.structuredContent?.message ?? (res.content || []).map((c) => c.text).join('\n');
     const m = /```json\n([\s\S]*?)\n```/.exec(text);
-    const tagsOf = m ? JSON.parse(m[1]) : null;
+    const joined = m ? JSON.parse(m[1]) : null;
+    const tagsOf = typeof joined === 'string' ? joined.split('\n') : null;
     if (Array.isArray(tagsOf)) unique.forEach((u, i) => tag.set(u, tagsOf[i]));
     else unique.forEach((u) => { failed.set(u, 'unresolved: ' + text.slice(0, 100)); });
   }
