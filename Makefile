@@ -55,7 +55,7 @@ SUPPORT_SRCS := $(wildcard spec/support/*.c)
 SUPPORT := $(patsubst spec/support/%.c,$(BUILD)/support/%,$(SUPPORT_SRCS))
 ALL_CFLAGS = -std=c99 -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -I$(LUA_INCDIR)
 
-.PHONY: all deps deps-demo test test-gc check-c demo bench bench-jansson conformance differential install rock-install uninstall clean asan asan-build fuzz valgrind nvim
+.PHONY: all deps deps-demo test test-gc check-c demo bench bench-jansson conformance differential fixtures install rock-install uninstall clean asan asan-build fuzz valgrind nvim
 
 all: $(MODULE)
 
@@ -130,7 +130,8 @@ LUAJIT_SPECS = spec/nojit_spec.lua spec/json_spec.lua spec/schema_spec.lua spec/
 	spec/pipe_transport_spec.lua spec/discovery_spec.lua spec/lifetime_spec.lua \
 	spec/page_unit_spec.lua spec/hostile_spec.lua spec/task_spec.lua spec/observe_spec.lua \
 	spec/webmcp_spec.lua spec/observe_unit_spec.lua \
-	spec/tls_transport_spec.lua spec/remote_spec.lua spec/page_shapes_spec.lua
+	spec/tls_transport_spec.lua spec/remote_spec.lua spec/page_shapes_spec.lua \
+	spec/apps_spec.lua
 # On the LuaJIT x64 builds whose JIT miscompiles pairs() (Debian 12's: see
 # lua/devtools_tools/nojit.lua) the library keeps the JIT out of its own
 # functions, but busted, luassert and penlight have no such guard and their
@@ -162,6 +163,10 @@ test-gc: deps all $(SUPPORT) app
 conformance: all
 	@test -n "$(JSON_SCHEMA_TEST_SUITE)" || { echo "usage: make conformance JSON_SCHEMA_TEST_SUITE=/path/to/JSON-Schema-Test-Suite" >&2; exit 2; }
 	@$(LUA) tools/conformance.lua $(BUILD) "$(JSON_SCHEMA_TEST_SUITE)"
+
+# Rebuilds the committed fixture apps (spec/fixtures/apps/) from the npm packages tools/fixtures/ locks (needs node and npm).
+fixtures:
+	node tools/fixtures/build.mjs
 
 # The C core must build warning-free for both ABIs.
 check-c:

@@ -968,3 +968,50 @@ describe("browser (fake transport)", function()
     assert.equal("disconnected", H.error_of(b.version, b).code)
   end)
 end)
+
+describe("frames a discovery saw go away (fake transport)", function()
+  local function frame_ids(page)
+    local ids = {}
+    for id in pairs(page.frames) do ids[#ids + 1] = id end
+    table.sort(ids)
+    return ids
+  end
+
+  it("an iframe detached while discovery awaits another session's tree is not recorded again", function()
+    local page, fake = open()
+    oopif(page, fake, "S2", "T2", 8)
+    local tree = fake.on["Page.getFrameTree"]
+    fake.on["Page.getFrameTree"] = function(p, s, msg, f)
+      if s == "S1" then           -- the page's tree still holds X, an iframe of its own process
+        return { frameTree = { frame = { id = "F1", url = page.url, securityOrigin = "http://127.0.0.1",
+          loaderId = "L1" }, childFrames = { { frame = { id = "X", parentId = "F1",
+          url = "http://127.0.0.1/x", securityOrigin = "http://127.0.0.1", loaderId = "LX" } } } } }
+      end
+      -- X goes before the iframe's session answers: the event is read between the two trees
+      f:event("Page.frameDetached", { frameId = "X", reason = "remove" }, "S1")
+      return tree(p, s, msg, f)
+    end
+    page:discover()
+    assert.same({ "F1", "T2" }, frame_ids(page))
+  end)
+
+  it("an out-of-process iframe's frame, seen in its parent's tree before the swap, goes with its session", function()
+    local page, fake = open()
+    local tree = fake.on["Page.getFrameTree"]
+    fake.on["Page.getFrameTree"] = function(p, s, msg, f)
+      if s == "S1" then           -- T2 as the parent saw it before it moved to a process of its own
+        return { frameTree = { frame = { id = "F1", url = page.url, securityOrigin = "http://127.0.0.1",
+          loaderId = "L1" }, childFrames = { { frame = { id = "T2", parentId = "F1", url = "",
+          securityOrigin = "://", loaderId = "LT" } } } } }
+      end
+      return tree(p, s, msg, f)
+    end
+    oopif(page, fake, "S2", "T2", 8)
+    page:discover()
+    assert.same({ "F1", "T2" }, frame_ids(page))
+    fake:event("Page.frameDetached", { frameId = "T2", reason = "swap" }, "S1")
+    fake:event("Target.detachedFromTarget", { sessionId = "S2", targetId = "T2" }, "S1")
+    page.conn:poll()
+    assert.same({ "F1" }, frame_ids(page))
+  end)
+end)

@@ -1222,6 +1222,30 @@ describe("deep schemas and values: a dt.Error, never Lua's stack overflow", func
     end
   end)
 
+  it("counts nesting, not $ref hops: 490 definitions each 4 levels deep, each pointing at the next", function()
+    local defs = {}
+    for i = 1, 490 do
+      defs["d" .. i] = { type = "object", properties = { v = { type = "object", properties = { w = {
+        type = "object", properties = { next = i < 490 and { ["$ref"] = "#/definitions/d" .. (i + 1) }
+          or { type = "integer" } } } } } } }
+    end
+    local v = schema.compile({ type = "object", definitions = defs,
+      properties = { head = { ["$ref"] = "#/definitions/d1" } } })
+    assert.is_true(v({ head = { v = { w = { next = { v = { w = { next = { v = { w = {} } } } } } } } } }))
+    local ok, errs = v({ head = { v = { w = { next = { v = 5 } } } } })
+    assert.is_false(ok)
+    assert.equal("/head/v/w/next/v", errs[1].path)
+    -- a circle of $refs alone, met deeper than the compiler follows $refs
+    -- at once, is refused as one met at once is
+    local deep = { ["$ref"] = "#/definitions/a" }
+    for _ = 1, 40 do deep = { type = "object", properties = { x = deep } } end
+    bad_schema({ definitions = { a = { ["$ref"] = "#/definitions/b" }, b = { ["$ref"] = "#/definitions/a" } },
+      type = "object", properties = { p = deep } }, "circular $ref that never reaches a value")
+    local ring = {}
+    for i = 1, 100 do ring["r" .. i] = { ["$ref"] = "#/definitions/r" .. (i % 100 + 1) } end
+    bad_schema({ definitions = ring, ["$ref"] = "#/definitions/r1" }, "circular $ref that never reaches a value")
+  end)
+
   it("compares values for const, enum and uniqueItems up to JSON's nesting, then refuses", function()
     local function arr(n) local t = A { 1 }; for _ = 1, n do t = A { t } end; return t end
     valid({ const = arr(900) }, arr(900))
@@ -1285,6 +1309,21 @@ describe("hostile schemas stay bounded (issue 11, item 1)", function()
       local msg = schema.format_errors(errs, "; ")
       assert.is_true(#msg < 8000, #msg .. " characters")
       assert.matches("; %.%.%. and 81 more$", msg)
+    end
+  end)
+
+  it("the same, entered 40 levels deep (where the compiler follows $refs later)", function()
+    local s = doubling(26, { format = "x-spec-count" })
+    local wrapped, value = { ["$ref"] = "#/definitions/d0" }, "ok"
+    for _ = 1, 40 do
+      wrapped = { type = "object", properties = { x = wrapped } }
+      value = { x = value }
+    end
+    wrapped.definitions = s.definitions
+    for _, closures in ipairs { false, true } do
+      calls = 0
+      assert.is_true(schema.compile(wrapped, { closures = closures })(value))
+      assert.are.equal(1, calls)
     end
   end)
 

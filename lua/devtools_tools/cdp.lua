@@ -248,7 +248,8 @@ end
 
 -- Reads and routes one message. Returns false on timeout.
 local function pump(self, deadline)
-  local msg, err, code, head = self.transport:recv_cdp(deadline, self.json_ids, self.deadlines)
+  local msg, err, code, head = self.transport:recv_cdp(deadline, self.json_ids, self.deadlines,
+    self.event_prefix)
   if msg ~= nil and M.log.on then log_received(msg) end
   if msg ~= nil and (type(msg) ~= "table" or getmetatable(msg) == core.array_mt) then
     -- JSON, but not a CDP message (an array, a string, a number...).
@@ -640,16 +641,20 @@ function Conn:_write(text, deadline)
   return true
 end
 
--- Processes whatever has arrived, without waiting for more. With
--- buffered_only, only what the transport already holds (no system call).
 -- An event whose decoding a caller's deadline bounds, as a reply's is:
--- key is what the transport reads at the event's start (a WebMCP result's
--- invocation id: see recv_cdp). expect_event(key, deadline) before
--- waiting; event_cut(key) -> the dt.Error its decoding ran into, or nil;
--- end_event(key, gave_up) when done: if the caller gave up, one that still
--- comes is cut at its first clock check and dropped (sweep forgets the
--- entry if none comes).
-function Conn:expect_event(key, deadline)
+-- prefix is how its text starts, written as the browser writes it, up to
+-- its key (a WebMCP result: its method, then its invocation id; see the
+-- core's recv_cdp, which knows no method), key what follows up to a
+-- quote. expect_event(prefix, key, deadline) before waiting (one prefix
+-- per connection: the first given); event_cut(key) -> the dt.Error its
+-- decoding ran into, or nil; end_event(key, gave_up) when done: if the
+-- caller gave up, one that still comes is cut at its first clock check and
+-- dropped (sweep forgets the entry if none comes).
+function Conn:expect_event(prefix, key, deadline)
+  if self.event_prefix == nil then self.event_prefix = prefix end
+  if prefix ~= self.event_prefix then
+    raise("bad_argument", "expect_event: this connection reads keys after " .. self.event_prefix)
+  end
   self.deadlines[key], self.cut[key] = deadline, false
 end
 
@@ -662,6 +667,8 @@ function Conn:end_event(key, gave_up)
   self.deadlines[key] = gave_up and now() or nil
 end
 
+-- Processes whatever has arrived, without waiting for more. With
+-- buffered_only, only what the transport already holds (no system call).
 function Conn:poll(buffered_only)
   if buffered_only then
     if take_buffered(self) and next(self.waiters) then wake_waiters(self, true) end

@@ -187,6 +187,7 @@ function M.discover(page, deadline)
   -- 1. The frame trees of every session, and a barrier on each child
   --    session's Runtime.enable so that its contexts are known.
   local sessions = sessions_of(page)
+  local gone = page:_watch_frames()       -- frames that go away while the trees come
   local ids = {}
   for _, sid in ipairs(sessions) do
     if sid ~= page.session and not page.child_sessions[sid].ready then
@@ -245,7 +246,7 @@ function M.discover(page, deadline)
   local frames = M.ordered_frames(page.session, page.child_sessions, trees)
 
   -- Record what the trees say; events keep it current from here on.
-  page:_record_frames(frames)
+  page:_record_frames(frames, gone)
 
   -- 2. The window object of each frame's main world, then its listeners.
   local todo = {}

@@ -109,7 +109,7 @@ end
 local function key(session, id) return (session or "") .. "\0" .. tostring(id) end
 
 local EVENTS = { console = true, request = true, response = true, navigated = true, crashed = true,
-  dialog = true }
+  dialog = true, tools_changed = true }
 
 -- The domains a page enables beside the library's own: WebMCP is
 -- experimental, and a browser without it answers with an error, which
@@ -516,6 +516,13 @@ function M.session_gone(page, session)
   if st then orphan(st, function(rec) return rec.session == session end) end
 end
 
+-- tools_changed(page, reason): the page's tools may have changed (page.lua
+-- says when): its "tools_changed" listeners are told.
+function M.tools_changed(page, reason)
+  local st = page._obs
+  if st then emit(st, st.listeners.tools_changed, "tools_changed", { reason = reason }) end
+end
+
 -- ---- the dispatcher hook ---------------------------------------------------------
 
 
@@ -572,14 +579,18 @@ end
 -- request was sent), "response" (it finished or failed), "navigated"
 -- ({url, frame}), "crashed" ({url}), "dialog" ({type, message,
 -- default_prompt, url, frame}; fn may return the answer: see dialogs
--- above). Listeners run inside the connection's reader and must not wait.
+-- above), "tools_changed" ({reason}: the page's tools may have changed;
+-- see page.lua). Listeners run inside the connection's reader and must
+-- not wait.
 function P.on(page, event, fn)
   local st = state(page)
   if type(event) ~= "string" or not EVENTS[event] then
     raise("bad_argument", "on: unknown event " .. tostring(event)
-      .. " (console, request, response, navigated, crashed, dialog)")
+      .. " (console, request, response, navigated, crashed, dialog, tools_changed)")
   end
-  return listen(st.listeners, event, fn, "on")
+  local remove = listen(st.listeners, event, fn, "on")
+  if event == "tools_changed" then page:_watch_tools() end
+  return remove
 end
 
 -- on_cdp(method, fn) -> remove(): fn(params, session_id) for every CDP event

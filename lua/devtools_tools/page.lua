@@ -20,6 +20,7 @@ local calls = require "devtools_tools.calls"
 local discovery = require "devtools_tools.discovery"
 -- issue 14: console, network, raw CDP, WebMCP tools, screenshots
 local observe = require "devtools_tools.observe"
+local pagejs = require "devtools_tools.pagejs"
 local webmcp = require "devtools_tools.webmcp"
 local screenshot = require "devtools_tools.screenshot"
 
@@ -58,6 +59,13 @@ local function descendants(self, id)
   return out
 end
 
+-- A frame that went away: forgotten, and noted for each discovery under
+-- way (its frame trees, asked before, may still hold it: _record_frames).
+local function forget_frame(self, fid)
+  self.frames[fid] = nil
+  for gone in next, self._frame_watch do gone[fid] = true end
+end
+
 handlers["Page.frameNavigated"] = function(self, p, session)
   local f = p.frame
   self.nav_requested[f.id] = nil
@@ -67,7 +75,7 @@ handlers["Page.frameNavigated"] = function(self, p, session)
   -- the back/forward cache brings its iframes back as they were: kept.
   if p.type ~= "BackForwardCacheRestore" then
     for _, fid in ipairs(descendants(self, f.id)) do
-      self.frames[fid] = nil
+      forget_frame(self, fid)
       self.nav_requested[fid] = nil
     end
   end
@@ -122,9 +130,9 @@ end
 
 handlers["Page.frameDetached"] = function(self, p)
   self.nav_requested[p.frameId or false] = nil
-  local fr = self.frames[p.frameId]
-  if fr and p.reason ~= "swap" then
-    self.frames[p.frameId] = nil
+  -- (one not known yet too: a tree already come in may hold it)
+  if p.reason ~= "swap" and type(p.frameId) == "string" then
+    forget_frame(self, p.frameId)
     self.contexts[p.frameId] = nil
   end
 end
@@ -215,6 +223,7 @@ handlers["Target.attachedToTarget"] = function(self, p, session)
   conn:send_nowait("Page.setLifecycleEventsEnabled", { enabled = true }, sid)
   conn:send_nowait("Runtime.enable", nil, sid)
   conn:send_nowait("Target.setAutoAttach", AUTO_ATTACH, sid)
+  if self._watching then watch_session(self, sid) end      -- (before its scripts run)
   conn:send_nowait("Runtime.runIfWaitingForDebugger", nil, sid)
 end
 
@@ -249,13 +258,18 @@ handlers["Target.detachedFromTarget"] = function(self, p)
     session_gone(self, sid)
     self.conn:fail_pending(sid, detached_error())
   end
-  if self.child_sessions[sid] then
+  local child = self.child_sessions[sid]
+  if child then
     self.child_sessions[sid] = nil
     session_gone(self, sid)
     self.conn:fail_pending(sid, detached_error())
     for fid, fr in pairs(self.frames) do
-      if fr.session == sid then self.frames[fid] = nil end
+      if fr.session == sid then forget_frame(self, fid) end
     end
+    -- its own frame (an out-of-process iframe's frame id is its target id)
+    -- even when only the parent's tree told of it: removed before its
+    -- session said anything, it was kept for good
+    if self.frames[child.target_id] then forget_frame(self, child.target_id) end
     for fid, c in pairs(self.contexts) do
       if c.session == sid then self.contexts[fid] = nil end
     end
@@ -273,8 +287,16 @@ local epoch_events = {
   ["Target.detachedFromTarget"] = true,
 }
 
+-- What a change of the page's tools is, for page:on("tools_changed").
+local TOOLS_CHANGED = {
+  ["Page.frameNavigated"] = "navigated", ["Page.navigatedWithinDocument"] = "navigated",
+  ["WebMCP.toolsAdded"] = "webmcp", ["WebMCP.toolsRemoved"] = "webmcp",
+  ["Runtime.bindingCalled"] = "listener",
+}
+
 local function on_event(self, method, params, session)
   local h = handlers[method]
+  local epoch = self.epoch
   if h then
     h(self, params, session)
     if epoch_events[method] then self.epoch = self.epoch + 1 end
@@ -284,6 +306,9 @@ local function on_event(self, method, params, session)
   observe.dispatch(self, method, params, session)
   webmcp.dispatch(self, method, params, session)
   if method == "WebMCP.toolsAdded" or method == "WebMCP.toolsRemoved" then self.epoch = self.epoch + 1 end
+  if self.epoch ~= epoch and self._watching then
+    observe.tools_changed(self, TOOLS_CHANGED[method] or "frames")
+  end
 end
 
 -- ---- attach ---------------------------------------------------------------------
@@ -306,6 +331,7 @@ function M.attach(browser, target_id, deadline, opts)
     browser = browser, conn = conn, target_id = target_id, session = r.sessionId,
     url = "about:blank", frames = {}, contexts = {}, loaded = {}, load_order = {}, nav_count = 0, nav_requested = {},
     child_sessions = {}, worker_sessions = {}, _attach_seq = 1, epoch = 0, _probes = {},
+    _frame_watch = setmetatable({}, { __mode = "k" }),
   }, Page)
   self._listener = function(method, params, session)
     on_event(self, method, params, session)
@@ -357,13 +383,28 @@ function Page:_is_current(frame_id, loader_id, context_id)
 end
 
 -- _record_frames(frames): what a discovery read from the frame trees
-function Page:_record_frames(frames)
+-- _watch_frames() -> gone: a set that collects the ids of the frames that
+-- go away from now on, for _record_frames. Held weakly: dropped with the
+-- discovery that asked for it, however that ends.
+function Page:_watch_frames()
+  local gone = {}
+  self._frame_watch[gone] = true
+  return gone
+end
+
+-- _record_frames(frames, gone?): the frames a discovery's trees showed;
+-- those in gone went away after the trees were asked for (50 iframes added
+-- and removed a second during discoveries left 16 frames, growing)
+function Page:_record_frames(frames, gone)
   for _, f in ipairs(frames) do
-    local fr = self.frames[f.id] or {}
-    self.frames[f.id] = fr
-    fr.id, fr.url, fr.origin, fr.parent, fr.session = f.id, f.url, f.origin, f.parent, f.session
-    fr.loader_id = f.loader_id
+    if not (gone and gone[f.id]) then
+      local fr = self.frames[f.id] or {}
+      self.frames[f.id] = fr
+      fr.id, fr.url, fr.origin, fr.parent, fr.session = f.id, f.url, f.origin, f.parent, f.session
+      fr.loader_id = f.loader_id
+    end
   end
+  if gone then self._frame_watch[gone] = nil end
 end
 
 -- _session_ready(sid): a child session's Runtime.enable was answered, so
@@ -547,6 +588,35 @@ end
 -- "changed": js/runtime.js): whatever was discovered is out of date.
 function Page:_tools_changed()
   self.epoch = self.epoch + 1
+  if self._watching then observe.tools_changed(self, "listener") end
+end
+
+-- Watching the page's tools (page:on("tools_changed")): a binding, and a
+-- script at the start of every document (and now in those already there:
+-- runImmediately) that calls it when a devtoolstooldiscovery listener is
+-- added to or removed from window (js/watch.js), on the page's session
+-- and each iframe's. Sent without waiting: the first listener change may
+-- come before the script is in; the events of navigation and frames are
+-- there at once. A page can call the binding itself: it only says the
+-- tools may have changed.
+local WATCH_BINDING = "__devtools_tools_changed"
+
+handlers["Runtime.bindingCalled"] = function(self, p)
+  if p.name == WATCH_BINDING then self.epoch = self.epoch + 1 end
+end
+
+local function watch_session(self, sid)
+  local conn = self.conn
+  conn:send_nowait("Runtime.addBinding", { name = WATCH_BINDING }, sid)
+  conn:send_nowait("Page.addScriptToEvaluateOnNewDocument", { source = pagejs.watch_source(WATCH_BINDING),
+    runImmediately = true }, sid)
+end
+
+function Page:_watch_tools()
+  if self._watching then return end
+  self._watching = true
+  watch_session(self, self.session)
+  for sid in pairs(self.child_sessions) do watch_session(self, sid) end
 end
 
 function Page:_detached()

@@ -11,10 +11,11 @@
 require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local errors = require "devtools_tools.errors"
+local json = require "devtools_tools.json"
 
 local M = {}
 
-local NAMES = { "runtime", "discover", "call", "call_expr", "batch", "take" }
+local NAMES = { "watch", "runtime", "discover", "call", "call_expr", "batch", "take" }
 
 -- The directory this file was loaded from, from its chunk name "@path".
 local function own_dir()
@@ -73,10 +74,18 @@ for _, name in ipairs(NAMES) do
   M.source[name] = sendable(text)
 end
 
--- The functionDeclaration of the discovery call: installs the runtime, then
--- discovers. Both files are function expressions, called, not edited.
-M.DISCOVER = "function (maxDepth, maxValues) {\n  (" .. M.source.runtime .. ")(maxDepth);\n  return ("
-  .. M.source.discover .. ")(maxDepth, maxValues);\n}"
+-- The functionDeclaration of the discovery call: installs the listener
+-- count and the runtime, then discovers. The files are function
+-- expressions, called, not edited.
+M.DISCOVER = "function (maxDepth, maxValues) {\n  (" .. M.source.watch .. ")(null);\n  ("
+  .. M.source.runtime .. ")(maxDepth);\n  return (" .. M.source.discover .. ")(maxDepth, maxValues);\n}"
+
+-- The script that watches a document's listeners and tells Lua through
+-- the binding named: at each document's start, and in documents already
+-- there (page:on("tools_changed")).
+function M.watch_source(binding)
+  return "(" .. M.source.watch .. ")(" .. json.encode(binding) .. ");"
+end
 M.CALL = M.source.call
 -- A one-call expression is CALL_EXPR_HEAD, the arguments as JSON
 -- literals, CALL_EXPR_TAIL: js/call_expr.js is one line of code, cut where

@@ -30,6 +30,12 @@ local M = {}
 -- The flag that turns the page API on in Chromium.
 M.FEATURE = "WebMCP"
 
+-- How a tool's result starts, as Chromium writes it: its invocation id
+-- comes next, before the output, so the connection can cut the decoding of
+-- a large one at its caller's deadline (cdp.lua's expect_event).
+local RESPONDED = '{"method":"WebMCP.toolResponded","params":{"invocationId":"'
+M.RESPONDED = RESPONDED
+
 -- How many answers to invocations are kept until their caller reads them.
 local KEEP_ANSWERS = 128
 
@@ -404,7 +410,7 @@ function M.ack(c, deadline)
   local heard = page._obs and page._obs.cdp_listeners["WebMCP.toolResponded"]
   if not (heard and #heard > 0) and st.answers[id] == nil then
     st.watched[id] = true
-    conn:expect_event(id, deadline)
+    conn:expect_event(RESPONDED, id, deadline)
   end
 end
 

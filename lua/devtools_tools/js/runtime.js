@@ -257,35 +257,18 @@
   // moves (React's effect cleanup on history.pushState or a hash change),
   // or answers the event with the tools of its current route: the groups
   // the last discovery published hold the unmounted view's functions. So
-  // the listeners added to or removed from window are counted (through
-  // window's own add/removeEventListener, which call EventTarget's, looked
-  // up at each call, so a page that patches the prototype, as zone.js
-  // does, keeps its patch), and the document's URL is noted; a call made
-  // after either changed, before a discovery saw it, answers "changed"
-  // instead of running anything, and Lua discovers again.
-  const EVENT = 'devtoolstooldiscovery';
-  let changes = 0;
+  // the listeners added to or removed from window are counted (js/watch.js,
+  // installed before this file by the same call), and the document's URL
+  // is noted; a call made after either changed, before a discovery saw it,
+  // answers "changed" instead of running anything, and Lua discovers again.
+  const counted = () => { try { return window.__devtools_tools_watch.changes; } catch (_) { return 0; } };
   let seen = { changes: 0, href: undefined };
-  const proto = EventTarget.prototype;
-  for (const method of ['addEventListener', 'removeEventListener']) {
-    if (Object.getOwnPropertyDescriptor(window, method)) continue;   // the page's own: left alone
-    const counting = {
-      [method](type, ...rest) {
-        const target = this === undefined || this === null ? window : this;
-        if (target === window) { try { if (String(type) === EVENT) changes += 1; } catch (_) { /* not a name */ } }
-        return apply(proto[method], target, [type, ...rest]);
-      },
-    }[method];
-    try {
-      Object.defineProperty(window, method, { value: counting, writable: true, enumerable: false, configurable: true });
-    } catch (_) { /* a window that takes no property: URL changes are still seen */ }
-  }
   const href = () => { try { return location.href; } catch (_) { return undefined; } };
-  const changed = () => changes !== seen.changes || href() !== seen.href;
+  const changed = () => counted() !== seen.changes || href() !== seen.href;
 
   const rt = {
     // What a discovery publishes is the page's tools as of now (js/discover.js).
-    discovered() { seen = { changes, href: href() }; },
+    discovered() { seen = { changes: counted(), href: href() }; },
     // The page's clock (ms), for Lua to place call_many's deadline on it.
     now() { return clock(); },
     // Like the reference's `await tool.execute(args)`, but a tool that

@@ -139,6 +139,12 @@ Compiler.__index = Compiler
 
 local COMPILE_TICK = 64     -- nodes between two looks at the clock
 local MAX_NESTING = 500     -- schemas inside one another (a page's are cut at 512 JSON levels)
+-- A $ref followed this deep in the compile's recursion is compiled later,
+-- from the top: a chain of definitions each pointing at the next (490 of
+-- them, each 4 levels deep) nests no deeper than one of them, and the
+-- recursion stays within MAX_NESTING + REF_DEFER_DEPTH (LuaJIT's stack
+-- ends near 1000 compile levels: "stack overflow").
+local REF_DEFER_DEPTH = 32
 
 local function new_compiler(loader, deadline, rs)
   return setmetatable({
@@ -151,7 +157,9 @@ local function new_compiler(loader, deadline, rs)
     compiled = {},      -- schema -> inner base -> node
     pending = {},       -- schema -> inner base -> { node, level }, while compiling it
     level = 0,          -- data-consuming steps on the current compile path
-    depth = 0,          -- schemas on the current compile path
+    depth = 0,          -- schemas on the current compile path ($refs followed included)
+    nest = 0,           -- schemas inside one another in the current $ref's target
+    deferred = {},      -- $ref targets to compile from the top: { node, s, outer, loc }
     regexes = {},
     nodes = {},         -- every node made, in order
     finished = {},      -- the same, in the order their compiling ended
@@ -306,7 +314,7 @@ function Compiler:ref(ref, base, loc)
     local res = self:resource(doc, loc, ref)
     local target, outer = self:pointer(res, frag, loc, ref, 0)
     if target == nil then bad(loc, "$ref \"" .. ref .. "\" points at nothing") end
-    return self:compile(target, outer, self:location(doc, pct_decode(frag)))
+    return self:target(target, outer, self:location(doc, pct_decode(frag)))
   end
   local a = self.anchors[doc .. "#" .. frag]
   if not a then
@@ -314,7 +322,30 @@ function Compiler:ref(ref, base, loc)
     a = self.anchors[doc .. "#" .. frag]
   end
   if not a then bad(loc, "$ref \"" .. ref .. "\" points at nothing") end
-  return self:compile(a.node, a.outer, self:location(doc, frag))
+  return self:target(a.node, a.outer, self:location(doc, frag))
+end
+
+-- The node of a $ref's target: compiled now, its nesting counted from
+-- its own place; or, deep in the recursion, a node filled later (M.compile).
+function Compiler:target(s, outer, loc)
+  if self.depth >= REF_DEFER_DEPTH and is_object(s) then
+    local base = inner_base(s, outer)
+    local done = self.compiled[s]
+    local pend = self.pending[s]
+    if not (done and done[base]) and not (pend and pend[base]) then
+      local node = { kind = "pending", loc = loc }
+      self.nodes[#self.nodes + 1] = node
+      if not done then done = {}; self.compiled[s] = done end
+      done[base] = node
+      self.deferred[#self.deferred + 1] = { node = node, s = s, outer = outer, loc = loc }
+      return node
+    end
+  end
+  local nest = self.nest
+  self.nest = 0
+  local n = self:compile(s, outer, loc)
+  self.nest = nest
+  return n
 end
 
 -- A schema applied to another value (an item, a property): the step
@@ -349,20 +380,26 @@ function Compiler:compile(s, outer, loc)
   end
   local node = { kind = "pending", loc = loc }
   nodes[#nodes + 1] = node
-  if not pend then pend = {}; self.pending[s] = pend end
-  pend[base] = { node = node, level = self.level }
-  local depth = self.depth + 1
-  if depth > MAX_NESTING then          -- (LuaJIT's stack ends near 1000: "stack overflow")
-    bad(loc, "schemas nested more than " .. MAX_NESTING .. " deep")
-  end
-  self.depth = depth
-  self:build(node, s, base, loc)
-  self.depth = depth - 1
-  pend[base] = nil
-  self.finished[#self.finished + 1] = node
+  self:fill(node, s, base, loc)
   if not done then done = {}; self.compiled[s] = done end
   done[base] = node
   return node
+end
+
+-- Builds node from schema s (its base URI: base), one level deeper.
+function Compiler:fill(node, s, base, loc)
+  local pend = self.pending[s]
+  if not pend then pend = {}; self.pending[s] = pend end
+  pend[base] = { node = node, level = self.level }
+  local depth, nest = self.depth + 1, self.nest + 1
+  if nest > MAX_NESTING then
+    bad(loc, "schemas nested more than " .. MAX_NESTING .. " deep")
+  end
+  self.depth, self.nest = depth, nest
+  self:build(node, s, base, loc)
+  self.depth, self.nest = depth - 1, nest - 1
+  pend[base] = nil
+  self.finished[#self.finished + 1] = node
 end
 
 -- A pattern's test looks at the clock after each match: one match may take
@@ -881,12 +918,42 @@ local SHARED_PATHS = 16     -- more ways than this from the root to a node: memo
 -- value, so that a schema (anyOf of the same $ref twice, level after
 -- level) cannot make validation exponential. A $ref found cyclic makes its
 -- target cyclic: the engines count nesting at the node that does the work.
-local function mark_shared(root, finished)
-  local pos = {}
-  for i, n in ipairs(finished) do
-    pos[n] = i
+-- The nodes reached from root, children before parents (a depth-first
+-- post-order, without recursion; edges back to a node still on the way
+-- are cycles, left out). The order compiling finished them in is not one:
+-- a $ref's target compiled later (Compiler:target) finishes after its user.
+local function post_order(root)
+  local order, state = {}, {}
+  root = resolved(root)
+  if root.kind ~= "node" then return order end
+  local stack, kids, at = { root }, { edges(root) }, { 1 }
+  state[root] = 1
+  while #stack > 0 do
+    local top = #stack
+    local i = at[top]
+    local c = kids[top][i]
+    if c then
+      at[top] = i + 1
+      if c.kind == "node" and not state[c] then
+        state[c] = 1
+        stack[top + 1], kids[top + 1], at[top + 1] = c, edges(c), 1
+      end
+    else
+      state[stack[top]] = 2
+      order[#order + 1] = stack[top]
+      stack[top], kids[top], at[top] = nil, nil, nil
+    end
+  end
+  return order
+end
+
+local function mark_shared(root, all)
+  for _, n in ipairs(all) do
     if n.kind == "ref" and n.cyclic then resolved(n).cyclic = true end
   end
+  local finished = post_order(root)
+  local pos = {}
+  for i, n in ipairs(finished) do pos[n] = i end
   local paths = { [resolved(root)] = 1 }
   for i = #finished, 1, -1 do
     local n = finished[i]
@@ -913,6 +980,26 @@ function M.compile(s, loader, deadline, rs)
   c:add_document(s, "")
   c.main[inner_base(s, "")] = true
   local root = c:compile(s, "", "#")
+  -- the $ref targets met deep in the recursion, each from the top
+  local deferred = c.deferred
+  while #deferred > 0 do
+    local d = deferred[#deferred]
+    deferred[#deferred] = nil
+    c.level = 0
+    c:fill(d.node, d.s, inner_base(d.s, d.outer), d.loc)
+  end
+  -- a circle of $refs alone that crossed a deferral: refused as one met at
+  -- once is (Compiler:compile), before anything follows it
+  local sure = {}
+  for _, n in ipairs(c.nodes) do
+    local seen, m = {}, n
+    while m.kind == "ref" and not sure[m] do
+      if seen[m] then bad(n.loc, "circular $ref that never reaches a value") end
+      seen[m] = true
+      m = m.target
+    end
+    for k in next, seen do sure[k] = true end
+  end
   mark_shared(root, c.finished)
   context.check_deadline(deadline, context.COMPILE_LATE)
   local bounded, arrays = false, false
