@@ -256,12 +256,18 @@ function main() {
       if (!d.tool) groupsExpected = false;
       note('discovery', p, d.text);
     }
+    if (ref.serverExited) {
+      const j = (ref.calls || []).findIndex((c) => /MCP request failed/.test(c.error || ''));
+      note('the reference\'s server exited (its record of the page stops there)', p,
+        j >= 0 ? 'during call ' + (j + 1) + ' ' + show(p.calls[j].tool) + ' ' + p.calls[j].params.slice(0, 80) : 'during discovery');
+    }
     // calls; one whose tool only one side listed follows from the
     // discovery's divergence and is counted with it
     const listed = (gs) => new Set((gs || []).flatMap((g) => g.tools.map((t) => t.name)));
     const refListed = listed(refGroups), ourListed = listed(ourMain);
     p.calls.forEach((c, j) => {
       stats.calls++;
+      if (ref.serverExited && /MCP request failed|server exited/.test((ref.calls[j] || {}).error || '')) return;
       const refOut = refOutcome(ref.calls && ref.calls[j], ctx.toolTags(c.tool));
       const ourOut = ourOutcome(our.calls && our.calls[j]);
       if (refOut.kind === 'value' || refOut.kind === 'none' || refOut.kind === 'threw') stats.sent++;

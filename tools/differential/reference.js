@@ -40,18 +40,31 @@ async function main() {
   const [planFile, base, outFile] = process.argv.slice(2);
   const plan = readLines(planFile);
   const out = fs.openSync(outFile, 'w');
-  const transport = new StdioClientTransport({
-    command: process.execPath, args: serverArgs, stderr: 'pipe',
-    env: { ...process.env, CHROME_DEVTOOLS_MCP_NO_UPDATE_CHECKS: '1', CHROME_DEVTOOLS_MCP_NO_USAGE_STATISTICS: '1' },
-  });
   let stderr = '';
-  const client = new Client({ name: 'devtools_tools-differential', version: '1' });
-  await client.connect(transport);
-  transport.stderr?.on('data', (d) => { stderr = (stderr + d).slice(-4000); });
+  let client = null;
+  // The server (and its Chromium), started again if it exits: one page's
+  // crash costs that page's calls, not the rest of the run.
+  const start = async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath, args: serverArgs, stderr: 'pipe',
+      env: { ...process.env, CHROME_DEVTOOLS_MCP_NO_UPDATE_CHECKS: '1', CHROME_DEVTOOLS_MCP_NO_USAGE_STATISTICS: '1' },
+    });
+    const c = new Client({ name: 'devtools_tools-differential', version: '1' });
+    await c.connect(transport);
+    transport.stderr?.on('data', (d) => { stderr = (stderr + d).slice(-4000); });
+    return c;
+  };
+  client = await start();
+  let exited = false;
   const spent = {};               // ms per MCP tool, for DIFF_DEBUG
   const call = async (name, args) => {
+    if (exited) throw new Error('the reference\'s server exited earlier on this page');
     const t = Date.now();
     try { return await client.callTool({ name, arguments: args }, undefined, { timeout: TIMEOUT }); }
+    catch (e) {
+      if (/Connection closed|Not connected/.test(e.message)) exited = true;
+      throw e;
+    }
     finally { spent[name] = (spent[name] || [0, 0]); spent[name][0] += Date.now() - t; spent[name][1]++; }
   };
   const textOf = (res) => (res.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
@@ -129,6 +142,12 @@ async function main() {
         rec.calls.push(entry);
       }
       await settle();
+      if (exited) {
+        rec.serverExited = true;
+        await client.close().catch(() => {});
+        client = await start();
+        exited = false;
+      }
       fs.writeSync(out, JSON.stringify(rec) + '\n');
     }
   } finally {

@@ -32,7 +32,7 @@ const LEAVES = [
 
 // elementTags: the data-diff tags of the page's elements (some in the
 // document, some detached, one SVG).
-function genResult(r, elementTags, depth = 0, tags = new Set()) {
+function genResult(r, elementTags, depth = 0, tags = new Set(), opts = {}) {
   const leaf = depth >= 3 || r.chance(depth === 0 ? 0.25 : 0.45);
   if (leaf) {
     if (elementTags.length && r.chance(0.08)) {
@@ -41,10 +41,10 @@ function genResult(r, elementTags, depth = 0, tags = new Set()) {
     }
     return r.weighted(LEAVES.map(([w, f]) => [w, f]))(r);
   }
-  const sub = () => genResult(r, elementTags, depth + 1, tags);
+  const sub = () => genResult(r, elementTags, depth + 1, tags, opts);
   const kind = r.weighted([
     [8, 'object'], [6, 'array'], [1, 'getter'], [1, 'toJSON'], [1, 'cycleObject'], [1, 'cycleArray'],
-    [1, 'cycleBoth'], [1, 'shared'], [1, 'nullProto'], [1, 'deep'], [0.3, 'veryDeep'], [0.5, 'bigArray'],
+    [1, 'cycleBoth'], [1, 'shared'], [1, 'nullProto'], [opts.shallow ? 0 : 1, 'deep'], [opts.shallow ? 0 : 0.3, 'veryDeep'], [0.5, 'bigArray'],
     [0.5, 'holes'], [0.5, 'arrayProps'], [0.5, 'proxy'], [0.5, 'frozen'], [0.3, 'protoKey'], [0.5, 'oddKeys'],
     [0.3, 'throwingGetter'], [0.5, 'elements'],
   ]);
@@ -90,12 +90,12 @@ function genResult(r, elementTags, depth = 0, tags = new Set()) {
 
 // A tool's execute function, as source: how it answers (at once, a
 // promise, a timer) and what (a value, its own arguments, an exception).
-function genExecute(r, elementTags, id) {
+function genExecute(r, elementTags, id, opts = {}) {
   const tags = new Set();
   const how = r.weighted([[8, 'sync'], [4, 'async'], [1, 'timer'], [0.7, 'throws'], [0.3, 'throwsString'],
     [0.5, 'rejects'], [0.3, 'rejectsObject']]);
   const value = () => {
-    const v = genResult(r, elementTags, 0, tags);
+    const v = genResult(r, elementTags, 0, tags, opts);
     return r.chance(0.3) ? '{ received: args, value: ' + v + ' }' : v;
   };
   let src;
