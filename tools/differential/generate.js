@@ -235,7 +235,7 @@ function genTool(r, idx, elementTags, pageOpts) {
     tags.push('odd:' + kind);
   }
   const how = r.weighted([[10, 'plain'], [3, 'shareEqual'], [1, 'getters'], [1, 'typebox'], [1, 'nullProto'],
-    [1, 'undefinedKeys'], [1, 'reactive'], [1, 'frozen'], [0.3, 'throwingGetter'], [0.3, 'cycle'], [0.2, 'builder']]);
+    [1, 'undefinedKeys'], [1, 'reactive'], [1, 'frozen'], [0.1, 'throwingGetter'], [0.1, 'cycle'], [0.07, 'builder']]);
   schema = dress(schema, how, r);
   if (how !== 'plain') tags.push('dress:' + how);
   const exec = genExecute(r, elementTags, name, pageOpts);
