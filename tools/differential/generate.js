@@ -400,6 +400,9 @@ function genPage(seed, index) {
     out.push('// listener ' + li + ': ' + l.timing);
     out.push('window.addEventListener("devtoolstooldiscovery", (e) => {');
     for (const m of made) out.push('  ' + m.lines.join('\n  '));
+    // now and then a listener that throws after answering, or answers twice
+    if (!l.empty && !l.undefinedGroup && r.chance(0.04)) { answer.push('throw new Error("DIFF-LISTENER threw after answering");'); tags.push('listener-throws'); }
+    if (made.length && r.chance(0.03)) { answer.push(answer[0]); tags.push('answers-twice'); }
     const body = answer.join('\n  ');
     switch (l.timing) {
       case 'sync': out.push('  ' + body); break;

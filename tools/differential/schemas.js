@@ -566,6 +566,7 @@ function argSets(ast, r) {
     if (r.chance(0.05)) text = text.replace(/:(\d+)([,}])/, ':$1.0$2');
     if (r.chance(0.03)) text = text.replace(/:(\d+)([,}])/, ':9007199254740993$2');
     if (r.chance(0.03)) text = text.replace(/:(\d+)([,}])/, ':1e2$2');
+    if (r.chance(0.02)) text = text.replace(/:(-?[\d.]+)([,}])/, ':1e400$2');   // no double holds it
     if (text === undefined || text[0] !== '{') text = '{}';
     return text;
   });
