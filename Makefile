@@ -44,9 +44,13 @@ BUSTED     ?= /usr/bin/busted
 MODULE  := $(BUILD)/devtools_tools/core.so
 SRCS    := $(wildcard src/*.c)
 OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
-# the library's modules; the Neovim plugin's (nvim.lua, nvim/, health.lua)
-# are used from the runtimepath only, so `make install` leaves them out
-LUAMODS := $(filter-out lua/devtools_tools/nvim.lua lua/devtools_tools/health.lua,$(wildcard lua/devtools_tools/*.lua))
+# the library's modules; the Neovim plugin's (nvim/, health.lua) are used
+# from the runtimepath only, so `make install` leaves them out
+LUAMODS := $(filter-out lua/devtools_tools/health.lua,$(wildcard lua/devtools_tools/*.lua))
+# what every front end shows (devtools_tools.present.*) and the command line
+# (devtools_tools.cli.*, run by bin/devtools-tools)
+PRESENTMODS := $(wildcard lua/devtools_tools/present/*.lua)
+CLIMODS := $(wildcard lua/devtools_tools/cli/*.lua)
 # the page-side JavaScript, read at run time from js/ next to the modules
 JSFILES := $(wildcard lua/devtools_tools/js/*.js)
 # the validator's pieces (devtools_tools.schema.*)
@@ -131,7 +135,7 @@ LUAJIT_SPECS = spec/nojit_spec.lua spec/json_spec.lua spec/schema_spec.lua spec/
 	spec/page_unit_spec.lua spec/hostile_spec.lua spec/task_spec.lua spec/observe_spec.lua \
 	spec/webmcp_spec.lua spec/observe_unit_spec.lua \
 	spec/tls_transport_spec.lua spec/remote_spec.lua spec/page_shapes_spec.lua \
-	spec/apps_spec.lua
+	spec/apps_spec.lua spec/unit/present_spec.lua
 # On the LuaJIT x64 builds whose JIT miscompiles pairs() (Debian 12's: see
 # lua/devtools_tools/nojit.lua) the library keeps the JIT out of its own
 # functions, but busted, luassert and penlight have no such guard and their
@@ -187,9 +191,10 @@ asan: asan-build
 
 # Fuzzing on the ASan/UBSan build (tools/fuzz.lua): the JSON codec, the
 # framing of both transports and core.http_get against fake peers, the
-# validator, base64. Seeded and bounded: FUZZ_SEED, FUZZ_ITERATIONS (cases per
-# target) or FUZZ_SECONDS (all targets, default 60); FUZZ_TARGETS picks
-# from json,pipe,ws,http,schema,base64. A reported case runs again with the
+# validator, base64, and the front ends' walks of a schema (present: each
+# within a time limit per schema). Seeded and bounded: FUZZ_SEED,
+# FUZZ_ITERATIONS (cases per target) or FUZZ_SECONDS (all targets, default
+# 60); FUZZ_TARGETS picks from json,pipe,ws,http,schema,base64,present. A reported case runs again with the
 # FUZZ_CASE line it prints. Ends with "N inputs tried, N crashes, N hangs,
 # N failed checks".
 fuzz: deps asan-build
@@ -208,11 +213,14 @@ demo: deps-demo all app
 # finds it relative to itself, so a DESTDIR staging tree works as it is).
 install: all
 	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js \
-		$(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/schema
+		$(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/schema $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/present \
+		$(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/cli
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so
 	install -m 644 $(LUAMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/
 	install -m 644 $(JSFILES) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js/
 	install -m 644 $(SCHEMAMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/schema/
+	install -m 644 $(PRESENTMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/present/
+	install -m 644 $(CLIMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/cli/
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	sed -e '1s|.*|#!/usr/bin/env $(LUA)|' \
 		-e 's|^local INSTALLED_LUA, INSTALLED_LIB = nil, nil$$|local INSTALLED_LUA, INSTALLED_LIB = "$(LUA_SHAREDIR)", "$(LUA_LIBDIR)"|' \

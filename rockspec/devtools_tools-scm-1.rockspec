@@ -25,11 +25,12 @@ external_dependencies = {
 -- Built by the Makefile, not the builtin backend: the builtin backend leaves
 -- its objects and core.so in the source tree, and cannot install the command
 -- line's man page. `make rock-install` builds in a temporary directory and
--- installs core.so, lua/devtools_tools/*.lua except nvim.lua and
--- health.lua, the page scripts js/*.js and schema/*.lua beneath it, the
--- command line bin/devtools-tools and its man page. The Neovim plugin
--- (nvim.lua, health.lua, nvim/, plugin/, syntax/, its :help file) is not
--- installed: a plugin manager runs it from a checkout built with `make nvim`.
+-- installs core.so, lua/devtools_tools/*.lua except health.lua, and beneath
+-- it the page scripts js/*.js, the validator schema/*.lua, what the front
+-- ends show present/*.lua and the command line cli/*.lua; the command
+-- line's launcher bin/devtools-tools and its man page. The Neovim plugin
+-- (nvim/, health.lua, plugin/, syntax/, its :help file) is not installed:
+-- a plugin manager runs it from a checkout built with `make nvim`.
 build = {
   type = "make",
   build_pass = false,

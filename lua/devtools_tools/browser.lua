@@ -105,12 +105,17 @@ function M.locate(wanted)
   return nil, tried
 end
 
+-- (details.tried: the paths looked at, for a front end that names its
+-- own options in the advice)
 local function find_executable(opts)
   local p, tried, named = M.locate(opts.executable)
   if p then return p end
-  if named then raise("launch_failed", "Chromium not found: tried " .. concat(tried, ", ")) end
+  if named then
+    raise("launch_failed", "Chromium not found: tried " .. concat(tried, ", "), { details = { tried = tried } })
+  end
   raise("launch_failed", "no Chromium found: tried " .. concat(tried, ", ")
-    .. " (install the chromium package, or set opts.executable or DEVTOOLS_TOOLS_CHROME)")
+    .. " (install the chromium package, or set opts.executable or DEVTOOLS_TOOLS_CHROME)",
+    { details = { tried = tried } })
 end
 
 local check_opts = options.check
@@ -150,8 +155,25 @@ local function await_removed(dir, deadline)
   return await_until(function() return not core.exists(dir) end, deadline)
 end
 
+-- The names of the profiles we make ($TMPDIR/<prefix>XXXXXX): a detached
+-- browser's profile is removed by stop_detached only if its name says it
+-- is one of ours (a record read back from a file is not trusted further).
+local PROFILE_PREFIX = "devtools_tools-profile-"
+local DETACHED_PREFIX = "devtools_tools-detached-"
+
+local function new_profile(prefix)
+  local dir, err = core.mkdtemp(prefix)
+  if not dir then
+    local tmp = os.getenv("TMPDIR")
+    raise("launch_failed", "cannot create a profile under " .. ((tmp and tmp ~= "") and tmp or "/tmp"),
+      { details = { reason = err } })
+  end
+  return dir
+end
+
 local launch_opts = { executable = "string", headless = "boolean", args = true,
-  user_data_dir = "string", timeout = true, webmcp = "boolean", history = true }
+  user_data_dir = "string", timeout = true, webmcp = "boolean", history = true,
+  detached = "boolean", on_record = "function" }
 
 -- issue 14: {console = n, requests = n}, how many of each a page keeps,
 -- and bytes = n, how much page text each of the two holds at most
@@ -203,11 +225,12 @@ function M.launch(opts)
   local timeout = opts.timeout or 30
   local deadline = now() + timeout
 
+  if opts.detached then return M._launch_detached(opts, exe, deadline) end
+  if opts.on_record ~= nil then raise("bad_argument", "launch: on_record goes with detached = true") end
+
   local dir, cleanup = opts.user_data_dir, nil
   if dir == nil then
-    local err
-    dir, err = core.mkdtemp("devtools_tools-profile-")
-    if not dir then raise("launch_failed", err) end
+    dir = new_profile(PROFILE_PREFIX)
     cleanup = dir
   end
   local argv = M.chromium_args(opts.headless)
@@ -277,6 +300,172 @@ function M.launch(opts)
     timeout = timeout, launched = true, _version = version, history = history,
     _headless = opts.headless ~= false, _temp_profile = cleanup,
   })
+end
+
+-- ---- detached: a Chromium that outlives the process that started it --------
+
+local function read_proc(pid, what)
+  local f = io.open(("/proc/%d/%s"):format(pid, what), "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+-- is_ours(pid, profile): pid is alive (not a zombie) and is the Chromium
+-- of that profile (its command line names it as its --user-data-dir).
+local function is_ours(pid, profile)
+  if type(pid) ~= "number" or pid % 1 ~= 0 or pid < 2 or pid >= 2 ^ 31
+      or type(profile) ~= "string" or profile == "" then
+    return false
+  end
+  local stat = read_proc(pid, "stat")
+  if not stat or stat:match("%) ([ZX])") then return false end
+  local cmd = read_proc(pid, "cmdline")
+  return cmd ~= nil and cmd:find("--user-data-dir=" .. profile .. "\0", 1, true) ~= nil
+end
+
+-- until_or(done, deadline): waits (on the task's loop inside a task) until
+-- done() or the deadline; true if done.
+local function until_or(done, deadline)
+  while not done() do
+    if now() >= deadline then return false end
+    tasks.sleep(0.02)
+  end
+  return true
+end
+
+local function check_record(info, fname)
+  if type(info) ~= "table" or type(info.profile) ~= "string" or info.profile == "" then
+    raise("bad_argument", fname .. ": expected the record of a detached browser ({pid, profile, ...})")
+  end
+  if info.pid ~= nil and (type(info.pid) ~= "number" or info.pid % 1 ~= 0) then
+    raise("bad_argument", fname .. ": the record's pid must be a whole number")
+  end
+end
+
+-- detached_running(info) -> true while the record's Chromium runs
+function M.detached_running(info)
+  check_record(info, "detached_running")
+  return is_ours(info.pid, info.profile)
+end
+
+local function signal_all(pids, sig)
+  for _, pid in ipairs(pids) do
+    core.kill(pid, sig, true)                 -- its group, when it leads one
+    core.kill(pid, sig)
+  end
+end
+
+-- stop_detached(info, opts?): ends the Chromium a detached launch started
+-- (its process group: SIGTERM, then SIGKILL a second before opts.timeout,
+-- default 5 s), then any process still naming its profile (helpers that
+-- left the group, or a start killed before the pid was recorded), and
+-- removes the profile. Only a profile of ours (its name says so) is
+-- scanned for and removed; a pid that is no longer that Chromium is left
+-- alone. Raises timeout when the browser outlives the deadline.
+function M.stop_detached(info, opts)
+  opts = check_opts(opts, options.TIMEOUT, "stop_detached")
+  check_record(info, "stop_detached")
+  local deadline = now() + (opts.timeout or 5)
+  local pid, profile = info.pid, info.profile
+  if is_ours(pid, profile) then
+    signal_all({ pid }, "TERM")
+    local function gone() return not is_ours(pid, profile) end
+    if not until_or(gone, deadline - 1) then
+      signal_all({ pid }, "KILL")
+      if not until_or(gone, deadline) then
+        raise("timeout", "stop_detached: the browser (pid " .. string.format("%d", pid) .. ") did not exit")
+      end
+    end
+  end
+  local base = profile:match("([^/]+)$") or ""
+  if base:sub(1, #DETACHED_PREFIX) ~= DETACHED_PREFIX then return end
+  local left = core.processes_with(profile)
+  if #left > 0 then
+    signal_all(left, "TERM")
+    if not until_or(function() return #core.processes_with(profile) == 0 end, deadline - 0.5) then
+      signal_all(core.processes_with(profile), "KILL")
+      until_or(function() return #core.processes_with(profile) == 0 end, deadline)
+    end
+  end
+  -- (late writes of dying helpers can re-create a file: a few tries)
+  for _ = 1, 20 do
+    if core.rmtree(profile) then break end
+    tasks.sleep(0.01)
+  end
+end
+
+-- launch{detached = true}: Chromium with its debugging port on 127.0.0.1
+-- (port 0: the one it binds is read from its profile), in a session of its
+-- own, none of our children: our exit does not end it, nor does closing
+-- the Browser (which only disconnects). opts.on_record(info) is called
+-- with what there is to record at each step - {starting = true, profile,
+-- executable} before Chromium starts, then with its pid - so a caller
+-- killed meanwhile leaves a record that stop_detached can end; the
+-- Browser's .detached is the final record {pid, profile, executable,
+-- endpoint, port}. A launch that fails ends what it started.
+function M._launch_detached(opts, exe, deadline)
+  local made = opts.user_data_dir == nil
+  local dir = opts.user_data_dir or new_profile(DETACHED_PREFIX)
+  local info = { starting = true, profile = dir, executable = exe }
+  local function record()
+    if opts.on_record then
+      local copy = {}
+      for k, v in pairs(info) do copy[k] = v end
+      opts.on_record(copy)
+    end
+  end
+  local ok, res = pcall(function()
+    record()
+    local argv = M.chromium_args(opts.headless)
+    table.insert(argv, 1, exe)
+    argv[#argv + 1] = "--remote-debugging-port=0"
+    argv[#argv + 1] = "--remote-debugging-address=127.0.0.1"
+    argv[#argv + 1] = "--user-data-dir=" .. dir
+    for _, a in ipairs(opts.args or {}) do add_features(argv, a) end
+    if opts.webmcp then add_features(argv, "--enable-features=WebMCP") end
+    argv[#argv + 1] = "about:blank"
+    -- its temporary files and crash database in the profile, removed with it
+    local env = made and { XDG_CONFIG_HOME = dir .. "/.config", XDG_CACHE_HOME = dir .. "/.cache",
+      TMPDIR = dir } or nil
+    local log = dir .. "/chromium.log"
+    local pid, err = core.spawn_detached(argv, { output = log, env = env })
+    if not pid then raise("launch_failed", err) end
+    info.pid = pid
+    record()
+    local port, path
+    local answered = until_or(function()
+      local f = io.open(dir .. "/DevToolsActivePort", "rb")
+      local text = f and f:read("*a") or ""
+      if f then f:close() end
+      port, path = text:match("^(%d+)\n(/devtools/browser/[%w-]+)")
+      return port ~= nil or not is_ours(pid, dir)
+    end, deadline)
+    if not port then
+      local f = io.open(log, "rb")
+      local why = f and f:read("*a") or ""
+      if f then f:close() end
+      raise(answered and "launch_failed" or "timeout", "launch: Chromium (" .. exe
+        .. ") did not open its debugging port" .. (why ~= "" and ("; its output ends with:\n" .. tail(why, 2000)) or ""),
+        { details = { stderr = why, executable = exe } })
+    end
+    info.starting, info.port = nil, tonumber(port)
+    info.endpoint = "ws://127.0.0.1:" .. port .. path
+    record()
+    local b = M.connect(info.endpoint, { timeout = math.max(0, deadline - now()), history = opts.history })
+    local final = {}
+    for k, v in pairs(info) do final[k] = v end
+    b.detached = final
+    return b
+  end)
+  if not ok then
+    -- whatever started is ended (a failed record, a timeout, a cancel)
+    pcall(M.stop_detached, { pid = info.pid, profile = dir }, { timeout = 5 })
+    if made then core.rmtree(dir) end
+    error(res, 0)
+  end
+  return res
 end
 
 -- ---- connect ----------------------------------------------------------------
@@ -385,16 +574,21 @@ function M.connect(url, opts)
   end
   local headers = check_headers(opts.headers, "connect")
   local scheme, host, port, path = parse_url(url)
+  -- (details.problem: what is wrong with the url, for a front end that
+  -- names the url its own way; details.host, loopback_only: the host refused)
   if not scheme or not default_port[scheme] then
-    raise("bad_argument", "connect: expected http(s)://host:port or ws(s)://host:port/..., got " .. url)
+    local problem = "expected http(s)://host:port or ws(s)://host:port/..."
+    raise("bad_argument", "connect: " .. problem .. ", got " .. url, { details = { problem = problem, url = url } })
   end
   if not is_loopback(host) and not opts.allow_remote then
     raise("connect_failed", "connect: refusing non-loopback host " .. host
       .. " (the DevTools protocol gives full control of the browser;"
-      .. " pass allow_remote = true to allow it)")
+      .. " pass allow_remote = true to allow it)", { details = { host = host, loopback_only = true } })
   end
   if port ~= nil and (port < 1 or port > 65535 or port % 1 ~= 0) then
-    raise("bad_argument", "connect: port must be between 1 and 65535, got " .. tostring(port))
+    local problem = "port must be between 1 and 65535"
+    raise("bad_argument", "connect: " .. problem .. ", got " .. tostring(port),
+      { details = { problem = problem, url = url } })
   end
   port = port or default_port[scheme]
   local tls = scheme == "https" or scheme == "wss"
@@ -485,6 +679,16 @@ function Browser:_gone()
     return "Chromium exited" .. (how == "exit" and (" with status " .. tostring(n)) or "")
   end
   return nil
+end
+
+-- alive() -> true while the browser may still answer; false, why once it
+-- cannot (closed, its connection ended, its Chromium exited or was
+-- killed). Never waits: for a holder that keeps a browser while idle (an
+-- editor), as _gone above.
+function Browser:alive()
+  local why = self:_gone()
+  if why then return false, why end
+  return true
 end
 
 function Browser:_on_event(method, params)

@@ -14,6 +14,7 @@ local loop = require "devtools_tools.loop"
 local task = require "devtools_tools.task"
 local cdp = require "devtools_tools.cdp"
 local webdriver = require "devtools_tools.webdriver"
+local background = require "devtools_tools.background"
 
 local type, tostring = type, tostring
 
@@ -78,10 +79,47 @@ local function debug(what)
   cdp.log.on = what == "cdp"
 end
 
+-- new_error(code, message, fields?) -> a dt.Error, not raised: for code
+-- around the library (the front ends) that reports in the library's terms.
+-- code must be one of the library's codes.
+local function new_error(code, message, fields)
+  if type(code) ~= "string" or not errors.codes[code] then
+    errors.raise("bad_argument", "new_error: expected one of the error codes, got " .. tostring(code))
+  end
+  if fields ~= nil and type(fields) ~= "table" then
+    errors.raise("bad_argument", "new_error: fields must be a table, got " .. type(fields))
+  end
+  return errors.new(code, message, fields)
+end
+
+-- left(deadline) -> the seconds from now to an absolute deadline (on
+-- dt.now()'s clock), never below 0: what a call's opts.timeout is when a
+-- front end gives several calls one deadline.
+local now = core.now
+local function left(deadline)
+  if type(deadline) ~= "number" or deadline ~= deadline then
+    errors.raise("bad_argument", "left: expected a deadline (a number of dt.now() seconds)")
+  end
+  local l = deadline - now()
+  return l > 0 and l or 0
+end
+
 local dt = {
   _VERSION = "devtools_tools 0.1.0",
+  now = now,
+  left = left,
+  isatty = function(fd)
+    if fd ~= 0 and fd ~= 1 and fd ~= 2 then
+      errors.raise("bad_argument", "isatty: expected 0, 1 or 2 (stdin, stdout, stderr), got " .. tostring(fd))
+    end
+    return core.isatty(fd)
+  end,
+  nojit = require("devtools_tools.nojit"),
+  new_error = new_error,
   launch = browser.launch,
   connect = browser.connect,
+  stop_detached = browser.stop_detached,
+  background = background.new,
   webdriver = webdriver.connect,
   use_loop = use_loop,
   async = async,

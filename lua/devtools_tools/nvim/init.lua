@@ -13,13 +13,21 @@
 --
 -- One editor has one :DevTools session, so this module keeps that one
 -- session (browser, page, running task, buffers) in `S` below.
-
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+--
+-- Built on the public API and present/ (what every front end shows: the
+-- tool list's parameters, the argument buffer's skeleton, the result's
+-- JSON, error text), never on the library's private parts. Page text it
+-- shows is cleaned and bounded; an error too long to show whole is kept
+-- whole in the devtools://error buffer.
 
 local dt = require "devtools_tools"
-local errors = require "devtools_tools.errors"
-local skeleton = require "devtools_tools.nvim.skeleton"
-local pretty = require "devtools_tools.nvim.pretty"
+local text = require "devtools_tools.present.text"
+local pschema = require "devtools_tools.present.schema"
+local skeleton = require "devtools_tools.present.skeleton"
+local pretty = require "devtools_tools.present.pretty"
+local perrors = require "devtools_tools.present.errors"
+
+dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
 local api = vim.api
 local uv = vim.uv or vim.loop
@@ -45,7 +53,7 @@ local option_types = {
 }
 
 local function bad(message)
-  errors.raise("bad_argument", message)
+  error(dt.new_error("bad_argument", message), 0)
 end
 
 local function copy_defaults()
@@ -62,9 +70,10 @@ local S = {
   task = nil,                  -- the running command's task, or nil
   label = nil,                 -- what it is doing ("launching Chromium")
   queued = nil,                -- a command to run once a cancelled task ended
+  untold = nil,                -- an error for devtools://error, not written there yet
   groups = nil,                -- the last discovery (completion, tool list)
   warnings = nil,
-  bufs = { tools = nil, result = nil },
+  bufs = { tools = nil, result = nil, error = nil },
   tool_lines = {},             -- line number in the tool list -> Tool
   arg_bufs = {},               -- bufnr -> Tool of an argument buffer
   loop_set = false,
@@ -124,31 +133,62 @@ local function notify(text, level)
   vim.notify(text, level or levels.INFO)
 end
 
--- A dt.Error as the user reads it: code and message; a schema error lists
--- each path. Anything else is a bug of ours and says so.
+-- The rule a refused remote host is told (the library's way out,
+-- allow_remote, is no option of :DevTools).
+local REMOTE_RULE = ":DevTools connect accepts loopback hosts only: 127.0.0.1, ::1, localhost"
+
+-- format_error(err) -> the text a notification shows, and whether it was
+-- cut (present.errors: code and message, a schema error's paths with the
+-- values received; page text cleaned and bounded). Anything that is not a
+-- dt.Error is a bug of ours and says so.
 function M.format_error(err)
   if not dt.is_error(err) then
-    return "devtools_tools: internal error (please report): " .. tostring(err)
+    local s = text.bounded(tostring(err), perrors.LIMIT)
+    return "devtools_tools: internal error (please report): " .. text.clean(s), false
   end
-  if err.code == "invalid_params" and type(err.details) == "table" and err.details[1] then
-    local lines = { "devtools_tools: invalid_params: Invalid parameters for tool "
-      .. tostring(err.tool) .. ":" }
-    for _, d in ipairs(err.details) do
-      local path = d.path
-      if path == nil or path == "" then path = "/" end
-      lines[#lines + 1] = ("  %s: %s (%s)"):format(tostring(path), tostring(d.message), tostring(d.keyword))
-    end
-    return concat(lines, "\n")
+  local t, cut = perrors.text(err, { remote = REMOTE_RULE })
+  return "devtools_tools: " .. t, cut
+end
+
+local scratch, set_lines
+
+-- The devtools://error buffer: the last error cut in its notification,
+-- whole (its message, every schema error, the page's stack). Written when
+-- the buffer is shown, not before: a page's 20 MB message costs nothing
+-- until someone reads it.
+local function write_whole(buf)
+  local err = S.untold
+  if err == nil or not api.nvim_buf_is_valid(buf) then return end
+  S.untold = nil
+  set_lines(buf, vim.split(perrors.whole(err), "\n", { plain = true }))
+end
+
+local function keep_whole(err)
+  local buf = S.bufs.error
+  if not (buf and api.nvim_buf_is_valid(buf)) then
+    buf = scratch("devtools://error", nil)
+    api.nvim_buf_set_option(buf, "buftype", "nofile")
+    S.bufs.error = buf
+    api.nvim_create_autocmd("BufEnter", { buffer = buf, callback = function(ev) write_whole(ev.buf) end })
   end
-  return "devtools_tools: " .. tostring(err.code) .. ": " .. tostring(err.message)
+  S.untold = err
+  set_lines(buf, {})
+  if vim.fn.bufwinid(buf) ~= -1 then write_whole(buf) end      -- (shown already: no BufEnter)
+  return buf
 end
 
 local function report(err)
   if dt.is_error(err) and err.code == "cancelled" then
-    notify("devtools_tools: cancelled: " .. tostring(err.message), levels.WARN)
-  else
-    notify(M.format_error(err), levels.ERROR)
+    notify("devtools_tools: cancelled: " .. text.clean(text.bounded(tostring(err.message), perrors.LIMIT)),
+      levels.WARN)
+    return
   end
+  local msg, cut = M.format_error(err)
+  if cut then
+    keep_whole(err)
+    msg = msg .. "\n(the whole error: :buffer devtools://error)"
+  end
+  notify(msg, levels.ERROR)
 end
 
 -- The browser in use went away while no command ran (Chromium killed or
@@ -161,8 +201,8 @@ end
 local function forget_if_gone()
   local b = S.browser
   if not b or S.task then return false end
-  local ok, why = pcall(b._gone, b)
-  if not (ok and why) then return false end
+  local ok, alive, why = pcall(b.alive, b)
+  if not ok or alive then return false end
   S.browser, S.page, S.groups, S.warnings = nil, nil, nil, nil
   S.tool_lines = {}
   pcall(b.close, b, { timeout = 0 })
@@ -183,8 +223,6 @@ local function use_loop()
     S.loop_set = true
   end
 end
-
-local function now() return uv.hrtime() / 1e9 end
 
 -- start(label, fn, after?): runs fn(left) as the one task of this session;
 -- after(result) runs on the main loop when it succeeded; failures are
@@ -223,8 +261,8 @@ local function start(label, fn, after)
       if q then q() end
     end)
   end
-  local deadline = now() + S.opts.timeout
-  local function left() return { timeout = math.max(0, deadline - now()) } end
+  local deadline = dt.now() + S.opts.timeout
+  local function left() return { timeout = dt.left(deadline) } end
   local ok, task = pcall(dt.async, fn, finish, left)
   if not ok then                -- never leave the session busy for good
     S.task, S.label = nil, nil
@@ -242,7 +280,7 @@ end
 
 -- ---- buffers ------------------------------------------------------------------------------
 
-local function scratch(name, ft)
+function scratch(name, ft)
   local buf = api.nvim_create_buf(false, true)
   pcall(api.nvim_buf_set_name, buf, name)
   api.nvim_buf_set_option(buf, "bufhidden", "hide")
@@ -270,7 +308,7 @@ local function show(buf)
   return api.nvim_get_current_win()
 end
 
-local function set_lines(buf, lines)
+function set_lines(buf, lines)
   local mod = api.nvim_buf_get_option(buf, "modifiable")
   api.nvim_buf_set_option(buf, "modifiable", true)
   api.nvim_buf_set_lines(buf, 0, -1, false, lines)
@@ -281,9 +319,11 @@ local function valid(buf)
   return buf ~= nil and api.nvim_buf_is_valid(buf)
 end
 
--- One line of page-provided text (descriptions may hold newlines).
+-- One line of page-provided text: cleaned (descriptions may hold line
+-- breaks, a page may send escape sequences) and bounded.
+local MAX_TEXT = 1000
 local function oneline(s)
-  return (tostring(s or ""):gsub("[\r\n]+", " "))
+  return text.clean((text.bounded(tostring(s or ""), MAX_TEXT)))
 end
 
 -- The result buffer, devtools://result: pretty JSON, filetype json, reused.
@@ -294,8 +334,7 @@ function M.show_result(value, title)
     api.nvim_buf_set_option(buf, "buftype", "nofile")
     S.bufs.result = buf
   end
-  local text = pretty.encode(value)
-  local lines = vim.split(text, "\n", { plain = true })
+  local lines = vim.split(pretty.encode(value), "\n", { plain = true })
   set_lines(buf, lines)
   api.nvim_buf_set_option(buf, "modifiable", true)
   api.nvim_buf_set_var(buf, "devtools_tools_title", title or "")
@@ -306,10 +345,17 @@ end
 
 -- ---- the tool list -------------------------------------------------------------------------
 
-local function param_summary(tool)
-  local names = skeleton.parameters(tool.input_schema)
+-- "(name*, other)": every parameter, the required ones starred first; the
+-- schema is read on a budget ("..." where it was cut), within the
+-- deadline of the whole list.
+local function param_summary(tool, deadline)
+  local b = pschema.budget({ deadline = deadline })
+  local schema = tool.input_schema
   local parts = {}
-  for _, p in ipairs(names) do parts[#parts + 1] = p.name .. (p.required and "*" or "") end
+  for _, p in ipairs(pschema.params(schema, nil, "all", b)) do
+    parts[#parts + 1] = oneline(p.name) .. (p.required and "*" or "")
+  end
+  if b.cut then parts[#parts + 1] = "..." end
   return "(" .. concat(parts, ", ") .. ")"
 end
 
@@ -326,6 +372,7 @@ local function render_tools(groups, warnings)
     end
   end
   local lines, map = {}, {}
+  local deadline = dt.now() + 1
   local ntools = 0
   for _, g in ipairs(groups) do ntools = ntools + #g.tools end
   lines[1] = ("devtools_tools: %s - %d groups, %d tools"):format(
@@ -342,7 +389,7 @@ local function render_tools(groups, warnings)
       lines[#lines + 1] = "  " .. oneline(g.description)
     end
     for _, t in ipairs(g.tools) do
-      lines[#lines + 1] = "  " .. oneline(t.name) .. param_summary(t)
+      lines[#lines + 1] = "  " .. oneline(t.name) .. param_summary(t, deadline)
       map[#lines] = t
       lines[#lines + 1] = "      " .. oneline(t.description)
       map[#lines] = t
@@ -379,10 +426,11 @@ end
 local function on_write_args(buf)
   local tool = S.arg_bufs[buf]
   if not tool then return end
-  local text = concat(api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
-  local ok, args = pcall(dt.json.decode, text)
+  -- (its comment lines - a skeleton that was cut says so in one - are not JSON)
+  local body = skeleton.strip_notes(concat(api.nvim_buf_get_lines(buf, 0, -1, false), "\n"))
+  local ok, args = pcall(dt.json.decode, body)
   if not ok then
-    report(errors.new("bad_argument", "the argument buffer is not valid JSON: "
+    report(dt.new_error("bad_argument", "the argument buffer is not valid JSON: "
       .. tostring(dt.is_error(args) and args.message or args)))
     return
   end
@@ -391,7 +439,8 @@ local function on_write_args(buf)
 end
 
 -- open_args(tool): the argument buffer of a tool, pre-filled with a JSON
--- skeleton of its inputSchema; :w calls the tool with what it holds.
+-- skeleton of its inputSchema (a comment line first when the schema was
+-- too large to show whole); :w calls the tool with what it holds.
 function M.open_args(tool)
   local name = "devtools://call/" .. oneline(tool.group and tool.group.name or "?") .. "/" .. oneline(tool.name)
   -- The same tool after a new discovery is a new Tool object: its buffer,
@@ -411,8 +460,8 @@ function M.open_args(tool)
   api.nvim_buf_set_option(buf, "bufhidden", "hide")
   api.nvim_buf_set_option(buf, "swapfile", false)
   api.nvim_buf_set_option(buf, "filetype", "json")
-  local text = pretty.reindent(skeleton.build(tool.input_schema))
-  api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text, "\n", { plain = true }))
+  local start = skeleton.text(tool.input_schema)
+  api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(start, "\n", { plain = true }))
   api.nvim_buf_set_option(buf, "modified", false)
   S.arg_bufs[buf] = tool
   local write_cmd
@@ -514,15 +563,7 @@ function commands.connect(rest)
   return start("connecting to " .. url, function(left)
     -- The browser in use is dropped once the new one answers: a mistyped
     -- endpoint leaves the session as it was.
-    local cok, b = pcall(dt.connect, url, { timeout = left().timeout })
-    if not cok then
-      if dt.is_error(b) and tostring(b.message):find("allow_remote", 1, true) then
-        -- (the library's way out is an option :DevTools does not offer)
-        b.message = tostring(b.message):gsub("; pass allow_remote = true to allow it", "")
-          :gsub("%)$", "; :DevTools connect accepts loopback hosts only: 127.0.0.1, ::1, localhost)")
-      end
-      error(b, 0)
-    end
+    local b = dt.connect(url, { timeout = left().timeout })   -- (refused remote hosts: REMOTE_RULE)
     local ok, err = pcall(drop_browser)
     S.browser = b
     if not ok then error(err, 0) end
@@ -624,7 +665,7 @@ function commands.call(_, raw)
   if json ~= "" then
     local ok, v = pcall(dt.json.decode, json)
     if not ok then
-      return report(errors.new("bad_argument", "call " .. name
+      return report(dt.new_error("bad_argument", "call " .. name
         .. ": the arguments are not valid JSON: " .. tostring(dt.is_error(v) and v.message or v)))
     end
     if v ~= dt.null then args = v end
