@@ -10,12 +10,14 @@
 // (schemas.js) and sometimes dressed as application code keeps them
 // (shared constants, Vue's reactive proxies, frozen, getters, symbol keys,
 // prototype-less objects, ...); results of every kind (results.js); now and
-// then an invalid group or tool, an iframe with groups of its own, or a page
-// that gives arrays a toJSON as Prototype.js 1.6 did.
+// then an invalid group or tool, a listener that throws or answers twice,
+// an iframe with groups of its own, an element passed back as an argument,
+// or a page that gives arrays a toJSON as Prototype.js 1.6 did.
 //
-// Writes OUTDIR/p<i>.html (and p<i>-child.html) and appends one JSON line
-// per page to OUTDIR/plan.jsonl: {index, file, calls: [{tool, params}],
-// tags, toolTags}.
+// Writes OUTDIR/p<i>.html (and p<i>-child.html) and one JSON line per page
+// to OUTDIR/plan.jsonl: {index, file, calls: [{tool, params}], tags,
+// toolTags}; a params value "\u0000prev" stands for the previous call's
+// result (an element), which each driver puts there in its own form.
 //
 // What it must never do: depend on anything but the seed and the index
 // (no clock, no Math.random, no iteration order of a Map that is not ours).
