@@ -1,20 +1,24 @@
 -- devtools_tools: script the developer tools web pages expose, from Lua.
 --
--- The facade: it requires the pieces and exports a curated table. It does
--- not re-export raw core functions; everything a user can call raises
--- dt.Error objects (see README, "Errors and timeouts").
+-- The facade: it requires the pieces and exports a curated table.
+--
+-- What it must never do: re-export raw core functions (everything a user
+-- can call raises dt.Error objects: see README, "Errors and timeouts"),
+-- hold state beyond the loop new tasks run on, or be skipped by a front
+-- end (the command line, Neovim and the MCP server stand on it alone,
+-- with present/).
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
-local json = require "devtools_tools.json"
+local errors = require "devtools_tools.base.errors"
+local json = require "devtools_tools.base.json"
 local browser = require "devtools_tools.browser"
-local loop = require "devtools_tools.loop"
-local task = require "devtools_tools.task"
-local cdp = require "devtools_tools.cdp"
-local webdriver = require "devtools_tools.webdriver"
-local background = require "devtools_tools.background"
+local loop = require "devtools_tools.rt.loop"
+local task = require "devtools_tools.rt.task"
+local cdp = require "devtools_tools.wire.cdp"
+local webdriver = require "devtools_tools.browser.webdriver"
+local background = require "devtools_tools.browser.background"
 
 local type, tostring = type, tostring
 
@@ -40,7 +44,7 @@ local function driver()
 end
 
 -- use_loop(loop?) -> driver. loop: a luv-compatible module (require "luv",
--- vim.uv, vim.loop) or a driver of one's own (see devtools_tools.loop);
+-- vim.uv, vim.loop) or a driver of one's own (see devtools_tools.rt.loop);
 -- nil goes back to the built-in poll loop. Tasks already running keep the
 -- loop they started on.
 local function use_loop(l)
@@ -114,7 +118,7 @@ local dt = {
     end
     return core.isatty(fd)
   end,
-  nojit = require("devtools_tools.nojit"),
+  nojit = require("devtools_tools.base.nojit"),
   new_error = new_error,
   launch = browser.launch,
   connect = browser.connect,
@@ -130,7 +134,7 @@ local dt = {
   Task = task.Task,
   Error = errors.Error,
   is_error = errors.is_error,
-  is_element = require("devtools_tools.element").is_element,
+  is_element = require("devtools_tools.tools.element").is_element,
   null = core.null,
   array_mt = core.array_mt,
   array = json.array,

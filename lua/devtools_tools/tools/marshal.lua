@@ -1,4 +1,4 @@
--- devtools_tools.marshal: tool arguments from Lua to the page and results
+-- devtools_tools.tools.marshal: tool arguments from Lua to the page and results
 -- back. Element objects in arguments become markers the page runtime puts
 -- the real elements back into; element references in results become
 -- Element objects.
@@ -7,11 +7,12 @@
 -- something must differ), or turn page data into an Element unless it
 -- carries the key the page runtime chose for this result.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
-local element = require "devtools_tools.element"
+local errors = require "devtools_tools.base.errors"
+local element = require "devtools_tools.tools.element"
+local json = require "devtools_tools.base.json"
 
 local raise = errors.raise
 local array_mt = core.array_mt
@@ -33,7 +34,8 @@ function M.check_args(args, who)
   if type(args) ~= "table" or getmetatable(args) == Element then
     raise("bad_argument", who .. ": args must be a table (or nil), got " .. type(args))
   end
-  if getmetatable(args) == array_mt or (args[1] ~= nil) then
+  -- (a list as the encoder sees it: json.kind is the one judge of that)
+  if json.kind(args) == "array" then
     raise("bad_argument", who .. ": args must be a table of named arguments (a JSON object), not a list")
   end
   return args

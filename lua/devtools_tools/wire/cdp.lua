@@ -1,4 +1,4 @@
--- devtools_tools.cdp: one Chrome DevTools Protocol connection.
+-- devtools_tools.wire.cdp: one Chrome DevTools Protocol connection.
 --
 -- Correlates commands and replies by id, routes events to the session that
 -- owns them (flattened target sessions: `sessionId` at the top level) and
@@ -15,17 +15,18 @@
 --
 -- Waiting has two faces and one reader. Outside a task the caller reads the
 -- transport itself until its reply (or its condition) is there. Inside a
--- task (devtools_tools.task) the caller registers a waiter and suspends; the
+-- task (devtools_tools.rt.task) the caller registers a waiter and suspends; the
 -- connection then watches the transport's descriptors on the task's loop,
 -- and whatever reads (that watch, or a blocking caller) routes replies to
 -- their waiters and wakes them. So many tasks share one connection.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
-local errors = require "devtools_tools.errors"
-local json = require "devtools_tools.json"
+local errors = require "devtools_tools.base.errors"
+local json = require "devtools_tools.base.json"
 local core = require "devtools_tools.core"
-local tasks = require "devtools_tools.task"
+local tasks = require "devtools_tools.rt.task"
+local wait = require "devtools_tools.rt.wait"
 
 local now = core.now
 local raise = errors.raise
@@ -420,7 +421,8 @@ local function wait_in_task(self, task, pred, deadline, id)
     if pred() then return true end
     if self.closed then disconnected(self) end
     if now() >= deadline then return late_reads(self, pred) end
-    local w = { task = task, pred = pred, seq = task.seq + 1, id = id }
+    local s = wait.suspension()
+    local w = { task = task, s = s, pred = pred, id = id }
     add_waiter(self, w)
     local armed, why = pcall(rearm, self)
     if not armed then                    -- the loop refused the watch: leave nothing behind
@@ -428,7 +430,7 @@ local function wait_in_task(self, task, pred, deadline, id)
       pcall(rearm, self)
       error(why, 0)
     end
-    local ok, reason = pcall(task.suspend, task, deadline)
+    local ok, reason = pcall(wait.suspend, s, deadline)
     remove_waiter(self, w)
     rearm(self)
     if not ok then error(reason, 0) end                -- cancelled
@@ -484,8 +486,8 @@ wake_waiters = function(self, later, fault)
   for i = 1, n do
     local w = ready[i]
     remove_waiter(self, w)
-    if later then w.task:_wake_later(w.seq, fault or "ready")
-    else w.task:_wake(w.seq, fault or "ready") end
+    if later then w.s:wake_later(fault or "ready")
+    else w.s:wake(fault or "ready") end
   end
 end
 

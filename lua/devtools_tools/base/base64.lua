@@ -1,13 +1,13 @@
--- devtools_tools.base64: decoding the base64 text CDP uses for binary data
+-- devtools_tools.base.base64: decoding the base64 text CDP uses for binary data
 -- (screenshots, response bodies), with the C core's decoder (src/base64.c:
 -- a full-page screenshot is tens of MB of it).
 --
 -- What it must never do: accept text that is not base64 (a stray byte is a
 -- protocol_error, not silently skipped), or keep state between calls.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
-local errors = require "devtools_tools.errors"
+local errors = require "devtools_tools.base.errors"
 local core = require "devtools_tools.core"
 
 local base64_decode = core.base64_decode

@@ -8,7 +8,7 @@
 -- (verdicts and errors). The meaning follows ajv (what Chrome DevTools for
 -- agents uses), including its error wording, with patterns as ECMA-262
 -- regular expressions (through PCRE2 in the C core) and formats from
--- devtools_tools.formats.
+-- devtools_tools.schema.formats.
 --
 -- It must never reach the network (remote $refs come only from the
 -- caller's loader), never modify the schema or the value it is given,
@@ -20,16 +20,16 @@
 -- same-value subschemas excepted).
 --
 -- Values are what our JSON codec produces and sends; what a table is comes
--- from the encoder (devtools_tools.json.kind). A plain empty table `{}` is
+-- from the encoder (devtools_tools.base.json.kind). A plain empty table `{}` is
 -- both an empty array and an empty object (schema.shape marks it where the
 -- schema says array); a decoded {} is an object and a decoded [] an array.
 -- An Element is accepted wherever an object is, and is the only thing
 -- "x-mcp-type": "HTMLElement" accepts.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
+local errors = require "devtools_tools.base.errors"
 local context = require "devtools_tools.schema.context"
 local values = require "devtools_tools.schema.values"
 local compile = require "devtools_tools.schema.compile"

@@ -1,4 +1,4 @@
--- devtools_tools.screenshot: page:screenshot{path=, full_page=, element=},
+-- devtools_tools.page.screenshot: page:screenshot{path=, full_page=, element=},
 -- a PNG of the viewport, of the whole document, or of one element (an
 -- Element a tool returned, or a CSS selector), written to a file or
 -- returned as bytes.
@@ -8,15 +8,15 @@
 -- a partial file (bytes go to a temporary name, renamed when complete), or
 -- run past the call's one deadline.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
-local options = require "devtools_tools.options"
-local element = require "devtools_tools.element"
-local base64 = require "devtools_tools.base64"
-local json = require "devtools_tools.json"
-local remote = require "devtools_tools.remote"
+local errors = require "devtools_tools.base.errors"
+local options = require "devtools_tools.base.options"
+local element = require "devtools_tools.tools.element"
+local base64 = require "devtools_tools.base.base64"
+local json = require "devtools_tools.base.json"
+local remote = require "devtools_tools.wire.remote"
 
 local raise = errors.raise
 local type, tostring, math_max, math_min, error = type, tostring, math.max, math.min, error

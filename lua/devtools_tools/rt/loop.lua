@@ -1,8 +1,8 @@
--- devtools_tools.loop: event-loop drivers, the only thing tasks need from a
+-- devtools_tools.rt.loop: event-loop drivers, the only thing tasks need from a
 -- loop.
 --
 -- A driver watches file descriptors and runs one-shot timers; tasks
--- (devtools_tools.task) and connections (devtools_tools.cdp) ask nothing
+-- (devtools_tools.rt.task) and connections (devtools_tools.wire.cdp) ask nothing
 -- else of it, so any loop plugs in by offering these methods:
 --
 --   d:watch(fd, events, cb) -> handle   events "r", "w" or "rw"; cb(ready)
@@ -28,10 +28,10 @@
 -- into the loop: what they run is the library's own code, which catches
 -- its errors (see cdp.lua).
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
+local errors = require "devtools_tools.base.errors"
 
 local now, poll = core.now, core.poll
 local pairs, ipairs, next, type, rawget, setmetatable, math_max, math_huge =
@@ -46,7 +46,7 @@ local M = {}
 -- table. It runs only while someone waits on it (task:wait, dt.wait_all).
 local Builtin = {}
 Builtin.__index = Builtin
-Builtin.__name = "devtools_tools.loop.Builtin"
+Builtin.__name = "devtools_tools.rt.loop.Builtin"
 
 function M.builtin()
   return setmetatable({ watches = {}, timers = {}, kind = "built-in" }, Builtin)
@@ -127,7 +127,7 @@ end
 -- closed explicitly; a poll handle is reused per descriptor.
 local Luv = {}
 Luv.__index = Luv
-Luv.__name = "devtools_tools.loop.Luv"
+Luv.__name = "devtools_tools.rt.loop.Luv"
 
 -- One driver per luv module: dt.use_loop(uv) twice (two modules of one
 -- program each setting it up) must not watch one fd twice, which libuv

@@ -1,8 +1,8 @@
--- devtools_tools.task: tasks, coroutines the library's waits yield from.
+-- devtools_tools.rt.task: tasks, coroutines the library's waits yield from.
 --
 -- Code inside a task reads sequentially; each wait (a CDP reply, a write
 -- that does not fit, navigation, a process exit) suspends the task with a
--- deadline, and the loop's driver (devtools_tools.loop) resumes it when the
+-- deadline, and the loop's driver (devtools_tools.rt.loop) resumes it when the
 -- connection has what it waited for, when the deadline passes, or when the
 -- task is cancelled. Outside a task the same calls block, as a script
 -- expects: the waiting code asks `current()` which of the two it is and
@@ -13,11 +13,11 @@
 -- wait have no deadline (a task that nothing will wake would hang its
 -- loop's caller).
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
-local shown = require("devtools_tools.options").shown     -- a bad value, as a message names it
+local errors = require "devtools_tools.base.errors"
+local shown = require("devtools_tools.base.options").shown     -- a bad value, as a message names it
 
 local now = core.now
 local raise = errors.raise

@@ -1,14 +1,14 @@
--- devtools_tools.remote: reading what Chromium's Runtime domain answers
+-- devtools_tools.wire.remote: reading what Chromium's Runtime domain answers
 -- (RemoteObjects returned by value, exception details, the errors that mean
 -- "the document went away"), shared by page evaluation and tool calls.
 --
 -- What it must never do: wait, or keep state (but a counter naming object
 -- groups); it only interprets replies.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
+local errors = require "devtools_tools.base.errors"
 
 local null = core.null
 local type, tostring, ipairs, math_huge = type, tostring, ipairs, math.huge

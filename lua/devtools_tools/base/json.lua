@@ -1,4 +1,4 @@
--- devtools_tools.json: the one JSON codec of the library, over the C core.
+-- devtools_tools.base.json: the one JSON codec of the library, over the C core.
 --
 -- Values:
 --   JSON null   <-> json.null, a light userdata NULL (equal to cjson.null)
@@ -22,11 +22,11 @@
 -- and holds no settings: limits are passed per call (opts.max_depth,
 -- default 1000).
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require("devtools_tools.core")
-local errors = require("devtools_tools.errors")
-local options = require("devtools_tools.options")
+local errors = require("devtools_tools.base.errors")
+local options = require("devtools_tools.base.options")
 
 local setmetatable, getmetatable, type, pairs, tostring, pcall =
       setmetatable, getmetatable, type, pairs, tostring, pcall

@@ -1,19 +1,19 @@
--- devtools_tools.tools: the ToolGroup and Tool types a discovery returns.
--- A Tool knows the document it was found in; calling it goes through
--- devtools_tools.calls, validating its arguments through
--- devtools_tools.schema.
+-- devtools_tools.tools.types: the ToolGroup and Tool types a discovery
+-- returns, and what a Tool does without calling anything: its name, its
+-- document, its schema and the validation of arguments against it
+-- (devtools_tools.schema). Calling is the kind's (tools/kinds.lua); the
+-- public module devtools_tools.tools adds call to these types.
 --
 -- What it must never do: use a page-provided name as a key of one of our
--- objects or metatables (names are values in fields and lists), or let its
--- schema work run past the deadline of the call it serves.
+-- objects or metatables (names are values in fields and lists), let its
+-- schema work run past the deadline of the call it serves, or know how a
+-- kind of tool is called.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
+local errors = require "devtools_tools.base.errors"
 local schema = require "devtools_tools.schema"
-local options = require "devtools_tools.options"
-local calls = require "devtools_tools.calls"
 
 local raise = errors.raise
 local now = core.now
@@ -56,10 +56,6 @@ function M.new_tool(fields) return setmetatable(fields, Tool) end
 
 function Tool:__tostring()
   return "Tool(" .. tostring(self.name) .. ")"
-end
-
-function Tool:__call(args, opts)
-  return self:call(args, opts)
 end
 
 local function timed_out(tool, what)
@@ -107,26 +103,5 @@ function Tool:_shape(args)
   if schema.shape and self._validator then return schema.shape(self._validator, args) end
   return args
 end
-
--- call(args?, opts?) -> value. opts: timeout.
-function Tool:call(args, opts)
-  if getmetatable(self) ~= Tool then raise("bad_argument", "call: not a Tool") end
-  opts = options.check(opts, options.TIMEOUT, "tool " .. tostring(self.name))
-  local page = self._page
-  page:_check_open()
-  local deadline = page.conn:deadline(opts)
-  local ok, r = errors.catch(calls.call_tool, self, args, deadline)
-  if ok then return r end
-  -- Nothing ran: the page's tools changed since the discovery its place
-  -- was checked against. Once more, against a new one (which runs the
-  -- tool if the page still holds it, else fails stale).
-  if r.code == "stale" and type(r.details) == "table" and r.details.changed == true then
-    return calls.call_tool(self, args, deadline)
-  end
-  error(r, 0)
-end
-
-errors.guard_methods(ToolGroup, "ToolGroup", "group")
-errors.guard_methods(Tool, "Tool", "tool")
 
 return M

@@ -1,4 +1,4 @@
--- devtools_tools.webdriver: a browser from any W3C WebDriver endpoint
+-- devtools_tools.browser.webdriver: a browser from any W3C WebDriver endpoint
 -- (Selenium Grid 4's router, chromedriver), driven over CDP.
 --
 -- dt.webdriver(url, capabilities?, opts?) creates a WebDriver session (POST
@@ -14,12 +14,12 @@
 -- uses WebDriver only to create and delete the session: everything else is
 -- CDP.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
-local json = require "devtools_tools.json"
-local options = require "devtools_tools.options"
+local errors = require "devtools_tools.base.errors"
+local json = require "devtools_tools.base.json"
+local options = require "devtools_tools.base.options"
 local browser = require "devtools_tools.browser"
 
 local raise = errors.raise

@@ -1,4 +1,4 @@
--- devtools_tools.nojit: keeps LuaJIT's trace compiler out of this library's
+-- devtools_tools.base.nojit: keeps LuaJIT's trace compiler out of this library's
 -- own functions on the LuaJIT builds that miscompile table traversal.
 --
 -- From 2021-09-19 (LuaJIT 986bb406, which compiles pairs() and next()

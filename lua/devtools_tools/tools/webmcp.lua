@@ -1,4 +1,4 @@
--- devtools_tools.webmcp: the page's WebMCP tools (document.modelContext,
+-- devtools_tools.tools.webmcp: the page's WebMCP tools (document.modelContext,
 -- Chromium's experimental `WebMCP` CDP domain, behind
 -- --enable-features=WebMCP, which dt.launch{webmcp = true} adds) as ToolGroups
 -- of kind "webmcp" beside the devtoolstooldiscovery groups, called through
@@ -7,7 +7,7 @@
 -- The registry is kept from events (toolsAdded, toolsRemoved, a frame that
 -- navigates or goes away), so discovery reads it without a round trip of
 -- its own (the domain is enabled with the page's other records, in
--- devtools_tools.observe); a call is WebMCP.invokeTool, answered by a
+-- devtools_tools.page.observe); a call is WebMCP.invokeTool, answered by a
 -- toolResponded event.
 --
 -- What it must never do: trust the page to validate arguments (Chromium
@@ -15,12 +15,12 @@
 -- page-provided name as a key of one of our objects (tools are kept in a
 -- list; lookups compare fields), or wait inside an event handler.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
-local errors = require "devtools_tools.errors"
-local tools = require "devtools_tools.tools"
-local calls = require "devtools_tools.calls"
-local remote = require "devtools_tools.remote"
+local errors = require "devtools_tools.base.errors"
+local types = require "devtools_tools.tools.types"
+local calls = require "devtools_tools.tools.calls"
+local remote = require "devtools_tools.wire.remote"
 
 local raise = errors.raise
 local type, tostring, ipairs, pairs, error = type, tostring, ipairs, pairs, error
@@ -251,16 +251,10 @@ local function enable_children(page, st, deadline)
   end
 end
 
--- add_groups(page, groups, deadline): marks the devtoolstooldiscovery groups as kind
--- "devtools" and appends one "webmcp" group per frame that has WebMCP tools,
--- the main frame first, then frames in the order their tools appeared.
+-- add_groups(page, groups, deadline): appends one "webmcp" group per frame
+-- that has WebMCP tools, the main frame first, then frames in the order
+-- their tools appeared.
 function M.add_groups(page, groups, deadline)
-  for _, g in ipairs(groups) do
-    if g.kind == nil then
-      g.kind = "devtools"
-      for _, t in ipairs(g.tools) do t.kind = "devtools" end
-    end
-  end
   local st = state(page)
   if deadline then enable_children(page, st, deadline) end
   local by_frame, order = {}, {}
@@ -284,20 +278,19 @@ function M.add_groups(page, groups, deadline)
   end)
   for _, fid in ipairs(order) do
     local fr = page.frames[fid]
-    local group = tools.new_group({
+    local group = types.new_group({
       name = "webmcp", kind = "webmcp",
       description = "WebMCP tools registered through document.modelContext",
       tools = {}, frame = { id = fid, url = fr.url, origin = fr.origin },
     })
     for _, t in ipairs(by_frame[fid]) do
-      group.tools[#group.tools + 1] = tools.new_tool({
+      group.tools[#group.tools + 1] = types.new_tool({
         name = t.name, description = t.description, annotations = t.annotations,
         backend_node_id = t.backend_node_id,
         -- Chromium may omit the schema (a tool without parameters)
         input_schema = type(t.input_schema) == "table" and t.input_schema or { type = "object" },
         group = group, kind = "webmcp",
         _page = page, _session = t.session, _frame_id = fid, _loader = t.loader or fr.loader_id,
-        _call = M.call, _webmcp = M,
       })
     end
     groups[#groups + 1] = group
@@ -407,8 +400,7 @@ function M.ack(c, deadline)
   -- decoding a large one stops at this call's deadline (cdp's pump), unless
   -- a page:on_cdp listener wants it whole.
   local st = state(page)
-  local heard = page._obs and page._obs.cdp_listeners["WebMCP.toolResponded"]
-  if not (heard and #heard > 0) and st.answers[id] == nil then
+  if not page:_heard("WebMCP.toolResponded") and st.answers[id] == nil then
     st.watched[id] = true
     conn:expect_event(RESPONDED, id, deadline)
   end
@@ -470,5 +462,16 @@ function M.call(tool, args, deadline)
   M.send(c, deadline)
   return M.finish(c, deadline)
 end
+
+-- The kind of WebMCP's tools (tools/kinds.lua): every invocation written,
+-- then every invocation's id learnt, before any answer is awaited.
+M.kind = {
+  name = "webmcp",
+  prepare = M.prepare,
+  send = function(list, deadline) for _, c in ipairs(list) do M.send(c, deadline) end end,
+  sent = function(list, deadline) for _, c in ipairs(list) do M.ack(c, deadline) end end,
+  finish = M.finish,
+  call = M.call,
+}
 
 return M

@@ -1,13 +1,13 @@
--- devtools_tools.options: one check for the opts table of every public
+-- devtools_tools.base.options: one check for the opts table of every public
 -- call, so a misspelt key ({timout = 1}) is refused instead of silently
 -- meaning the default.
 --
 -- What it must never do: accept an unknown key, or compute a deadline (the
 -- connection does that, once per call).
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
-local errors = require "devtools_tools.errors"
+local errors = require "devtools_tools.base.errors"
 
 local raise = errors.raise
 local type, tostring, pairs = type, tostring, pairs

@@ -1,4 +1,4 @@
--- devtools_tools.pagejs: the page-side JavaScript, read from the .js files
+-- devtools_tools.tools.pagejs: the page-side JavaScript, read from the .js files
 -- in js/ next to this module (in a checkout, after `make install`, after
 -- `luarocks make`, or on Neovim's runtimepath: wherever this file is, its
 -- js/ directory is too).
@@ -8,10 +8,9 @@
 -- are written where js/call_expr.js says ARGS, as JSON literals), or look
 -- for the files anywhere a user did not put this library.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
-local errors = require "devtools_tools.errors"
-local json = require "devtools_tools.json"
+local errors = require "devtools_tools.base.errors"
 
 local M = {}
 
@@ -33,7 +32,7 @@ local function candidates(name)
   if dir then out[#out + 1] = dir .. "/js/" .. name .. ".js" end
   for templ in package.path:gmatch("[^;]+") do
     if templ:find("?.lua", 1, true) and not templ:find("init.lua", 1, true) then
-      out[#out + 1] = (templ:gsub("%?%.lua$", "devtools_tools/js/" .. name .. ".js"))
+      out[#out + 1] = (templ:gsub("%?%.lua$", "devtools_tools/tools/js/" .. name .. ".js"))
     end
   end
   return out
@@ -84,7 +83,10 @@ M.DISCOVER = "function (maxDepth, maxValues) {\n  (" .. M.source.watch .. ")(nul
 -- the binding named: at each document's start, and in documents already
 -- there (page:on("tools_changed")).
 function M.watch_source(binding)
-  return "(" .. M.source.watch .. ")(" .. json.encode(binding) .. ");"
+  if not binding:match("^[%a_][%w_]*$") then            -- (ours: a name, written as a literal)
+    errors.raise("bad_argument", "watch_source: a binding is a JavaScript name, got " .. binding)
+  end
+  return "(" .. M.source.watch .. ")('" .. binding .. "');"
 end
 M.CALL = M.source.call
 -- A one-call expression is CALL_EXPR_HEAD, the arguments as JSON

@@ -1,4 +1,4 @@
--- devtools_tools.errors: the one error type of the library.
+-- devtools_tools.base.errors: the one error type of the library.
 --
 -- Every failure a user can see is a dt.Error: a table with `code`, `message`
 -- and, where they apply, `tool` and `details`. The C core returns
@@ -7,7 +7,7 @@
 -- `catch` re-raises anything else untouched. `from_c` is the one place that
 -- turns a C failure code into a dt.Error code.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local type, pairs, ipairs = type, pairs, ipairs
 local setmetatable, getmetatable, error, pcall, tostring =

@@ -1,11 +1,11 @@
--- devtools_tools.element: the Element type, a DOM element a tool returned
+-- devtools_tools.tools.element: the Element type, a DOM element a tool returned
 -- (or that is passed to one), bound to the document it lives in.
 --
 -- What it must never do: hold the element itself (only its backend node id:
 -- the page keeps the node), or be made from page data (only the calling
 -- code builds one, from a reference the page runtime marked).
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local tostring, setmetatable = tostring, setmetatable
 

@@ -1,4 +1,4 @@
--- devtools_tools.observe: what a page did besides its tools. Console
+-- devtools_tools.page.observe: what a page did besides its tools. Console
 -- messages (uncaught exceptions and browser log entries included) and
 -- network requests, kept in a bounded ring per page; listeners on those
 -- events (page:on) and on raw CDP events (page:on_cdp); page:observe(fn),
@@ -11,14 +11,14 @@
 -- the connection's reader, or replace the page's own CDP listener (the
 -- page's dispatcher calls dispatch() here).
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
-local options = require "devtools_tools.options"
-local remote = require "devtools_tools.remote"
-local base64 = require "devtools_tools.base64"
-local webmcp = require "devtools_tools.webmcp"
+local errors = require "devtools_tools.base.errors"
+local options = require "devtools_tools.base.options"
+local remote = require "devtools_tools.wire.remote"
+local base64 = require "devtools_tools.base.base64"
+local webmcp = require "devtools_tools.tools.webmcp"
 
 local raise = errors.raise
 local now = core.now
@@ -514,6 +514,18 @@ end
 function M.session_gone(page, session)
   local st = page._obs
   if st then orphan(st, function(rec) return rec.session == session end) end
+end
+
+-- enabled(page) -> true when the page keeps these records (attach_send ran)
+function M.enabled(page)
+  return page._obs ~= nil
+end
+
+-- heard(page, method) -> true when a page:on_cdp listener of that CDP event is there
+function M.heard(page, method)
+  local st = page._obs
+  local l = st and st.cdp_listeners[method]
+  return l ~= nil and #l > 0
 end
 
 -- tools_changed(page, reason): the page's tools may have changed (page.lua
