@@ -56,7 +56,7 @@ SUPPORT_SRCS := $(wildcard spec/support/*.c)
 SUPPORT := $(patsubst spec/support/%.c,$(BUILD)/support/%,$(SUPPORT_SRCS))
 ALL_CFLAGS = -std=c99 -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -I$(LUA_INCDIR)
 
-.PHONY: all deps deps-demo test test-gc check-c demo bench bench-jansson conformance fixtures install rock-install uninstall clean asan asan-build fuzz valgrind nvim
+.PHONY: all deps deps-demo test test-gc check-c demo bench bench-jansson conformance differential fixtures install rock-install uninstall clean asan asan-build fuzz valgrind nvim
 
 all: $(MODULE)
 
@@ -79,6 +79,11 @@ $(BUILD)/support/%: spec/support/%.c
 # and writes bench/results.json (needs chromium; about 2 minutes).
 bench: all $(SUPPORT)
 	DEVTOOLS_TOOLS_BUILD=$(BUILD) $(LUA) bench/bench.lua
+
+# Seeded generated pages, chrome-devtools-mcp 1.11 (from npm, cached outside the tree) beside our API:
+# the same groups, schemas, verdicts and results, or a divergence (tools/differential; DIFF_SEED, DIFF_PAGES).
+differential: all $(BUILD)/support/static_server
+	@sh tools/differential/run.sh $(LUA) $(BUILD)
 
 # Why json.c is not built on libjansson: checks and timings (needs libjansson-dev).
 bench-jansson: all
