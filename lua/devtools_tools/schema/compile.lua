@@ -255,9 +255,8 @@ local MAX_HOPS = 64       -- $refs followed within one pointer (ajv 6 overflows 
 -- followed first (but under properties, definitions, ...: NAMES_HERE);
 -- a pointer that comes back to the document's root points at nothing.
 -- Returns the node and the base URI around it, or nil.
-function Compiler:pointer(res, frag, loc, ref, hops)
-  local node, base, root = res.node, res.outer, res.node
-  if frag == "" or frag == "/" then return node, base end
+-- The raw tokens of a pointer ("/a/b%2Fc" -> "a", "b%2Fc").
+local function pointer_tokens(frag)
   local toks, i = {}, 2
   while true do
     local j = sfind(frag, "/", i, true)
@@ -265,23 +264,42 @@ function Compiler:pointer(res, frag, loc, ref, hops)
     if not j then break end
     i = j + 1
   end
+  return toks
+end
+
+-- step(node, raw) -> "skip" | child, decoded token | nil (nothing there) |
+-- false (the token is not percent-encoded UTF-8): one token, as ajv 6
+-- takes it (see Compiler:pointer).
+local function pointer_step(node, raw)
+  if raw == "" and not (type(node) == "table" and not is_arrayish(node) and node[""] ~= nil) then
+    return "skip"
+  end
+  local tok = decode_component(raw)
+  if tok == nil then return false end
+  tok = sgsub(sgsub(tok, "~1", "/"), "~0", "~")
+  if type(node) ~= "table" then return nil end
+  local child
+  if is_arrayish(node) then
+    child = smatch(tok, "^[1-9]%d*$") and node[tonumber(tok) + 1] or (tok == "0" and node[1]) or nil
+  else
+    child = node[tok]
+  end
+  return child, tok
+end
+
+function Compiler:pointer(res, frag, loc, ref, hops)
+  local node, base, root = res.node, res.outer, res.node
+  if frag == "" or frag == "/" then return node, base end
+  local toks = pointer_tokens(frag)
   for k = 1, #toks do
     local raw = toks[k]
-    if raw ~= "" or (type(node) == "table" and not is_arrayish(node) and node[""] ~= nil) then
-      local tok = decode_component(raw)
-      if tok == nil then
-        bad(loc, "$ref \"" .. ref .. "\": \"" .. raw .. "\" is not percent-encoded UTF-8 (URI malformed)")
-      end
-      tok = sgsub(sgsub(tok, "~1", "/"), "~0", "~")
-      if type(node) ~= "table" then return nil end
-      base = inner_base(node, base)
-      local child
-      if is_arrayish(node) then
-        child = smatch(tok, "^[1-9]%d*$") and node[tonumber(tok) + 1] or (tok == "0" and node[1]) or nil
-      else
-        child = node[tok]
-      end
+    local child, tok = pointer_step(node, raw)
+    if child == false then
+      bad(loc, "$ref \"" .. ref .. "\": \"" .. raw .. "\" is not percent-encoded UTF-8 (URI malformed)")
+    end
+    if child ~= "skip" then
       if child == nil then return nil end
+      base = inner_base(node, base)
       node = child
       local target = type(node) == "table" and rawget(node, "$ref")
       if type(target) == "string" and not NAMES_HERE[tok] and k < #toks then
@@ -299,6 +317,35 @@ function Compiler:pointer(res, frag, loc, ref, hops)
   end
   if node == root then return nil end
   return node, base
+end
+
+-- local_target(root, ref) -> the node a local $ref ("#", "#/a/b") names in
+-- the document root, read as Compiler:pointer reads it (a $ref met before
+-- the last token followed when it is local too), or nil: what front ends
+-- show of a schema is what the validator reads of it.
+function M.local_target(root, ref, hops)
+  if type(ref) ~= "string" or ssub(ref, 1, 1) ~= "#" then return nil end
+  local frag = ssub(ref, 2)
+  if frag == "" or frag == "/" then return root end
+  if ssub(frag, 1, 1) ~= "/" then return nil end
+  hops = hops or 0
+  local node = root
+  local toks = pointer_tokens(frag)
+  for k = 1, #toks do
+    local child, tok = pointer_step(node, toks[k])
+    if not child then return nil end
+    if child ~= "skip" then
+      node = child
+      local target = type(node) == "table" and rawget(node, "$ref")
+      if type(target) == "string" and not NAMES_HERE[tok] and k < #toks then
+        if hops >= MAX_HOPS then return nil end
+        local n2 = M.local_target(root, target, hops + 1)
+        if n2 ~= nil then node = n2 end
+      end
+    end
+  end
+  if node == root then return nil end
+  return node
 end
 
 function Compiler:location(doc, frag)
