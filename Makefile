@@ -44,24 +44,20 @@ BUSTED     ?= /usr/bin/busted
 MODULE  := $(BUILD)/devtools_tools/core.so
 SRCS    := $(wildcard src/*.c)
 OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
-# the library's modules; the Neovim plugin's (nvim/, health.lua) are used
-# from the runtimepath only, so `make install` leaves them out
-LUAMODS := $(filter-out lua/devtools_tools/health.lua,$(wildcard lua/devtools_tools/*.lua))
-# what every front end shows (devtools_tools.present.*) and the command line
-# (devtools_tools.cli.*, run by bin/devtools-tools)
-PRESENTMODS := $(wildcard lua/devtools_tools/present/*.lua)
-CLIMODS := $(wildcard lua/devtools_tools/cli/*.lua)
-# the MCP server (devtools_tools.mcp.*, `devtools-tools mcp`)
-MCPMODS := $(wildcard lua/devtools_tools/mcp/*.lua)
-# the page-side JavaScript, read at run time from js/ next to the modules
-JSFILES := $(wildcard lua/devtools_tools/js/*.js)
-# the validator's pieces (devtools_tools.schema.*)
-SCHEMAMODS := $(wildcard lua/devtools_tools/schema/*.lua)
+# the library: its facade and one folder per layer (base/, rt/, wire/,
+# schema/, tools/ with the page-side js/, page/, browser/), what every front
+# end shows (present/), the command line (cli/, run by bin/devtools-tools) and
+# the MCP server (mcp/, `devtools-tools mcp`).
+# The Neovim plugin's (nvim/, health.lua) are used from the runtimepath
+# only, so `make install` leaves them out.
+LIBDIRS := base rt wire schema tools tools/js page browser present cli mcp
+LIBFILES := lua/devtools_tools/init.lua \
+	$(foreach d,$(LIBDIRS),$(wildcard lua/devtools_tools/$(d)/*.lua lua/devtools_tools/$(d)/*.js))
 SUPPORT_SRCS := $(wildcard spec/support/*.c)
 SUPPORT := $(patsubst spec/support/%.c,$(BUILD)/support/%,$(SUPPORT_SRCS))
 ALL_CFLAGS = -std=c99 -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -I$(LUA_INCDIR)
 
-.PHONY: all deps deps-demo test test-gc check-c demo bench bench-jansson conformance fixtures install rock-install uninstall clean asan asan-build fuzz valgrind nvim
+.PHONY: all deps deps-demo test test-gc check-c demo bench bench-jansson conformance differential fixtures install rock-install uninstall clean asan asan-build fuzz valgrind nvim
 
 all: $(MODULE)
 
@@ -84,6 +80,11 @@ $(BUILD)/support/%: spec/support/%.c
 # and writes bench/results.json (needs chromium; about 2 minutes).
 bench: all $(SUPPORT)
 	DEVTOOLS_TOOLS_BUILD=$(BUILD) $(LUA) bench/bench.lua
+
+# Seeded generated pages, chrome-devtools-mcp 1.11 (from npm, cached outside the tree) beside our API:
+# the same groups, schemas, verdicts and results, or a divergence (tools/differential; DIFF_SEED, DIFF_PAGES).
+differential: all $(BUILD)/support/static_server
+	@sh tools/differential/run.sh $(LUA) $(BUILD)
 
 # Why json.c is not built on libjansson: checks and timings (needs libjansson-dev).
 bench-jansson: all
@@ -132,7 +133,8 @@ LUAJIT_SPECS = spec/nojit_spec.lua spec/json_spec.lua spec/schema_spec.lua spec/
 	spec/page_unit_spec.lua spec/hostile_spec.lua spec/task_spec.lua spec/observe_spec.lua \
 	spec/webmcp_spec.lua spec/observe_unit_spec.lua \
 	spec/tls_transport_spec.lua spec/remote_spec.lua spec/page_shapes_spec.lua \
-	spec/apps_spec.lua spec/unit/present_spec.lua spec/unit/mcp_spec.lua
+	spec/apps_spec.lua spec/unit/present_spec.lua spec/unit/wait_spec.lua spec/unit/marshal_spec.lua \
+	spec/unit/mcp_spec.lua
 # On the LuaJIT x64 builds whose JIT miscompiles pairs() (Debian 12's: see
 # lua/devtools_tools/nojit.lua) the library keeps the JIT out of its own
 # functions, but busted, luassert and penlight have no such guard and their
@@ -209,16 +211,13 @@ demo: deps-demo all app
 # The command runs under $(LUA) and is told where the library went (it also
 # finds it relative to itself, so a DESTDIR staging tree works as it is).
 install: all
-	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js \
-		$(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/schema $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/present \
-		$(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/cli $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/mcp
+	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools \
+		$(foreach d,$(LIBDIRS),$(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/$(d))
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so
-	install -m 644 $(LUAMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/
-	install -m 644 $(JSFILES) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js/
-	install -m 644 $(SCHEMAMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/schema/
-	install -m 644 $(PRESENTMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/present/
-	install -m 644 $(CLIMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/cli/
-	install -m 644 $(MCPMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/mcp/
+	@# (each file to the same place beneath share/lua/V as beneath lua/)
+	for f in $(LIBFILES); do \
+		install -m 644 "$$f" "$(DESTDIR)$(LUA_SHAREDIR)/$${f#lua/}" || exit 1; \
+	done
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	sed -e '1s|.*|#!/usr/bin/env $(LUA)|' \
 		-e 's|^local INSTALLED_LUA, INSTALLED_LIB = nil, nil$$|local INSTALLED_LUA, INSTALLED_LIB = "$(LUA_SHAREDIR)", "$(LUA_LIBDIR)"|' \

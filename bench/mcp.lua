@@ -16,7 +16,7 @@
 -- else bench/mcp/'s lockfile is installed into ~/.cache/devtools_tools/mcp-bench.
 
 local core = require "devtools_tools.core"
-local json = require "devtools_tools.json"
+local json = require "devtools_tools.base.json"
 local C = require "common"
 
 local M = {}

@@ -9,7 +9,7 @@
 -- The clone holds what is committed: uncommitted edits are not tested here.
 
 local core = require "devtools_tools.core"
-local json = require "devtools_tools.json"
+local json = require "devtools_tools.base.json"
 local H = require "helper"
 local app_server = require "support.app_server"
 
@@ -713,7 +713,7 @@ describe("the Neovim plugin", function()
       local r = dofile(ARGS.probe)                  -- spec/support/nojit_probe.lua
       R.bad, R.ours, R.others = r.failed, r.ours, r.others
       R.version, R.arch = jit.version, jit.arch
-      R.affected = require("devtools_tools.nojit").affected
+      R.affected = require("devtools_tools.base.nojit").affected
     ]], { probe = root .. "/spec/support/nojit_probe.lua" })
     assert.equal(1000, R.bad)                       -- the workload ran, and validated right
     local affected = R.arch == "x64" and R.version == "LuaJIT 2.1.0-beta3"

@@ -840,7 +840,7 @@ end)
 
 describe("C failure codes", function()
   it("has one list, and errors.from_c maps each to a dt.Error code", function()
-    local errors = require "devtools_tools.errors"
+    local errors = require "devtools_tools.base.errors"
     local n = 0
     for name, v in pairs(core.codes) do
       n = n + 1

@@ -202,7 +202,7 @@ describe("WebMCP tools", function()
     local m, err, code, id
     repeat
       m, err, code, id = conn.transport:recv_cdp(now() + 10, {}, { [r.invocationId] = now() - 1 },
-        require("devtools_tools.webmcp").RESPONDED)
+        require("devtools_tools.tools.webmcp").RESPONDED)
     until m == nil or m.method == "WebMCP.toolResponded"
     assert.is_true(m == nil, "decoded whole")
     assert.equal("timeout", code, err)

@@ -36,7 +36,7 @@
  *   http.c        net.h http.h tls.h nopipe.h     buf class clock codes net nopipe  core.http_*
  *                 dt.h                            tls
  *   cdp_decode.c  transport.h json.h dt.h         clock codes json transport        transport:recv_cdp
- *   fs.c          fs.h nopipe.h dt.h              nopipe                            core.mkdtemp, rmtree...
+ *   fs.c          fs.h nopipe.h dt.h              class codes nopipe                core.mkdtemp, rmtree, lock...
  *   process.c     pipe.h ring.h fs.h dt.h         class clock codes fs pipe ring    core.spawn, Process
  *                                                 transport
  *   regex.c       dt.h                            buf class codes                   core.regex_*

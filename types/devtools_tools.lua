@@ -354,7 +354,7 @@ function Task:wait(timeout) end
 ---@return boolean running true if the task had not ended
 function Task:cancel() end
 
----@class devtools_tools.json
+---@class devtools_tools.base.json
 ---@field null lightuserdata JSON null (equal to cjson.null)
 ---@field array_mt table the metatable of decoded arrays
 ---@field object_mt table the metatable of decoded empty objects
@@ -382,10 +382,9 @@ function json.kind(t) end
 ---@field _VERSION string
 ---@field null lightuserdata JSON null
 ---@field array_mt table
----@field json devtools_tools.json
+---@field json devtools_tools.base.json
 ---@field Error table the metatable of devtools_tools.Error
 ---@field Task table the metatable of devtools_tools.Task
----@field schema devtools_tools.schema the validator, from the facade
 local dt = {}
 ---Starts headless Chromium over --remote-debugging-pipe.
 ---@param opts? devtools_tools.LaunchOpts

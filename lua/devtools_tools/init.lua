@@ -1,21 +1,24 @@
 -- devtools_tools: script the developer tools web pages expose, from Lua.
 --
--- The facade: it requires the pieces and exports a curated table. It does
--- not re-export raw core functions; everything a user can call raises
--- dt.Error objects (see README, "Errors and timeouts").
+-- The facade: it requires the pieces and exports a curated table.
+--
+-- What it must never do: re-export raw core functions (everything a user
+-- can call raises dt.Error objects: see README, "Errors and timeouts"),
+-- hold state beyond the loop new tasks run on, or be skipped by a front
+-- end (the command line, Neovim and the MCP server stand on it alone,
+-- with present/).
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
-local json = require "devtools_tools.json"
+local errors = require "devtools_tools.base.errors"
+local json = require "devtools_tools.base.json"
 local browser = require "devtools_tools.browser"
-local loop = require "devtools_tools.loop"
-local task = require "devtools_tools.task"
-local cdp = require "devtools_tools.cdp"
-local webdriver = require "devtools_tools.webdriver"
-local background = require "devtools_tools.background"
-local schema = require "devtools_tools.schema"
+local loop = require "devtools_tools.rt.loop"
+local task = require "devtools_tools.rt.task"
+local cdp = require "devtools_tools.wire.cdp"
+local webdriver = require "devtools_tools.browser.webdriver"
+local background = require "devtools_tools.browser.background"
 
 local type, tostring = type, tostring
 
@@ -41,7 +44,7 @@ local function driver()
 end
 
 -- use_loop(loop?) -> driver. loop: a luv-compatible module (require "luv",
--- vim.uv, vim.loop) or a driver of one's own (see devtools_tools.loop);
+-- vim.uv, vim.loop) or a driver of one's own (see devtools_tools.rt.loop);
 -- nil goes back to the built-in poll loop. Tasks already running keep the
 -- loop they started on.
 local function use_loop(l)
@@ -158,7 +161,7 @@ local dt = {
     end
     return core.isatty(fd)
   end,
-  nojit = require("devtools_tools.nojit"),
+  nojit = require("devtools_tools.base.nojit"),
   new_error = new_error,
   launch = browser.launch,
   connect = browser.connect,
@@ -177,13 +180,10 @@ local dt = {
   Task = task.Task,
   Error = errors.Error,
   is_error = errors.is_error,
-  is_element = require("devtools_tools.element").is_element,
+  is_element = require("devtools_tools.tools.element").is_element,
   null = core.null,
   array_mt = core.array_mt,
   array = json.array,
-  -- the validator (devtools_tools.schema) for code on the facade only
-  schema = { compile = schema.compile, validate = schema.validate, format_errors = schema.format_errors,
-    shape = schema.shape },
   json = { encode = json.encode, decode = json.decode, null = core.null,
     array = json.array, array_mt = core.array_mt, object_mt = json.object_mt, kind = json.kind },
 }

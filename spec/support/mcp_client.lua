@@ -11,7 +11,7 @@
 --   c:close_stdin(); c:wait_exit(2)
 
 local core = require "devtools_tools.core"
-local json = require "devtools_tools.json"
+local json = require "devtools_tools.base.json"
 
 local Client = {}
 Client.__index = Client

@@ -12,7 +12,7 @@ local tools = require "devtools_tools.mcp.tools"
 local content = require "devtools_tools.mcp.content"
 local stdio = require "devtools_tools.mcp.stdio"
 local mcp = require "devtools_tools.mcp"
-local element = require "devtools_tools.element"
+local element = require "devtools_tools.tools.element"
 
 local json, null, array = dt.json, dt.null, dt.array
 

@@ -15,7 +15,7 @@
 -- it was cut starts with the cut note; the summary is one clean line;
 -- typing gives a table or a message; nothing changes the schema.
 
-local json = require "devtools_tools.json"
+local json = require "devtools_tools.base.json"
 local core = require "devtools_tools.core"
 local S = require "fuzz.schema_target"
 local J = require "fuzz.json_target"

@@ -7,7 +7,7 @@
 -- Each is {name, description, inputSchema, annotations, run(ctx, args,
 -- timeout) -> value | CallToolResult}, ctx holding the page. The server
 -- checks the arguments against inputSchema first, with the library's
--- validator (dt.schema), as a page tool's are checked.
+-- validator (devtools_tools.schema), as a page tool's are checked.
 --
 -- It must never navigate to a scheme it does not allow (file: and the
 -- like only when the page served was opened on one), nor hand the client

@@ -5,8 +5,8 @@
 -- from Lua it is served on any transport, so an editor can serve it
 -- in-process:
 --
---   local mcp = require "devtools_tools.mcp"
---   local server = mcp.serve(mcp.stdio(), { page = page })   -- or a transport of your own
+--   local server = mcp.serve(mcp.stdio(), { page = page })   -- mcp: this module;
+--                                                            -- or a transport of your own
 --   server:run()          -- a program whose loop is the library's; Neovim only serves
 --
 -- The pieces: server (JSON-RPC, lifecycle, versions, dispatch), stdio (the
@@ -23,8 +23,11 @@
 -- It must never write anything but MCP messages to the transport, nor
 -- close the page or the browser it serves (they are the caller's).
 
+local dt = require "devtools_tools"
 local server = require "devtools_tools.mcp.server"
 local stdio = require "devtools_tools.mcp.stdio"
+
+dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
 local M = {}
 

@@ -22,6 +22,7 @@
 -- log unbounded.
 
 local dt = require "devtools_tools"
+local schema = require "devtools_tools.schema"
 local text = require "devtools_tools.present.text"
 local content = require "devtools_tools.mcp.content"
 local builtin = require "devtools_tools.mcp.builtin"
@@ -225,7 +226,7 @@ function Server:_builtin(b, args, ctx)
   local ok, errs = b.check(args)
   if not ok then
     return content.failure(dt.new_error("invalid_params", "Invalid parameters for tool " .. b.name .. ": "
-      .. dt.schema.format_errors(errs, "; "), { tool = b.name, details = errs }))
+      .. schema.format_errors(errs, "; "), { tool = b.name, details = errs }))
   end
   local good, v = pcall(b.run, self.ctx, args, self.timeout)
   if not good then
@@ -512,7 +513,7 @@ function M.serve(transport, opts)
   self.ctx = { page = page, scheme = (tostring(page.url or ""):match("^(%a[%w+.-]*):") or ""):lower() }
   self.builtins, self.builtin_by_name = {}, {}
   for i, b in ipairs(builtin.list({ allow_eval = self.allow_eval })) do
-    local check = dt.schema.compile(b.inputSchema)
+    local check = schema.compile(b.inputSchema)
     local entry = { name = b.name, run = b.run, check = check, descriptor = {
       name = b.name, description = b.description, inputSchema = b.inputSchema, annotations = b.annotations,
       _meta = { [M.BUILTIN_META] = true } } }
