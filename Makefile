@@ -182,7 +182,8 @@ SANITIZE = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)"
 C_SPECS = spec/json_spec.lua spec/pipe_transport_spec.lua spec/cdp_spec.lua spec/regex_spec.lua \
-	spec/schema_spec.lua spec/ws_transport_spec.lua spec/tls_transport_spec.lua
+	spec/schema_spec.lua spec/ws_transport_spec.lua spec/tls_transport_spec.lua \
+	spec/unit/mcp_spec.lua
 asan-build:
 	$(MAKE) -s BUILD=build/asan CFLAGS="-O1 -g $(SANITIZE)" LIBFLAG="-shared $(SANITIZE)" all $(patsubst spec/support/%.c,build/asan/support/%,$(SUPPORT_SRCS))
 asan: asan-build
