@@ -50,7 +50,7 @@ local S = {
   new_page_rounds = 6, new_page_per_round = 5,   -- the new-page section, per kind
   -- the MCP section: tools/call blocks through the SDK client, page:call before and after,
   -- add/remove rounds for list_changed (the memory marks use memory_calls)
-  mcp_warmup = 100, mcp_block = 100, mcp_blocks = 6, mcp_page_calls = 300, mcp_list_rounds = 15,
+  mcp_warmup = 50, mcp_block = 100, mcp_blocks = 5, mcp_page_calls = 300, mcp_list_rounds = 15,
 }
 
 -- ---- output rows ------------------------------------------------------------------
@@ -706,7 +706,7 @@ end
 -- client against a browserless floor and chrome-devtools-mcp, list_changed
 -- latency, memory over 10,000 calls.
 local function mcp_bench()
-  local r, why = require("mcp").run(S, server, browser)
+  local r, why = require("mcp").run(S, server)
   if not r then
     note("mcp: " .. why)
     results.sections.mcp = { available = false, why = why }
@@ -775,7 +775,8 @@ local LEGEND = {
   "  against the same work as a plain Lua script (bench/cli_list.lua); medians of alternate runs.",
   "mcp: tools/call of `add` through the official MCP SDK client (node) to `devtools-tools mcp`, to",
   "  a browserless server answering at once (floor) and to chrome-devtools-mcp 1.11.0's",
-  "  execute_3p_developer_tool, blocks taking turns; page:call's median measured beside it.",
+  "  execute_3p_developer_tool, blocks taking turns; page:call's median measured before and after,",
+  "  on the same page alone in a browser of its own (as the server's is).",
   "fleet: a child Lua process with its own browsers; one page's rate is one task's sequential",
   "  calls alone, the fleet's all tasks at once on the built-in loop (best of 2 rounds each).",
 }

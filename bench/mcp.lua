@@ -15,6 +15,7 @@
 -- (~/.cache/devtools_tools/differential) when it holds those versions,
 -- else bench/mcp/'s lockfile is installed into ~/.cache/devtools_tools/mcp-bench.
 
+local dt = require "devtools_tools"
 local core = require "devtools_tools.core"
 local json = require "devtools_tools.base.json"
 local C = require "common"
@@ -74,12 +75,22 @@ local function page_call_median(page, n)
   return t
 end
 
--- run(S, server, browser) -> results: {calls = {floor, ours, cdm}, page_call, list_changed, memory}
-function M.run(S, server, browser)
+-- run(S, server) -> results: {calls = {floor, ours, cdm}, page_call, list_changed, memory}.
+-- page:call is measured in a browser of its own with that one page, as
+-- the MCP server's is (the bench's shared browser holds other pages).
+function M.run(S, server)
   local node = select(2, sh("command -v node"))
   if node ~= 0 then return nil, "node is not installed" end
   local dir = cache()
   local url = server.url("/mcp.html")
+  local browser = dt.launch()
+  local ok, r = pcall(M.measure, S, url, dir, browser)
+  browser:close()
+  if not ok then error(r, 0) end
+  return r
+end
+
+function M.measure(S, url, dir, browser)
   local page = browser:new_page(url)
   local before = page_call_median(page, S.mcp_page_calls)
   local build = os.getenv("DEVTOOLS_TOOLS_BUILD") or "build/lua5.4"

@@ -120,7 +120,8 @@ static int l_fd_write(lua_State *L)
 	s += from - 1;
 	len -= (size_t)(from - 1);
 	sock = is_socket(fd);
-	dt_nopipe_begin(&np);
+	if (!sock)                         /* (send's MSG_NOSIGNAL raises none) */
+		dt_nopipe_begin(&np);
 	while (done < len) {
 		ssize_t n;
 		if (sock) {
@@ -148,7 +149,8 @@ static int l_fd_write(lua_State *L)
 		e = n < 0 ? errno : EIO;
 		break;
 	}
-	dt_nopipe_end(&np, failed && e == EPIPE ? 1 : 0);
+	if (!sock)
+		dt_nopipe_end(&np, failed && e == EPIPE ? 1 : 0);
 	if (failed && done == 0) {
 		if (e == EPIPE || e == ECONNRESET)
 			return dt_push_failf(L, DT_ECLOSED, "write: %s", strerror(e));
