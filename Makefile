@@ -187,7 +187,7 @@ asan: asan-build
 	$(SANITIZE_ENV) sh tools/run-specs.sh $(LUA) $(BUSTED) build/asan $(wildcard $(C_SPECS))
 
 # Fuzzing on the ASan/UBSan build (tools/fuzz.lua): the JSON codec, the
-# framing of both transports and core.http_get against fake peers, the
+# framing of both transports and core.http.get against fake peers, the
 # validator, base64, and the front ends' walks of a schema (present: each
 # within a time limit per schema). Seeded and bounded: FUZZ_SEED,
 # FUZZ_ITERATIONS (cases per target) or FUZZ_SECONDS (all targets, default

@@ -41,9 +41,9 @@ describe("dt.webdriver with chromedriver", function()
   setup(function()
     server = H.start_server()
     port = free_port()
-    driver = assert(core.spawn({ CHROMEDRIVER, "--port=" .. port }))
+    driver = assert(core.process.spawn({ CHROMEDRIVER, "--port=" .. port }))
     assert(H.wait_for(function()
-      return core.http_get("127.0.0.1", port, "/status", core.now() + 1) == 200
+      return core.http.get("127.0.0.1", port, "/status", core.now() + 1) == 200
     end, 20), "chromedriver did not start: " .. driver:stderr())
   end)
 
@@ -53,7 +53,7 @@ describe("dt.webdriver with chromedriver", function()
   end)
 
   local function session_status(id)
-    return core.http_request("127.0.0.1", port, "/session/" .. id .. "/url",
+    return core.http.request("127.0.0.1", port, "/session/" .. id .. "/url",
       { deadline = core.now() + 10 })
   end
 
@@ -89,14 +89,14 @@ describe("dt.webdriver with a Grid router (se:cdp)", function()
   local chrome, cport, grid, gport, wsurl
 
   local function log()
-    local status, body = core.http_get("127.0.0.1", gport, "/log", core.now() + 5)
+    local status, body = core.http.get("127.0.0.1", gport, "/log", core.now() + 5)
     assert.are.equal(200, status)
     return cjson.decode(body).value
   end
 
   setup(function()
     chrome, cport = R.chromium()
-    local status, body = core.http_get("127.0.0.1", cport, "/json/version", core.now() + 10)
+    local status, body = core.http.get("127.0.0.1", cport, "/json/version", core.now() + 10)
     assert(status == 200, body)
     wsurl = cjson.decode(body).webSocketDebuggerUrl
     local dead = "ws://127.0.0.1:" .. free_port() .. "/devtools/browser/gone"

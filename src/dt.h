@@ -23,24 +23,24 @@
  *   clock.c       base.h                          -                                 deadlines, monotonic clock
  *   buf.c         base.h                          -                                 growable byte buffer
  *   codes.c       dt.h                            -                                 failure codes, nil/message/code
- *   class.c       base.h                          -                                 userdata classes
+ *   class.c       base.h                          -                                 userdata classes, core.<part>
  *   nopipe.c      nopipe.h                        -                                 writes without SIGPIPE
  *   ring.c        ring.h                          -                                 stderr ring
- *   json.c        json.h dt.h                     buf clock codes                   core.json_*
+ *   json.c        json.h dt.h                     buf class clock codes             core.json
  *   transport.c   transport.h dt.h                class clock codes                 Transport methods
  *   pipe.c        pipe.h nopipe.h                 buf clock nopipe ring transport   --remote-debugging-pipe
  *   net.c         net.h                           clock                             port, peer, wait on an fd
  *   tls.c         tls.h net.h                     clock                             name lookup, OpenSSL
- *   ws.c          transport.h net.h tls.h         buf clock codes net nopipe tls    core.ws_connect
- *                 nopipe.h dt.h                   transport
- *   http.c        net.h http.h tls.h nopipe.h     buf class clock codes net nopipe  core.http_*
+ *   ws.c          transport.h net.h tls.h         buf class clock codes net nopipe  core.ws
+ *                 nopipe.h dt.h                   tls transport
+ *   http.c        net.h http.h tls.h nopipe.h     buf class clock codes net nopipe  core.http
  *                 dt.h                            tls
  *   cdp_decode.c  transport.h json.h dt.h         clock codes json transport        transport:recv_cdp
- *   fs.c          fs.h nopipe.h dt.h              class codes nopipe                core.mkdtemp, rmtree, lock...
- *   process.c     pipe.h ring.h fs.h dt.h         class clock codes fs pipe ring    core.spawn, Process
+ *   fs.c          fs.h nopipe.h dt.h              class codes nopipe                core.fs, Lock
+ *   process.c     pipe.h ring.h fs.h dt.h         class clock codes fs pipe ring    core.process, Process
  *                                                 transport
- *   regex.c       dt.h                            buf class codes                   core.regex_*
- *   base64.c      dt.h                            -                                 core.base64_decode
+ *   regex.c       dt.h                            buf class codes                   core.regex
+ *   base64.c      dt.h                            class                             core.base64
  *   poll.c        dt.h                            -                                 core.poll
  *   core.c        dt.h                            base64 cdp_decode clock codes fs  luaopen: every *_open
  *                                                 http json poll process regex

@@ -699,9 +699,9 @@ static const dt_transport_ops ws_ops = {
 	ws_close, ws_destroy, ws_describe, ws_release, ws_state
 };
 
-/* ---- core.ws_connect ----------------------------------------------------------- */
+/* ---- core.ws.connect ----------------------------------------------------------- */
 
-/* core.ws_connect(host, port, path [, opts]) -> Transport | nil, message, code
+/* core.ws.connect(host, port, path [, opts]) -> Transport | nil, message, code
  * opts: deadline (absolute, core.now() clock), limit (bytes), host_header,
  * headers (name -> value, added to the handshake), tls (wss://: the
  * certificate is checked against the system store, or ca_file, and the
@@ -851,6 +851,9 @@ static int l_ws_connect(lua_State *L)
 
 void dt_ws_open(lua_State *L)
 {
-	lua_pushcfunction(L, l_ws_connect);
-	lua_setfield(L, -2, "ws_connect");
+	static const luaL_Reg funcs[] = {
+		{"connect", l_ws_connect},
+		{NULL, NULL}
+	};
+	dt_open_part(L, "ws", funcs);
 }

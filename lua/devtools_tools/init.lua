@@ -116,7 +116,7 @@ local dt = {
     if fd ~= 0 and fd ~= 1 and fd ~= 2 then
       errors.raise("bad_argument", "isatty: expected 0, 1 or 2 (stdin, stdout, stderr), got " .. tostring(fd))
     end
-    return core.isatty(fd)
+    return core.fs.isatty(fd)
   end,
   nojit = require("devtools_tools.base.nojit"),
   new_error = new_error,

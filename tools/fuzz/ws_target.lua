@@ -1,5 +1,5 @@
 -- tools/fuzz/ws_target.lua: `make fuzz` cases for the websocket transport
--- (core.ws_connect, libwebsockets underneath) against a fake server.
+-- (core.ws.connect, libwebsockets underneath) against a fake server.
 --
 -- The peer (tools/fuzz/peer.lua ws, on LuaSocket) answers the upgrade -
 -- correctly, or with a wrong status, a wrong accept key, garbage or
@@ -282,7 +282,7 @@ function T.run(c, ctx)
   local ok_hs = c.handshake == "ok" or c.handshake == "frame_in_head"
   local t0 = core.now()
   local wait = ok_hs and 10 or 0.5
-  local t, msg, code = core.ws_connect("127.0.0.1", port, "/devtools/browser/fuzz",
+  local t, msg, code = core.ws.connect("127.0.0.1", port, "/devtools/browser/fuzz",
     { deadline = t0 + wait, limit = c.limit })
   local failure
   if core.now() - t0 > wait + 1 then

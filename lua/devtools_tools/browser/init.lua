@@ -83,7 +83,7 @@ M.candidates = {
   "google-chrome", "google-chrome-stable",
 }
 
-local is_executable = core.is_executable
+local is_executable = core.fs.is_executable
 
 -- Resolves a name on PATH; returns the path or nil, plus the paths tried.
 local function resolve(name, tried)
@@ -158,7 +158,7 @@ end
 
 -- await_removed(dir, deadline): the same for a directory the reaper removes.
 local function await_removed(dir, deadline)
-  return cancel_of(wait.condition, function() return not core.exists(dir) end, deadline)
+  return cancel_of(wait.condition, function() return not core.fs.exists(dir) end, deadline)
 end
 
 -- await_closed(browser, deadline): the same for another task's close.
@@ -173,7 +173,7 @@ local PROFILE_PREFIX = "devtools_tools-profile-"
 local DETACHED_PREFIX = "devtools_tools-detached-"
 
 local function new_profile(prefix)
-  local dir, err = core.mkdtemp(prefix)
+  local dir, err = core.fs.mkdtemp(prefix)
   if not dir then
     local tmp = os.getenv("TMPDIR")
     raise("launch_failed", "cannot create a profile under " .. ((tmp and tmp ~= "") and tmp or "/tmp"),
@@ -262,9 +262,9 @@ function M.launch(opts)
   -- them in the throw-away profile too.
   local env = cleanup and { XDG_CONFIG_HOME = dir .. "/.config", XDG_CACHE_HOME = dir .. "/.cache",
     TMPDIR = dir } or nil
-  local proc, transport, code = core.spawn(argv, { pipe = true, cleanup_dir = cleanup, env = env })
+  local proc, transport, code = core.process.spawn(argv, { pipe = true, cleanup_dir = cleanup, env = env })
   if not proc then
-    if cleanup then core.rmtree(cleanup) end
+    if cleanup then core.fs.rmtree(cleanup) end
     raise("launch_failed", transport .. " (" .. tostring(code) .. ")")
   end
   local conn = cdp.new(transport, { timeout = timeout, process = proc })
@@ -355,8 +355,8 @@ end
 
 local function signal_all(pids, sig)
   for _, pid in ipairs(pids) do
-    core.kill(pid, sig, true)                 -- its group, when it leads one
-    core.kill(pid, sig)
+    core.process.kill(pid, sig, true)                 -- its group, when it leads one
+    core.process.kill(pid, sig)
   end
 end
 
@@ -384,16 +384,16 @@ function M.stop_detached(info, opts)
   end
   local base = profile:match("([^/]+)$") or ""
   if base:sub(1, #DETACHED_PREFIX) ~= DETACHED_PREFIX then return end
-  local left = core.processes_with(profile)
+  local left = core.process.processes_with(profile)
   if #left > 0 then
     signal_all(left, "TERM")
-    if not until_or(function() return #core.processes_with(profile) == 0 end, deadline - 0.5) then
-      signal_all(core.processes_with(profile), "KILL")
-      until_or(function() return #core.processes_with(profile) == 0 end, deadline)
+    if not until_or(function() return #core.process.processes_with(profile) == 0 end, deadline - 0.5) then
+      signal_all(core.process.processes_with(profile), "KILL")
+      until_or(function() return #core.process.processes_with(profile) == 0 end, deadline)
     end
   end
   -- (late writes of dying helpers can re-create a file: tries for a while)
-  wait.condition(function() return core.rmtree(profile) end, math.min(deadline, now() + 0.5))
+  wait.condition(function() return core.fs.rmtree(profile) end, math.min(deadline, now() + 0.5))
 end
 
 -- launch{detached = true}: Chromium with its debugging port on 127.0.0.1
@@ -430,7 +430,7 @@ function M._launch_detached(opts, exe, deadline)
     local env = made and { XDG_CONFIG_HOME = dir .. "/.config", XDG_CACHE_HOME = dir .. "/.cache",
       TMPDIR = dir } or nil
     local log = dir .. "/chromium.log"
-    local pid, err = core.spawn_detached(argv, { output = log, env = env })
+    local pid, err = core.process.spawn_detached(argv, { output = log, env = env })
     if not pid then raise("launch_failed", err) end
     info.pid = pid
     record()
@@ -462,7 +462,7 @@ function M._launch_detached(opts, exe, deadline)
   if not ok then
     -- whatever started is ended (a failed record, a timeout, a cancel)
     pcall(M.stop_detached, { pid = info.pid, profile = dir }, { timeout = 5 })
-    if made then core.rmtree(dir) end
+    if made then core.fs.rmtree(dir) end
     error(res, 0)
   end
   return res
@@ -501,13 +501,13 @@ local connect_opts = { allow_remote = "boolean", timeout = true, history = true,
 local default_port = { http = 80, ws = 80, https = 443, wss = 443 }
 
 -- http(host, port, path, o) -> status, body | nil, message, code: one HTTP
--- request (o: core.http_request's options, o.deadline set). Outside a task
+-- request (o: core.http.request's options, o.deadline set). Outside a task
 -- it blocks until done or the deadline; inside one it runs on the task's
--- loop (core.http_start), so the other tasks go on meanwhile.
+-- loop (core.http.start), so the other tasks go on meanwhile.
 local function http(host, port, path, o)
   local task = tasks.current()
-  if not task then return core.http_request(host, port, path, o) end
-  local req, err, code = core.http_start(host, port, path, o)
+  if not task then return core.http.request(host, port, path, o) end
+  local req, err, code = core.http.start(host, port, path, o)
   if not req then return nil, err, code end
   while true do
     local status, body, c = req:step()
@@ -625,7 +625,7 @@ function M.connect(url, opts)
   end
   -- In a task the handshake is driven on the loop (async): the first CDP
   -- call below waits for it like for any reply.
-  local transport, err, code = core.ws_connect(addr, port, path,
+  local transport, err, code = core.ws.connect(addr, port, path,
     { deadline = deadline, host_header = hosthdr, headers = headers, tls = tls,
       ca_file = topts.ca_file, insecure = topts.insecure, async = tasks.current() ~= nil })
   if not transport then
