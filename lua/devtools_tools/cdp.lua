@@ -293,6 +293,13 @@ local function pump(self, deadline)
     -- between, so lua.c's Ctrl-C hook raises at once, not when the page
     -- answers.)
     if code == "interrupted" then return true end
+    -- A transport that ended the connection over what it read (a
+    -- websocket frame head declaring an impossible length): this read
+    -- fails with protocol_error, and every later call with disconnected,
+    -- as after any end of the connection. A pipe's message that is not
+    -- JSON ends nothing: the next one is read.
+    local t = self.transport
+    if t.state and t:state() == "closed" then lost(self, err) end
     raise("protocol_error", "unreadable message from the browser: " .. tostring(err))
   end
   local id = msg.id
