@@ -94,6 +94,47 @@ describe("console messages", function()
   end)
 end)
 
+-- issue 33: DEVTOOLS_TOOLS_DEBUG=cdp wrote a page's C1 controls and bidi
+-- overrides raw to stderr (the log of every CDP message carries its text).
+describe("the debug log (DEVTOOLS_TOOLS_DEBUG=cdp)", function()
+  it("writes a page's console text with its controls and bidi overrides escaped", function()
+    local script = [[
+      package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+      package.cpath = "]] .. H.build .. [[/?.so;" .. package.cpath
+      local dt = require "devtools_tools"
+      local b = dt.launch()
+      local page = b:new_page("about:blank")
+      page:evaluate([=[console.log('csi \x9b2J rlo \u202e lri \u2066 esc \x1b[31m del \x7f ok \u00e9')]=])
+      local m
+      for _ = 1, 100 do
+        m = page:console_messages()[1]
+        if m then break end
+        dt.sleep(0.02)
+      end
+      io.stdout:write("text: ", m and m.text or "none", "\n")
+      b:close()
+    ]]
+    local out = H.run_lua(script, "exec 2>&1; DEVTOOLS_TOOLS_DEBUG=cdp ")
+    assert.matches("rc=0\n$", out)
+    -- the record keeps the page's text as it is
+    assert.truthy(out:find("text: csi \194\1552J rlo \226\128\174 lri \226\129\166 esc \27[31m del \127 ok é\n",
+      1, true), out)
+    local n = 0
+    for line in out:gmatch("[^\n]*") do
+      if line:find("^devtools_tools cdp ") then
+        n = n + 1
+        assert.is_nil(line:find("[%z\1-\31\127]"), line)
+        assert.is_nil(line:find("\194[\128-\159]"), line)
+        assert.is_nil(line:find("\226\128[\170-\174]"), line)
+        assert.is_nil(line:find("\226\129[\166-\169]"), line)
+      end
+    end
+    assert.is_true(n > 10, n .. " log lines")
+    -- the console event, escaped visibly
+    assert.truthy(out:find("csi \\u009b2J rlo \\u202e lri \\u2066 esc \\u001b[31m del \\u007f ok é", 1, true), out)
+  end)
+end)
+
 describe("network requests", function()
   it("record method, URL, status, type, timing, sizes and initiator; bodies on request", function()
     local page = open("/observe.html")
