@@ -623,14 +623,17 @@ local function close_now(self, deadline)
     end
   end
   -- What attached it may have more to undo (dt.webdriver deletes its
-  -- WebDriver session), within close's deadline; errors there do not make
-  -- close fail.
-  local after = self._after_close
+  -- WebDriver session), within close's deadline; an error there is raised
+  -- once all else is done (the browser is closed all the same): the
+  -- session may still be alive.
+  local after, after_err = self._after_close, nil
   if after then
     self._after_close = nil
-    errors.catch(after, self, deadline)
+    local ok, err = errors.catch(after, self, deadline)
+    if not ok then after_err = err end
   end
   if stop then error(stop, 0) end
+  if after_err then error(after_err, 0) end
 end
 
 -- close(opts?): a launched browser is asked to exit, then ended by signal
@@ -677,7 +680,11 @@ function Browser:__close() return self:close() end
 
 function Browser:__tostring()
   if self.webdriver then
-    return "Browser(WebDriver session " .. tostring(self.webdriver.session_id) .. " at "
+    -- (the endpoint chose the id: shown as printable ASCII)
+    local id = tostring(self.webdriver.session_id):gsub("[^\32-\126]", function(c)
+      return ("\\x%02x"):format(c:byte())
+    end)
+    return "Browser(WebDriver session " .. id .. " at "
       .. tostring(self.webdriver.url) .. (self._closed and ", closed" or "") .. ")"
   end
   local how = self.launched and ("pid " .. tostring(self.process:pid() or "gone"))
