@@ -154,15 +154,22 @@ local launch_opts = { executable = "string", headless = "boolean", args = true,
   user_data_dir = "string", timeout = true, webmcp = "boolean", history = true }
 
 -- issue 14: {console = n, requests = n}, how many of each a page keeps,
--- and bytes = n, how much page text each of the two holds at most
-local HISTORY_KEYS = { console = true, requests = true, bytes = true }
+-- and bytes = n, how much page text each of the two holds at most; issue
+-- 33: bodies = n and body = n, how many bytes of response bodies the
+-- browser keeps per page, in all and of one (Network.enable's buffers)
+local HISTORY_KEYS = { console = true, requests = true, bytes = true, bodies = true, body = true }
 local function check_history(h, fname)
   if h == nil then return nil end
   if type(h) ~= "table" then raise("bad_argument", fname .. ": history must be a table") end
   for k, v in pairs(h) do
-    if not HISTORY_KEYS[k] or type(v) ~= "number" or v < 0 or v % 1 ~= 0 then
-      raise("bad_argument", fname .. ": history takes console = n, requests = n and bytes = n (whole numbers)")
+    if not HISTORY_KEYS[k] or type(v) ~= "number" or v < 0 or v % 1 ~= 0 or v >= 2^53 then
+      raise("bad_argument", fname .. ": history takes console = n, requests = n, bytes = n, bodies = n"
+        .. " and body = n (whole numbers)")
     end
+  end
+  if h.body and h.bodies and h.body > h.bodies then
+    raise("bad_argument", fname .. ": history.body (one response's body) must not be over history.bodies"
+      .. " (all of them)")
   end
   return h
 end
