@@ -80,10 +80,13 @@ local function is_hidden(cp)
     or (cp >= 0x202A and cp <= 0x202E) or (cp >= 0x2066 and cp <= 0x2069)
 end
 
+local SPECIAL = "[%z\1-\31\127-\255]"
+
 local function clean_log(s)
-  if not sfind(s, "[%z\1-\31\127-\255]") then return s end
-  local out, n, from, i, len = {}, 0, 1, 1, #s
-  while i <= len do
+  local i = sfind(s, SPECIAL)
+  if not i then return s end
+  local out, n, from, len = {}, 0, 1, #s
+  while i and i <= len do
     local b = byte(s, i)
     local size, rep = 1, nil
     if b < 0x20 or b == 0x7F then
@@ -102,7 +105,7 @@ local function clean_log(s)
       n = n + 2
       from = i + size
     end
-    i = i + size
+    i = sfind(s, SPECIAL, i + size)          -- plain ASCII is skipped at once
   end
   out[n + 1] = s:sub(from)
   return concat(out)
