@@ -44,13 +44,14 @@ BUSTED     ?= /usr/bin/busted
 MODULE  := $(BUILD)/devtools_tools/core.so
 SRCS    := $(wildcard src/*.c)
 OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
-# the library's modules; the Neovim plugin's (nvim.lua, nvim/, health.lua)
-# are used from the runtimepath only, so `make install` leaves them out
-LUAMODS := $(filter-out lua/devtools_tools/nvim.lua lua/devtools_tools/health.lua,$(wildcard lua/devtools_tools/*.lua))
-# the page-side JavaScript, read at run time from js/ next to the modules
-JSFILES := $(wildcard lua/devtools_tools/js/*.js)
-# the validator's pieces (devtools_tools.schema.*)
-SCHEMAMODS := $(wildcard lua/devtools_tools/schema/*.lua)
+# the library: its facade and one folder per layer (base/, rt/, wire/,
+# schema/, tools/ with the page-side js/, page/, browser/), what every front
+# end shows (present/) and the command line (cli/, run by bin/devtools-tools).
+# The Neovim plugin's (nvim/, health.lua) are used from the runtimepath
+# only, so `make install` leaves them out.
+LIBDIRS := base rt wire schema tools tools/js page browser present cli
+LIBFILES := lua/devtools_tools/init.lua \
+	$(foreach d,$(LIBDIRS),$(wildcard lua/devtools_tools/$(d)/*.lua lua/devtools_tools/$(d)/*.js))
 SUPPORT_SRCS := $(wildcard spec/support/*.c)
 SUPPORT := $(patsubst spec/support/%.c,$(BUILD)/support/%,$(SUPPORT_SRCS))
 ALL_CFLAGS = -std=c99 -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -I$(LUA_INCDIR)
@@ -126,7 +127,7 @@ LUAJIT_SPECS = spec/nojit_spec.lua spec/json_spec.lua spec/schema_spec.lua spec/
 	spec/page_unit_spec.lua spec/hostile_spec.lua spec/task_spec.lua spec/observe_spec.lua \
 	spec/webmcp_spec.lua spec/observe_unit_spec.lua \
 	spec/tls_transport_spec.lua spec/remote_spec.lua spec/page_shapes_spec.lua \
-	spec/apps_spec.lua
+	spec/apps_spec.lua spec/unit/present_spec.lua
 # On the LuaJIT x64 builds whose JIT miscompiles pairs() (Debian 12's: see
 # lua/devtools_tools/nojit.lua) the library keeps the JIT out of its own
 # functions, but busted, luassert and penlight have no such guard and their
@@ -182,9 +183,10 @@ asan: asan-build
 
 # Fuzzing on the ASan/UBSan build (tools/fuzz.lua): the JSON codec, the
 # framing of both transports and core.http_get against fake peers, the
-# validator, base64. Seeded and bounded: FUZZ_SEED, FUZZ_ITERATIONS (cases per
-# target) or FUZZ_SECONDS (all targets, default 60); FUZZ_TARGETS picks
-# from json,pipe,ws,http,schema,base64. A reported case runs again with the
+# validator, base64, and the front ends' walks of a schema (present: each
+# within a time limit per schema). Seeded and bounded: FUZZ_SEED,
+# FUZZ_ITERATIONS (cases per target) or FUZZ_SECONDS (all targets, default
+# 60); FUZZ_TARGETS picks from json,pipe,ws,http,schema,base64,present. A reported case runs again with the
 # FUZZ_CASE line it prints. Ends with "N inputs tried, N crashes, N hangs,
 # N failed checks".
 fuzz: deps asan-build
@@ -202,12 +204,13 @@ demo: deps-demo all app
 # The command runs under $(LUA) and is told where the library went (it also
 # finds it relative to itself, so a DESTDIR staging tree works as it is).
 install: all
-	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js \
-		$(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/schema
+	install -d $(DESTDIR)$(LUA_LIBDIR)/devtools_tools \
+		$(foreach d,$(LIBDIRS),$(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/$(d))
 	install -m 755 $(MODULE) $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so
-	install -m 644 $(LUAMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/
-	install -m 644 $(JSFILES) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/js/
-	install -m 644 $(SCHEMAMODS) $(DESTDIR)$(LUA_SHAREDIR)/devtools_tools/schema/
+	@# (each file to the same place beneath share/lua/V as beneath lua/)
+	for f in $(LIBFILES); do \
+		install -m 644 "$$f" "$(DESTDIR)$(LUA_SHAREDIR)/$${f#lua/}" || exit 1; \
+	done
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	sed -e '1s|.*|#!/usr/bin/env $(LUA)|' \
 		-e 's|^local INSTALLED_LUA, INSTALLED_LIB = nil, nil$$|local INSTALLED_LUA, INSTALLED_LIB = "$(LUA_SHAREDIR)", "$(LUA_LIBDIR)"|' \

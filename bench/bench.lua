@@ -18,7 +18,7 @@ package.cpath = "./" .. build .. "/?.so;" .. package.cpath
 
 local dt = require "devtools_tools"
 local core = require "devtools_tools.core"
-local json = require "devtools_tools.json"
+local json = require "devtools_tools.base.json"
 local browsermod = require "devtools_tools.browser"
 local C = require "common"
 
@@ -628,7 +628,7 @@ local function schema_bench()
   local n = S.schema_iters
   -- Issue 3's measure: against one dt.json.encode of the same arguments,
   -- interleaved so that noise hits both.
-  local encode = require("devtools_tools.json").encode
+  local encode = require("devtools_tools.base.json").encode
   local ts, es = {}, {}
   for r = 1, 5 do
     ts[r] = time(function() for _ = 1, n do v(args) end end) / n

@@ -225,12 +225,12 @@ function C.run_child(script, args, timeout)
     error(script .. " failed (" .. tostring(how) .. " " .. tostring(code) .. "); output:\n"
       .. out:sub(-3000), 0)
   end
-  return require("devtools_tools.json").decode(line)
+  return require("devtools_tools.base.json").decode(line)
 end
 
 -- For children: prints the result line the parent looks for.
 function C.result(t)
-  io.stdout:write("RESULT ", require("devtools_tools.json").encode(t), "\n")
+  io.stdout:write("RESULT ", require("devtools_tools.base.json").encode(t), "\n")
   io.stdout:flush()
 end
 

@@ -11,7 +11,7 @@ package.cpath = "./" .. build .. "/?.so;" .. package.cpath
 
 local schema = require "devtools_tools.schema"
 
-local json = require "devtools_tools.json"
+local json = require "devtools_tools.base.json"
 local encode = json.encode
 
 package.path = "./bench/?.lua;" .. package.path
@@ -46,6 +46,6 @@ table.sort(ratios)
 
 print(("schema bench (%s, %d calls per round, 11 rounds)"):format(_VERSION, n))
 print(("  validate: %.3f us/call (best round)"):format(best_v * 1e6))
-print(("  encode:   %.3f us/call (best round, devtools_tools.json.encode)"):format(best_e * 1e6))
+print(("  encode:   %.3f us/call (best round, devtools_tools.base.json.encode)"):format(best_e * 1e6))
 print(("  ratio validate/encode: %.2f (median of rounds; %.2f to %.2f)"):format(
   ratios[6], ratios[1], ratios[11]))

@@ -1,7 +1,7 @@
 -- typical_tool.lua: the "typical tool" of the schema measure (issue 3):
 -- 5 properties, one $ref, one pattern, and valid arguments for it. Shared
 -- by bench/bench.lua and bench/schema_bench.lua so both measure the same.
-local A = require("devtools_tools.json").array
+local A = require("devtools_tools.base.json").array
 
 return {
   schema = {

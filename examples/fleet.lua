@@ -78,7 +78,7 @@ end
 -- run(opts) -> results, summary. opts: url, pages, browsers (a list of
 -- Browsers to use; they are not closed here), log (a function of one line).
 function M.run(opts)
-  local errors = require "devtools_tools.errors"
+  local errors = require "devtools_tools.base.errors"
   if type(opts) ~= "table" or type(opts.url) ~= "string" then
     errors.raise("bad_argument", "fleet.run: opts.url must be the app's URL")
   end

@@ -25,11 +25,13 @@ external_dependencies = {
 -- Built by the Makefile, not the builtin backend: the builtin backend leaves
 -- its objects and core.so in the source tree, and cannot install the command
 -- line's man page. `make rock-install` builds in a temporary directory and
--- installs core.so, lua/devtools_tools/*.lua except nvim.lua and
--- health.lua, the page scripts js/*.js and schema/*.lua beneath it, the
--- command line bin/devtools-tools and its man page. The Neovim plugin
--- (nvim.lua, health.lua, nvim/, plugin/, syntax/, its :help file) is not
--- installed: a plugin manager runs it from a checkout built with `make nvim`.
+-- installs core.so, lua/devtools_tools/init.lua and the library's folders
+-- beneath it (the Makefile's LIBDIRS: one per layer, the page scripts
+-- tools/js/*.js, what the front ends show present/ and the command line
+-- cli/); the command line's launcher bin/devtools-tools and its man page.
+-- The Neovim plugin
+-- (nvim/, health.lua, plugin/, syntax/, its :help file) is not installed:
+-- a plugin manager runs it from a checkout built with `make nvim`.
 build = {
   type = "make",
   build_pass = false,

@@ -107,6 +107,15 @@ describe("sample app backend", function()
 			assert.truthy(lines[3]:match("^DELETE /api/orders 405 %d+%.%dms$"), lines[3])
 		end)
 
+		it("given a port that is taken, says so in one line of its own and exits 1", function()
+			local a = expect_ok(app.start())
+			finally(function() a:cleanup() end)
+			local out, code = app.run(app.binary .. " --port " .. a.port .. " 2>&1 </dev/null")
+			assert.are.equal(1, code, out)
+			assert.are.equal("app: cannot listen on 127.0.0.1:" .. a.port .. ": Address already in use "
+				.. "(another program listens there: pick another --port, or 0 for a free one)\n", out)
+		end)
+
 		it("refuses a bad command line with exit code 2", function()
 			for _, args in ipairs({ "--port 70000", "--port abc", "--bogus 1", "--port" }) do
 				local out, code = app.run(app.binary .. " " .. args .. " 2>&1")

@@ -1,8 +1,8 @@
 -- Unit: the CDP connection over a fake transport of our own (no browser).
 
-local cdp = require "devtools_tools.cdp"
-local json = require "devtools_tools.json"
-local errors = require "devtools_tools.errors"
+local cdp = require "devtools_tools.wire.cdp"
+local json = require "devtools_tools.base.json"
+local errors = require "devtools_tools.base.errors"
 local core = require "devtools_tools.core"
 local H = require "helper"
 

@@ -298,17 +298,20 @@ describe("devtools-tools", function()
       local out, err, rc = run("call " .. url .. " types n=abc on=maybe i=0x10")
       assert.equal(1, rc)
       assert.equal("", out)
+      -- each path with the value received (the error's details, not its message)
       assert.equal("devtools-tools: invalid_params: Invalid parameters for tool types\n"
-        .. "  /i: must be integer\n  /n: must be number\n  /on: must be boolean\n", err)
+        .. '  /i: must be integer (got "0x10")\n  /n: must be number (got "abc")\n'
+        .. '  /on: must be boolean (got "maybe")\n', err)
     end)
 
     it("exits 1 with the error's code on stderr", function()
       local cases = {
         { "call " .. url .. " nothere", "devtools-tools: tool_not_found: Tool nothere not found (nearest: types; the page has 3 tools)\n" },
         { "call " .. url .. " increment by=0",
-          "devtools-tools: invalid_params: Invalid parameters for tool increment\n  /by: must be >= 1\n" },
+          "devtools-tools: invalid_params: Invalid parameters for tool increment\n  /by: must be >= 1 (got 0)\n" },
         { "call " .. url .. " increment extra=1",
-          "devtools-tools: invalid_params: Invalid parameters for tool increment\n  /: must NOT have additional properties\n" },
+          "devtools-tools: invalid_params: Invalid parameters for tool increment\n"
+          .. "  /: must NOT have additional properties ('extra')\n" },
         { "eval " .. url .. " 'null.x'", "^devtools%-tools: js_error: TypeError: Cannot read properties of null" },
         { "call " .. shq(server.url("/tools.html")) .. " fail kind=reject", "^devtools%-tools: tool_error: .*rejected" },
         -- the deadline covers the whole command, launch included
@@ -518,10 +521,17 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
       out, err, rc = run("call --compact " .. shq(page) .. " b", { env = "timeout 60" })
       assert.equal(0, rc, err)
       assert.equal('"r\\u009bs\\u202et"\n', out)           -- the same JSON value, escaped
+      -- a long message: its start, how much more there is, and --verbose
+      -- for all of it (trimmed in linear time either way)
       out, err, rc = run("eval " .. shq(page) .. " "
         .. shq("(() => { throw new Error(' '.repeat(300000) + 'x') })()"), { env = "timeout 60" })
       assert.equal(1, rc, err)
-      assert.matches("x\n$", err)
+      assert.matches("^devtools%-tools: js_error: Error: +%.%.%. %(%d+ more bytes%)\n"
+        .. "devtools%-tools: %(%-%-verbose shows the whole error%)\n$", err)
+      out, err, rc = run("eval --verbose " .. shq(page) .. " "
+        .. shq("(() => { throw new Error(' '.repeat(300000) + 'x') })()"), { env = "timeout 60" })
+      assert.equal(1, rc, err)
+      assert.matches(" x\n", err)
     end)
 
     it("fails when stdout cannot be written, and refuses an infinite --timeout", function()
@@ -538,6 +548,37 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
         assert.equal(2, rc2)
         assert.matches("--timeout needs a positive number", err2, 1, true)
       end
+    end)
+  end)
+
+  describe("a page that would make it walk or print without end", function()
+    local hostile
+    setup(function() hostile = server.url("/frontends.html") end)
+
+    it("types an argument through a schema of 3^20 paths at once (a bounded walk)", function()
+      local t0 = core.now()
+      local out, err, rc = run("call --compact " .. hostile .. " typing_bomb a=5", { env = "timeout 60" })
+      assert.equal(0, rc, err)
+      assert.equal('{"a":5,"type":"number"}\n', out)
+      assert.is_true(core.now() - t0 < 20)
+      out, err, rc = run("list " .. hostile, { env = "timeout 60" })
+      assert.equal(0, rc, err)
+      assert.matches("\n  skeleton_bomb  a: object, b: object, c: object  Three", out)
+    end)
+
+    it("a tool that throws a 20 MB message: its start on stderr, all of it with --verbose", function()
+      local out, err, rc = run("call " .. hostile .. " boom", { env = "timeout 60" })
+      assert.equal(1, rc)
+      assert.equal("", out)
+      assert.is_true(#err < 4096, #err .. " bytes on stderr")
+      local more = tonumber(err:match("^devtools%-tools: tool_error: y+%.%.%. %((%d+) more bytes%)\n"))
+      assert.truthy(more, err:sub(1, 300))
+      assert.is_true(more > 20 * 1024 * 1024 - 4096)
+      assert.matches("\ndevtools%-tools: %(%-%-verbose shows the whole error%)\n$", err)
+      out, err, rc = run("call --verbose " .. hostile .. " boom", { env = "timeout 60" })
+      assert.equal(1, rc)
+      assert.truthy(err:find(("y"):rep(1000) .. "END", 1, true))
+      assert.is_true(#err > 20 * 1024 * 1024)
     end)
   end)
 

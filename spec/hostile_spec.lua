@@ -3,7 +3,7 @@
 
 local dt = require "devtools_tools"
 local core = require "devtools_tools.core"
-local pagejs = require "devtools_tools.pagejs"
+local pagejs = require "devtools_tools.tools.pagejs"
 local H = require "helper"
 
 local server, browser

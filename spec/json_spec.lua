@@ -1,10 +1,10 @@
 -- json_spec: the JSON codec (core.json_encode/json_decode) and its Lua
--- wrapper devtools_tools.json. Scenario tables: input, then the expected
+-- wrapper devtools_tools.base.json. Scenario tables: input, then the expected
 -- value/text or the error code.
 
 local core = require("devtools_tools.core")
-local json = require("devtools_tools.json")
-local errors = require("devtools_tools.errors")
+local json = require("devtools_tools.base.json")
+local errors = require("devtools_tools.base.errors")
 
 local null, A = json.null, json.array
 local mtype = math.type or function(x)     -- 5.1/LuaJIT: every number is a float
@@ -571,7 +571,7 @@ describe("JSON numbers under a comma-decimal locale", function()
   end)
 end)
 
-describe("devtools_tools.json", function()
+describe("devtools_tools.base.json", function()
   it("shares null with core and lua-cjson", function()
     local cjson = require("cjson")
     assert.are.equal(core.null, json.null)
@@ -649,9 +649,9 @@ describe("devtools_tools.json", function()
   end)
 end)
 
--- base64 (core.base64_decode, devtools_tools.base64): CDP's binary data
+-- base64 (core.base64_decode, devtools_tools.base.base64): CDP's binary data
 describe("base64 decoding", function()
-  local base64 = require("devtools_tools.base64")
+  local base64 = require("devtools_tools.base.base64")
   local encode = require("support.base64_ref").encode
 
   it("gives back every byte, with each padding, and ignores line breaks", function()

@@ -3,7 +3,7 @@
 -- 2022-04, among them Debian 12's and so its Neovim's), no trace is
 -- compiled in the library's own functions; elsewhere it changes nothing.
 
-local nojit = require "devtools_tools.nojit"
+local nojit = require "devtools_tools.base.nojit"
 local H = require "helper"
 
 local jit = rawget(_G, "jit")

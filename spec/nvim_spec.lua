@@ -5,11 +5,11 @@
 -- spawns nvim. Each test writes a Lua script that nvim runs; the script
 -- records what the plugin showed (notifications, command-line messages,
 -- buffers) into a JSON file read back here, and ends with cquit on failure.
--- The skeleton and pretty-printing helpers are plain Lua, tested directly.
+-- What the plugin shows is made by present/ (spec/unit/present_spec.lua).
 -- The clone holds what is committed: uncommitted edits are not tested here.
 
 local core = require "devtools_tools.core"
-local json = require "devtools_tools.json"
+local json = require "devtools_tools.base.json"
 local H = require "helper"
 local app_server = require "support.app_server"
 
@@ -46,78 +46,6 @@ local function alive(pid)
   local state = stat:match("%) (%a)")
   return state ~= nil and state ~= "Z" and state ~= "X"
 end
-
--- ---- pure helpers, under lua5.4 ------------------------------------------------------------
-
-describe("nvim.skeleton", function()
-  local skeleton = require "devtools_tools.nvim.skeleton"
-
-  local cases = {
-    { "required keys in order, enum's first value, defaults",
-      { type = "object", properties = { tableName = { type = "string", enum = { "feature_flags", "orders" } },
-        limit = { type = "integer", minimum = 1, default = 5 }, note = { type = "string" } },
-        required = { "tableName" } },
-      { tableName = "feature_flags", limit = 5 }, '{"tableName":"feature_flags","limit":5}' },
-    { "type placeholders; minimum for numbers",
-      { type = "object", properties = { s = { type = "string" }, n = { type = "number" },
-        i = { type = "integer", minimum = 3 }, b = { type = "boolean" }, a = { type = "array" },
-        o = { type = "object" }, z = { type = "null" }, u = { type = { "null", "boolean" } } },
-        required = { "s", "n", "i", "b", "a", "o", "z", "u" } },
-      { s = "", n = 0, i = 3, b = false, a = json.array{}, o = {}, z = json.null, u = false } },
-    { "local $ref to definitions",
-      { type = "object", definitions = { leadId = { type = "integer", minimum = 1 } },
-        properties = { leadId = { ["$ref"] = "#/definitions/leadId" } }, required = { "leadId" } },
-      { leadId = 1 } },
-    { "nested objects, const, anyOf's first branch, arrays with minItems",
-      { type = "object", properties = { o = { type = "object", properties = { k = { const = "x" } }, required = { "k" } },
-        v = { anyOf = { { type = "string" }, { type = "number" } } },
-        l = { type = "array", minItems = 1, items = { type = "integer" } } }, required = { "o", "v", "l" } },
-      { o = { k = "x" }, v = "", l = { 0 } } },
-    { "a required key without a schema is null", { type = "object", required = { "x" } }, { x = json.null } },
-    { "a hostile or empty schema gives {}", { ["$ref"] = "#/nowhere" }, {} },
-    { "a ref loop ends", { ["$ref"] = "#" }, {} },
-    { "names are data", { type = "object", properties = { __index = { type = "string" } }, required = { "__index" } },
-      { __index = "" } },
-  }
-  for _, c in ipairs(cases) do
-    it(c[1], function()
-      local text = skeleton.build(json.decode(json.encode(c[2])))
-      assert.same(c[3], json.decode(text))
-      if c[4] then assert.equal(c[4], text) end
-    end)
-  end
-
-  it("lists every parameter, required ones first", function()
-    local p = skeleton.parameters({ type = "object", properties = { b = {}, a = {}, r = {} }, required = { "r" } })
-    assert.same({ { name = "r", required = true }, { name = "a", required = false },
-      { name = "b", required = false } }, p)
-  end)
-end)
-
-describe("nvim.pretty", function()
-  local pretty = require "devtools_tools.nvim.pretty"
-
-  it("indents the library's JSON without changing it", function()
-    local v = { a = json.array{}, b = {}, c = { 1, 2.5, { x = 'a,b:"{[' } }, d = json.null, e = "\\" }
-    local text = pretty.encode(v)
-    assert.same(json.decode(json.encode(v)), json.decode(text))
-    assert.truthy(text:find('\n  "c": [\n    1,\n    2.5,\n    {\n      "x": "a,b:\\"{["\n    }\n  ]', 1, true), text)
-    assert.truthy(text:find('"a": []', 1, true))
-    assert.truthy(text:find('"b": {}', 1, true))
-  end)
-
-  it("shows a JS undefined as null and scalars as they are", function()
-    assert.equal("null", pretty.encode(nil))
-    assert.equal('"x"', pretty.encode("x"))
-    assert.equal("42", pretty.encode(42))
-  end)
-
-  it("shows Elements by name", function()
-    local el = setmetatable({ description = "div#cart" },
-      { __name = "devtools_tools.Element", __tostring = function(e) return "Element(" .. e.description .. ")" end })
-    assert.same({ found = "Element(div#cart)" }, json.decode(pretty.encode({ found = el })))
-  end)
-end)
 
 -- ---- Neovim, end to end ------------------------------------------------------------------------
 
@@ -443,14 +371,63 @@ describe("the Neovim plugin", function()
     assert.equal(1, #R.schema_notes)
     local msg = R.schema_notes[1].msg
     assert.equal(4, R.schema_notes[1].level)      -- vim.log.levels.ERROR
-    assert.truthy(msg:find("^devtools_tools: invalid_params: Invalid parameters for tool queryDatabaseTable:"), msg)
-    for _, line in ipairs({ "\n  /tableName: ", "(enum)", "\n  /limit: must be >= 1 (minimum)", "(additionalProperties)" }) do
+    assert.truthy(msg:find("^devtools_tools: invalid_params: Invalid parameters for tool queryDatabaseTable\n"), msg)
+    -- each path with the value received, what was allowed, the extra property's name
+    for _, line in ipairs({ '\n  /tableName: must be equal to one of the allowed values (got "nope"; allowed: ["',
+      "\n  /limit: must be >= 1 (got 0)", "\n  /: must NOT have additional properties ('extra')" }) do
       assert.truthy(msg:find(line, 1, true), "missing " .. line .. " in:\n" .. msg)
     end
     assert.is_true(R.after_error_modified)
     assert.equal(1, #R.json_notes)
     assert.truthy(R.json_notes[1].msg:find("^devtools_tools: bad_argument: the argument buffer is not valid JSON"),
       R.json_notes[1].msg)
+  end)
+
+  it("a schema that $refs its root from three required properties opens its argument buffer at once, cut", function()
+    local R = nvim([[
+      run("DevTools launch " .. ARGS.url)
+      run("DevTools tools")
+      local tools = vim.api.nvim_get_current_buf()
+      for i, l in ipairs(lines(tools)) do
+        if l:match("^  skeleton_bomb%(") then R.listed = l vim.api.nvim_win_set_cursor(0, { i, 0 }) break end
+      end
+      local t0 = vim.loop.hrtime()
+      vim.cmd("execute \"normal \\<CR>\"")
+      R.ms = (vim.loop.hrtime() - t0) / 1e6
+      R.name = vim.api.nvim_buf_get_name(0)
+      R.first = lines()[1]
+      R.size = #text()
+      -- the comment line is no argument: :w sends the rest (the page's schema refuses it)
+      vim.cmd("write")
+      idle()
+    ]], { url = fixtures.url("/frontends.html") }, 60)
+    assert.equal("  skeleton_bomb(a*, b*, c*)", R.listed)
+    assert.matches("/skeleton_bomb$", R.name)
+    assert.is_true(R.ms < 2000, R.ms .. " ms")
+    assert.matches("^// cut: ", R.first)
+    assert.is_true(R.size < 200000, R.size .. " bytes")
+    local notes = notes_text(R)
+    assert.falsy(notes:find("not valid JSON", 1, true), notes)
+  end)
+
+  it("a tool that throws a 20 MB message: a short notification, the whole error in devtools://error", function()
+    local R = nvim([[
+      run("DevTools launch " .. ARGS.url)
+      run("DevTools call boom")
+      -- the notification is the only cost: the buffer is written when shown
+      local b = bufnr("devtools://error")
+      R.before_shown = b and #text(b)
+      vim.cmd("buffer devtools://error")
+      R.whole = b and #text(b) or 0
+      R.has_end = b and text(b):find(("y"):rep(100) .. "END", 1, true) ~= nil
+    ]], { url = fixtures.url("/frontends.html") }, 90)
+    assert.equal(1, #R.notes)
+    local msg = R.notes[1].msg
+    assert.is_true(#msg < 4096, #msg .. " bytes")
+    assert.matches("^devtools_tools: tool_error: y+%.%.%. %(%d+ more bytes%)\n%(the whole error: :buffer devtools://error%)$", msg)
+    assert.equal(0, R.before_shown)
+    assert.is_true(R.whole > 20 * 1024 * 1024)
+    assert.is_true(R.has_end)
   end)
 
   it("reports errors with their code, completes subcommands and tool names", function()
@@ -736,7 +713,7 @@ describe("the Neovim plugin", function()
       local r = dofile(ARGS.probe)                  -- spec/support/nojit_probe.lua
       R.bad, R.ours, R.others = r.failed, r.ours, r.others
       R.version, R.arch = jit.version, jit.arch
-      R.affected = require("devtools_tools.nojit").affected
+      R.affected = require("devtools_tools.base.nojit").affected
     ]], { probe = root .. "/spec/support/nojit_probe.lua" })
     assert.equal(1000, R.bad)                       -- the workload ran, and validated right
     local affected = R.arch == "x64" and R.version == "LuaJIT 2.1.0-beta3"
@@ -787,7 +764,10 @@ describe("the Neovim plugin", function()
       -- issue 14
       "Browser:cdp", "Page:console_messages", "Page:network_requests", "Page:response_body", "Page:mark",
       "Page:observe", "Page:on", "Page:on_cdp", "Page:cdp", "Page:screenshot",
-      "Page:wait_for_tool", "schema.validate", "schema.shape", "json.kind" }) do
+      "Page:wait_for_tool", "schema.validate", "schema.shape", "json.kind",
+      -- issue 32: what front ends need, the background browser
+      "dt.now", "dt.left", "dt.new_error", "dt.isatty", "dt.nojit", "dt.stop_detached", "dt.background",
+      "Background:status", "Background:start", "Background:stop", "Browser:alive" }) do
       local at = src:find("\nfunction " .. f .. "(", 1, true)
       assert.truthy(at, "no function " .. f)
       local before = src:sub(1, at - 1):match("([^\n]*)$")

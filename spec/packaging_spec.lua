@@ -11,7 +11,7 @@ local sh = H.sh
 local SMOKE = [[lua5.4 -e 'local dt = require "devtools_tools"
 local b = dt.launch()
 local p = b:new_page([==[data:text/html,<title>packaged</title><script>addEventListener("devtoolstooldiscovery", (e) => e.respondWith({ name: "g", tools: [{ name: "t", description: "d", inputSchema: { type: "object" }, execute: () => "tool" }] }))</script>]==])
-io.write(p:evaluate("document.title"), " ", p:call("t"), " ", dt.json.encode(dt.array{}), " ", require("devtools_tools.pagejs").path.runtime)
+io.write(p:evaluate("document.title"), " ", p:call("t"), " ", dt.json.encode(dt.array{}), " ", require("devtools_tools.tools.pagejs").path.runtime)
 b:close()']]
 
 describe("packaging", function()
@@ -26,7 +26,7 @@ describe("packaging", function()
     out, rc = sh(("cd %s && LUA_PATH='%s/?.lua;%s/?/init.lua;;' LUA_CPATH='%s/?.so;;' %s"):format(
       dir, share, share, lib, SMOKE))
     assert.equal(0, rc, out)
-    assert.equal("packaged tool [] " .. share .. "/devtools_tools/js/runtime.js", out)
+    assert.equal("packaged tool [] " .. share .. "/devtools_tools/tools/js/runtime.js", out)
     -- the command line and its man page, and the command finds the library
     -- next to itself
     assert.is_true(H.exists(dir .. "/opt/dt/share/man/man1/devtools-tools.1"))
@@ -54,7 +54,7 @@ describe("packaging", function()
     out, rc = sh(("rm -rf %s && cd / && LUA_PATH='%s/?.lua;%s/?/init.lua;;' LUA_CPATH='%s/?.so;;' %s"):format(
       src, share, share, lib, SMOKE))
     assert.equal(0, rc, out)
-    assert.equal("packaged tool [] " .. share .. "/devtools_tools/js/runtime.js", out)
+    assert.equal("packaged tool [] " .. share .. "/devtools_tools/tools/js/runtime.js", out)
   end)
 
   it("finds its page scripts on Neovim's runtimepath", function()
@@ -63,10 +63,10 @@ describe("packaging", function()
       return
     end
     local out, rc = sh(("mkdir -p %s/rt && cp -r lua %s/rt/ && cd / && nvim --headless -u NONE -i NONE"
-      .. " --cmd 'set rtp^=%s/rt' -c 'lua local ok, js = pcall(require, \"devtools_tools.pagejs\");"
+      .. " --cmd 'set rtp^=%s/rt' -c 'lua local ok, js = pcall(require, \"devtools_tools.tools.pagejs\");"
       .. " io.stdout:write(ok and js.path.discover or tostring(js)); vim.cmd(ok and \"qall!\" or \"cquit 1\")'"):format(
       dir, dir, dir))
     assert.equal(0, rc, out)
-    assert.equal(dir .. "/rt/lua/devtools_tools/js/discover.js", out)
+    assert.equal(dir .. "/rt/lua/devtools_tools/tools/js/discover.js", out)
   end)
 end)

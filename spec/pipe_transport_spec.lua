@@ -423,7 +423,9 @@ describe("pipe transport", function()
 
   -- A WebMCP tool's result is an event: Chromium writes the invocation id
   -- first in its params, before the output, so deadlines[invocation id]
-  -- cuts it the same way (the id comes back as a string).
+  -- cuts it the same way (the id comes back as a string). The core knows no
+  -- CDP method: the caller gives the text such an event starts with.
+  local PREFIX = '{"method":"WebMCP.toolResponded","params":{"invocationId":"'
   it("stops decoding a WebMCP result at the deadline of the call waiting for it", function()
     local rows = "[" .. string.rep('{"invocationId":"I1"},', 50000) .. "0]"
     local function responded(id, output, head)
@@ -434,12 +436,12 @@ describe("pipe transport", function()
     local proc, t = echo_child()
     local big = responded("I1", rows)
     assert.is_true(t:send(big, soon(30)))
-    local m, err, code, id = t:recv_cdp(soon(30), {}, { I1 = past, [1] = soon(30) })
+    local m, err, code, id = t:recv_cdp(soon(30), {}, { I1 = past, [1] = soon(30) }, PREFIX)
     assert.is_true(m == nil, "decoded whole")
     assert.same({ "timeout", "I1" }, { code, id })
     assert.matches("^the deadline passed while decoding %(%d+ of " .. #big .. " bytes done%)$", err)
     t:send('{"id":10,"result":{}}', soon())
-    assert.equal(10, t:recv_cdp(soon(), {}, { I1 = past }).id)          -- reads on
+    assert.equal(10, t:recv_cdp(soon(), {}, { I1 = past }, PREFIX).id)          -- reads on
     -- decoded whole: a deadline ahead, an id nobody waits for, a small one,
     -- no deadlines table, and anything not written as Chromium writes it
     -- (the id after the output, spaces, an escape in the id, one too long)
@@ -454,9 +456,12 @@ describe("pipe transport", function()
       { responded("I1", rows, '{"method": "WebMCP.toolResponded","params":{"invocationId":"'), { I1 = past } },
       { responded("I\\u0031", rows), { ["I\\u0031"] = past, I1 = past } },
       { responded(long, rows), { [long] = past } },
+      -- no prefix given, or another one: nothing is read as a key
+      { big, { I1 = past }, false },
+      { big, { I1 = past }, '{"method":"Other.event","params":{"invocationId":"' },
     }) do
       assert.is_true(t:send(c[1], soon(30)))
-      local got, e2 = t:recv_cdp(soon(30), {}, c[2])
+      local got, e2 = t:recv_cdp(soon(30), {}, c[2], c[3] == nil and PREFIX or c[3] or nil)
       assert.is_true(got ~= nil, "case " .. i .. ": " .. tostring(e2))
       assert.equal("WebMCP.toolResponded", got.method, "case " .. i)
     end
@@ -835,7 +840,7 @@ end)
 
 describe("C failure codes", function()
   it("has one list, and errors.from_c maps each to a dt.Error code", function()
-    local errors = require "devtools_tools.errors"
+    local errors = require "devtools_tools.base.errors"
     local n = 0
     for name, v in pairs(core.codes) do
       n = n + 1

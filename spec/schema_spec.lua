@@ -6,12 +6,12 @@
 -- property, received, allowed).
 
 local core = require("devtools_tools.core")
-local json = require("devtools_tools.json")
+local json = require("devtools_tools.base.json")
 local schema = require("devtools_tools.schema")
-local errors = require("devtools_tools.errors")
+local errors = require("devtools_tools.base.errors")
 
 local context = require("devtools_tools.schema.context")
-local formats = require("devtools_tools.formats")
+local formats = require("devtools_tools.schema.formats")
 
 local null, A = json.null, json.array
 local Element = { __name = "devtools_tools.Element" }

@@ -3,9 +3,9 @@
 -- on the built-in loop and on luv.
 
 local dt = require "devtools_tools"
-local cdp = require "devtools_tools.cdp"
+local cdp = require "devtools_tools.wire.cdp"
 local core = require "devtools_tools.core"
-local json = require "devtools_tools.json"
+local json = require "devtools_tools.base.json"
 local H = require "helper"
 
 -- A fake transport: send records, recv hands out what the spec queued.
@@ -385,7 +385,7 @@ describe("tasks on a driver of the spec's own", function()
   it("a session ended (its page closed) fails what waits on it, and what is sent to it later", function()
     local task = dt.async(function() return conn:call("On.page", nil, { session = "S1" }) end)
     local other = dt.async(function() return conn:call("On.other", nil, { session = "S2" }) end)
-    local gone = require("devtools_tools.errors").new("disconnected", "the page was closed")
+    local gone = require("devtools_tools.base.errors").new("disconnected", "the page was closed")
     conn:end_session("S1", gone)
     d:fire_timers()                                  -- the wake goes through the loop
     assert.is_true(task.done)
@@ -601,7 +601,7 @@ describe("waits on the built-in loop", function()
   end)
 
   it("dt.wait_all turns every loop its tasks run on", function()
-    local other = require("devtools_tools.loop").builtin()
+    local other = require("devtools_tools.rt.loop").builtin()
     local a = dt.async(function() dt.sleep(0.02) return "a" end)          -- the default built-in loop
     dt.use_loop(other)
     local b = dt.async(function() dt.sleep(0.04) return "b" end)          -- another one
@@ -612,7 +612,7 @@ describe("waits on the built-in loop", function()
   -- Each loop was turned until its own tasks ended, the first first: a
   -- task of the first waiting for one of the second never ran again.
   it("dt.wait_all turns the loops in turn, whichever task waits for which", function()
-    local other = require("devtools_tools.loop").builtin()
+    local other = require("devtools_tools.rt.loop").builtin()
     dt.use_loop(other)
     local b = dt.async(function() dt.sleep(0.02) return "b" end)
     dt.use_loop(nil)

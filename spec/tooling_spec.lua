@@ -50,6 +50,26 @@ describe("run-specs.sh --totals", function()
   end)
 end)
 
+describe("run-specs.sh's output", function()
+  it("is one line per spec file as it ends, the failures' details, and one count at the end", function()
+    local dir = assert(core.mkdtemp("devtools_tools-files-"))
+    write(dir .. "/a_spec.lua", 'it("passes", function() end)\nit("passes too", function() end)\n')
+    write(dir .. "/b_spec.lua", 'it("fails", function() assert.equal(1, 2) end)\npending("later")\n')
+    local out, rc = H.sh("sh tools/run-specs.sh lua5.4 /usr/bin/busted " .. H.build .. " "
+      .. dir .. "/a_spec.lua " .. dir .. "/b_spec.lua")
+    core.rmtree(dir)
+    assert.are.equal(1, rc)
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.matches("a_spec%.lua +2 passed, 0 failed +[%d.]+ s$", lines[1])
+    assert.matches("b_spec%.lua +0 passed, 1 failed, 1 skipped +[%d.]+ s$", lines[2])
+    assert.truthy(out:find("Failure -> ", 1, true))
+    assert.is_nil(out:find("successes /", 1, true))          -- busted's own count is not shown
+    assert.are.equal("2 passed, 1 failed, 1 skipped", lines[#lines])
+    assert.is_nil(out:find("+++", 1, true))
+  end)
+end)
+
 describe("tools/deps.sh", function()
   local function list(set)
     local out, rc = H.sh("sh tools/deps.sh --list " .. set)
@@ -126,5 +146,108 @@ describe("tools/fuzz.lua", function()
     out, rc = fuzz("FUZZ_CASE=1 FUZZ_ITERATIONS=1")
     assert.are.equal(2, rc)
     assert.matches("FUZZ_CASE needs", out)
+  end)
+end)
+
+describe("src/dt.h's map of the C core", function()
+  -- The table in dt.h's opening comment: file, includes, uses, what, in
+  -- fixed columns; a row may go on over lines that leave "file" blank.
+  local function read_map()
+    local f = assert(io.open("src/dt.h"))
+    local text = f:read("*a")
+    f:close()
+    local rows, last, inside = {}, nil, false
+    for line in text:gmatch("[^\n]*") do
+      if line:match("^ %*   file%s+includes%s+uses%s+what") then
+        inside = true
+      elseif inside then
+        if not line:match("^ %*   ") then break end
+        local body = line:sub(6)
+        local file = body:sub(1, 14):match("^(%S*)")
+        local function words(s, t)
+          for w in s:gmatch("%S+") do if w ~= "-" then t[w] = true end end
+        end
+        if file ~= "" then
+          last = { includes = {}, uses = {} }
+          rows[file] = last
+        end
+        words(body:sub(15, 46), last.includes)
+        words(body:sub(47, 80), last.uses)
+      end
+    end
+    return rows
+  end
+
+  local function set_of(list)
+    local t = {}
+    for _, x in ipairs(list) do t[x] = true end
+    return t
+  end
+
+  local function keys(t)
+    local out = {}
+    for k in pairs(t) do out[#out + 1] = k end
+    table.sort(out)
+    return out
+  end
+
+  local map = read_map()
+  local files = {}
+  for name in require("lfs").dir("src") do
+    if name:match("%.[ch]$") then files[#files + 1] = name end
+  end
+  table.sort(files)
+
+  it("has a row for every file in src/, and none for a file that is not there", function()
+    assert.same(files, keys(map))
+  end)
+
+  it("lists the headers each file includes", function()
+    for _, name in ipairs(files) do
+      local f = assert(io.open("src/" .. name))
+      local got = {}
+      for inc in f:read("*a"):gmatch('#include "([^"]+)"') do got[inc] = true end
+      f:close()
+      assert.same(keys(got), keys(map[name].includes), name)
+    end
+  end)
+
+  it("lists the files whose functions each object file calls, and they make no circle", function()
+    local obj = H.build .. "/obj/"
+    local defined, needs = {}, {}
+    for _, name in ipairs(files) do
+      local base = name:match("^(.*)%.c$")
+      if base then
+        local p = assert(io.popen("nm -g --defined-only " .. obj .. base .. ".o"))
+        for sym in p:read("*a"):gmatch("%x+ [TDBR] (%S+)") do defined[sym] = base end
+        p:close()
+        p = assert(io.popen("nm -u " .. obj .. base .. ".o"))
+        needs[base] = {}
+        for sym in p:read("*a"):gmatch("U (%S+)") do needs[base][sym] = true end
+        p:close()
+      end
+    end
+    local uses = {}
+    for base, syms in pairs(needs) do
+      local t = {}
+      for sym in pairs(syms) do
+        local from = defined[sym]
+        if from and from ~= base then t[from] = true end
+      end
+      uses[base] = t
+      assert.same(keys(t), keys(map[base .. ".c"].uses), base .. ".c")
+    end
+    -- no circle: a depth-first walk meets no file still on its way
+    local state = {}
+    local function walk(f, path)
+      assert.is_true(state[f] ~= 1, "a circle: " .. table.concat(path, " -> ") .. " -> " .. f)
+      if state[f] then return end
+      state[f] = 1
+      path[#path + 1] = f
+      for g in pairs(uses[f] or {}) do walk(g, path) end
+      path[#path] = nil
+      state[f] = 2
+    end
+    for f in pairs(uses) do walk(f, {}) end
   end)
 end)

@@ -8,7 +8,7 @@ local cjson = require "cjson"
 local socket = require "socket"
 local H = require "helper"
 local R = require "support.remote_helper"
-local webdriver = require "devtools_tools.webdriver"
+local webdriver = require "devtools_tools.browser.webdriver"
 
 local CHROMEDRIVER = "/usr/bin/chromedriver"
 local CHROMIUM = os.getenv("DEVTOOLS_TOOLS_CHROME") or "/usr/lib/chromium/chromium"

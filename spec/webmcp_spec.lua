@@ -201,7 +201,8 @@ describe("WebMCP tools", function()
       input = { n = 40000 } }, rows._session, now() + 10), now() + 10)
     local m, err, code, id
     repeat
-      m, err, code, id = conn.transport:recv_cdp(now() + 10, {}, { [r.invocationId] = now() - 1 })
+      m, err, code, id = conn.transport:recv_cdp(now() + 10, {}, { [r.invocationId] = now() - 1 },
+        require("devtools_tools.tools.webmcp").RESPONDED)
     until m == nil or m.method == "WebMCP.toolResponded"
     assert.is_true(m == nil, "decoded whole")
     assert.equal("timeout", code, err)

@@ -13,24 +13,21 @@
 #include <math.h>
 #include <string.h>
 
-/* The start of a WebMCP tool's result as Chromium writes it: what follows
- * is the invocation id, up to the next quote. */
-static const char RESPONDED[] =
-	"{\"method\":\"WebMCP.toolResponded\",\"params\":{\"invocationId\":\"";
-#define INVOCATION_ID_MAX 128
+#define EVENT_KEY_MAX 128
 
-/* Stack: ... deadlines. For a WebMCP tool's result whose invocation id is
- * a key of deadlines with a number: pushes the id and returns its
- * deadline. Otherwise pushes nothing and returns -1. */
-static double event_deadline(lua_State *L, int deadlines, const char *msg, size_t len)
+/* Stack: ... deadlines. For an event whose text starts with prefix (the
+ * CDP layer's: what comes next is the event's key, up to the next quote)
+ * and whose key is a key of deadlines with a number: pushes the key and
+ * returns its deadline. Otherwise pushes nothing and returns -1. */
+static double event_deadline(lua_State *L, int deadlines, const char *prefix, size_t n,
+                             const char *msg, size_t len)
 {
-	const size_t n = sizeof RESPONDED - 1;
 	const char *id, *q;
 	double deadline = -1;
-	if (len <= n || memcmp(msg, RESPONDED, n) != 0)
+	if (n == 0 || len <= n || memcmp(msg, prefix, n) != 0)
 		return -1;
 	id = msg + n;
-	q = memchr(id, '"', len - n < INVOCATION_ID_MAX ? len - n : INVOCATION_ID_MAX);
+	q = memchr(id, '"', len - n < EVENT_KEY_MAX ? len - n : EVENT_KEY_MAX);
 	if (q == NULL || memchr(id, '\\', (size_t)(q - id)) != NULL)
 		return -1;
 	lua_pushlstring(L, id, (size_t)(q - id));   /* ... id */
@@ -44,7 +41,7 @@ static double event_deadline(lua_State *L, int deadlines, const char *msg, size_
 	return deadline;
 }
 
-/* transport:recv_cdp([deadline [, ids [, deadlines]]]) -> message | nil, message, code [, head | id]
+/* transport:recv_cdp([deadline [, ids [, deadlines [, prefix]]]]) -> message | nil, message, code [, head | id]
  * The next message, decoded; one that is not JSON gives "bad_message" (or
  * "no_memory"); other failures are recv's. ids: a table whose keys are
  * ids of replies that carry a JSON text as a string result
@@ -59,11 +56,13 @@ static double event_deadline(lua_State *L, int deadlines, const char *msg, size_
  * Past that call's deadline (the reply may be large: 80 MB take seconds)
  * decoding stops: nil, message, "timeout", id (a reader's own timeout has
  * no id). deadlines: the same for any other reply, id -> its caller's
- * deadline; and for a WebMCP tool's result, an event, its invocation id
- * (a string) -> the deadline of the call waiting for it: Chromium writes
- * that id first in the params, before the output the page wrote, so the
- * event is cut there too (nil, message, "timeout", invocation id). Any
- * other message decodes as it is. */
+ * deadline; and for an event whose text starts with prefix (a string the
+ * CDP layer gives: a WebMCP tool's result starts with its method and its
+ * invocation id), the key written next, up to a quote -> the deadline of
+ * the call waiting for it: Chromium writes that id first in the params,
+ * before the output the page wrote, so the event is cut there too (nil,
+ * message, "timeout", key). Any other message decodes as it is. The core
+ * knows no CDP method: the prefix is the caller's. */
 static int l_recv_cdp(lua_State *L)
 {
 	dt_transport *t = dt_transport_check(L, 1);
@@ -74,12 +73,15 @@ static int l_recv_cdp(lua_State *L)
 	char err[200];
 	int rc, n, code = DT_OK;
 	double event = -1;
+	const char *prefix = NULL;
+	size_t plen = 0;
 	if (!lua_isnoneornil(L, 3)) {
 		luaL_checktype(L, 3, LUA_TTABLE);
 		aside.gate = 3;
 		if (!lua_isnoneornil(L, 4)) {
 			luaL_checktype(L, 4, LUA_TTABLE);
 			aside.deadlines = 4;
+			prefix = luaL_optlstring(L, 5, NULL, &plen);
 		}
 	}
 	if (t == NULL)
@@ -88,8 +90,8 @@ static int l_recv_cdp(lua_State *L)
 	rc = t->ops->recv(t, deadline, &msg, &len);
 	if (rc != DT_OK)
 		return dt_transport_push_fail(L, t, rc);
-	if (aside.deadlines != 0)                   /* ... [invocation id] */
-		event = event_deadline(L, aside.deadlines, msg, len);
+	if (prefix != NULL)                         /* ... [event key] */
+		event = event_deadline(L, aside.deadlines, prefix, plen, msg, len);
 	n = dt_json_decode(L, msg, len, DT_JSON_MAX_DEPTH, aside.gate ? &aside : NULL, event,
 	                   err, sizeof err, &code);
 	dt_transport_release(t);                    /* msg is dangling from here */

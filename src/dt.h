@@ -1,28 +1,50 @@
 /* dt.h - the parts of devtools_tools.core, for core.c only.
  *
- * Who depends on whom (an arrow reads "includes the header of"); there is
- * no circle, and each file includes only what it uses:
+ * Who depends on whom. "includes" lists the project headers a file
+ * includes (each includes only what it uses); "uses" the other .c files
+ * whose functions it calls (what the linker joins). There is no circle.
+ * spec/tooling_spec.lua checks this table against the #include lines and
+ * against the symbols each object file takes from the others: keep it
+ * true when a file changes.
  *
- *   core.c ──> dt.h (this list of *_open functions)
- *
- *   base.h        clock.c buf.c codes.c class.c    (depends on nothing)
- *   ring.h  ───> base.h                  ring.c      stderr ring
- *   json.h  ───> base.h                  json.c      JSON codec
- *   transport.h > base.h                 transport.c Transport class, raw recv
- *   pipe.h  ───> transport.h ring.h      pipe.c      --remote-debugging-pipe
- *   ws.c    ───> transport.h net.h tls.h             WebSocket (libwebsockets, TLS)
- *   net.h   ───> base.h                  net.c       port, peer, wait on an fd
- *   tls.h   ───> base.h                  tls.c       bounded name lookup, OpenSSL clients
- *   http.h  ───> base.h                              reading HTTP responses
- *   http.c  ───> net.h http.h tls.h                  one HTTP request, plain or TLS
- *   cdp_decode.c > transport.h json.h                transport:recv_cdp
- *   fs.h    ───> base.h                  fs.c        temp dirs, rmtree
- *   process.c ─> pipe.h ring.h fs.h                  Process class, spawn, reaper
- *   regex.c ───> base.h                              ECMA-262 regex (PCRE2)
- *   base64.c ──> base.h                              base64 text to bytes
- *
- * Every file that defines an *_open includes dt.h for its prototype (dt.h
- * itself needs only base.h).
+ *   file          includes                        uses                              what
+ *   compat.h      -                               -                                 Lua 5.1/5.4 polyfills
+ *   base.h        compat.h                        -                                 shared types, codes, helpers
+ *   nopipe.h      -                               -                                 writes without SIGPIPE
+ *   ring.h        base.h                          -                                 stderr ring
+ *   json.h        base.h                          -                                 JSON codec
+ *   transport.h   base.h                          -                                 Transport class
+ *   pipe.h        transport.h ring.h              -                                 pipe transport
+ *   net.h         base.h                          -                                 sockets
+ *   tls.h         base.h                          -                                 TLS clients
+ *   http.h        base.h                          -                                 HTTP responses
+ *   fs.h          base.h                          -                                 temp dirs
+ *   dt.h          base.h                          -                                 this list of *_open
+ *   clock.c       base.h                          -                                 deadlines, monotonic clock
+ *   buf.c         base.h                          -                                 growable byte buffer
+ *   codes.c       dt.h                            -                                 failure codes, nil/message/code
+ *   class.c       base.h                          -                                 userdata classes
+ *   nopipe.c      nopipe.h                        -                                 writes without SIGPIPE
+ *   ring.c        ring.h                          -                                 stderr ring
+ *   json.c        json.h dt.h                     buf clock codes                   core.json_*
+ *   transport.c   transport.h dt.h                class clock codes                 Transport methods
+ *   pipe.c        pipe.h nopipe.h                 buf clock nopipe ring transport   --remote-debugging-pipe
+ *   net.c         net.h                           clock                             port, peer, wait on an fd
+ *   tls.c         tls.h net.h                     clock                             name lookup, OpenSSL
+ *   ws.c          transport.h net.h tls.h         buf clock codes net nopipe tls    core.ws_connect
+ *                 nopipe.h dt.h                   transport
+ *   http.c        net.h http.h tls.h nopipe.h     buf class clock codes net nopipe  core.http_*
+ *                 dt.h                            tls
+ *   cdp_decode.c  transport.h json.h dt.h         clock codes json transport        transport:recv_cdp
+ *   fs.c          fs.h nopipe.h dt.h              class codes nopipe                core.mkdtemp, rmtree, lock...
+ *   process.c     pipe.h ring.h fs.h dt.h         class clock codes fs pipe ring    core.spawn, Process
+ *                                                 transport
+ *   regex.c       dt.h                            buf class codes                   core.regex_*
+ *   base64.c      dt.h                            -                                 core.base64_decode
+ *   poll.c        dt.h                            -                                 core.poll
+ *   core.c        dt.h                            base64 cdp_decode clock codes fs  luaopen: every *_open
+ *                                                 http json poll process regex
+ *                                                 transport ws
  *
  * Each *_open adds its functions (and registers its classes) in the module
  * table on top of the stack. */

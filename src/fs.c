@@ -1,7 +1,10 @@
-/* fs.c - temporary directories: create one, remove a tree; write a file.
+/* fs.c - files and directories: temporary directories (create one,
+ * remove a tree), directories of private state (mkdirs), writing a file
+ * whole, a lock taken with flock, and whether a descriptor is a terminal.
  *
- * Used for the throw-away Chromium profile. Removal does not follow
- * symlinks and stays on the directory it was given. */
+ * Used for the throw-away Chromium profile and the background browser's
+ * record. Removal does not follow symlinks and stays on the directory it
+ * was given. */
 #define _XOPEN_SOURCE 700
 #include <errno.h>
 #include <fcntl.h>
@@ -9,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -124,10 +128,11 @@ static int write_all(int fd, const char *data, size_t len)
 	return 0;
 }
 
-/* core.write_file(path, data) -> true | nil, message
+/* core.write_file(path, data [, mode]) -> true | nil, message
  * A regular file (or none yet) is replaced whole: the data goes to a new
- * file of a unique name beside it, renamed over it once complete (an
- * existing file's mode is kept; a new one gets 0666 less the umask).
+ * file of a unique name beside it, renamed over it once complete (with
+ * mode, e.g. 0600, it gets that mode, never more at any moment; else an
+ * existing file's mode is kept and a new one gets 0666 less the umask).
  * Anything else at path (a symlink, a device such as /dev/null, a FIFO) is
  * written through, as a shell's `>` would: never replaced. A FIFO nobody
  * reads is an error at once, not a wait; a path with a NUL byte or too
@@ -137,6 +142,7 @@ static int l_write_file(lua_State *L)
 	size_t len, plen;
 	const char *path = luaL_checklstring(L, 1, &plen);
 	const char *data = luaL_checklstring(L, 2, &len);
+	lua_Integer want = luaL_optinteger(L, 3, -1);
 	char tmp[4096];
 	const char *slash;
 	struct stat st;
@@ -172,7 +178,10 @@ static int l_write_file(lua_State *L)
 		lua_pushboolean(L, 1);
 		return 1;
 	}
-	if (exists) {
+	luaL_argcheck(L, want == -1 || (want >= 0 && want <= 07777), 3, "a mode from 0 to 07777");
+	if (want >= 0) {
+		mode = (mode_t)want;
+	} else if (exists) {
 		mode = st.st_mode & 07777;
 	} else {
 		mask = umask(0);
@@ -230,15 +239,128 @@ static int l_is_executable(lua_State *L)
 	return 1;
 }
 
+/* core.isatty(fd) -> boolean: descriptor fd is a terminal */
+static int l_isatty(lua_State *L)
+{
+	lua_Integer fd = luaL_checkinteger(L, 1);
+	lua_pushboolean(L, fd >= 0 && fd <= 1 << 20 && isatty((int)fd));
+	return 1;
+}
+
+/* core.mkdirs(path [, mode]) -> true | nil, message
+ * Makes the directory and those above it that are missing, each with
+ * mode (default 0700: the directories of a program's private state). A
+ * directory already there is left as it is. */
+static int l_mkdirs(lua_State *L)
+{
+	size_t len;
+	const char *path = luaL_checklstring(L, 1, &len);
+	lua_Integer mode = luaL_optinteger(L, 2, 0700);
+	char buf[4096];
+	size_t i;
+	struct stat st;
+	luaL_argcheck(L, mode >= 0 && mode <= 07777, 2, "a mode from 0 to 07777");
+	if (len == 0 || len >= sizeof buf || strlen(path) != len)
+		return luaL_argerror(L, 1, "a path, shorter than 4096 bytes, without NUL");
+	memcpy(buf, path, len + 1);
+	for (i = 1; i <= len; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, (mode_t)mode) != 0 && errno != EEXIST)
+			goto fail;
+		buf[i] = path[i];
+	}
+	if (stat(path, &st) != 0)
+		goto fail;
+	if (!S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		goto fail;
+	}
+	lua_pushboolean(L, 1);
+	return 1;
+fail:
+	lua_pushnil(L);
+	lua_pushfstring(L, "cannot create the directory %s: %s", path, strerror(errno));
+	return 2;
+}
+
+/* ---- Lock: one holder at a time, across processes ------------------------ */
+
+#define DT_LOCK_MT "devtools_tools.Lock"
+
+typedef struct {
+	int fd;                 /* the locked file, or -1 once released */
+} lock_t;
+
+/* core.lock(path) -> Lock | false | nil, message, code
+ * Takes an exclusive lock (flock) on the file at path, created 0600 if
+ * missing: false when another process (or another Lock here) holds it,
+ * at once (the caller decides how long to try). The kernel releases it
+ * when the holder ends, however it ends: a killed holder leaves no stale
+ * lock. lock:release() (also __gc and __close) gives it back. */
+static int l_lock(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	lock_t *lk;
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);   /* owns: fd */
+	if (fd < 0) {
+		int e = errno;
+		return dt_push_failf(L, DT_ESYSTEM, "cannot open the lock %s: %s", path, strerror(e));
+	}
+	while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+		if (e == EINTR)
+			continue;
+		close(fd);
+		if (e == EWOULDBLOCK) {
+			lua_pushboolean(L, 0);
+			return 1;
+		}
+		return dt_push_failf(L, DT_ESYSTEM, "cannot lock %s: %s", path, strerror(e));
+	}
+	lk = (lock_t *)lua_newuserdata(L, sizeof *lk);
+	lk->fd = fd;                                       /* owns: fd, now the lock's */
+	luaL_getmetatable(L, DT_LOCK_MT);
+	lua_setmetatable(L, -2);
+	return 1;
+}
+
+static int l_lock_release(lua_State *L)
+{
+	lock_t *lk = (lock_t *)luaL_checkudata(L, 1, DT_LOCK_MT);
+	if (lk->fd >= 0) {
+		close(lk->fd);                                 /* frees: the lock with it */
+		lk->fd = -1;
+	}
+	return 0;
+}
+
+static int l_lock_tostring(lua_State *L)
+{
+	lock_t *lk = (lock_t *)luaL_checkudata(L, 1, DT_LOCK_MT);
+	lua_pushstring(L, lk->fd >= 0 ? "Lock(held)" : "Lock(released)");
+	return 1;
+}
+
 void dt_fs_open(lua_State *L)
 {
+	static const luaL_Reg lock_methods[] = {
+		{"release", l_lock_release},
+		{NULL, NULL}
+	};
+	static const dt_class lock_cls = { DT_LOCK_MT, lock_methods, l_lock_release, l_lock_tostring, NULL };
 	static const luaL_Reg funcs[] = {
 		{"exists", l_exists},
 		{"is_executable", l_is_executable},
 		{"mkdtemp", l_mkdtemp},
 		{"rmtree", l_rmtree},
 		{"write_file", l_write_file},
+		{"mkdirs", l_mkdirs},
+		{"isatty", l_isatty},
+		{"lock", l_lock},
 		{NULL, NULL}
 	};
+	dt_class_register(L, &lock_cls);
 	luaL_setfuncs(L, funcs, 0);
 }

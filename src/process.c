@@ -645,6 +645,259 @@ static int l_spawn(lua_State *L)
 	return 1;
 }
 
+/* ---- detached children ---------------------------------------------------- */
+
+/* The descriptors above 2 but keep closed in a child about to exec,
+ * without malloc (after fork in a threaded host only async-signal-safe
+ * calls are allowed): close_range where the kernel has it, else one by
+ * one up to maxfd. */
+static void close_above_2(int keep, int maxfd)
+{
+	int fd;
+#ifdef SYS_close_range
+	if ((keep <= 3 || syscall(SYS_close_range, 3U, (unsigned)keep - 1U, 0U) == 0)
+	    && syscall(SYS_close_range, (unsigned)(keep < 3 ? 3 : keep + 1), ~0U, 0U) == 0)
+		return;
+#endif
+	for (fd = 3; fd < maxfd; fd++)
+		if (fd != keep)
+			close(fd);
+}
+
+/* What the helpers of spawn_detached tell us through a pipe: one record a
+ * write (atomic: far below PIPE_BUF). */
+typedef struct {
+	char tag;               /* 'P': the program's pid; 'E': its exec failed */
+	long value;             /* the pid, or errno */
+} detach_note;
+
+static void note(int fd, char tag, long value)
+{
+	detach_note n;
+	memset(&n, 0, sizeof n);
+	n.tag = tag;
+	n.value = value;
+	(void)!write(fd, &n, sizeof n);
+}
+
+/* core.spawn_detached(argv [, opts]) -> pid | nil, message, code
+ * Starts argv[1] (no PATH search, no shell) as a process that is none of
+ * ours: a grandchild in a session of its own, leading its own process
+ * group (its pid is the group's id), so that neither our exit,
+ * nor a signal to our process group or terminal, nor our reaping reaches
+ * it; init reaps it. stdin is /dev/null; stdout and stderr go to
+ * opts.output (a file, created 0600 or appended to) or /dev/null;
+ * opts.env as for spawn. Returns its pid once it runs the program: a
+ * failed exec is reported ("spawn_failed"), never the pid of a child that
+ * could not start. Nothing is kept here: the caller records the pid. */
+static int l_spawn_detached(lua_State *L)
+{
+	int argc, i, out, maxfd;
+	char **argv, **envp;
+	const char *output = NULL;
+	int st[2];
+	pid_t mid;
+	long got_pid = 0, got_errno = 0;
+	luaL_checktype(L, 1, LUA_TTABLE);
+	argc = (int)dt_rawlen(L, 1);
+	luaL_argcheck(L, argc >= 1, 1, "argv must hold at least the program path");
+	if (lua_istable(L, 2)) {
+		lua_getfield(L, 2, "output");
+		output = lua_tostring(L, -1);          /* kept alive by opts */
+		lua_pop(L, 1);
+	}
+	argv = (char **)lua_newuserdata(L, sizeof(char *) * (size_t)(argc + 1));
+	for (i = 0; i < argc; i++) {
+		union { const char *c; char *m; } u;
+		lua_rawgeti(L, 1, i + 1);
+		if (lua_type(L, -1) != LUA_TSTRING)
+			return luaL_argerror(L, 1, "argv entries must be strings");
+		u.c = lua_tostring(L, -1);             /* kept alive by the argv table */
+		argv[i] = u.m;
+		lua_pop(L, 1);
+	}
+	argv[argc] = NULL;
+	envp = build_env(L, 2);                    /* owned by a userdata on the stack */
+	if (envp == NULL)
+		envp = environ;
+	if (access(argv[0], X_OK) != 0) {
+		int e = errno;
+		return dt_push_failf(L, DT_ESPAWN, "cannot run %s: %s", argv[0], strerror(e));
+	}
+	/* Opened before fork: the child only dup2s it. */
+	out = output != NULL ? open(output, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)
+	      : open("/dev/null", O_WRONLY | O_CLOEXEC);          /* owns: out */
+	if (out < 0) {
+		int e = errno;
+		return dt_push_failf(L, DT_ESPAWN, "cannot open %s: %s", output != NULL ? output : "/dev/null",
+		                     strerror(e));
+	}
+	maxfd = (int)sysconf(_SC_OPEN_MAX);
+	if (maxfd < 0 || maxfd > 65536)
+		maxfd = 65536;
+	if (pipe2(st, O_CLOEXEC) != 0) {                          /* owns: st */
+		int e = errno;
+		close(out);
+		return dt_push_failf(L, DT_ESPAWN, "cannot create a pipe: %s", strerror(e));
+	}
+	mid = fork();
+	if (mid < 0) {
+		int e = errno;
+		close(out);
+		close(st[0]);
+		close(st[1]);
+		return dt_push_failf(L, DT_ESPAWN, "cannot fork: %s", strerror(e));
+	}
+	if (mid == 0) {
+		/* The middle child: a new session, the grandchild, then gone.
+		 * Only async-signal-safe calls from here on. */
+		pid_t pid;
+		close(st[0]);
+		setsid();
+		pid = fork();
+		if (pid == 0) {
+			sigset_t none;
+			struct sigaction dfl;
+			int sig, fd;
+			/* its own process group (pgid = its pid), so that the group can
+			 * be ended whole; in the middle's session, of which it is not
+			 * the leader: it never gets a controlling terminal */
+			(void)setpgid(0, 0);
+			fd = open("/dev/null", O_RDONLY);
+			if (fd < 0 || dup2(fd, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) {
+				note(st[1], 'E', errno);
+				_exit(127);
+			}
+			memset(&dfl, 0, sizeof dfl);
+			dfl.sa_handler = SIG_DFL;
+			for (sig = 1; sig < 65; sig++)
+				(void)sigaction(sig, &dfl, NULL);   /* fails harmlessly for KILL, STOP */
+			sigemptyset(&none);
+			sigprocmask(SIG_SETMASK, &none, NULL);
+			/* st[1] stays open (close-on-exec) to say why an exec failed */
+			close_above_2(st[1], maxfd);
+			execve(argv[0], argv, envp);
+			note(st[1], 'E', errno);
+			_exit(127);
+		}
+		if (pid > 0)
+			note(st[1], 'P', (long)pid);
+		_exit(pid > 0 ? 0 : 1);
+	}
+	close(out);
+	close(st[1]);
+	while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
+		;
+	/* Until EOF: every copy of the write end closes, the grandchild's with
+	 * its exec (or its exit). */
+	for (;;) {
+		detach_note n;
+		ssize_t r = read(st[0], &n, sizeof n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r != (ssize_t)sizeof n)
+			break;
+		if (n.tag == 'P')
+			got_pid = n.value;
+		else if (n.tag == 'E')
+			got_errno = n.value;
+	}
+	close(st[0]);
+	if (got_errno != 0)
+		return dt_push_failf(L, DT_ESPAWN, "cannot run %s: %s", argv[0], strerror((int)got_errno));
+	if (got_pid <= 0)
+		return dt_push_failf(L, DT_ESPAWN, "cannot start %s: the middle process failed", argv[0]);
+	lua_pushinteger(L, (lua_Integer)got_pid);
+	return 1;
+}
+
+/* core.kill(pid, signal [, group]) -> true | nil, message, code
+ * Sends "TERM", "KILL" or "INT" (0: none, only the check) to pid, or with
+ * group to its process group. A pid that is gone is "closed"; pid must be
+ * above 1 (never ourselves: a pid of ours is refused). */
+static int l_kill_pid(lua_State *L)
+{
+	lua_Integer pid = luaL_checkinteger(L, 1);
+	const char *name = lua_type(L, 2) == LUA_TNUMBER ? NULL : luaL_checkstring(L, 2);
+	int group = lua_toboolean(L, 3);
+	int sig;
+	luaL_argcheck(L, pid > 1 && pid < (lua_Integer)1 << 31 && (pid_t)pid != getpid(), 1,
+	              "a pid above 1, not our own");
+	if (name == NULL) {
+		luaL_argcheck(L, lua_tointeger(L, 2) == 0, 2, "a signal name, or 0");
+		sig = 0;
+	} else if (strcmp(name, "TERM") == 0) {
+		sig = SIGTERM;
+	} else if (strcmp(name, "KILL") == 0) {
+		sig = SIGKILL;
+	} else if (strcmp(name, "INT") == 0) {
+		sig = SIGINT;
+	} else {
+		return luaL_argerror(L, 2, "TERM, KILL, INT or 0");
+	}
+	if (kill(group ? -(pid_t)pid : (pid_t)pid, sig) != 0) {
+		int e = errno;
+		return dt_push_failf(L, e == ESRCH ? DT_ECLOSED : DT_ESYSTEM, "cannot signal %d: %s",
+		                     (int)pid, strerror(e));
+	}
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* core.processes_with(text) -> {pid, ...}: the live processes (zombies
+ * left out, ourselves too) whose command line (its arguments joined by
+ * NUL bytes, one after the last) holds text. */
+static int l_processes_with(lua_State *L)
+{
+	size_t tlen;
+	const char *text = luaL_checklstring(L, 1, &tlen);
+	DIR *d;
+	struct dirent *e;
+	char path[64], buf[8192];
+	int n = 0;
+	luaL_argcheck(L, tlen > 0, 1, "an empty text matches every process");
+	lua_newtable(L);
+	if ((d = opendir("/proc")) == NULL)
+		return 1;
+	while ((e = readdir(d)) != NULL) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		int fd;
+		ssize_t len;
+		if (*end != '\0' || pid <= 1 || pid == (long)getpid())
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		{
+			char *close_paren = strrchr(buf, ')');   /* "pid (comm) S ..." */
+			if (close_paren == NULL || close_paren[1] != ' ' || close_paren[2] == 'Z'
+			    || close_paren[2] == 'X')
+				continue;
+		}
+		snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof buf);
+		close(fd);
+		if (len <= 0 || (size_t)len < tlen)
+			continue;
+		if (memmem(buf, (size_t)len, text, tlen) != NULL) {
+			lua_pushinteger(L, (lua_Integer)pid);
+			lua_rawseti(L, -2, ++n);
+		}
+	}
+	closedir(d);
+	return 1;
+}
+
 /* ---- methods -------------------------------------------------------------- */
 
 /* proc:pid() -> integer | nil once reaped */
@@ -842,6 +1095,12 @@ void dt_process_open(lua_State *L)
 
 	lua_pushcfunction(L, l_spawn);
 	lua_setfield(L, -2, "spawn");
+	lua_pushcfunction(L, l_spawn_detached);
+	lua_setfield(L, -2, "spawn_detached");
+	lua_pushcfunction(L, l_kill_pid);
+	lua_setfield(L, -2, "kill");
+	lua_pushcfunction(L, l_processes_with);
+	lua_setfield(L, -2, "processes_with");
 
 	/* (SIGPIPE: a write to a browser gone is an error we report, without
 	 * changing the host's disposition of the signal: see nopipe.h.) */

@@ -26,7 +26,7 @@ package.cpath = "./" .. build .. "/?.so;" .. package.cpath
 
 local schema = require "devtools_tools.schema"
 
-local json = require "devtools_tools.json"
+local json = require "devtools_tools.base.json"
 local decode = json.decode
 
 -- Plain dt.json.decode, nothing marked: a decoded {} is an object and a

@@ -1,7 +1,9 @@
 -- tools/fuzz.lua: `make fuzz`, seeded and bounded fuzzing of the C core
 -- through its Lua API: the JSON codec, the framing of both transports
 -- and the HTTP GET that finds a browser's websocket, against fake peers,
--- the schema validator and the base64 decoder.
+-- the schema validator and the base64 decoder; and the front ends' walks
+-- of a page's schema (present/: skeleton, summary, parameters, typing),
+-- each within a time limit per schema.
 --
 --   lua5.4 tools/fuzz.lua            (make fuzz runs it on the ASan/UBSan build)
 -- Environment:
@@ -10,7 +12,7 @@
 --   FUZZ_ITERATIONS       cases per target
 --   FUZZ_SECONDS          time for all targets together (default 60 when
 --                         FUZZ_ITERATIONS is not set either)
---   FUZZ_TARGETS          comma list of json, pipe, ws, http, schema, base64 (default all)
+--   FUZZ_TARGETS          comma list of json, pipe, ws, http, schema, base64, present (default all)
 --   FUZZ_CASE             run only this case (with FUZZ_SEED and one target)
 --   FUZZ_CASE_TIMEOUT     seconds one case may take before it is a hang (20)
 -- Cases run in batches in child processes (tools/fuzz/runner.lua); a child
@@ -28,7 +30,7 @@ package.cpath = "./" .. build .. "/?.so;" .. package.cpath
 
 local core = require "devtools_tools.core"
 
-local ALL = { "json", "pipe", "ws", "http", "schema", "base64" }
+local ALL = { "json", "pipe", "ws", "http", "schema", "base64", "present" }
 
 local function env_int(name)
   local v = os.getenv(name)

@@ -1,6 +1,8 @@
 #!/bin/sh
 # run-specs.sh LUA BUSTED BUILD [spec files...] - runs busted under the given
-# interpreter and ends with one plain line: "N passed, N failed[, N skipped]".
+# interpreter, one line per spec file as it ends (tools/busted_files.lua),
+# and ends with one plain line: "N passed, N failed[, N skipped]" (not when
+# SPEC_TOTALS records the run for a total: then --totals prints it).
 # VALGRIND, when set, is a command prefix (make valgrind sets it).
 # SPEC_HELPER, when set, is a busted --helper file (make test-gc sets it).
 # LUA_FLAGS, when set, go to the interpreter before busted (make test gives
@@ -41,12 +43,14 @@ out=$(mktemp)
 rcfile=$(mktemp)
 trap 'rm -f "$out" "$rcfile"' EXIT INT TERM
 {
-	DEVTOOLS_TOOLS_BUILD=$build ${VALGRIND:-} "$lua" ${LUA_FLAGS:-} "$busted" -o plainTerminal \
+	DEVTOOLS_TOOLS_BUILD=$build ${VALGRIND:-} "$lua" ${LUA_FLAGS:-} "$busted" -o tools/busted_files.lua \
 		${SPEC_HELPER:+--helper="$SPEC_HELPER"} \
 		--lpath='./lua/?.lua;./lua/?/init.lua;./spec/?.lua' \
 		--cpath="./$build/?.so" "$@" 2>&1
 	echo $? > "$rcfile"
-} | tee "$out"
+} | tee "$out" | grep --line-buffered -v -E '^[0-9]+ success(es)? / [0-9]+ failures? / '
+# (busted's own count is read from $out below; what is shown is the
+# per-file lines, the failures' details and this script's one line)
 brc=$(cat "$rcfile")
 # busted prints "N successes / N failures / N errors / N pending : T seconds"
 line=$(sed -n -E 's#^([0-9]+) success(es)? / ([0-9]+) failures? / ([0-9]+) errors? / ([0-9]+) pending.*#\1 \3 \4 \5#p' "$out" | tail -n 1)
@@ -68,9 +72,12 @@ if [ -n "${SPEC_TOTALS:-}" ]; then
 	awk '/^(Failure|Error) -> / { sub(/^[A-Za-z]+ -> /, ""); sub(/ @ [0-9]+$/, ""); file = $0; getline
 		printf "F\t%s\t%s\n", file, $0 }' "$out" >> "$SPEC_TOTALS"
 fi
-if [ "$4" -gt 0 ]; then
-	echo "$1 passed, $failed failed, $4 skipped"
-else
-	echo "$1 passed, $failed failed"
+# Recorded for a total (make test): that line alone is printed, once, at the end.
+if [ -z "${SPEC_TOTALS:-}" ]; then
+	if [ "$4" -gt 0 ]; then
+		echo "$1 passed, $failed failed, $4 skipped"
+	else
+		echo "$1 passed, $failed failed"
+	fi
 fi
 [ "$failed" -eq 0 ] && [ "$1" -gt 0 ]

@@ -49,6 +49,17 @@
 ---@field timeout? number default deadline of every call, seconds (30)
 ---@field webmcp? boolean turn Chromium's WebMCP on (--enable-features=WebMCP)
 ---@field history? devtools_tools.History
+---@field detached? boolean a Chromium that outlives us, on a debugging port on 127.0.0.1 (see dt.stop_detached)
+---@field on_record? fun(record: devtools_tools.DetachedRecord) detached: called at each step of the start
+
+---What a detached launch records: enough for another process to end it.
+---@class devtools_tools.DetachedRecord
+---@field profile string its user data directory
+---@field executable string
+---@field pid? integer once it started
+---@field endpoint? string ws://127.0.0.1:PORT/devtools/browser/<id>, once it answers
+---@field port? integer
+---@field starting? boolean true until it answers
 
 ---@class devtools_tools.ConnectOpts
 ---@field allow_remote? boolean accept a non-loopback host
@@ -160,7 +171,12 @@
 ---@field executable? string the binary a launched browser runs
 ---@field timeout number default deadline of every call, seconds
 ---@field webdriver? devtools_tools.WebDriverInfo set by dt.webdriver
+---@field detached? devtools_tools.DetachedRecord set by dt.launch{detached = true}
 local Browser = {}
+---True while the browser may still answer; false and why once it cannot. Never waits.
+---@return boolean alive
+---@return string|nil why
+function Browser:alive() end
 ---@param opts? devtools_tools.CallOpts
 ---@return devtools_tools.Version
 function Browser:version(opts) end
@@ -333,7 +349,7 @@ function Task:wait(timeout) end
 ---@return boolean running true if the task had not ended
 function Task:cancel() end
 
----@class devtools_tools.json
+---@class devtools_tools.base.json
 ---@field null lightuserdata JSON null (equal to cjson.null)
 ---@field array_mt table the metatable of decoded arrays
 ---@field object_mt table the metatable of decoded empty objects
@@ -361,7 +377,7 @@ function json.kind(t) end
 ---@field _VERSION string
 ---@field null lightuserdata JSON null
 ---@field array_mt table
----@field json devtools_tools.json
+---@field json devtools_tools.base.json
 ---@field Error table the metatable of devtools_tools.Error
 ---@field Task table the metatable of devtools_tools.Task
 local dt = {}
@@ -420,6 +436,53 @@ function dt.current_task() end
 ---"cdp" writes every CDP message to stderr; false or nil stops.
 ---@param what? "cdp"|false
 function dt.debug(what) end
+---Seconds on the monotonic clock every deadline of the library is on.
+---@return number
+function dt.now() end
+---Seconds from now to an absolute deadline (on dt.now()'s clock), never below 0.
+---@param deadline number
+---@return number
+function dt.left(deadline) end
+---A dt.Error, not raised.
+---@param code devtools_tools.ErrorCode
+---@param message string
+---@param fields? {tool?: string, details?: any}
+---@return devtools_tools.Error
+function dt.new_error(code, message, fields) end
+---Whether descriptor fd (0, 1 or 2) is a terminal.
+---@param fd integer
+---@return boolean
+function dt.isatty(fd) end
+---Called first in a module's main chunk: keeps LuaJIT's trace compiler out of that module's
+---functions on the builds that miscompile pairs(); a no-op elsewhere.
+function dt.nojit() end
+---Ends a detached browser: its process group, any process still naming its profile; removes
+---the profile (only one of ours). opts.timeout: 5 s.
+---@param record devtools_tools.DetachedRecord
+---@param opts? {timeout?: number}
+function dt.stop_detached(record, opts) end
+---One detached browser shared by several processes, recorded in the file at path.
+---@param path string
+---@return devtools_tools.Background
+function dt.background(path) end
+
+---@class devtools_tools.Background
+---@field path string the record file
+local Background = {}
+---"none", "starting", "running", "gone" (and the record), or "unreadable", nil, why.
+---@return string state
+---@return devtools_tools.DetachedRecord|nil record
+---@return string|nil why
+function Background:status() end
+---The running browser (started false), or a new one after ending a stale record.
+---@param opts? {executable?: string, headless?: boolean, args?: string[], webmcp?: boolean, timeout?: number}
+---@return devtools_tools.DetachedRecord record
+---@return boolean started
+function Background:start(opts) end
+---Ends the recorded browser, removes its profile and the record; nil when there was none.
+---@param opts? {timeout?: number}
+---@return devtools_tools.DetachedRecord|nil
+function Background:stop(opts) end
 
 ---@class devtools_tools.schema
 local schema = {}

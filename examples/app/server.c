@@ -26,7 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1550,6 +1553,29 @@ static void usage(FILE *f)
 	           "Prints \"listening on http://127.0.0.1:PORT/\" once ready; SIGTERM stops it.\n");
 }
 
+/* port_unusable(port) -> 1 (after saying why on stderr) when 127.0.0.1:port
+ * cannot be bound: taken by another program, or not ours to take. */
+static int port_unusable(long port)
+{
+	struct sockaddr_in a;
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;                    /* libwebsockets will say */
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_port = htons((unsigned short)port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+		close(fd);
+		return 0;
+	}
+	fprintf(stderr, "app: cannot listen on 127.0.0.1:%ld: %s%s\n", port, strerror(errno),
+	        errno == EADDRINUSE ? " (another program listens there: pick another --port, or 0 for a free one)" : "");
+	close(fd);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct lws_context_creation_info info;
@@ -1632,7 +1658,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	lws_set_log_level(LLL_ERR, NULL);
+	/* Said in our words, before libwebsockets tries (and prints its own
+	 * three lines): the port is taken, or we may not bind it. */
+	if (port != 0 && port_unusable(port))
+		goto out_listen;
+	/* (quiet while it starts: what fails there is said below, once) */
+	lws_set_log_level(0, NULL);
 	memset(&info, 0, sizeof info);
 	info.port = (int)port;
 	info.iface = "127.0.0.1";
@@ -1647,9 +1678,10 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
+	lws_set_log_level(LLL_ERR, NULL);
 	app.port = lws_get_vhost_listen_port(lws_get_vhost_by_name(app.ctx, "app"));
 	if (app.port <= 0) {
-		fprintf(stderr, "app: cannot listen on 127.0.0.1:%ld\n", port);
+out_listen:
 		rc = 1;
 		goto out;
 	}

@@ -6,7 +6,7 @@
 -- tool, call it, close. It must never leave a browser running, whatever
 -- fails, and never raise: every problem becomes a report line.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local M = {}
 
@@ -73,16 +73,15 @@ function M.check()
     r.ok("core loaded from package.cpath (not from the runtimepath)")
   end
   r.info("Lua engine: " .. (jit and jit.version or _VERSION))
-  if require("devtools_tools.nojit").affected then
-    r.info("LuaJIT's trace compiler is kept out of devtools_tools' functions: x64 LuaJIT "
-      .. "\"2.1.0-beta3\" builds of 2021-22 (Debian 12's) miscompile some pairs() loops "
-      .. "(README, LuaJIT; DEVTOOLS_TOOLS_JIT=on keeps it)")
-  end
-
   local dt_ok, dt = pcall(require, "devtools_tools")
   if not dt_ok then
     r.error("require 'devtools_tools' failed: " .. tostring(dt))
     return
+  end
+  if dt.nojit.affected then
+    r.info("LuaJIT's trace compiler is kept out of devtools_tools' functions: x64 LuaJIT "
+      .. "\"2.1.0-beta3\" builds of 2021-22 (Debian 12's) miscompile some pairs() loops "
+      .. "(README, LuaJIT; DEVTOOLS_TOOLS_JIT=on keeps it)")
   end
   r.start("devtools_tools: event loop")
   local luv = uv.version_string and uv.version_string() or "?"
@@ -107,8 +106,8 @@ function M.check()
     local page = browser:new_page(SMOKE_PAGE)
     local res = page:call("increment", { n = 41 })
     if type(res) ~= "table" or res.n ~= 42 then
-      require("devtools_tools.errors").raise("protocol_error",
-        "the smoke test's tool answered " .. dt.json.encode(res) .. ", not {\"n\":42}")
+      error(dt.new_error("protocol_error",
+        "the smoke test's tool answered " .. dt.json.encode(res) .. ", not {\"n\":42}"), 0)
     end
     r.ok(("smoke test: launch, a data: page, discovery and a tool call in %d ms")
       :format((uv.hrtime() - t0) / 1e6))

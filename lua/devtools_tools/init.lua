@@ -4,16 +4,17 @@
 -- not re-export raw core functions; everything a user can call raises
 -- dt.Error objects (see README, "Errors and timeouts").
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
-local json = require "devtools_tools.json"
+local errors = require "devtools_tools.base.errors"
+local json = require "devtools_tools.base.json"
 local browser = require "devtools_tools.browser"
-local loop = require "devtools_tools.loop"
-local task = require "devtools_tools.task"
-local cdp = require "devtools_tools.cdp"
-local webdriver = require "devtools_tools.webdriver"
+local loop = require "devtools_tools.rt.loop"
+local task = require "devtools_tools.rt.task"
+local cdp = require "devtools_tools.wire.cdp"
+local webdriver = require "devtools_tools.browser.webdriver"
+local background = require "devtools_tools.browser.background"
 
 local type, tostring = type, tostring
 
@@ -39,7 +40,7 @@ local function driver()
 end
 
 -- use_loop(loop?) -> driver. loop: a luv-compatible module (require "luv",
--- vim.uv, vim.loop) or a driver of one's own (see devtools_tools.loop);
+-- vim.uv, vim.loop) or a driver of one's own (see devtools_tools.rt.loop);
 -- nil goes back to the built-in poll loop. Tasks already running keep the
 -- loop they started on.
 local function use_loop(l)
@@ -78,10 +79,47 @@ local function debug(what)
   cdp.log.on = what == "cdp"
 end
 
+-- new_error(code, message, fields?) -> a dt.Error, not raised: for code
+-- around the library (the front ends) that reports in the library's terms.
+-- code must be one of the library's codes.
+local function new_error(code, message, fields)
+  if type(code) ~= "string" or not errors.codes[code] then
+    errors.raise("bad_argument", "new_error: expected one of the error codes, got " .. tostring(code))
+  end
+  if fields ~= nil and type(fields) ~= "table" then
+    errors.raise("bad_argument", "new_error: fields must be a table, got " .. type(fields))
+  end
+  return errors.new(code, message, fields)
+end
+
+-- left(deadline) -> the seconds from now to an absolute deadline (on
+-- dt.now()'s clock), never below 0: what a call's opts.timeout is when a
+-- front end gives several calls one deadline.
+local now = core.now
+local function left(deadline)
+  if type(deadline) ~= "number" or deadline ~= deadline then
+    errors.raise("bad_argument", "left: expected a deadline (a number of dt.now() seconds)")
+  end
+  local l = deadline - now()
+  return l > 0 and l or 0
+end
+
 local dt = {
   _VERSION = "devtools_tools 0.1.0",
+  now = now,
+  left = left,
+  isatty = function(fd)
+    if fd ~= 0 and fd ~= 1 and fd ~= 2 then
+      errors.raise("bad_argument", "isatty: expected 0, 1 or 2 (stdin, stdout, stderr), got " .. tostring(fd))
+    end
+    return core.isatty(fd)
+  end,
+  nojit = require("devtools_tools.base.nojit"),
+  new_error = new_error,
   launch = browser.launch,
   connect = browser.connect,
+  stop_detached = browser.stop_detached,
+  background = background.new,
   webdriver = webdriver.connect,
   use_loop = use_loop,
   async = async,
@@ -92,7 +130,7 @@ local dt = {
   Task = task.Task,
   Error = errors.Error,
   is_error = errors.is_error,
-  is_element = require("devtools_tools.element").is_element,
+  is_element = require("devtools_tools.tools.element").is_element,
   null = core.null,
   array_mt = core.array_mt,
   array = json.array,

@@ -6,11 +6,11 @@
 -- unless fake.later holds {at = time, msg = message}: one that "arrives" at
 -- that time, so a read whose deadline reaches it gets it.
 
-require("devtools_tools.nojit")()   -- the specs' helpers too: see lua/devtools_tools/nojit.lua
+require("devtools_tools.base.nojit")()   -- the specs' helpers too: see lua/devtools_tools/nojit.lua
 
-local json = require "devtools_tools.json"
-local cdp = require "devtools_tools.cdp"
-local pagejs = require "devtools_tools.pagejs"
+local json = require "devtools_tools.base.json"
+local cdp = require "devtools_tools.wire.cdp"
+local pagejs = require "devtools_tools.tools.pagejs"
 local CALL_HEAD, CALL_TAIL = pagejs.CALL_EXPR_HEAD, pagejs.CALL_EXPR_TAIL
 
 local F = {}

@@ -1,5 +1,5 @@
 -- tools/fuzz/json_target.lua: `make fuzz` cases for the JSON codec
--- (devtools_tools.json over the C core).
+-- (devtools_tools.base.json over the C core).
 --
 -- Five kinds of case:
 --   text     a valid JSON text written with random spacing, escapes and
@@ -16,8 +16,8 @@
 -- Generation must stay a pure function of the case's generator (no pairs
 -- order, no clock): a reported case is reproduced by generating it again.
 
-local json = require "devtools_tools.json"
-local dt_errors = require "devtools_tools.errors"
+local json = require "devtools_tools.base.json"
+local dt_errors = require "devtools_tools.base.errors"
 
 local T = { name = "json", batch = 400 }
 

@@ -10,9 +10,9 @@
 -- each have a path, keyword, message and schema_path; neither the schema
 -- nor the value is changed. Generation must never depend on pairs order.
 
-local json = require "devtools_tools.json"
+local json = require "devtools_tools.base.json"
 local schema = require "devtools_tools.schema"
-local dt_errors = require "devtools_tools.errors"
+local dt_errors = require "devtools_tools.base.errors"
 local J = require "fuzz.json_target"
 local core = require "devtools_tools.core"
 

@@ -10,7 +10,7 @@
 -- It must never keep state outside the validator's run state and the
 -- caller's error context.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local context = require "devtools_tools.schema.context"
 local values = require "devtools_tools.schema.values"

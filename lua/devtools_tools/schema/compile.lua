@@ -20,11 +20,11 @@
 -- It must never reach the network, never modify the schema, and never
 -- take longer than the caller's deadline.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
-local formats = require "devtools_tools.formats"
+local errors = require "devtools_tools.base.errors"
+local formats = require "devtools_tools.schema.formats"
 local uri = require "devtools_tools.schema.uri"
 local meta = require "devtools_tools.schema.meta"
 local values = require "devtools_tools.schema.values"

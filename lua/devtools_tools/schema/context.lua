@@ -11,10 +11,10 @@
 -- unbounded: errors are capped, and the deadline is checked every few
 -- hundred expensive steps.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
-local errors = require "devtools_tools.errors"
+local errors = require "devtools_tools.base.errors"
 local values = require "devtools_tools.schema.values"
 
 local type, tostring = type, tostring

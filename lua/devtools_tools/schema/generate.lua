@@ -13,7 +13,7 @@
 -- It must never run page-provided text as code: names and patterns become
 -- string literals (%q) or constants, never source.
 
-local nojit = require "devtools_tools.nojit"
+local nojit = require "devtools_tools.base.nojit"
 nojit()                                 -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local context = require "devtools_tools.schema.context"
@@ -29,7 +29,8 @@ local sformat = string.format
 local huge = math.huge
 local math_type = math.type  -- (nil on LuaJIT: every number is a double)
 
-local null = require("devtools_tools.core").null
+local core = require "devtools_tools.core"
+local null, array_mt = core.null, core.array_mt
 local resolved, TRUE_NODE, TYPES = compile.resolved, compile.TRUE, compile.TYPES
 
 local load = loadstring or load
@@ -559,7 +560,7 @@ function M.generate(root, rs, deadline)
   local F, FC, KW = {}, {}, {}
   local R, C = chunk(gen.consts, KW, F, FC, type, next, null, values.ulen, values.kind,
                      values.key_string, context.fail, context.at, getmetatable,
-                     require("devtools_tools.core").array_mt, values.raw_view)
+                     array_mt, values.raw_view)
   for j, node in ipairs(gen.queue) do
     local f, fc
     if node.kind == "node" then

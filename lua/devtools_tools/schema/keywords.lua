@@ -13,7 +13,7 @@
 -- the engine that builds us: closures or generated code). Nothing here
 -- holds state of its own: the run state `rs` belongs to the validator.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local context = require "devtools_tools.schema.context"
 local values = require "devtools_tools.schema.values"

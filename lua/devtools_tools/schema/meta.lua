@@ -4,7 +4,7 @@
 -- meta.documents[uri]() returns a fresh copy each time: the compiler may
 -- keep references into it, and nothing shared is ever modified.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local setmetatable = setmetatable
 local array_mt = require("devtools_tools.core").array_mt

@@ -4,7 +4,7 @@
 -- fragment, percent-decode a JSON pointer. It must never touch the network
 -- or hold state.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local type, rawget, tonumber = type, rawget, tonumber
 local concat = table.concat

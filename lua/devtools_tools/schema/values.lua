@@ -10,9 +10,10 @@
 -- It must never modify a value, call user code other than a metatable's
 -- __len, or hold state between calls.
 
-require("devtools_tools.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local core = require "devtools_tools.core"
+local errors = require "devtools_tools.base.errors"
 
 local type, next, rawget, getmetatable, tostring, tonumber =
       type, next, rawget, getmetatable, tostring, tonumber
@@ -98,7 +99,7 @@ local function deep_equal(a, b, depth)
   if type(a) ~= "table" or type(b) ~= "table" then return false end
   depth = (depth or 0) + 1
   if depth > MAX_EQUAL_DEPTH then
-    require("devtools_tools.errors").raise("bad_argument", "a value nested more than "
+    errors.raise("bad_argument", "a value nested more than "
       .. MAX_EQUAL_DEPTH .. " deep (or holding itself) cannot be compared for const, enum or uniqueItems")
   end
   if is_element(a) or is_element(b) then return false end

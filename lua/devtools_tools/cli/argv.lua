@@ -1,0 +1,111 @@
+-- devtools_tools.cli.argv: the command line's words - the command, its
+-- options (before or after it), its positional words and what follows
+-- "--" - and the usage errors they can be (exit status 2).
+--
+-- It must never start anything, nor read anything but the words: every
+-- usage error is found here or by the command before a browser starts.
+
+local dt = require "devtools_tools"
+local pargs = require "devtools_tools.present.args"
+
+dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
+
+local setmetatable, error, tonumber = setmetatable, error, tonumber
+
+local M = {}
+
+-- The metatable of usage errors: {message, cmd} (cmd: the command whose
+-- --help the message points to).
+M.Usage = {}
+
+-- usage(message, cmd?): raises a usage error
+function M.usage(msg, cmd)
+  error(setmetatable({ message = msg, cmd = cmd }, M.Usage), 0)
+end
+
+local usage = M.usage
+
+M.VALUE_OPTS = { chromium = true, connect = true, tab = true, timeout = true, element = true,
+  ["wait-for"] = true }
+M.FLAG_OPTS = { json = true, compact = true, headful = true, quiet = true, debug = true,
+  help = true, version = true, verbose = true, ["full-page"] = true }
+local SHORT = { q = "quiet", h = "help" }
+
+-- parse(argv, cmd) -> opts, positionals, rest (the words after "--", or nil)
+function M.parse(argv, cmd)
+  local opts, pos, rest = {}, {}, nil
+  local i = 1
+  while i <= #argv do
+    local a = argv[i]
+    if rest then
+      rest[#rest + 1] = a
+    elseif a == "--" then
+      rest = {}
+    elseif a:sub(1, 2) == "--" then
+      local name, value = a:match("^%-%-([%w-]+)=(.*)$")
+      name = name or a:sub(3)
+      if M.VALUE_OPTS[name] then
+        if value == nil then
+          i = i + 1
+          value = argv[i]
+          if value == nil then usage("--" .. name .. " needs a value", cmd) end
+        end
+        if value == "" then usage("--" .. name .. " needs a value, not an empty one", cmd) end
+        opts[name] = value
+      elseif M.FLAG_OPTS[name] and value == nil then
+        opts[name] = true
+      else
+        usage("unknown option " .. a, cmd)
+      end
+    elseif a:match("^%-%a$") and SHORT[a:sub(2)] then
+      opts[SHORT[a:sub(2)]] = true
+    elseif a:match("^%-%a") then
+      usage("unknown option " .. a, cmd)
+    else
+      pos[#pos + 1] = a
+    end
+    i = i + 1
+  end
+  if opts.timeout then
+    local t = pargs.decimal(opts.timeout) and tonumber(opts.timeout)
+    if not t or t <= 0 or t ~= t or t == math.huge then
+      usage("--timeout needs a positive number of seconds (a finite one)", cmd)
+    end
+    opts.timeout = t
+  end
+  return opts, pos, rest
+end
+
+-- The index of the first word of args, from index first, that is neither
+-- an option nor an option's value (#args + 1 if none); the words in stop
+-- end the search where they stand.
+local function first_word(args, first, stop)
+  local i = first
+  while args[i] ~= nil and args[i]:sub(1, 1) == "-" and args[i] ~= "-" and not (stop and stop[args[i]]) do
+    local name = args[i]:match("^%-%-([%w-]+)$")
+    if name and M.VALUE_OPTS[name] then i = i + 1 end
+    i = i + 1
+  end
+  return i
+end
+
+-- Options may come before the command too (`devtools-tools -q list URL`):
+-- the command is the first word that is neither an option nor an option's
+-- value; it is taken out and put first.
+local NOT_BEFORE = { ["--"] = true, ["--version"] = true, ["--help"] = true, ["-h"] = true }
+function M.split_command(argv)
+  local i = first_word(argv, 1, NOT_BEFORE)
+  if i == 1 then return argv end
+  if argv[i] == nil or argv[i] == "--" then usage("options but no command") end
+  local out = { argv[i] }
+  for j = 1, #argv do if j ~= i then out[#out + 1] = argv[j] end end
+  return out
+end
+
+-- looks_like_url(s): a word that is a URL rather than a tool's name
+function M.looks_like_url(s)
+  return s ~= nil and (s:match("^%a[%w+.-]*://") ~= nil or s:match("^about:") ~= nil
+    or s:match("^data:") ~= nil)
+end
+
+return M

@@ -1,0 +1,110 @@
+-- devtools_tools.cli.background: `devtools-tools browser start|stop|status`
+-- and where the background browser is recorded
+-- ($XDG_STATE_HOME/devtools-tools/browser.json, default ~/.local/state).
+--
+-- The browser, its record and the lock that makes starts take turns are
+-- the library's (dt.background); this module only names the record's place
+-- and says what it found in the command line's words. It must never end
+-- or start a browser by any other way.
+
+local dt = require "devtools_tools"
+
+dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
+
+local tostring, format, type, error, pcall = tostring, string.format, type, error, pcall
+
+local M = {}
+
+local function fail(code, message, fields)
+  error(dt.new_error(code, message, fields), 0)
+end
+
+-- record_path(optional) -> where the background browser is recorded; with
+-- neither XDG_STATE_HOME nor HOME set (cron, env -i) there is none: nil
+-- when optional (no background browser can be running), else a failure.
+function M.record_path(optional)
+  local base = os.getenv("XDG_STATE_HOME")
+  if not base or base == "" then
+    local home = os.getenv("HOME")
+    if not home or home == "" then
+      if optional then return nil end
+      fail("launch_failed", "neither XDG_STATE_HOME nor HOME is set: the background browser"
+        .. " cannot be recorded")
+    end
+    base = home .. "/.local/state"
+  end
+  return base .. "/devtools-tools/browser.json"
+end
+
+-- handle(optional) -> the dt.background of the record (nil: see record_path)
+function M.handle(optional)
+  local path = M.record_path(optional)
+  return path and dt.background(path)
+end
+
+local STARTING = "the background browser is starting, or its start was killed"
+  .. " (`devtools-tools browser stop` ends what it started)"
+
+-- What a command that would use it says of a recorded browser it cannot
+-- use (nil: none recorded, or one that runs).
+function M.unusable(state, rec)
+  if state == "starting" then return STARTING end
+  if state == "gone" then
+    return "the background browser (pid " .. tostring(rec.pid)
+      .. ") is gone; run `devtools-tools browser stop` to forget it, or `browser start` again"
+  end
+end
+
+function M.start(ctx)
+  local opts, out = ctx.opts, ctx.out
+  local bg = M.handle(false)
+  local state, rec = bg:status()
+  if state == "running" then
+    if opts.chromium or opts.headful then
+      out:note("a background browser already runs (pid " .. format("%d", rec.pid)
+        .. "); --chromium and --headful apply to the next one (browser stop first)")
+    end
+    out:emit(rec.endpoint, "\n")
+    return 0
+  end
+  ctx.progress:step("starting Chromium in the background")
+  local ok, res = pcall(bg.start, bg, { executable = opts.chromium, headless = not opts.headful,
+    timeout = ctx.left() })
+  ctx.progress:done()
+  if not ok then
+    -- (the command line's own advice where no Chromium was found)
+    local d = dt.is_error(res) and res.code == "launch_failed" and type(res.details) == "table" and res.details
+    if d and type(d.tried) == "table" then
+      fail("launch_failed", "no Chromium found: tried " .. table.concat(d.tried, ", ")
+        .. " (install the chromium package, or pass --chromium PATH)", { details = d })
+    end
+    error(res, 0)
+  end
+  out:emit(res.endpoint, "\n")
+  return 0
+end
+
+function M.stop(ctx)
+  local bg = M.handle(true)
+  local rec = bg and bg:stop({ timeout = ctx.left() })
+  if not rec then ctx.out:note("no background browser") end
+  return 0
+end
+
+function M.status(ctx)
+  local bg = M.handle(true)
+  local state, rec, why = "none", nil, nil
+  if bg then state, rec, why = bg:status() end
+  if state == "running" then
+    ctx.out:emit("running pid ", format("%d", rec.pid), " ", rec.endpoint, "\n")
+    return 0
+  end
+  if state == "starting" then fail("disconnected", STARTING) end
+  if state == "gone" then
+    fail("disconnected", "the background browser (pid " .. tostring(rec.pid)
+      .. ") is gone; `devtools-tools browser stop` forgets it")
+  end
+  fail("disconnected", why or "no background browser")
+end
+
+return M

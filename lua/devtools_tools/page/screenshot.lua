@@ -1,0 +1,156 @@
+-- devtools_tools.page.screenshot: page:screenshot{path=, full_page=, element=},
+-- a PNG of the viewport, of the whole document, or of one element (an
+-- Element a tool returned, or a CSS selector), written to a file or
+-- returned as bytes.
+--
+-- What it must never do: leave the page's viewport changed (the whole
+-- document is captured with captureBeyondViewport, not by resizing), write
+-- a partial file (bytes go to a temporary name, renamed when complete), or
+-- run past the call's one deadline.
+
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
+
+local core = require "devtools_tools.core"
+local errors = require "devtools_tools.base.errors"
+local options = require "devtools_tools.base.options"
+local element = require "devtools_tools.tools.element"
+local base64 = require "devtools_tools.base.base64"
+local json = require "devtools_tools.base.json"
+local remote = require "devtools_tools.wire.remote"
+
+local raise = errors.raise
+local type, tostring, math_max, math_min, error = type, tostring, math.max, math.min, error
+
+local M = {}
+
+local shot_opts = { path = "string", full_page = "boolean", element = true, timeout = true }
+
+-- The box of a node in CSS pixels of the main frame's viewport.
+local function box_of(quad)
+  local xs = { quad[1], quad[3], quad[5], quad[7] }
+  local ys = { quad[2], quad[4], quad[6], quad[8] }
+  local x0, y0 = math_min(xs[1], xs[2], xs[3], xs[4]), math_min(ys[1], ys[2], ys[3], ys[4])
+  local x1, y1 = math_max(xs[1], xs[2], xs[3], xs[4]), math_max(ys[1], ys[2], ys[3], ys[4])
+  return x0, y0, x1 - x0, y1 - y0
+end
+
+-- The most pixels one capture may have (a 1 GiB bitmap): 16384 x 16384
+-- and 780 x 200000 px pages are captured here; Chromium fails on more.
+local MAX_PIXELS = 268435456
+
+local function call(conn, method, params, session, deadline)
+  return conn:await(conn:send(method, params, session, deadline), deadline, method)
+end
+
+local function element_clip(page, el, deadline, metrics)
+  local conn = page.conn
+  local params
+  if element.is_element(el) then
+    if el._page ~= page then raise("bad_argument", "screenshot: the Element belongs to another page") end
+    if element.stale(el) then raise("stale", "screenshot: the Element belongs to a document that is gone") end
+    local fr = page.frames[el._frame_id]
+    if fr and fr.session and fr.session ~= page.session then
+      raise("bad_argument", "screenshot: the Element lives in an out-of-process iframe; capture the page instead")
+    end
+    params = { backendNodeId = el.backend_node_id }
+  elseif type(el) == "string" then
+    -- Found by the page's querySelector, not the DOM domain: DOM.getDocument
+    -- would make Chromium send an event for every later change of the
+    -- document (50,000 appends then took 34 times as long)
+    local q = call(conn, "Runtime.evaluate", { expression = "document.querySelector(" .. json.encode(el) .. ")",
+      objectGroup = remote.object_group() }, page.session, deadline)
+    if q.exceptionDetails then      -- a selector it cannot parse ("", "((")
+      remote.release_thrown(conn, page.session, q)   -- (the SyntaxError, which Chromium keeps)
+      raise("bad_argument", "screenshot: " .. json.encode(el) .. " is not a valid CSS selector")
+    end
+    local oid = q.result and q.result.objectId
+    if not oid then raise("bad_argument", "screenshot: no element matches " .. json.encode(el)) end
+    params = { objectId = oid }
+  else
+    raise("bad_argument", "screenshot: element must be an Element or a CSS selector, got " .. type(el))
+  end
+  local ok, box = errors.catch(call, conn, "DOM.getBoxModel", params, page.session, deadline)
+  if params.objectId then conn:send_nowait("Runtime.releaseObject", { objectId = params.objectId }, page.session) end
+  if not ok then
+    if box.code == "protocol_error" then
+      raise("bad_argument", "screenshot: the element has no box (not rendered): " .. box.message)
+    end
+    error(box, 0)
+  end
+  local x, y, w, h = box_of(box.model.border)
+  if w <= 0 or h <= 0 then raise("bad_argument", "screenshot: the element has an empty box") end
+  local vv = metrics.cssVisualViewport or {}
+  return { x = x + (vv.pageX or 0), y = y + (vv.pageY or 0), width = w, height = h, scale = 1 }
+end
+
+-- device_ratio(page, deadline) -> devicePixelRatio, at least 1: the capture
+-- has that many device px per CSS px on each side (3 under a phone's
+-- emulation). Read in an isolated world of the main frame, made once per
+-- document: the page's own window.devicePixelRatio is [Replaceable], so a
+-- page could say 1 and have Chromium sent a capture 9 times the bound.
+local function device_ratio(page, deadline)
+  local conn = page.conn
+  local fr = page.frames[page.main_frame]
+  local w = page._ratio_world
+  for _ = 1, 2 do
+    if not (w and fr and w.loader == fr.loader_id) then
+      local made = call(conn, "Page.createIsolatedWorld", { frameId = page.main_frame,
+        worldName = "devtools_tools" }, page.session, deadline)
+      w = { loader = fr and fr.loader_id, id = made.executionContextId }
+      page._ratio_world = w
+    end
+    local ok, r = errors.catch(call, conn, "Runtime.evaluate", { expression = "devicePixelRatio",
+      contextId = w.id, returnByValue = true }, page.session, deadline)
+    if ok then
+      local v = r.result and r.result.value
+      return (type(v) == "number" and v >= 1 and v < math.huge) and v or 1
+    end
+    if r.code ~= "protocol_error" then error(r, 0) end
+    w = nil                      -- its document went away meanwhile: once more
+  end
+  return 1
+end
+
+-- screenshot(page, opts?) -> PNG bytes (also written to opts.path when given)
+function M.screenshot(page, opts)
+  opts = options.check(opts, shot_opts, "screenshot")
+  page:_check_open()
+  if opts.full_page and opts.element ~= nil then
+    raise("bad_argument", "screenshot: full_page and element exclude each other")
+  end
+  local conn = page.conn
+  local deadline = conn:deadline(opts)
+  local params = { format = "png" }
+  if opts.full_page or opts.element ~= nil then
+    local mid = conn:send("Page.getLayoutMetrics", nil, page.session, deadline)
+    local dpr = device_ratio(page, deadline)
+    local m = conn:await(mid, deadline, "Page.getLayoutMetrics")
+    if opts.full_page then
+      local size = m.cssContentSize or m.contentSize
+      params.clip = { x = 0, y = 0, width = size.width, height = size.height, scale = 1 }
+    else
+      params.clip = element_clip(page, opts.element, deadline, m)
+    end
+    params.captureBeyondViewport = true
+    -- Chromium fails to capture much more, and a few such tries end the
+    -- whole browser (a 30000 x 200000 px page did, every other page with it)
+    local c = params.clip
+    if c.width * dpr * c.height * dpr > MAX_PIXELS then
+      raise("too_large", ("screenshot: %s is %d x %d px%s, over the %d pixels one capture can hold;"
+        .. " capture the viewport or an element"):format(opts.full_page and "the page" or "the element",
+        math.ceil(c.width * dpr), math.ceil(c.height * dpr),
+        dpr == 1 and "" or (" (%g device px per CSS px)"):format(dpr), MAX_PIXELS))
+    end
+  end
+  local r = call(conn, "Page.captureScreenshot", params, page.session, deadline)
+  local png = base64.decode(r.data or "")
+  if opts.path then
+    -- a regular file is replaced whole (never half written), anything else
+    -- at the path (a symlink, /dev/stdout, a FIFO) written through
+    local ok, err = core.write_file(opts.path, png)
+    if not ok then raise("bad_argument", "screenshot: " .. err) end
+  end
+  return png
+end
+
+return M

@@ -1,0 +1,55 @@
+-- The library's layers (tools/layers.lua): each folder one layer, arrows
+-- only downward, front ends on the facade and present/ alone, no require
+-- cycle, no require hidden in a function, and the README's drawing of the
+-- graph is the graph.
+
+local H = require "helper"
+package.path = "./tools/?.lua;" .. package.path
+local layers = require "layers"
+
+local mods = layers.modules()
+
+describe("the library's layers", function()
+  it("read every module, in every folder", function()
+    for _, name in ipairs({ "devtools_tools", "devtools_tools.base.errors", "devtools_tools.rt.task",
+        "devtools_tools.wire.cdp", "devtools_tools.schema", "devtools_tools.schema.compile",
+        "devtools_tools.tools", "devtools_tools.tools.discovery", "devtools_tools.page",
+        "devtools_tools.browser", "devtools_tools.present.errors", "devtools_tools.cli" }) do
+      assert.is_table(mods[name], name)
+    end
+  end)
+
+  it("point only downward, front ends stand on the facade, and no module requires itself round", function()
+    assert.same({}, layers.problems(mods))
+  end)
+
+  it("see an arrow up, a front end below the facade, and a cycle, when there is one", function()
+    local bad = {
+      ["devtools_tools.base.errors"] = { layer = "base", requires = { "devtools_tools.wire.cdp" } },
+      ["devtools_tools.wire.cdp"] = { layer = "wire", requires = { "devtools_tools.base.errors" } },
+      ["devtools_tools.cli"] = { layer = "cli", requires = { "devtools_tools.page" } },
+      ["devtools_tools.page"] = { layer = "page", requires = {} },
+    }
+    local p = table.concat(layers.problems(bad), "\n")
+    assert.matches("devtools_tools.base.errors (base) requires devtools_tools.wire.cdp (wire)", p, 1, true)
+    assert.matches("devtools_tools.cli (a front end) requires devtools_tools.page", p, 1, true)
+    assert.matches("require cycle: ", p, 1, true)
+  end)
+
+  it("hide no edge in a function: every require a module holds runs when it loads", function()
+    local out, rc = H.sh("lua5.4 -e \"package.path='./lua/?.lua;./lua/?/init.lua;./tools/?.lua;'..package.path;"
+      .. " package.cpath='./" .. H.build .. "/?.so;'..package.cpath; local l = require 'layers';"
+      .. " for _, x in ipairs(l.lazy(l.modules())) do print(x) end\" 2>&1")
+    assert.equal(0, rc, out)
+    assert.equal("", out)
+  end)
+
+  it("are drawn in the README as they are", function()
+    local f = assert(io.open("README.md"))
+    local text = f:read("*a")
+    f:close()
+    local drawn = text:match("<!%-%- layers: tools/layers.lua %-%->\n```\n(.-)```\n")
+    assert.is_string(drawn, "the README has no drawing of the layers")
+    assert.equal(layers.render(mods), drawn)
+  end)
+end)
