@@ -463,7 +463,7 @@ describe("websocket transport", function()
     end)
 
     it("is a protocol_error for the CDP call that reads it, then disconnected", function()
-      local cdp = require("devtools_tools.cdp")
+      local cdp = require("devtools_tools.wire.cdp")
       t = connect()
       assert.is_true(t:send('{"cmd":"header","len":4611686018427387904,"body":0}', core.now() + 5))
       local conn = cdp.new(t, { timeout = 10 })

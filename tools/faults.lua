@@ -125,7 +125,7 @@ do
   local ws_server, wport = H.start_port_program({ H.support("ws_server"), "--port", "0" })
   local t = assert(core.ws_connect("127.0.0.1", wport, "/devtools/browser/x", { deadline = core.now() + 5 }))
   t:send('{"cmd":"header","len":4611686018427387904,"body":0}', core.now() + 5)
-  local conn = require("devtools_tools.cdp").new(t, { timeout = 10 })
+  local conn = require("devtools_tools.wire.cdp").new(t, { timeout = 10 })
   measure("a websocket frame head declaring 2^62 bytes (timeout 10 s)", function()
     conn:call("Browser.getVersion")
   end)
