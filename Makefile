@@ -56,7 +56,7 @@ SUPPORT_SRCS := $(wildcard spec/support/*.c)
 SUPPORT := $(patsubst spec/support/%.c,$(BUILD)/support/%,$(SUPPORT_SRCS))
 ALL_CFLAGS = -std=c99 -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -I$(LUA_INCDIR)
 
-.PHONY: all deps deps-demo test test-gc check-c demo bench bench-jansson conformance fixtures install rock-install uninstall clean asan asan-build fuzz valgrind nvim
+.PHONY: all deps deps-demo test test-gc check-c demo bench bench-jansson conformance differential fixtures install rock-install uninstall clean asan asan-build fuzz valgrind nvim
 
 all: $(MODULE)
 
@@ -79,6 +79,11 @@ $(BUILD)/support/%: spec/support/%.c
 # and writes bench/results.json (needs chromium; about 2 minutes).
 bench: all $(SUPPORT)
 	DEVTOOLS_TOOLS_BUILD=$(BUILD) $(LUA) bench/bench.lua
+
+# Seeded generated pages, chrome-devtools-mcp 1.11 (from npm, cached outside the tree) beside our API:
+# the same groups, schemas, verdicts and results, or a divergence (tools/differential; DIFF_SEED, DIFF_PAGES).
+differential: all $(BUILD)/support/static_server
+	@sh tools/differential/run.sh $(LUA) $(BUILD)
 
 # Why json.c is not built on libjansson: checks and timings (needs libjansson-dev).
 bench-jansson: all
@@ -127,7 +132,7 @@ LUAJIT_SPECS = spec/nojit_spec.lua spec/json_spec.lua spec/schema_spec.lua spec/
 	spec/page_unit_spec.lua spec/hostile_spec.lua spec/task_spec.lua spec/observe_spec.lua \
 	spec/webmcp_spec.lua spec/observe_unit_spec.lua \
 	spec/tls_transport_spec.lua spec/remote_spec.lua spec/page_shapes_spec.lua \
-	spec/apps_spec.lua spec/unit/present_spec.lua
+	spec/apps_spec.lua spec/unit/present_spec.lua spec/unit/wait_spec.lua spec/unit/marshal_spec.lua
 # On the LuaJIT x64 builds whose JIT miscompiles pairs() (Debian 12's: see
 # lua/devtools_tools/nojit.lua) the library keeps the JIT out of its own
 # functions, but busted, luassert and penlight have no such guard and their

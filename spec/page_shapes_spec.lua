@@ -64,6 +64,12 @@ describe("schemas as apps write them", function()
     page:close()
   end)
 
+  it("an instance of an anonymous class is an Object instance, as the reference says", function()
+    local page = open("shared")
+    assert.equal("<Object instance>", page:call("lastQuery"))
+    page:close()
+  end)
+
   it("a real cycle is refused with a warning naming the tool; the other groups stay", function()
     local page = open("cycle")
     local groups, warnings = page:discover()
@@ -141,7 +147,7 @@ describe("what discovery skipped", function()
     assert.equal(1, n)
     local e = H.error_of(page.call, page, "categories")
     assert.equal("tool_not_found", e.code)
-    assert.equal("Tool categories not found (nearest: reindex; the page has 2 tools; 1 group skipped: "
+    assert.equal("Tool categories not found (nearest: reindex; the page has 3 tools; 1 group skipped: "
       .. 'shop-tree: the inputSchema of tool "categories" contains itself (a cycle))', e.message)
     assert.same(groups.skipped, e.details.skipped)
     assert.same(groups.skipped, select(1, page:tool_groups()).skipped)

@@ -693,6 +693,75 @@ describe("$ref", function()
     invalid(s, { z = 1 })
   end)
 
+  -- What ajv 6.15's getJsonPointer does, checked against it (tools/differential):
+  -- each token decoded on its own, empty tokens skipped, a $ref on the way
+  -- followed, decodeURIComponent's refusals kept.
+  it("JSON pointers as ajv 6 reads them: token by token, empty tokens skipped", function()
+    local function p(name, ref) return { properties = { [name] = { type = "string" }, b = { ["$ref"] = ref } } } end
+    invalid(p("a/b", "#/properties/a%2Fb"), { b = 1 }, { "/b", "type", "must be string" })   -- a "/" in the name
+    valid(p("a/b", "#/properties/a%2Fb"), { b = "x" })
+    invalid(p("x", "#/properties/x/"), { b = 1 })
+    invalid(p("x", "#//properties//x"), { b = 1 })
+    valid({ properties = { b = { ["$ref"] = "#/properties/" } } }, { b = 1 })   -- the properties object: no keyword of ours
+    -- but a member "" is named by an empty token (the draft-07 suite; ajv 6 skips it even then)
+    invalid(p("", "#/properties/"), { b = 1 }, { "/b", "type", "must be string" })
+    invalid(p("x", "#/properties/%78"), { b = 1 })
+    invalid(p("x%", "#/properties/x%25"), { b = 1 })
+    valid({ items = A { { type = "integer" }, { ["$ref"] = "#/items/0" } } }, A { 1, 2 })
+    bad_schema({ items = A { { type = "integer" }, { ["$ref"] = "#/items/01" } } }, "points at nothing")
+    bad_schema({ items = A { { type = "integer" }, { ["$ref"] = "#/items/-0" } } }, "points at nothing")
+    bad_schema(p("x", "#//"), "points at nothing")      -- back at the root
+  end)
+
+  it("a $ref met on the way of a pointer is followed first, as ajv 6 does", function()
+    local s = { definitions = { A = { ["$ref"] = "#/definitions/B" }, B = { items = { type = "string" } } },
+                properties = { b = { ["$ref"] = "#/definitions/A/items" } } }
+    invalid(s, { b = 1 }, { "/b", "type", "must be string" })
+    valid(s, { b = "x" })
+    -- but not under properties or definitions, whose members are names
+    local t = { definitions = { ["$ref"] = { type = "integer" } }, properties = { b = { ["$ref"] = "#/definitions/$ref" } } }
+    invalid(t, { b = "x" }, { "/b", "type", "must be integer" })
+    -- a pointer that goes round through $refs (ajv 6 overflows its stack)
+    bad_schema({ definitions = { A = { ["$ref"] = "#/definitions/A" } },
+                 properties = { b = { ["$ref"] = "#/definitions/A/items" } } })
+    bad_schema({ properties = { b = { ["$ref"] = "#/properties/b/type" } } }, "goes round")
+  end)
+
+  -- ajv 6 does not compile a keyword's schemas where one without rules
+  -- makes the keyword do nothing: a $ref there that points nowhere is taken
+  -- (checked against ajv 6.15 with tools/differential's copy of it).
+  it("what ajv 6 never compiles may hold a $ref that points nowhere", function()
+    local nope = { ["$ref"] = "nope.json" }
+    for _, s in ipairs {
+      { anyOf = A { nope, {} } }, { anyOf = A { nope, { description = "x" } } }, { anyOf = A { nope, true } },
+      { ["if"] = nope }, { ["if"] = nope, ["then"] = { description = "x" } }, { ["then"] = nope },
+      { definitions = { a = nope } }, { additionalItems = nope }, { properties = { x = { ["then"] = nope } } },
+      { definitions = { a = { ["$ref"] = "#/definitions/a" } } },
+    } do
+      valid(s, 5)
+      valid(s, "x")
+    end
+    -- and refuses it wherever ajv 6 compiles it
+    for _, s in ipairs {
+      { anyOf = A { nope, { ["$comment"] = "x" } } }, { anyOf = A { nope, { type = "string" } } },
+      { ["if"] = nope, ["then"] = { type = "string" } }, { oneOf = A { nope, {} } }, { allOf = A { nope, {} } },
+      { ["not"] = nope }, { contains = nope }, { items = A { nope } },
+      { definitions = { a = nope }, properties = { x = { ["$ref"] = "#/definitions/a" } } },
+    } do
+      bad_schema(s, "cannot resolve")
+    end
+  end)
+
+  it("a pointer escape decodeURIComponent refuses makes the schema malformed", function()
+    for _, ref in ipairs({ "#/properties/%", "#/properties/%zz", "#/properties/%C3", "#/properties/%C0%80",
+                           "#/properties/%ED%A0%80", "#/properties/%E9", "#/properties/%F4%90%80%80" }) do
+      bad_schema({ properties = { x = { type = "string" }, b = { ["$ref"] = ref } } }, "URI malformed")
+    end
+    -- and what it decodes is the name: é written %C3%A9
+    invalid({ properties = { ["é"] = { type = "string" }, b = { ["$ref"] = "#/properties/%C3%A9" } } }, { b = 1 },
+            { "/b", "type", "must be string" })
+  end)
+
   it("into tuple items by index", function()
     local s = { items = A { { type = "integer" }, { ["$ref"] = "#/items/0" } } }
     valid(s, A { 1, 2 })
@@ -882,7 +951,8 @@ describe("malformed schemas raise bad_argument naming the location", function()
     { { items = A { true, "x" } }, "#/items/1: a schema must be an object or a boolean" },
     { { ["not"] = 1 }, "#/not: must be a schema" },
     { { properties = A { true } }, "#/properties: must be an object" },
-    { { definitions = { a = { type = 1 } } }, "#/definitions/a/type: must be an array" },
+    -- (a definition is compiled when used, as ajv 6 does; the meta-schema check reads all)
+    { { definitions = { a = { type = 1 } } }, "#/definitions/a/type: must be equal to one of the allowed values" },
     { { dependencies = { a = A { 1 } } }, "#/dependencies/a/0: must be a string" },
     { { uniqueItems = "yes" }, "#/uniqueItems: must be a boolean" },
     { { format = 1 }, "#/format: must be a string" },

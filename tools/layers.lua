@@ -51,8 +51,10 @@ local WHAT = {
 -- must load it before the facade may fail to load (health.lua).
 M.ANYWHERE = { ["devtools_tools.base.nojit"] = true }
 
--- Front ends and present/ stand on these only, and on their own folder.
+-- Front ends and present/ stand on the facade, the public modules beside
+-- it (README: devtools_tools.schema, the validator) and their own folder.
 local FRONT = { present = true, cli = true, nvim = true, mcp = true }
+M.PUBLIC = { ["devtools_tools.schema"] = true }
 
 local rank = {}
 for i, names in ipairs(M.LAYERS) do
@@ -154,7 +156,7 @@ function M.problems(mods)
         out[#out + 1] = name .. " requires " .. dep .. ", which is no module"
       elseif not M.ANYWHERE[dep] then
         if FRONT[m.layer] then
-          if dep ~= "devtools_tools" and dl ~= "present" and dl ~= m.layer then
+          if dep ~= "devtools_tools" and not M.PUBLIC[dep] and dl ~= "present" and dl ~= m.layer then
             out[#out + 1] = name .. " (a front end) requires " .. dep .. ": front ends use the facade and present/"
           end
         elseif rank[dl] and rank[m.layer] and rank[dl] >= rank[m.layer] and dl ~= m.layer then

@@ -1,8 +1,12 @@
 -- devtools_tools: script the developer tools web pages expose, from Lua.
 --
--- The facade: it requires the pieces and exports a curated table. It does
--- not re-export raw core functions; everything a user can call raises
--- dt.Error objects (see README, "Errors and timeouts").
+-- The facade: it requires the pieces and exports a curated table.
+--
+-- What it must never do: re-export raw core functions (everything a user
+-- can call raises dt.Error objects: see README, "Errors and timeouts"),
+-- hold state beyond the loop new tasks run on, or be skipped by a front
+-- end (the command line, Neovim and the MCP server stand on it alone,
+-- with present/).
 
 require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 

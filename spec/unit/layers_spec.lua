@@ -44,6 +44,25 @@ describe("the library's layers", function()
     assert.equal("", out)
   end)
 
+  it("open each module with what it is for and what it must never do", function()
+    local missing = {}
+    for name, m in pairs(mods) do
+      local f = assert(io.open(m.file))
+      local head = {}
+      for line in f:lines() do
+        if not line:match("^%-%-") then break end
+        head[#head + 1] = line
+      end
+      f:close()
+      local text = table.concat(head, "\n")
+      if not (head[1] and head[1]:match("^%-%- [%w_.]+:? ")) or not text:lower():find("never", 1, true) then
+        missing[#missing + 1] = name
+      end
+    end
+    table.sort(missing)
+    assert.same({}, missing)
+  end)
+
   it("are drawn in the README as they are", function()
     local f = assert(io.open("README.md"))
     local text = f:read("*a")

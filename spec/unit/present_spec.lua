@@ -77,6 +77,10 @@ describe("present.schema", function()
     { "a remote reference is not followed", "other.json#/definitions/a", nil },
     { "a loop ends", "#/loop", nil },
     { "an index on an object is a name", "#/definitions/0", nil },
+    -- as the validator (ajv 6) reads a pointer: what is shown is what is checked
+    { "an empty token is skipped", "#/definitions/a/", "integer" },
+    { "an index is written without leading zeros", "#/items/00", nil },
+    { "a $ref met before the last token is followed", "#/items/1/type", nil },
   }
   for _, c in ipairs(cases) do
     it("deref: " .. c[1], function()
@@ -84,6 +88,16 @@ describe("present.schema", function()
       assert.equal(c[3], s and s.type)
     end)
   end
+
+  it("deref reads every pointer as the validator does", function()
+    local schema = require "devtools_tools.schema"
+    for _, c in ipairs(cases) do
+      local got = pschema.deref(root, { ["$ref"] = c[2] })
+      local want = c[2]:sub(1, 1) == "#" and c[2] ~= "#/loop" and schema.local_target(root, c[2]) or nil
+      if want and type(want) == "table" and want["$ref"] then want = schema.local_target(root, want["$ref"]) end
+      assert.equal(want, got, c[2])
+    end
+  end)
 
   it("deref: # is the root; a node without $ref is itself", function()
     assert.equal(root, pschema.deref(root, { ["$ref"] = "#" }))

@@ -80,6 +80,40 @@ function M.raise(code, message, fields)
   error(M.new(code, message, fields), 0)
 end
 
+-- One constructor per code: errors.timeout(message, fields?) -> Error, and
+-- so on for each of M.codes. fields: `tool`, and `details`, the structured
+-- facts a front end shows (a value received, the allowed values, the
+-- frame, what Chromium said) instead of parsing the message.
+for code in pairs(M.codes) do
+  M[code] = function(message, fields) return M.new(code, message, fields) end
+end
+
+-- c_failure(c_code, message, otherwise?, fields?) -> Error for a C failure:
+-- a timeout stays one; anything else is `otherwise` when given (a failed
+-- HTTP request is connect_failed, whatever the socket said), else from_c.
+function M.c_failure(c_code, message, otherwise, fields)
+  local code = c_code == "timeout" and "timeout" or otherwise or M.from_c(c_code)
+  return M.new(code, message, fields)
+end
+
+-- The failures several modules report in the same words, written once.
+-- who: "tool NAME", "an Element passed to NAME", "screenshot: the Element".
+
+-- navigated(who, fields?): the frame's document went while the call ran
+function M.navigated(who, fields)
+  return M.new("navigated", who .. ": the frame navigated during the call", fields)
+end
+
+-- not_settled(name): a tool that did not answer by the call's deadline
+function M.not_settled(name)
+  return M.new("timeout", "tool " .. name .. " did not settle in time", { tool = name })
+end
+
+-- gone(who, fields?, hint?): something of a document that is gone (stale)
+function M.gone(who, fields, hint)
+  return M.new("stale", who .. " belongs to a document that is gone" .. (hint or ""), fields)
+end
+
 -- catch(fn, ...) -> true, results... | false, Error
 -- Runs fn; a dt.Error is returned, anything else is re-raised untouched.
 local function pack(...) return { n = select("#", ...), ... } end

@@ -20,7 +20,7 @@ local core = require "devtools_tools.core"
 local errors = require "devtools_tools.base.errors"
 local json = require "devtools_tools.base.json"
 local options = require "devtools_tools.base.options"
-local tasks = require "devtools_tools.rt.task"
+local wait = require "devtools_tools.rt.wait"
 local browser = require "devtools_tools.browser"
 
 local raise = errors.raise
@@ -79,16 +79,19 @@ end
 local function with_lock(self, deadline, fn, ...)
   local ok, err = core.mkdirs(self.dir, 448)                                -- 0700
   if not ok then raise("launch_failed", err) end
-  local lock
-  while true do
+  -- (flock(2) without waiting, tried again on rt/wait's pauses: a wait in
+  -- the kernel could not be cut at our deadline, nor let other tasks run)
+  local lock, failed
+  local got = wait.condition(function()
     local l, why = core.lock(self.lock_path)
-    if l then lock = l break end
-    if l == nil then raise("launch_failed", why) end
-    if now() >= deadline then
-      raise("timeout", "another start or stop of the background browser was still under way ("
-        .. self.lock_path .. ")")
-    end
-    tasks.sleep(0.05)
+    if l then lock = l return true end
+    if l == nil then failed = why return true end
+    return false
+  end, deadline)
+  if failed then raise("launch_failed", failed) end
+  if not got then
+    raise("timeout", "another start or stop of the background browser was still under way ("
+      .. self.lock_path .. ")")
   end
   local res = { pcall(fn, ...) }
   lock:release()

@@ -9,6 +9,12 @@
 -- someone else runs, refusing non-loopback hosts unless asked, verifying TLS
 -- certificates unless told not to, and leaves that browser running when
 -- closed.
+--
+-- What it must never do: open a debugging port for a browser it launches
+-- (launch{detached = true} opens one on 127.0.0.1 for a browser meant to be
+-- shared), attach to a non-loopback host unless asked, leave a launched
+-- Chromium or its temporary profile behind, or wait without the call's
+-- deadline (rt/wait).
 
 require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
@@ -17,6 +23,7 @@ local errors = require "devtools_tools.base.errors"
 local cdp = require "devtools_tools.wire.cdp"
 local options = require "devtools_tools.base.options"
 local tasks = require "devtools_tools.rt.task"
+local wait = require "devtools_tools.rt.wait"
 local Page = require "devtools_tools.page"
 local observe = require "devtools_tools.page.observe"
 local json = require "devtools_tools.base.json"
@@ -138,22 +145,25 @@ local function tail(s, n)
 end
 
 -- await_exit(proc, deadline) -> nil, or the `cancelled` dt.Error that cut
--- the wait short: inside a task, waits on the loop for the process to exit
--- (until deadline; other errors of the wait are of no interest here).
-local function await_until(done, deadline)
-  local ok, err = errors.catch(function()
-    while not done() and now() < deadline do tasks.sleep(0.01) end
-  end)
+-- the wait short (rt/wait: the process's end, on the task's loop inside a
+-- task; until deadline; other errors of the wait are of no interest here).
+local function cancel_of(fn, a, b)
+  local ok, err = errors.catch(fn, a, b)
   if not ok and err.code == "cancelled" then return err end
 end
 
 local function await_exit(proc, deadline)
-  return await_until(function() return not proc:running() end, deadline)
+  return cancel_of(wait.exit, proc, deadline)
 end
 
 -- await_removed(dir, deadline): the same for a directory the reaper removes.
 local function await_removed(dir, deadline)
-  return await_until(function() return not core.exists(dir) end, deadline)
+  return cancel_of(wait.condition, function() return not core.exists(dir) end, deadline)
+end
+
+-- await_closed(browser, deadline): the same for another task's close.
+local function await_closed(b, deadline)
+  return cancel_of(wait.condition, function() return not b._closing end, deadline)
 end
 
 -- The names of the profiles we make ($TMPDIR/<prefix>XXXXXX): a detached
@@ -333,15 +343,7 @@ local function is_ours(pid, profile)
   return cmd ~= nil and cmd:find("--user-data-dir=" .. profile .. "\0", 1, true) ~= nil
 end
 
--- until_or(done, deadline): waits (on the task's loop inside a task) until
--- done() or the deadline; true if done.
-local function until_or(done, deadline)
-  while not done() do
-    if now() >= deadline then return false end
-    tasks.sleep(0.02)
-  end
-  return true
-end
+local until_or = wait.condition
 
 local function check_record(info, fname)
   if type(info) ~= "table" or type(info.profile) ~= "string" or info.profile == "" then
@@ -397,11 +399,8 @@ function M.stop_detached(info, opts)
       until_or(function() return #core.processes_with(profile) == 0 end, deadline)
     end
   end
-  -- (late writes of dying helpers can re-create a file: a few tries)
-  for _ = 1, 20 do
-    if core.rmtree(profile) then break end
-    tasks.sleep(0.01)
-  end
+  -- (late writes of dying helpers can re-create a file: tries for a while)
+  wait.condition(function() return core.rmtree(profile) end, math.min(deadline, now() + 0.5))
 end
 
 -- launch{detached = true}: Chromium with its debugging port on 127.0.0.1
@@ -517,7 +516,6 @@ local function http(host, port, path, o)
   if not task then return core.http_request(host, port, path, o) end
   local req, err, code = core.http_start(host, port, path, o)
   if not req then return nil, err, code end
-  local driver = task.driver
   while true do
     local status, body, c = req:step()
     if status ~= false then
@@ -525,11 +523,10 @@ local function http(host, port, path, o)
       return status, body, c
     end
     local rfd, wfd = req:fds()
-    local seq = task.seq + 1                  -- the suspension below
-    local h = (rfd or wfd) and driver:watch(rfd or wfd, rfd and wfd and "rw" or rfd and "r" or "w",
-      function() task:_wake(seq, "ready") end)
-    local ok, why = pcall(task.suspend, task, o.deadline)
-    if h then driver:unwatch(h) end
+    local ok, why = pcall(function()
+      if rfd or wfd then wait.fds(rfd, wfd, o.deadline)
+      else wait.condition(function() return false end, o.deadline) end
+    end)
     if not ok then
       req:close()
       error(why, 0)                           -- cancelled
@@ -612,9 +609,8 @@ function M.connect(url, opts)
     local status, body, code = http(addr, port, "/json/version", {
       deadline = deadline, headers = headers, tls = tls, server_name = topts.server_name,
       ca_file = topts.ca_file, insecure = topts.insecure })
-    if not status then
-      raise(code == "timeout" and "timeout" or "connect_failed",
-        "connect: " .. tostring(body))                -- "GET http://host:port/json/version: why"
+    if not status then                                -- "GET http://host:port/json/version: why"
+      error(errors.c_failure(code, "connect: " .. tostring(body), "connect_failed"), 0)
     end
     if status ~= 200 then
       raise("connect_failed", "connect: GET /json/version answered " .. tostring(status),
@@ -640,8 +636,8 @@ function M.connect(url, opts)
     { deadline = deadline, host_header = hosthdr, headers = headers, tls = tls,
       ca_file = topts.ca_file, insecure = topts.insecure, async = tasks.current() ~= nil })
   if not transport then
-    raise(code == "timeout" and "timeout" or "connect_failed",
-      "connect: " .. url .. ": " .. tostring(err), handshake_details(err))
+    error(errors.c_failure(code, "connect: " .. url .. ": " .. tostring(err), "connect_failed",
+      handshake_details(err)), 0)
   end
   local conn = cdp.new(transport, { timeout = timeout })
   local ok, version = errors.catch(conn.call, conn, "Browser.getVersion", nil,
@@ -654,8 +650,8 @@ function M.connect(url, opts)
     if version.code == "cancelled" then error(version, 0) end
     local message = version.message
     if state == "closed" and why and version.code ~= "timeout" then message = why end
-    raise(version.code == "timeout" and "timeout" or "connect_failed",
-      "connect: " .. url .. ": " .. message, handshake_details(message))
+    error(errors.c_failure(version.code, "connect: " .. url .. ": " .. message, "connect_failed",
+      handshake_details(message)), 0)
   end
   return new_browser(conn, { timeout = timeout, launched = false, url = url,
     _version = version, history = history })
@@ -865,13 +861,13 @@ function Browser:close(opts)
     local task = tasks.current()
     if self._closing and self._closing ~= task then   -- (not the closing task itself: a listener)
       if task then
-        local err = await_until(function() return not self._closing end, deadline)
+        local err = await_closed(self, deadline)
         if err then error(err, 0) end
         if self._closing then
           raise("timeout", "close: another close of this browser was still under way at the deadline")
         end
       elseif self.process then
-        while self.process:running() and now() < deadline do core.sleep(0.01) end
+        wait.exit(self.process, deadline)
       end
     end
     return

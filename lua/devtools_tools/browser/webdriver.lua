@@ -85,9 +85,8 @@ local function command(ep, method, path, body, deadline)
     content_type = body and "application/json; charset=utf-8" or nil,
     headers = ep.headers, deadline = deadline, tls = ep.scheme == "https",
     server_name = ep.host, ca_file = ep.ca_file, insecure = ep.insecure })
-  if not status then
-    raise(code == "timeout" and "timeout" or "connect_failed",
-      "webdriver: " .. tostring(text))                    -- "METHOD url: why"
+  if not status then                                      -- "METHOD url: why"
+    error(errors.c_failure(code, "webdriver: " .. tostring(text), "connect_failed"), 0)
   end
   local ok, doc = errors.catch(json.decode, text)
   local value = ok and type(doc) == "table" and doc.value

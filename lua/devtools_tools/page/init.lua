@@ -16,6 +16,7 @@ local errors = require "devtools_tools.base.errors"
 local options = require "devtools_tools.base.options"
 local remote = require "devtools_tools.wire.remote"
 local tools = require "devtools_tools.tools"
+local kinds = require "devtools_tools.tools.kinds"
 local calls = require "devtools_tools.tools.calls"
 local discovery = require "devtools_tools.tools.discovery"
 -- issue 14: console, network, raw CDP, WebMCP tools, screenshots
@@ -197,7 +198,7 @@ local AUTO_ATTACH = { autoAttach = true, waitForDebuggerOnStart = true, flatten 
 handlers["Target.attachedToTarget"] = function(self, p, session)
   local info = p.targetInfo
   local conn, sid = self.conn, p.sessionId
-  if info.type == "worker" and self._obs then
+  if info.type == "worker" and observe.enabled(self) then
     -- A dedicated worker: no tools live there, but its requests are the
     -- page's (the answer to its own script's request comes on its
     -- session), and so are its own workers'. Kept: the session it came
@@ -680,6 +681,8 @@ end
 -- when a document (or the page's tools) changed since (calls.lua asks it
 -- before it runs a Tool kept from an earlier discovery)
 function Page:_current_groups(deadline)
+  local c = self._tool_cache
+  if c and c.epoch == self.epoch then return c.groups end   -- (the caller read the events)
   return (groups(self, deadline))
 end
 
@@ -798,7 +801,7 @@ function Page:call(name, args, opts)
   self:_check_open(deadline)
   local t = lookup(self, name, deadline, "call")
   local c = self._tool_cache
-  local ok, r = errors.catch(calls.call_tool, t, args, deadline)
+  local ok, r = errors.catch(kinds.call, t, args, deadline)
   if ok then return r end
   -- The page changed its tools after the discovery this call made, or
   -- used (a listener swapped, a route changed: nothing ran): once more.
@@ -809,7 +812,7 @@ function Page:call(name, args, opts)
   -- stale: the new document's tools are discovered; not found: the cache
   -- is no good
   if r.code == "tool_not_found" then self._tool_cache = nil end
-  return calls.call_tool(lookup(self, name, deadline, "call"), args, deadline)
+  return kinds.call(lookup(self, name, deadline, "call"), args, deadline)
 end
 
 local call_many_opts = { timeout = true, errors = true }
@@ -843,13 +846,48 @@ function Page:call_many(list, opts)
     elseif keep and errors.is_error(t) then entries[i] = { err = t }
     else error(t, 0) end
   end
-  return calls.call_many(entries, deadline, keep)
+  return kinds.call_many(entries, deadline, keep)
 end
 
 -- issue 14: console_messages, network_requests, response_body, on, on_cdp,
 -- observe, mark, cdp (devtools_tools.page.observe); screenshot
-for k, f in pairs(observe.methods) do Page[k] = f end
-Page.screenshot = screenshot.screenshot
+-- What the page saw (page/observe.lua) and its pictures (page/screenshot.lua).
+local P = observe.methods
+function Page:on(event, fn) return P.on(self, event, fn) end
+function Page:on_cdp(method, fn) return P.on_cdp(self, method, fn) end
+function Page:cdp(method, params, opts) return P.cdp(self, method, params, opts) end
+function Page:mark() return P.mark(self) end
+function Page:console_messages(opts) return P.console_messages(self, opts) end
+function Page:network_requests(opts) return P.network_requests(self, opts) end
+function Page:response_body(rec, opts) return P.response_body(self, rec, opts) end
+function Page:observe(fn, opts) return P.observe(self, fn, opts) end
+function Page:screenshot(opts) return screenshot.screenshot(self, opts) end
+
+-- _heard(method) -> true when a page:on_cdp listener of that event is there
+-- (tools/webmcp.lua: such a listener wants a WebMCP result whole)
+function Page:_heard(method)
+  return observe.heard(self, method)
+end
+
+-- _in_latest(group) -> true when group is one of the latest discovery's
+-- (tools/calls.lua: a Tool kept from before is checked against it)
+function Page:_in_latest(group)
+  local c = self._tool_cache
+  if not c then return false end
+  local set = c.group_set
+  if not set then
+    set = {}
+    for _, g in ipairs(c.groups) do set[g] = true end
+    c.group_set = set
+  end
+  return set[group] == true
+end
+
+-- _latest_groups() -> the latest discovery's groups, or nil when there is none
+function Page:_latest_groups()
+  local c = self._tool_cache
+  return c and c.groups
+end
 
 function Page:__tostring()
   return "Page(" .. tostring(self.url) .. (self.closed and ", closed" or "")

@@ -538,6 +538,18 @@ function M.session_gone(page, session)
   if st then orphan(st, function(rec) return rec.session == session end) end
 end
 
+-- enabled(page) -> true when the page keeps these records (attach_send ran)
+function M.enabled(page)
+  return page._obs ~= nil
+end
+
+-- heard(page, method) -> true when a page:on_cdp listener of that CDP event is there
+function M.heard(page, method)
+  local st = page._obs
+  local l = st and st.cdp_listeners[method]
+  return l ~= nil and #l > 0
+end
+
 -- tools_changed(page, reason): the page's tools may have changed (page.lua
 -- says when): its "tools_changed" listeners are told.
 function M.tools_changed(page, reason)

@@ -47,7 +47,7 @@ local function element_clip(page, el, deadline, metrics)
   local params
   if element.is_element(el) then
     if el._page ~= page then raise("bad_argument", "screenshot: the Element belongs to another page") end
-    if element.stale(el) then raise("stale", "screenshot: the Element belongs to a document that is gone") end
+    if element.stale(el) then error(errors.gone("screenshot: the Element"), 0) end
     local fr = page.frames[el._frame_id]
     if fr and fr.session and fr.session ~= page.session then
       raise("bad_argument", "screenshot: the Element lives in an out-of-process iframe; capture the page instead")

@@ -16,12 +16,13 @@
 
 local dt = require "devtools_tools"
 local text = require "devtools_tools.present.text"
+local schema = require "devtools_tools.schema"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
 local type, rawget, ipairs, pairs, tonumber, tostring, setmetatable =
       type, rawget, ipairs, pairs, tonumber, tostring, setmetatable
-local concat, sort, char = table.concat, table.sort, string.char
+local concat, sort = table.concat, table.sort
 local kind, now = dt.json.kind, dt.now
 
 local M = {}
@@ -77,38 +78,10 @@ local function is_list(t)
 end
 M.is_list = is_list
 
--- One token of a pointer in a URI fragment, as ajv reads it: percent-
--- decoded, then "~1" -> "/" and "~0" -> "~". nil when a "%" is not
--- followed by two hex digits (decodeURIComponent throws there).
-local function token(tok)
-  if tok:find("%", 1, true) then
-    if tok:find("%%%X") or tok:find("%%%x%X") or tok:find("%%%x?$") then return nil end
-    tok = tok:gsub("%%(%x%x)", function(h) return char(tonumber(h, 16)) end)
-  end
-  if tok:find("~", 1, true) then tok = tok:gsub("~1", "/"):gsub("~0", "~") end
-  return tok
-end
-
 -- resolve(root, ref) -> the node a local reference ("#", "#/a/b") names,
--- or nil
-local function resolve(root, ref)
-  if ref == "#" then return root end
-  local ptr = ref:match("^#(/.*)$")
-  if not ptr then return nil end
-  local cur = root
-  for raw in ptr:gmatch("/([^/]*)") do
-    if type(cur) ~= "table" then return nil end
-    local tok = token(raw)
-    if tok == nil then return nil end
-    if is_list(cur) then
-      local i = tok:match("^%d+$") and tonumber(tok)
-      cur = i and rawget(cur, i + 1) or nil
-    else
-      cur = rawget(cur, tok)
-    end
-  end
-  return cur
-end
+-- or nil: read as the validator reads it (devtools_tools.schema: ajv 6's
+-- pointers), so what a person is shown is what the page checks
+local resolve = schema.local_target
 
 -- deref(root, node) -> node with its local "$ref"s followed (at most
 -- MAX_REFS in a row); nil when a reference cannot be followed here (a

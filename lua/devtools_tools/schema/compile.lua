@@ -38,8 +38,8 @@ local sfind, ssub, sgsub, smatch = string.find, string.sub, string.gsub, string.
 local array_mt, null = core.array_mt, core.null
 local regex_compile = core.regex_compile
 local now = core.now
-local resolve, split_fragment, pct_decode, inner_base =
-      uri.resolve, uri.split_fragment, uri.pct_decode, uri.inner_base
+local resolve, split_fragment, pct_decode, decode_component, inner_base =
+      uri.resolve, uri.split_fragment, uri.pct_decode, uri.decode_component, uri.inner_base
 local num_str, render, is_element, deep_equal =
       values.num_str, values.render, values.is_element, values.deep_equal
 local escape_token = context.escape_token
@@ -236,29 +236,116 @@ function Compiler:resource(doc, loc, ref)
   return self.resources[doc]
 end
 
--- Follows a JSON pointer; returns the node and the base URI around it.
-local function walk(root, outer, ptr)
-  local node, base = root, outer
-  if ptr == "" then return node, base end
-  local i = 2
+-- Tokens after which ajv 6 does not follow a $ref it steps on: they hold
+-- names (or values), not schemas.
+local NAMES_HERE = { properties = true, patternProperties = true, enum = true,
+                     dependencies = true, definitions = true }
+local MAX_HOPS = 64       -- $refs followed within one pointer (ajv 6 overflows its stack)
+
+-- Follows the JSON pointer frag (as written: percent-encoded) from the root
+-- of document res, as ajv 6 does (its getJsonPointer), so that a pointer
+-- means to us what it means to the reference: each token is
+-- percent-decoded on its own, as decodeURIComponent does ("%2F" is a "/"
+-- inside a name; an escape it cannot decode makes the schema malformed),
+-- then "~1" and "~0"; an empty token is skipped ("#/properties/x/" is
+-- "#/properties/x", "#//a" is "#/a") unless it names a member "" there (the
+-- draft-07 suite's "#/definitions//definitions/"; ajv 6 skips it even
+-- then, which README lists as a difference); an array is indexed only by
+-- "0" or "1", "2", ..., never "01"; a $ref met before the last token is
+-- followed first (but under properties, definitions, ...: NAMES_HERE);
+-- a pointer that comes back to the document's root points at nothing.
+-- Returns the node and the base URI around it, or nil.
+-- The raw tokens of a pointer ("/a/b%2Fc" -> "a", "b%2Fc").
+local function pointer_tokens(frag)
+  local toks, i = {}, 2
   while true do
-    local j = sfind(ptr, "/", i, true)
-    local tok = ssub(ptr, i, j and j - 1 or -1)
-    tok = sgsub(sgsub(tok, "~1", "/"), "~0", "~")
-    if type(node) ~= "table" then return nil end
-    base = inner_base(node, base)
-    local child
-    if is_arrayish(node) and smatch(tok, "^%d+$") then
-      child = node[tonumber(tok) + 1]
-    else
-      child = node[tok]
-    end
-    if child == nil then return nil end
-    node = child
+    local j = sfind(frag, "/", i, true)
+    toks[#toks + 1] = ssub(frag, i, j and j - 1 or -1)
     if not j then break end
     i = j + 1
   end
+  return toks
+end
+
+-- step(node, raw) -> "skip" | child, decoded token | nil (nothing there) |
+-- false (the token is not percent-encoded UTF-8): one token, as ajv 6
+-- takes it (see Compiler:pointer).
+local function pointer_step(node, raw)
+  if raw == "" and not (type(node) == "table" and not is_arrayish(node) and node[""] ~= nil) then
+    return "skip"
+  end
+  local tok = decode_component(raw)
+  if tok == nil then return false end
+  tok = sgsub(sgsub(tok, "~1", "/"), "~0", "~")
+  if type(node) ~= "table" then return nil end
+  local child
+  if is_arrayish(node) then
+    child = smatch(tok, "^[1-9]%d*$") and node[tonumber(tok) + 1] or (tok == "0" and node[1]) or nil
+  else
+    child = node[tok]
+  end
+  return child, tok
+end
+
+function Compiler:pointer(res, frag, loc, ref, hops)
+  local node, base, root = res.node, res.outer, res.node
+  if frag == "" or frag == "/" then return node, base end
+  local toks = pointer_tokens(frag)
+  for k = 1, #toks do
+    local raw = toks[k]
+    local child, tok = pointer_step(node, raw)
+    if child == false then
+      bad(loc, "$ref \"" .. ref .. "\": \"" .. raw .. "\" is not percent-encoded UTF-8 (URI malformed)")
+    end
+    if child ~= "skip" then
+      if child == nil then return nil end
+      base = inner_base(node, base)
+      node = child
+      local target = type(node) == "table" and rawget(node, "$ref")
+      if type(target) == "string" and not NAMES_HERE[tok] and k < #toks then
+        hops = hops + 1
+        if hops > MAX_HOPS then bad(loc, "$ref \"" .. ref .. "\": its pointer goes round through $refs") end
+        local doc2, frag2 = split_fragment(resolve(inner_base(node, base), target))
+        frag2 = frag2 or ""
+        if frag2 == "" or ssub(frag2, 1, 1) == "/" then
+          local res2 = self:resource(doc2, loc, ref)
+          local n2, b2 = self:pointer(res2, frag2, loc, ref, hops)
+          if n2 ~= nil then node, base, root = n2, b2, res2.node end
+        end
+      end
+    end
+  end
+  if node == root then return nil end
   return node, base
+end
+
+-- local_target(root, ref) -> the node a local $ref ("#", "#/a/b") names in
+-- the document root, read as Compiler:pointer reads it (a $ref met before
+-- the last token followed when it is local too), or nil: what front ends
+-- show of a schema is what the validator reads of it.
+function M.local_target(root, ref, hops)
+  if type(ref) ~= "string" or ssub(ref, 1, 1) ~= "#" then return nil end
+  local frag = ssub(ref, 2)
+  if frag == "" or frag == "/" then return root end
+  if ssub(frag, 1, 1) ~= "/" then return nil end
+  hops = hops or 0
+  local node = root
+  local toks = pointer_tokens(frag)
+  for k = 1, #toks do
+    local child, tok = pointer_step(node, toks[k])
+    if not child then return nil end
+    if child ~= "skip" then
+      node = child
+      local target = type(node) == "table" and rawget(node, "$ref")
+      if type(target) == "string" and not NAMES_HERE[tok] and k < #toks then
+        if hops >= MAX_HOPS then return nil end
+        local n2 = M.local_target(root, target, hops + 1)
+        if n2 ~= nil then node = n2 end
+      end
+    end
+  end
+  if node == root then return nil end
+  return node
 end
 
 function Compiler:location(doc, frag)
@@ -272,10 +359,9 @@ function Compiler:ref(ref, base, loc)
   frag = frag or ""
   if frag == "" or ssub(frag, 1, 1) == "/" then
     local res = self:resource(doc, loc, ref)
-    local ptr = pct_decode(frag)
-    local target, outer = walk(res.node, res.outer, ptr)
+    local target, outer = self:pointer(res, frag, loc, ref, 0)
     if target == nil then bad(loc, "$ref \"" .. ref .. "\" points at nothing") end
-    return self:target(target, outer, self:location(doc, ptr))
+    return self:target(target, outer, self:location(doc, pct_decode(frag)))
   end
   local a = self.anchors[doc .. "#" .. frag]
   if not a then
@@ -524,12 +610,9 @@ function K.items(c, s, n, loc, base, nloc)
   if f ~= TRUE then n.items = f end
 end
 
-function K.additionalItems(c, s, _, loc, base)
-  -- applied by K.items when items is an array; otherwise ignored, but a
-  -- malformed value is still an error
-  if s.items == nil or not is_arrayish(s.items) then
-    c:deeper(s.additionalItems, base, loc)
-  end
+function K.additionalItems()
+  -- applied by K.items when items is an array; otherwise ignored (and not
+  -- compiled, as ajv 6 does not: the meta-schema check has read it)
 end
 
 function K.contains(c, s, n, loc, base)
@@ -661,6 +744,31 @@ function K.dependencies(c, s, n, loc, base)
   if #list > 0 then push(n.obj, { kw = "dependencies", list = list }) end
 end
 
+-- ajv 6's RULES.all: a schema "has rules" when it holds one of these (or
+-- is false). Where one without any (true, {}, {description}, {then}) makes
+-- a keyword do nothing, ajv 6 does not compile that keyword's schemas: a
+-- $ref in them that points nowhere goes unnoticed, and the schema is
+-- taken (zod-to-json-schema's relative $refs next to z.any(), an unused
+-- definition). We compile what it compiles, so that we refuse what it
+-- refuses and take what it takes; the meta-schema check still reads all.
+local AJV_RULES = {}
+for _, k in ipairs { "type", "$comment", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+                     "multipleOf", "format", "maxLength", "minLength", "pattern", "maxItems", "minItems",
+                     "items", "contains", "uniqueItems", "maxProperties", "minProperties", "required",
+                     "dependencies", "propertyNames", "properties", "additionalProperties",
+                     "patternProperties", "$ref", "const", "enum", "not", "anyOf", "oneOf", "allOf", "if",
+                     "x-mcp-type" } do
+  AJV_RULES[k] = true
+end
+local function has_rules(s)
+  if s == nil or s == true then return false end
+  if type(s) ~= "table" then return true end          -- (false, or malformed: compiled, refused there)
+  for k in pairs(s) do
+    if AJV_RULES[k] then return true end
+  end
+  return false
+end
+
 local function schema_list(c, s, name, loc, base)
   local list = need_array(s[name], loc)
   if #list == 0 then bad(loc, "must not be empty") end
@@ -674,6 +782,10 @@ function K.allOf(c, s, n, loc, base)
 end
 
 function K.anyOf(c, s, n, loc, base)
+  local list = need_array(s.anyOf, loc)
+  for i = 1, #list do
+    if not has_rules(list[i]) then return end     -- always valid; ajv 6 compiles none of them
+  end
   push(n.any, { kw = "anyOf", nodes = schema_list(c, s, "anyOf", loc, base), loc = loc,
                 msg = "must match a schema in anyOf" })
 end
@@ -689,6 +801,7 @@ K["not"] = function(c, s, n, loc, base)
 end
 
 K["if"] = function(c, s, n, loc, base, ploc)
+  if not has_rules(s["then"]) and not has_rules(s["else"]) then return end   -- (nor does ajv 6 compile if)
   local iff = c:compile(s["if"], base, loc)
   local thenf = s["then"] ~= nil and c:compile(s["then"], base, ploc .. "/then") or nil
   local elsef = s["else"] ~= nil and c:compile(s["else"], base, ploc .. "/else") or nil
@@ -698,19 +811,17 @@ K["if"] = function(c, s, n, loc, base, ploc)
   push(n.any, { kw = "if", cond = iff, ["then"] = thenf, ["else"] = elsef, ploc = ploc })
 end
 
--- then/else alone do nothing, but must still be schemas.
-K["then"] = function(c, s, _, loc, base)
-  if s["if"] == nil then c:compile(s["then"], base, loc) end
-end
-K["else"] = function(c, s, _, loc, base)
-  if s["if"] == nil then c:compile(s["else"], base, loc) end
-end
+-- then/else alone do nothing (and ajv 6 does not compile them); the
+-- meta-schema check has seen that they are schemas.
+K["then"] = function() end
+K["else"] = function() end
 
-function K.definitions(c, s, _, loc, base)
+-- A definition is compiled when a $ref reaches it, as ajv 6 does (one
+-- that nothing uses may hold a $ref that points nowhere).
+function K.definitions(_, s, _, loc)
   local defs = need_object(s.definitions, loc)
-  for k, d in pairs(defs) do
+  for k in pairs(defs) do
     if type(k) ~= "string" then bad(loc, "names must be strings") end
-    c:deeper(d, base, sub_loc(loc, k))  -- checks it; $refs find it compiled
   end
 end
 

@@ -26,8 +26,9 @@
 -- `regex` is `new RegExp(s)` compiling (core.regex_check) and no `\Z`
 -- after anything but a backslash, as ajv 6 has it.
 --
--- Each check is a pure function of one string; none may ever raise on any
--- input (malformed UTF-8 included), nor reach for the network.
+-- What it must never do: raise on any input (malformed UTF-8 included),
+-- reach for the network, or hold state: each check is a pure function of
+-- one string.
 
 require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 

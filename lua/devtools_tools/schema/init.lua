@@ -351,4 +351,8 @@ end
 
 M.is_element = values.is_element
 
+-- local_target(root, ref) -> the node a local $ref names in the schema
+-- root, read as the validator reads it (ajv 6's pointers), or nil
+M.local_target = compile.local_target
+
 return M

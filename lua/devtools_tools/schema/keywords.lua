@@ -10,8 +10,11 @@
 -- Every check has the form f(v, cx): cx nil asks only "valid?" (the first
 -- failure returns false), an error context collects every error through
 -- context.fail. A child is called through `child` (its function comes from
--- the engine that builds us: closures or generated code). Nothing here
--- holds state of its own: the run state `rs` belongs to the validator.
+-- the engine that builds us: closures or generated code).
+--
+-- What it must never do: hold state of its own (the run state `rs`
+-- belongs to the validator), change the value it checks, or run past the
+-- deadline the run state carries.
 
 require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 

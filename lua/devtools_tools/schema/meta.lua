@@ -2,7 +2,10 @@
 -- $ref to http://json-schema.org/draft-07/schema# resolves offline.
 --
 -- meta.documents[uri]() returns a fresh copy each time: the compiler may
--- keep references into it, and nothing shared is ever modified.
+-- keep references into it.
+--
+-- What it must never do: hand out a table it keeps (nothing shared is ever
+-- modified), or fetch a schema from anywhere but this file.
 
 require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 

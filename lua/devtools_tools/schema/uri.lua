@@ -1,8 +1,8 @@
 -- devtools_tools.schema.uri: URI references for $id and $ref (RFC 3986).
 --
 -- Pure string functions: resolve a reference against a base, split off a
--- fragment, percent-decode a JSON pointer. It must never touch the network
--- or hold state.
+-- fragment, percent-decode a JSON pointer (or one of its tokens, strictly).
+-- It must never touch the network or hold state.
 
 require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
@@ -95,6 +95,45 @@ local function pct_decode(s)
   return (sgsub(s, "%%(%x%x)", function(h) return schar(tonumber(h, 16)) end))
 end
 
+-- decode_component(s) -> s with every %XX decoded, or nil where
+-- JavaScript's decodeURIComponent throws "URI malformed" (what ajv 6 does
+-- to each token of a $ref's pointer): a "%" without two hex digits after
+-- it, or escapes that are not the UTF-8 of one code point (cut short,
+-- overlong, a surrogate, past U+10FFFF).
+local function decode_component(s)
+  if not sfind(s, "%", 1, true) then return s end
+  local out, i, n = {}, 1, #s
+  while i <= n do
+    local p = sfind(s, "%", i, true)
+    if not p then out[#out + 1] = ssub(s, i); break end
+    out[#out + 1] = ssub(s, i, p - 1)
+    local h = smatch(s, "^%%(%x%x)", p)
+    if not h then return nil end
+    local b = tonumber(h, 16)
+    i = p + 3
+    if b < 0x80 then
+      out[#out + 1] = schar(b)
+    else
+      local len, cp, least
+      if b >= 0xC0 and b < 0xE0 then len, cp, least = 2, b - 0xC0, 0x80
+      elseif b >= 0xE0 and b < 0xF0 then len, cp, least = 3, b - 0xE0, 0x800
+      elseif b >= 0xF0 and b < 0xF8 then len, cp, least = 4, b - 0xF0, 0x10000
+      else return nil end
+      out[#out + 1] = schar(b)
+      for _ = 2, len do
+        local c = smatch(s, "^%%(%x%x)", i)
+        c = c and tonumber(c, 16)
+        if not c or c < 0x80 or c >= 0xC0 then return nil end
+        cp = cp * 64 + (c - 0x80)
+        out[#out + 1] = schar(c)
+        i = i + 3
+      end
+      if cp < least or cp > 0x10FFFF or (cp >= 0xD800 and cp <= 0xDFFF) then return nil end
+    end
+  end
+  return concat(out)
+end
+
 -- The base URI inside a schema node, given the one around it. In draft-07
 -- a $ref makes every sibling keyword, $id included, ignored.
 local function inner_base(node, outer)
@@ -107,7 +146,7 @@ local function inner_base(node, outer)
   return outer
 end
 
-M.resolve, M.split_fragment, M.pct_decode, M.inner_base =
-  resolve, split_fragment, pct_decode, inner_base
+M.resolve, M.split_fragment, M.pct_decode, M.decode_component, M.inner_base =
+  resolve, split_fragment, pct_decode, decode_component, inner_base
 
 return M

@@ -15,7 +15,6 @@ local remote = require "devtools_tools.wire.remote"
 local marshal = require "devtools_tools.tools.marshal"
 local element = require "devtools_tools.tools.element"
 local pagejs = require "devtools_tools.tools.pagejs"
-local current_task = require("devtools_tools.rt.task").current
 local CALL_EXPR_HEAD, CALL_EXPR_TAIL = pagejs.CALL_EXPR_HEAD, pagejs.CALL_EXPR_TAIL
 
 local raise = errors.raise
@@ -32,14 +31,6 @@ local type, tostring, tonumber, ipairs, setmetatable, getmetatable, error =
 local M = {}
 
 local is_error, pcall = errors.is_error, pcall
-
--- try(fn, ...) -> true, result | false, dt.Error; anything else is
--- re-raised (errors.catch without its packing, for one result)
-local function try(fn, a, b, c, d)
-  local ok, r = pcall(fn, a, b, c, d)
-  if not ok and not is_error(r) then error(r, 0) end
-  return ok, r
-end
 
 -- (a number past 2^53 as JavaScript meant it: 2**62 is written
 -- 4611686018427388000, which Lua 5.3+ would read as another integer)
@@ -58,8 +49,8 @@ M.decode_page_json = decode_page_json
 -- Raises `stale` for a Tool whose document is gone (details: what
 -- Chromium said, when it said so).
 local function stale_tool(tool, details)
-  raise("stale", "tool " .. tool.name .. " belongs to a document that is gone (its frame navigated"
-    .. " or was removed); get it again with page:tool()", { tool = tool.name, details = details })
+  error(errors.gone("tool " .. tool.name, { tool = tool.name, details = details }, " (its frame navigated"
+    .. " or was removed); get it again with page:tool()"), 0)
 end
 
 -- A Tool kept from an earlier discovery runs only if the tool the page
@@ -80,9 +71,9 @@ local function schema_text(t)
   return s
 end
 
-local function page_would_run(c, tool)
+local function page_would_run(groups, tool)
   local by_index, order = {}, {}
-  for _, g in ipairs(c.groups) do
+  for _, g in ipairs(groups) do
     local first = g.kind ~= "webmcp" and g.frame.id == tool._frame_id and g.tools[1]
     if first then
       by_index[first._gi] = g
@@ -104,22 +95,11 @@ end
 
 local function check_place(tool, deadline)
   local page = tool._page
-  if tool.kind == "webmcp" then return end
-  local c = page._tool_cache
-  if not c then return end
+  if tool.kind == "webmcp" or not page:_latest_groups() then return end
   -- (what the page holds now, when its documents or tools changed since)
-  if c.epoch ~= page.epoch then
-    page:_current_groups(deadline)
-    c = page._tool_cache
-  end
-  local set = c.group_set
-  if not set then
-    set = {}
-    for _, g in ipairs(c.groups) do set[g] = true end
-    c.group_set = set
-  end
-  if set[tool.group] then return end              -- from the latest discovery
-  local there = page_would_run(c, tool)
+  local groups = page:_current_groups(deadline)
+  if page:_in_latest(tool.group) then return end   -- from the latest discovery
+  local there = page_would_run(groups, tool)
   if there and there.description == tool.description and schema_text(there) == schema_text(tool) then
     return
   end
@@ -148,8 +128,7 @@ local function prepare(tool, args, who, deadline)
   if els then
     for _, el in ipairs(els) do
       if element.stale(el) then
-        raise("stale", "an Element passed to " .. tool.name .. " belongs to a document that is gone",
-          { tool = tool.name })
+        error(errors.gone("an Element passed to " .. tool.name, { tool = tool.name }), 0)
       end
       if el._frame_id ~= tool._frame_id or el._page ~= page then
         raise("bad_argument", "an Element passed to " .. tool.name .. " lives in another frame ("
@@ -386,7 +365,7 @@ fetch_in = function(conn, session, tool, group, n, key, deadline)
 end
 
 local function not_settled(tool)
-  return errors.new("timeout", "tool " .. tool.name .. " did not settle in time", { tool = tool.name })
+  return errors.not_settled(tool.name)
 end
 
 -- Awaits the reply to request id (a call or a batch whose first call is
@@ -407,8 +386,7 @@ local function await_reply(tool, id, deadline, group, nav_known)
       stale_tool(tool, r.details)
     end
     if remote.is_navigation_error(r) then
-      raise("navigated", "tool " .. tool.name .. ": the frame navigated during the call",
-        { tool = tool.name, details = r.details })
+      error(errors.navigated("tool " .. tool.name, { tool = tool.name, details = r.details }), 0)
     end
     -- (A reply cut while decoding is a timeout too, but the page answered:
     -- conn:await's message says so, under the tool's name.)
@@ -489,116 +467,82 @@ local function open_envelope(c, env, deadline)
   return v
 end
 
--- call_tool(tool, args, deadline) -> value
+-- call_tool(tool, args, deadline) -> value: one call, as an expression
+-- when it has no Element arguments (js/call_expr.js)
 function M.call_tool(tool, args, deadline)
-  if tool._call then return tool._call(tool, args, deadline) end   -- issue 14: a WebMCP tool
   local c = prepare(tool, args, "tool " .. tostring(tool.name), deadline)
   send_call(c, deadline)
   return open_envelope(c, await_reply(tool, c.id, deadline, c.group, c.nav_known), deadline)
 end
 
--- call_many(entries, deadline, keep) -> results. entries[i] is {tool =,
--- args =} or {err = a dt.Error} (a name that could not be resolved). The
--- calls are grouped by the document they run in, and each group goes to
--- the page as one request: every request is written before the first reply
--- is awaited. keep: failed entries hold their dt.Error instead of raising
--- the first one.
-function M.call_many(entries, deadline, keep)
-  local results, n = {}, #entries
-  local batches, by_doc, started = {}, {}, {}
-  local first_err
-  local function fail(i, err)
-    if not keep then error(err, 0) end
-    results[i] = err
-  end
-  for i = 1, n do
-    local entry = entries[i]
-    local ok, c
-    if entry.err then
-      ok, c = false, entry.err
-    elseif entry.tool._webmcp then
-      -- issue 14: a WebMCP tool is invoked on its own, checked here with
-      -- the others, sent with them, its answer awaited after them
-      ok, c = try(entry.tool._webmcp.prepare, entry.tool, entry.args, deadline)
-      if ok then started[#started + 1] = { index = i, call = c }; c = nil end
-    else
-      ok, c = try(prepare, entry.tool, entry.args, "call_many entry " .. i, deadline)
+-- Many calls (call_many): grouped by the document they run in, and each
+-- group goes to the page as one request (js/batch.js).
+local function send_many(list, deadline)
+  local batches, by_doc = {}, {}
+  for _, c in ipairs(list) do
+    local key = c.tool._session .. "\0" .. c.tool._context
+    local b = by_doc[key]
+    if not b then
+      b = { calls = {} }
+      by_doc[key] = b
+      batches[#batches + 1] = b
     end
-    if not ok then
-      fail(i, c)
-    elseif c then
-      c.index = i
-      local key = c.tool._session .. "\0" .. c.tool._context
-      local b = by_doc[key]
-      if not b then
-        b = { calls = {} }
-        by_doc[key] = b
-        batches[#batches + 1] = b
-      end
-      b.calls[#b.calls + 1] = c
-    end
+    b.calls[#b.calls + 1] = c
+    c.batch, c.slot = b, #b.calls
   end
-  -- Everything checked: from here on an entry's failure is recorded, so
-  -- that every request sent is also awaited (raised at the end).
-  for _, st in ipairs(started) do st.call.tool._webmcp.send(st.call, deadline) end
   for _, b in ipairs(batches) do
     local ok, err = errors.catch(send_batch, b, deadline)
-    if not ok then
-      b.failed = err
-      first_err = first_err or err
-      for _, c in ipairs(b.calls) do results[c.index] = err end
-    end
+    if not ok then b.failed = err end
   end
-  for _, st in ipairs(started) do st.call.tool._webmcp.ack(st.call, deadline) end
-  for _, b in ipairs(batches) do
-    if not b.failed then
-      local tool = b.calls[1].tool
-      local ok, envs = errors.catch(await_reply, tool, b.id, deadline, b.group, b.nav_known)
-      if ok and (getmetatable(envs) ~= array_mt or #envs ~= #b.calls) then
-        if type(envs) == "table" and envs.error then
-          -- one envelope for the whole batch (e.g. the document is gone)
-          local _
-          _, envs = errors.catch(open_envelope, b.calls[1], envs, deadline)
-          ok = false
-        else
-          ok, envs = false, errors.new("protocol_error", "call_many: unexpected reply from the page")
-        end
-      end
-      for k, c in ipairs(b.calls) do
-        local v
-        if ok then
-          local ok2, r = errors.catch(open_envelope, c, envs[k], deadline)
-          v = r
-          if not ok2 then first_err = first_err or r end
-        else
-          -- The whole request failed: each entry says so in its own name.
-          local decoding = envs.details and envs.details.decoding
-          if envs.code == "timeout" and decoding then
-            v = errors.new("timeout", "tool " .. c.tool.name .. ": the batch's reply came, but " .. decoding,
-              { tool = c.tool.name, details = envs.details })
-          elseif envs.code == "timeout" then
-            v = not_settled(c.tool)
-          else
-            v = errors.new(envs.code, envs.message, { tool = c.tool.name, details = envs.details })
-          end
-          first_err = first_err or v
-        end
-        results[c.index] = v
-      end
-    end
-  end
-  for _, st in ipairs(started) do
-    local ok, v = errors.catch(st.call.tool._webmcp.finish, st.call, deadline)
-    if not ok then first_err = first_err or v end
-    results[st.index] = v
-  end
-  if first_err and not keep then error(first_err, 0) end
-  -- errors = "return" keeps the entries' failures, not the task's own
-  -- cancellation (every entry after it failed with it)
-  local me = current_task()
-  if me and me.cancelled then raise("cancelled", "the task was cancelled") end
-  results.n = n
-  return results
 end
+
+-- The reply to a call's batch, awaited once for all its calls: b.envs (a
+-- list of envelopes), or b.failed (the whole request failed).
+local function batch_reply(b, deadline)
+  if b.failed or b.envs then return end
+  local tool = b.calls[1].tool
+  local ok, envs = errors.catch(await_reply, tool, b.id, deadline, b.group, b.nav_known)
+  if ok and (getmetatable(envs) ~= array_mt or #envs ~= #b.calls) then
+    if type(envs) == "table" and envs.error then
+      -- one envelope for the whole batch (e.g. the document is gone)
+      local _
+      _, envs = errors.catch(open_envelope, b.calls[1], envs, deadline)
+      ok = false
+    else
+      ok, envs = false, errors.new("protocol_error", "call_many: unexpected reply from the page")
+    end
+  end
+  if ok then b.envs = envs else b.failed = envs end
+end
+
+-- A call of a batch: its own envelope, or the batch's failure said in its
+-- own name.
+local function finish_one(c, deadline)
+  local b = c.batch
+  local sent_failed = b.failed ~= nil and b.envs == nil and b.id == nil
+  batch_reply(b, deadline)
+  if b.envs then return open_envelope(c, b.envs[c.slot], deadline) end
+  local e = b.failed
+  if sent_failed then error(e, 0) end         -- (the request was never written)
+  local decoding = e.details and e.details.decoding
+  if e.code == "timeout" and decoding then
+    raise("timeout", "tool " .. c.tool.name .. ": the batch's reply came, but " .. decoding,
+      { tool = c.tool.name, details = e.details })
+  elseif e.code == "timeout" then
+    error(not_settled(c.tool), 0)
+  end
+  raise(e.code, e.message, { tool = c.tool.name, details = e.details })
+end
+
+-- The kind of the devtoolstooldiscovery event's tools (tools/kinds.lua).
+M.kind = {
+  name = "devtools",
+  prepare = function(tool, args, deadline, who)
+    return prepare(tool, args, who or ("tool " .. tostring(tool.name)), deadline)
+  end,
+  send = send_many,
+  finish = finish_one,
+  call = M.call_tool,
+}
 
 return M

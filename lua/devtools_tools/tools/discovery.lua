@@ -19,7 +19,7 @@ require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscomp
 
 local errors = require "devtools_tools.base.errors"
 local remote = require "devtools_tools.wire.remote"
-local tools = require "devtools_tools.tools"
+local types = require "devtools_tools.tools.types"
 local marshal = require "devtools_tools.tools.marshal"
 local calls = require "devtools_tools.tools.calls"
 local pagejs = require "devtools_tools.tools.pagejs"
@@ -132,12 +132,12 @@ end
 
 local function add_group(page, frame, ctx, g, out, clock)
   local fr = { id = frame.id, url = frame.url, origin = frame.origin }
-  local group = tools.new_group({
-    name = g.name, description = g.description, tools = {}, frame = fr,
+  local group = types.new_group({
+    name = g.name, description = g.description, tools = {}, frame = fr, kind = "devtools",
   })
   for ti, t in ipairs(g.tools) do
-    group.tools[#group.tools + 1] = tools.new_tool({
-      name = t.name, description = t.description, input_schema = t.inputSchema, group = group,
+    group.tools[#group.tools + 1] = types.new_tool({
+      name = t.name, description = t.description, input_schema = t.inputSchema, group = group, kind = "devtools",
       _page = page, _session = frame.session, _context = ctx, _frame_id = frame.id,
       _loader = frame.loader_id, _gi = g.index, _ti = ti - 1, _clock = clock,
     })

@@ -12,6 +12,7 @@ require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscomp
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.base.errors"
 local element = require "devtools_tools.tools.element"
+local json = require "devtools_tools.base.json"
 
 local raise = errors.raise
 local array_mt = core.array_mt
@@ -33,7 +34,8 @@ function M.check_args(args, who)
   if type(args) ~= "table" or getmetatable(args) == Element then
     raise("bad_argument", who .. ": args must be a table (or nil), got " .. type(args))
   end
-  if getmetatable(args) == array_mt or (args[1] ~= nil) then
+  -- (a list as the encoder sees it: json.kind is the one judge of that)
+  if json.kind(args) == "array" then
     raise("bad_argument", who .. ": args must be a table of named arguments (a JSON object), not a list")
   end
   return args

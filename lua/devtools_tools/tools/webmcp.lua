@@ -18,7 +18,7 @@
 require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local errors = require "devtools_tools.base.errors"
-local tools = require "devtools_tools.tools"
+local types = require "devtools_tools.tools.types"
 local calls = require "devtools_tools.tools.calls"
 local remote = require "devtools_tools.wire.remote"
 
@@ -251,16 +251,10 @@ local function enable_children(page, st, deadline)
   end
 end
 
--- add_groups(page, groups, deadline): marks the devtoolstooldiscovery groups as kind
--- "devtools" and appends one "webmcp" group per frame that has WebMCP tools,
--- the main frame first, then frames in the order their tools appeared.
+-- add_groups(page, groups, deadline): appends one "webmcp" group per frame
+-- that has WebMCP tools, the main frame first, then frames in the order
+-- their tools appeared.
 function M.add_groups(page, groups, deadline)
-  for _, g in ipairs(groups) do
-    if g.kind == nil then
-      g.kind = "devtools"
-      for _, t in ipairs(g.tools) do t.kind = "devtools" end
-    end
-  end
   local st = state(page)
   if deadline then enable_children(page, st, deadline) end
   local by_frame, order = {}, {}
@@ -284,20 +278,19 @@ function M.add_groups(page, groups, deadline)
   end)
   for _, fid in ipairs(order) do
     local fr = page.frames[fid]
-    local group = tools.new_group({
+    local group = types.new_group({
       name = "webmcp", kind = "webmcp",
       description = "WebMCP tools registered through document.modelContext",
       tools = {}, frame = { id = fid, url = fr.url, origin = fr.origin },
     })
     for _, t in ipairs(by_frame[fid]) do
-      group.tools[#group.tools + 1] = tools.new_tool({
+      group.tools[#group.tools + 1] = types.new_tool({
         name = t.name, description = t.description, annotations = t.annotations,
         backend_node_id = t.backend_node_id,
         -- Chromium may omit the schema (a tool without parameters)
         input_schema = type(t.input_schema) == "table" and t.input_schema or { type = "object" },
         group = group, kind = "webmcp",
         _page = page, _session = t.session, _frame_id = fid, _loader = t.loader or fr.loader_id,
-        _call = M.call, _webmcp = M,
       })
     end
     groups[#groups + 1] = group
@@ -376,11 +369,9 @@ end
 local function invoke_failure(tool, r)
   local msg = r.details and r.details.message
   if remote.never_ran(r) then
-    return errors.new("stale", "tool " .. tool.name .. " belongs to a document that is gone", { tool = tool.name,
-      details = r.details })
+    return errors.gone("tool " .. tool.name, { tool = tool.name, details = r.details })
   elseif remote.is_navigation_error(r) then
-    return errors.new("navigated", "tool " .. tool.name .. ": the frame navigated during the call",
-      { tool = tool.name, details = r.details })
+    return errors.navigated("tool " .. tool.name, { tool = tool.name, details = r.details })
   elseif r.code == "protocol_error" and type(msg) == "string" and msg:find("not found", 1, true) then
     return errors.new("tool_not_found", "Tool " .. tool.name .. " not found", { tool = tool.name,
       details = r.details })
@@ -407,8 +398,7 @@ function M.ack(c, deadline)
   -- decoding a large one stops at this call's deadline (cdp's pump), unless
   -- a page:on_cdp listener wants it whole.
   local st = state(page)
-  local heard = page._obs and page._obs.cdp_listeners["WebMCP.toolResponded"]
-  if not (heard and #heard > 0) and st.answers[id] == nil then
+  if not page:_heard("WebMCP.toolResponded") and st.answers[id] == nil then
     st.watched[id] = true
     conn:expect_event(RESPONDED, id, deadline)
   end
@@ -448,9 +438,9 @@ function M.finish(c, deadline)
       raise("disconnected", "tool " .. tool.name .. ": the renderer of its iframe crashed", { tool = tool.name })
     end
     if not page:_is_current(tool._frame_id, tool._loader) then
-      raise("navigated", "tool " .. tool.name .. ": the frame navigated during the call", { tool = tool.name })
+      error(errors.navigated("tool " .. tool.name, { tool = tool.name }), 0)
     end
-    raise("timeout", "tool " .. tool.name .. " did not settle in time", { tool = tool.name })
+    error(errors.not_settled(tool.name), 0)
   end
   answers[id] = nil
   if a.status == "Completed" then
@@ -470,5 +460,16 @@ function M.call(tool, args, deadline)
   M.send(c, deadline)
   return M.finish(c, deadline)
 end
+
+-- The kind of WebMCP's tools (tools/kinds.lua): every invocation written,
+-- then every invocation's id learnt, before any answer is awaited.
+M.kind = {
+  name = "webmcp",
+  prepare = M.prepare,
+  send = function(list, deadline) for _, c in ipairs(list) do M.send(c, deadline) end end,
+  sent = function(list, deadline) for _, c in ipairs(list) do M.ack(c, deadline) end end,
+  finish = M.finish,
+  call = M.call,
+}
 
 return M

@@ -26,6 +26,7 @@ local errors = require "devtools_tools.base.errors"
 local json = require "devtools_tools.base.json"
 local core = require "devtools_tools.core"
 local tasks = require "devtools_tools.rt.task"
+local wait = require "devtools_tools.rt.wait"
 
 local now = core.now
 local raise = errors.raise
@@ -503,7 +504,8 @@ local function wait_in_task(self, task, pred, deadline, id)
     if pred() then return true end
     if self.closed then disconnected(self) end
     if now() >= deadline then return late_reads(self, pred) end
-    local w = { task = task, pred = pred, seq = task.seq + 1, id = id }
+    local s = wait.suspension()
+    local w = { task = task, s = s, pred = pred, id = id }
     add_waiter(self, w)
     local armed, why = pcall(rearm, self)
     if not armed then                    -- the loop refused the watch: leave nothing behind
@@ -511,7 +513,7 @@ local function wait_in_task(self, task, pred, deadline, id)
       pcall(rearm, self)
       error(why, 0)
     end
-    local ok, reason = pcall(task.suspend, task, deadline)
+    local ok, reason = pcall(wait.suspend, s, deadline)
     remove_waiter(self, w)
     rearm(self)
     if not ok then error(reason, 0) end                -- cancelled
@@ -567,8 +569,8 @@ wake_waiters = function(self, later, fault)
   for i = 1, n do
     local w = ready[i]
     remove_waiter(self, w)
-    if later then w.task:_wake_later(w.seq, fault or "ready")
-    else w.task:_wake(w.seq, fault or "ready") end
+    if later then w.s:wake_later(fault or "ready")
+    else w.s:wake(fault or "ready") end
   end
 end
 

@@ -126,7 +126,8 @@
         const proto = Object.getPrototypeOf(data);
         if (proto !== Object.prototype && proto !== null) {
           const ctor = data.constructor;
-          return '<' + ((ctor && typeof ctor.name === 'string') ? ctor.name : 'Object') + ' instance>';
+          // (as the reference writes it: an anonymous class is an Object)
+          return '<' + ((ctor && ctor.name) || 'Object') + ' instance>';
         }
         path.push(data);
         const out = Object.create(null);   // so a key "__proto__" stays data
