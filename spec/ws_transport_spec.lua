@@ -425,6 +425,61 @@ describe("websocket transport", function()
     assert.are.equal("closed", code)
   end)
 
+  -- issue 33: a frame head declaring 2^62 bytes waited for the deadline
+  -- (lws holds a frame's payload back until its buffer fills, so nothing
+  -- came up); a length over 2^40 now ends the connection at once.
+  describe("a frame head declaring an impossible length", function()
+    local cases = {
+      { len = "4611686018427387904", body = 0 },       -- 2^62, the head alone
+      { len = "4611686018427387904", body = 3 },       -- 2^62, 3 bytes of it
+      { len = "1099511627777", body = 0 },             -- 2^40 + 1
+    }
+    for _, c in ipairs(cases) do
+      it(("fails at once with bad_message: %s bytes, %d sent"):format(c.len, c.body), function()
+        t = connect()
+        assert.is_true(t:send(('{"cmd":"header","len":%s,"body":%d}'):format(c.len, c.body),
+          core.now() + 5))
+        local t0 = core.now()
+        local ok, msg, code = t:recv(core.now() + 10)
+        local took = core.now() - t0
+        assert.is_nil(ok)
+        assert.are.equal("bad_message", code, msg)
+        assert.is_true(took < 1, ("took %.2f s"):format(took))      -- was the 10 s deadline
+        assert.matches("declared a frame of more than 2^40 bytes", msg, 1, true)
+        if c.body == 0 then assert.matches("(" .. c.len .. " still to come)", msg, 1, true) end
+        assert.are.equal("closed", (t:state()))
+        -- and stays so: the stream cannot be framed any more
+        local _, _, again = t:recv(core.now() + 1)
+        assert.are.equal("bad_message", again)
+      end)
+    end
+
+    it("leaves a length of 2^40 alone (it may be read through as too_large)", function()
+      t = connect()
+      assert.is_true(t:send('{"cmd":"header","len":1099511627776,"body":3}', core.now() + 5))
+      local _, _, code = t:recv(core.now() + 0.3)
+      assert.are.equal("timeout", code)
+      assert.are.equal("open", (t:state()))
+    end)
+
+    it("is a protocol_error for the CDP call that reads it, then disconnected", function()
+      local cdp = require("devtools_tools.wire.cdp")
+      t = connect()
+      assert.is_true(t:send('{"cmd":"header","len":4611686018427387904,"body":0}', core.now() + 5))
+      local conn = cdp.new(t, { timeout = 10 })
+      local t0 = core.now()
+      local ok, e = pcall(conn.call, conn, "Browser.getVersion")
+      local took = core.now() - t0
+      assert.is_false(ok)
+      assert.are.equal("protocol_error", e.code, tostring(e))
+      assert.is_true(took < 1, ("took %.2f s"):format(took))
+      assert.matches("declared a frame of more than 2^40 bytes", e.message, 1, true)
+      ok, e = pcall(conn.call, conn, "Browser.getVersion")
+      assert.is_false(ok)
+      assert.are.equal("disconnected", e.code, tostring(e))
+    end)
+  end)
+
   it("sends Host as host:port by default, or opts.host_header, and no Origin", function()
     t = connect()
     assert.are.equal('{"host":"127.0.0.1:' .. port .. '","origin":0}', roundtrip(t, '{"cmd":"hello"}'))

@@ -187,15 +187,22 @@ local launch_opts = { executable = "string", headless = "boolean", args = true,
   detached = "boolean", on_record = "function" }
 
 -- issue 14: {console = n, requests = n}, how many of each a page keeps,
--- and bytes = n, how much page text each of the two holds at most
-local HISTORY_KEYS = { console = true, requests = true, bytes = true }
+-- and bytes = n, how much page text each of the two holds at most; issue
+-- 33: bodies = n and body = n, how many bytes of response bodies the
+-- browser keeps per page, in all and of one (Network.enable's buffers)
+local HISTORY_KEYS = { console = true, requests = true, bytes = true, bodies = true, body = true }
 local function check_history(h, fname)
   if h == nil then return nil end
   if type(h) ~= "table" then raise("bad_argument", fname .. ": history must be a table") end
   for k, v in pairs(h) do
-    if not HISTORY_KEYS[k] or type(v) ~= "number" or v < 0 or v % 1 ~= 0 then
-      raise("bad_argument", fname .. ": history takes console = n, requests = n and bytes = n (whole numbers)")
+    if not HISTORY_KEYS[k] or type(v) ~= "number" or v < 0 or v % 1 ~= 0 or v >= 2^53 then
+      raise("bad_argument", fname .. ": history takes console = n, requests = n, bytes = n, bodies = n"
+        .. " and body = n (whole numbers)")
     end
+  end
+  if h.body and h.bodies and h.body > h.bodies then
+    raise("bad_argument", fname .. ": history.body (one response's body) must not be over history.bodies"
+      .. " (all of them)")
   end
   return h
 end
@@ -824,14 +831,17 @@ local function close_now(self, deadline)
     end
   end
   -- What attached it may have more to undo (dt.webdriver deletes its
-  -- WebDriver session), within close's deadline; errors there do not make
-  -- close fail.
-  local after = self._after_close
+  -- WebDriver session), within close's deadline; an error there is raised
+  -- once all else is done (the browser is closed all the same): the
+  -- session may still be alive.
+  local after, after_err = self._after_close, nil
   if after then
     self._after_close = nil
-    errors.catch(after, self, deadline)
+    local ok, err = errors.catch(after, self, deadline)
+    if not ok then after_err = err end
   end
   if stop then error(stop, 0) end
+  if after_err then error(after_err, 0) end
 end
 
 -- close(opts?): a launched browser is asked to exit, then ended by signal
@@ -878,7 +888,11 @@ function Browser:__close() return self:close() end
 
 function Browser:__tostring()
   if self.webdriver then
-    return "Browser(WebDriver session " .. tostring(self.webdriver.session_id) .. " at "
+    -- (the endpoint chose the id: shown as printable ASCII)
+    local id = tostring(self.webdriver.session_id):gsub("[^\32-\126]", function(c)
+      return ("\\x%02x"):format(c:byte())
+    end)
+    return "Browser(WebDriver session " .. id .. " at "
       .. tostring(self.webdriver.url) .. (self._closed and ", closed" or "") .. ")"
   end
   local how = self.launched and ("pid " .. tostring(self.process:pid() or "gone"))
