@@ -811,7 +811,7 @@ static int l_spawn_detached(lua_State *L)
 	return 1;
 }
 
-/* core.kill(pid, signal [, group]) -> true | nil, message, code
+/* core.process.kill(pid, signal [, group]) -> true | nil, message, code
  * Sends "TERM", "KILL" or "INT" (0: none, only the check) to pid, or with
  * group to its process group. A pid that is gone is "closed"; pid must be
  * above 1 (never ourselves: a pid of ours is refused). */

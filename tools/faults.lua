@@ -94,7 +94,7 @@ measure("no Chromium at the given path", function() dt.launch({ executable = "/n
 -- issue 33. A 50 MB response's body: kept (Chromium's own buffers keep no
 -- body over about 20 MB), and too_large under history.body = 10 MiB.
 do
-  local dir = assert(core.mkdtemp("dt-faults-big-"))
+  local dir = assert(core.fs.mkdtemp("dt-faults-big-"))
   local f = assert(io.open(dir .. "/index.html", "w")); f:write("<title>big</title>\n"); f:close()
   f = assert(io.open(dir .. "/big.txt", "wb")); f:write(("0123456789"):rep(5000000)); f:close()
   local big_server = H.start_server(dir)
@@ -123,7 +123,7 @@ end
 -- A websocket peer whose frame head declares 2^62 bytes (spec/support/ws_server).
 do
   local ws_server, wport = H.start_port_program({ H.support("ws_server"), "--port", "0" })
-  local t = assert(core.ws_connect("127.0.0.1", wport, "/devtools/browser/x", { deadline = core.now() + 5 }))
+  local t = assert(core.ws.connect("127.0.0.1", wport, "/devtools/browser/x", { deadline = core.now() + 5 }))
   t:send('{"cmd":"header","len":4611686018427387904,"body":0}', core.now() + 5)
   local conn = require("devtools_tools.wire.cdp").new(t, { timeout = 10 })
   measure("a websocket frame head declaring 2^62 bytes (timeout 10 s)", function()
@@ -139,7 +139,7 @@ do
   local R = require "support.remote_helper"
   local cjson = require "cjson"
   local chrome, cport = R.chromium()
-  local _, body = core.http_get("127.0.0.1", cport, "/json/version", core.now() + 10)
+  local _, body = core.http.get("127.0.0.1", cport, "/json/version", core.now() + 10)
   local grid, gport = H.start_port_program({ "/usr/bin/lua5.4", "spec/support/fake_grid.lua",
     cjson.decode(body).webSocketDebuggerUrl, "ws://127.0.0.1:9/gone" })
   local url = "http://127.0.0.1:" .. gport
