@@ -991,3 +991,25 @@ describe("frames a discovery saw go away (fake transport)", function()
     assert.same({ "F1" }, frame_ids(page))
   end)
 end)
+
+describe("response bodies kept in every session (fake transport)", function()
+  it("an out-of-process iframe's and a worker's Network.enable ask for the page's buffer sizes", function()
+    local fake = F.page_target("http://127.0.0.1/app")
+    local b = F.browser(fake)
+    b.history = { body = 1234, bodies = 5678 }
+    local page = b:new_page()
+    oopif(page, fake, "S2", "T2", 8)
+    fake:event("Target.attachedToTarget", { sessionId = "W1", waitingForDebugger = true,
+      targetInfo = { type = "worker", targetId = "W1", url = "http://127.0.0.1/w.js" } }, "S1")
+    page.conn:poll()
+    local seen = {}
+    for _, m in ipairs(fake.sent) do
+      if m.method == "Network.enable" then
+        seen[m.sessionId] = { m.params and m.params.maxResourceBufferSize, m.params and m.params.maxTotalBufferSize }
+      end
+    end
+    assert.same({ 1234, 5678 }, seen.S1)
+    assert.same({ 1234, 5678 }, seen.S2)
+    assert.same({ 1234, 5678 }, seen.W1)
+  end)
+end)

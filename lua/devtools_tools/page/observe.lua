@@ -204,6 +204,15 @@ function M.attach_send(page, deadline, history)
   return ids
 end
 
+-- network_params(page) -> Network.enable's parameters for another session
+-- of the page (an out-of-process iframe's, a worker's): the same buffer
+-- sizes as its own
+function M.network_params(page)
+  local st = page._obs
+  if not st then return nil end
+  return { maxTotalBufferSize = st.bodies, maxResourceBufferSize = st.body }
+end
+
 -- attach_finish(page, ids, deadline): awaits the enables' replies.
 function M.attach_finish(page, ids, deadline)
   local conn = page.conn
@@ -577,7 +586,9 @@ function M.dispatch(page, method, params, session)
   elseif method == "Target.attachedToTarget" and params.targetInfo
       and params.targetInfo.type == "iframe" then
     -- An out-of-process iframe: its requests and messages are ours too.
-    for _, m in ipairs(ENABLE) do page.conn:send_nowait(m, nil, params.sessionId) end
+    for _, m in ipairs(ENABLE) do
+      page.conn:send_nowait(m, m == "Network.enable" and M.network_params(page) or nil, params.sessionId)
+    end
   end
   local l = st.cdp_listeners[method]
   if l then emit(st, l, method, params, session) end
