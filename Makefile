@@ -132,7 +132,7 @@ LUAJIT_SPECS = spec/nojit_spec.lua spec/json_spec.lua spec/schema_spec.lua spec/
 	spec/page_unit_spec.lua spec/hostile_spec.lua spec/task_spec.lua spec/observe_spec.lua \
 	spec/webmcp_spec.lua spec/observe_unit_spec.lua \
 	spec/tls_transport_spec.lua spec/remote_spec.lua spec/page_shapes_spec.lua \
-	spec/apps_spec.lua spec/unit/present_spec.lua spec/unit/wait_spec.lua spec/unit/marshal_spec.lua
+	spec/apps_spec.lua spec/unit/present_spec.lua spec/unit/wait_spec.lua spec/unit/marshal_spec.lua spec/unit/endpoint_spec.lua
 # On the LuaJIT x64 builds whose JIT miscompiles pairs() (Debian 12's: see
 # lua/devtools_tools/nojit.lua) the library keeps the JIT out of its own
 # functions, but busted, luassert and penlight have no such guard and their

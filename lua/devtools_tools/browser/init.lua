@@ -24,6 +24,7 @@ local cdp = require "devtools_tools.wire.cdp"
 local options = require "devtools_tools.base.options"
 local tasks = require "devtools_tools.rt.task"
 local wait = require "devtools_tools.rt.wait"
+local endpoint = require "devtools_tools.wire.endpoint"
 local Page = require "devtools_tools.page"
 local observe = require "devtools_tools.page.observe"
 local json = require "devtools_tools.base.json"
@@ -477,83 +478,13 @@ end
 
 -- ---- connect ----------------------------------------------------------------
 
--- is_loopback(host) -> true for "localhost", "::1" or an address in
--- 127.0.0.0/8 written as one (four decimal octets 0-255, no leading zero):
--- never a name the resolver would look up (127.0.0.256 is a host name).
-local function octet_ok(x) return #x <= 3 and tonumber(x) <= 255 and (x == "0" or x:sub(1, 1) ~= "0") end
-
-local function is_loopback(host)
-  if host == "localhost" or host == "::1" then return true end
-  local a, b, c = host:match("^127%.(%d+)%.(%d+)%.(%d+)$")
-  return a ~= nil and octet_ok(a) and octet_ok(b) and octet_ok(c)
-end
-M._is_loopback = is_loopback
-
--- parse("http://h:p/path") -> scheme, host, port, path
-local function parse_url(url)
-  local scheme, rest = url:match("^(%a[%w+.-]*)://(.*)$")
-  if not scheme then return nil end
-  local hostport, path = rest:match("^([^/]*)(/?.*)$")
-  local host, port = hostport:match("^%[([^%]]+)%]:?(%d*)$")
-  if not host then host, port = hostport:match("^([^:]+):?(%d*)$") end
-  if not host then return nil end
-  port = tonumber(port)
-  if path == "" then path = "/" end
-  return scheme:lower(), host:lower(), port, path
-end
-
 local connect_opts = { allow_remote = "boolean", timeout = true, history = true, headers = true,
   ca_file = "string", insecure = "boolean" }
 
-local default_port = { http = 80, ws = 80, https = 443, wss = 443 }
+local default_port = endpoint.DEFAULT_PORT
+local parse_url, is_loopback, http = endpoint.parse, endpoint.is_loopback, endpoint.http
 
--- http(host, port, path, o) -> status, body | nil, message, code: one HTTP
--- request (o: core.http.request's options, o.deadline set). Outside a task
--- it blocks until done or the deadline; inside one it runs on the task's
--- loop (core.http.start), so the other tasks go on meanwhile.
-local function http(host, port, path, o)
-  local task = tasks.current()
-  if not task then return core.http.request(host, port, path, o) end
-  local req, err, code = core.http.start(host, port, path, o)
-  if not req then return nil, err, code end
-  while true do
-    local status, body, c = req:step()
-    if status ~= false then
-      req:close()
-      return status, body, c
-    end
-    local rfd, wfd = req:fds()
-    local ok, why = pcall(function()
-      if rfd or wfd then wait.fds(rfd, wfd, o.deadline)
-      else wait.condition(function() return false end, o.deadline) end
-    end)
-    if not ok then
-      req:close()
-      error(why, 0)                           -- cancelled
-    end
-  end
-end
-M._http = http
-
--- Checks opts.headers: a table of HTTP token names to strings without
--- line breaks (they go on the wire as they are).
-local function check_headers(h, what)
-  if h == nil then return nil end
-  if type(h) ~= "table" then
-    raise("bad_argument", what .. ": headers must be a table of name = value strings")
-  end
-  for k, v in pairs(h) do
-    if type(k) ~= "string" or not k:match("^[%w!#$%%&'*+%-.^_`|~]+$") then
-      raise("bad_argument", what .. ": a header name must be an HTTP token, got " .. tostring(k))
-    end
-    if type(v) ~= "string" or v:find("[%z\r\n]") then
-      raise("bad_argument", what .. ": header " .. k .. " must be a string without line breaks")
-    end
-  end
-  return h
-end
-M._check_headers = check_headers
-M._check_history = check_history
+M.check_history = check_history
 
 -- The TLS and header options of connect, as the C core takes them.
 local function tls_opts(opts, host)
@@ -577,7 +508,7 @@ function M.connect(url, opts)
   if type(url) ~= "string" then
     raise("bad_argument", "connect: url must be a string, got " .. type(url))
   end
-  local headers = check_headers(opts.headers, "connect")
+  local headers = endpoint.check_headers(opts.headers, "connect")
   local scheme, host, port, path = parse_url(url)
   -- (details.problem: what is wrong with the url, for a front end that
   -- names the url its own way; details.host, loopback_only: the host refused)

@@ -24,6 +24,7 @@ local errors = require "devtools_tools.base.errors"
 local json = require "devtools_tools.base.json"
 local options = require "devtools_tools.base.options"
 local browser = require "devtools_tools.browser"
+local endpoint = require "devtools_tools.wire.endpoint"
 
 local raise = errors.raise
 local now = core.now
@@ -39,19 +40,15 @@ function M.default_capabilities()
   return { browserName = "chrome", ["goog:chromeOptions"] = { args = json.array(args) } }
 end
 
+-- parse(url) -> scheme, host, port, path: the endpoint's URL (wire/endpoint),
+-- its port as its scheme's when it gives none, its path without a trailing /
 local function parse(url)
-  local scheme, hostport, path = url:match("^(%a[%w+.-]*)://([^/]*)(/?.*)$")
+  local scheme, host, port, path = endpoint.parse(url)
   if not scheme then return nil end
-  local host, port = hostport:match("^%[([^%]]+)%]:?(%d*)$")
-  if not host then host, port = hostport:match("^([^:]+):?(%d*)$") end
-  if not host then return nil end
-  scheme = scheme:lower()
-  port = tonumber(port) or (scheme == "https" and 443 or 80)
-  path = path:gsub("/+$", "")
-  return scheme, host:lower(), port, path
+  return scheme, host, port or endpoint.DEFAULT_PORT[scheme] or 80, (path:gsub("/+$", ""))
 end
 
-local is_loopback = browser._is_loopback
+local is_loopback = endpoint.is_loopback
 
 -- The longest request path the C core's HTTP client takes (a longer one is
 -- a misuse it raises on), and the longest path of the caller's URL, which
@@ -80,7 +77,7 @@ local wd_opts = { allow_remote = "boolean", timeout = true, headers = true, ca_f
 -- endpoint's own error and message.
 local function command(ep, method, path, body, deadline)
   local addr = ep.host == "localhost" and "127.0.0.1" or ep.host
-  local status, text, code = browser._http(addr, ep.port, ep.path .. path, {
+  local status, text, code = endpoint.http(addr, ep.port, ep.path .. path, {
     method = method, body = body and json.encode(body) or nil,
     content_type = body and "application/json; charset=utf-8" or nil,
     headers = ep.headers, deadline = deadline, tls = ep.scheme == "https",
@@ -139,8 +136,8 @@ function M.connect(url, capabilities, opts)
   if capabilities ~= nil and type(capabilities) ~= "table" then
     raise("bad_argument", "webdriver: capabilities must be a table, got " .. type(capabilities))
   end
-  browser._check_headers(opts.headers, "webdriver")
-  browser._check_history(opts.history, "webdriver")
+  endpoint.check_headers(opts.headers, "webdriver")
+  browser.check_history(opts.history, "webdriver")
   local scheme, host, port, path = parse(url)
   if scheme ~= "http" and scheme ~= "https" then
     raise("bad_argument", "webdriver: expected http(s)://host:port[/path], got " .. url)
