@@ -3,7 +3,7 @@
  * Who depends on whom. "includes" lists the project headers a file
  * includes (each includes only what it uses); "uses" the other .c files
  * whose functions it calls (what the linker joins). There is no circle.
- * spec/tooling_spec.lua checks this table against the #include lines and
+ * spec/unit/tooling_spec.lua checks this table against the #include lines and
  * against the symbols each object file takes from the others: keep it
  * true when a file changes.
  *

@@ -1,5 +1,5 @@
 -- fake_grid.lua - a stand-in for Selenium Grid 4's router, for
--- spec/webdriver_spec.lua: the WebDriver commands dt.webdriver uses, with
+-- spec/integration/webdriver_spec.lua: the WebDriver commands dt.webdriver uses, with
 -- the `se:cdp` capability Grid returns, pointing at a real Chromium the
 -- spec started.
 --
