@@ -128,18 +128,19 @@ deps-demo:
 # The last line counts each spec once, "N passed, N failed[, N skipped]":
 # the first run's counts, with a spec that fails only under LuaJIT moved
 # from passed to failed (a LuaJIT build that fails counts as a failure).
-LUAJIT_SPECS = spec/nojit_spec.lua spec/json_spec.lua spec/schema_spec.lua spec/regex_spec.lua spec/cdp_spec.lua \
-	spec/pipe_transport_spec.lua spec/discovery_spec.lua spec/lifetime_spec.lua \
-	spec/page_unit_spec.lua spec/hostile_spec.lua spec/task_spec.lua spec/observe_spec.lua \
-	spec/webmcp_spec.lua spec/observe_unit_spec.lua \
-	spec/tls_transport_spec.lua spec/remote_spec.lua spec/page_shapes_spec.lua \
-	spec/apps_spec.lua spec/unit/present_spec.lua spec/unit/wait_spec.lua spec/unit/marshal_spec.lua \
-	spec/unit/mcp_spec.lua
+LUAJIT_SPECS = spec/unit/nojit_spec.lua spec/unit/json_spec.lua spec/unit/schema_spec.lua \
+	spec/unit/regex_spec.lua spec/unit/cdp_spec.lua spec/unit/page_spec.lua spec/unit/task_spec.lua \
+	spec/unit/observe_spec.lua spec/unit/present_spec.lua spec/unit/wait_spec.lua \
+	spec/unit/marshal_spec.lua spec/unit/endpoint_spec.lua spec/unit/mcp_spec.lua \
+	spec/integration/pipe_transport_spec.lua spec/integration/discovery_spec.lua \
+	spec/integration/lifetime_spec.lua spec/integration/hostile_spec.lua spec/integration/observe_spec.lua \
+	spec/integration/webmcp_spec.lua spec/integration/tls_transport_spec.lua spec/integration/remote_spec.lua \
+	spec/integration/page_shapes_spec.lua spec/integration/apps_spec.lua
 # On the LuaJIT x64 builds whose JIT miscompiles pairs() (Debian 12's: see
 # lua/devtools_tools/nojit.lua) the library keeps the JIT out of its own
 # functions, but busted, luassert and penlight have no such guard and their
 # traces crashed runs too: there the LuaJIT run is interpreted throughout
-# (spec/nojit_spec.lua checks the guard in a LuaJIT of its own, JIT on).
+# (spec/unit/nojit_spec.lua checks the guard in a LuaJIT of its own, JIT on).
 LUAJIT_FLAGS = $(shell luajit -e 'io.write(jit.arch == "x64" and jit.version == "LuaJIT 2.1.0-beta3" and "-joff" or "")' 2>/dev/null)
 test: deps check-c all $(SUPPORT) app
 	@rm -f build/spec-totals; \
@@ -181,8 +182,8 @@ check-c:
 SANITIZE = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)"
-C_SPECS = spec/json_spec.lua spec/pipe_transport_spec.lua spec/cdp_spec.lua spec/regex_spec.lua \
-	spec/schema_spec.lua spec/ws_transport_spec.lua spec/tls_transport_spec.lua \
+C_SPECS = spec/unit/json_spec.lua spec/integration/pipe_transport_spec.lua spec/unit/cdp_spec.lua spec/unit/regex_spec.lua \
+	spec/unit/schema_spec.lua spec/integration/ws_transport_spec.lua spec/integration/tls_transport_spec.lua \
 	spec/unit/mcp_spec.lua
 asan-build:
 	$(MAKE) -s BUILD=build/asan CFLAGS="-O1 -g $(SANITIZE)" LIBFLAG="-shared $(SANITIZE)" all $(patsubst spec/support/%.c,build/asan/support/%,$(SUPPORT_SRCS))
@@ -190,7 +191,7 @@ asan: asan-build
 	$(SANITIZE_ENV) sh tools/run-specs.sh $(LUA) $(BUSTED) build/asan $(wildcard $(C_SPECS))
 
 # Fuzzing on the ASan/UBSan build (tools/fuzz.lua): the JSON codec, the
-# framing of both transports and core.http_get against fake peers, the
+# framing of both transports and core.http.get against fake peers, the
 # validator, base64, and the front ends' walks of a schema (present: each
 # within a time limit per schema). Seeded and bounded: FUZZ_SEED,
 # FUZZ_ITERATIONS (cases per target) or FUZZ_SECONDS (all targets, default

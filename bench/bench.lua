@@ -433,15 +433,15 @@ end
 -- Page.enable + navigate + the page's load event. Seconds to the first
 -- reply and to the load.
 local function bare_start(exe, url)
-  local dir = assert(core.mkdtemp("devtools_tools-bench-"))
+  local dir = assert(core.fs.mkdtemp("devtools_tools-bench-"))
   local argv = browsermod.chromium_args(true)
   table.insert(argv, 1, exe)
   argv[#argv + 1] = "--remote-debugging-pipe"
   argv[#argv + 1] = "--user-data-dir=" .. dir
   argv[#argv + 1] = "--no-startup-window"        -- as dt.launch starts a headless one
   local t0 = now()
-  local proc, t = core.spawn(argv, { pipe = true, cleanup_dir = dir })
-  if not proc then core.rmtree(dir); error("bare spawn: " .. tostring(t)) end
+  local proc, t = core.process.spawn(argv, { pipe = true, cleanup_dir = dir })
+  if not proc then core.fs.rmtree(dir); error("bare spawn: " .. tostring(t)) end
   local ok, a, b = pcall(function()
     local deadline = now() + 30
     local loads, replies = {}, {}
@@ -813,7 +813,7 @@ end
 
 local function main()
   server = C.start_server("bench/fixtures")
-  local have_ws = core.ws_connect ~= nil and core.http_get ~= nil
+  local have_ws = core.ws.connect ~= nil and core.http.get ~= nil
   browser = dt.launch({ args = have_ws and { "--remote-debugging-port=0" } or nil })
   local version = browser:version()
   local la = io.open("/proc/loadavg")

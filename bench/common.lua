@@ -159,7 +159,7 @@ end
 
 -- ---- processes ----------------------------------------------------------------
 
-local function is_exe(p) return core.is_executable(p) end
+local function is_exe(p) return core.fs.is_executable(p) end
 
 -- which(name) -> absolute path on PATH, or nil
 function C.which(name)
@@ -183,7 +183,7 @@ end
 function C.start_server(root)
   local exe = C.build .. "/support/static_server"
   if not is_exe(exe) then error("no " .. exe .. " (run make bench, which builds it)") end
-  local proc, err = core.spawn({ exe, "--port", "0", "--root", root })
+  local proc, err = core.process.spawn({ exe, "--port", "0", "--root", root })
   if not proc then error("cannot start the static server: " .. tostring(err)) end
   local port
   local deadline = now() + 10
@@ -210,7 +210,7 @@ end
 function C.run_child(script, args, timeout)
   local argv = { C.interpreter(), script }
   for _, a in ipairs(args or {}) do argv[#argv + 1] = tostring(a) end
-  local proc, err = core.spawn(argv, { stderr_size = 1024 * 1024 })
+  local proc, err = core.process.spawn(argv, { stderr_size = 1024 * 1024 })
   if not proc then error("cannot run " .. script .. ": " .. tostring(err)) end
   local ok, how, code = pcall(proc.wait, proc, now() + (timeout or 60))
   local out = proc:stderr()

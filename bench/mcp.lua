@@ -94,7 +94,7 @@ function M.measure(S, url, dir, browser)
   local page = browser:new_page(url)
   local before = page_call_median(page, S.mcp_page_calls)
   local build = os.getenv("DEVTOOLS_TOOLS_BUILD") or "build/lua5.4"
-  local tmp = assert(core.mkdtemp("dt-bench-mcp-"))
+  local tmp = assert(core.fs.mkdtemp("dt-bench-mcp-"))
   local add = { name = "add", arguments = { a = 1, b = 2 } }
   local plan = {
     sdk = dir, warmup = S.mcp_warmup, block = S.mcp_block, blocks = S.mcp_blocks,
@@ -126,7 +126,7 @@ function M.measure(S, url, dir, browser)
   local out, rc = sh("node bench/mcp_client.mjs " .. planfile)
   local after = page_call_median(page, S.mcp_page_calls)
   page:close()
-  core.rmtree(tmp)
+  core.fs.rmtree(tmp)
   local line = out:match("(%b{})%s*$")
   local r = line and json.decode(line)
   if not r or rc ~= 0 then error("bench/mcp_client.mjs failed (" .. tostring(rc) .. "): " .. out:sub(-3000)) end

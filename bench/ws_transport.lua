@@ -45,8 +45,8 @@ local function rounds(t, make)
 end
 
 -- ---- Chromium ----
-local dir = assert(core.mkdtemp("dt-ws-bench-"))
-local proc = assert(core.spawn({ CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+local dir = assert(core.fs.mkdtemp("dt-ws-bench-"))
+local proc = assert(core.process.spawn({ CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
   "--no-first-run", "--disable-background-networking", "--disable-component-update",
   "--disable-sync", "--disable-quic", "--remote-debugging-port=0",
   "--user-data-dir=" .. dir, "about:blank" }, { cleanup_dir = dir }))
@@ -62,7 +62,7 @@ while not port and core.now() < deadline do
   core.sleep(0.02)
 end
 assert(port, "no DevToolsActivePort")
-local t = assert(core.ws_connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
+local t = assert(core.ws.connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
 print(("chromium Browser.getVersion x%d: %s"):format(CALLS,
   stats(rounds(t, function(id) return '{"id":' .. id .. ',"method":"Browser.getVersion"}' end))))
 local target = cjson.decode(call(t, 1, '{"id":1,"method":"Target.createTarget","params":{"url":"about:blank"}}'))
@@ -85,14 +85,14 @@ proc:close()
 
 -- ---- the local test server ----
 local build_support = build .. "/support/ws_server"
-local srv = assert(core.spawn({ build_support, "--port", "0" }))
+local srv = assert(core.process.spawn({ build_support, "--port", "0" }))
 deadline = core.now() + 10
 local sport
 repeat
   sport = srv:stderr():match("port (%d+)\n")
   if not sport then core.sleep(0.005) end
 until sport or core.now() > deadline
-t = assert(core.ws_connect("127.0.0.1", tonumber(sport), "/", { deadline = core.now() + 10 }))
+t = assert(core.ws.connect("127.0.0.1", tonumber(sport), "/", { deadline = core.now() + 10 }))
 local ts = {}
 for i = 1, CALLS + WARMUP do
   local t0 = core.now()

@@ -25,7 +25,7 @@ end
 local ok, err = xpcall(function()
   say("devtools_tools demo")
   say("- starting the sample app backend (%s --port 0)", server_bin)
-  local proc, e = core.spawn({ server_bin, "--port", "0" })
+  local proc, e = core.process.spawn({ server_bin, "--port", "0" })
   if not proc then error(e, 0) end
   server = proc
   local url

@@ -143,7 +143,7 @@ end
 
 local function start_app()
   local bin = root .. "/build/app/server"
-  local proc, e = core.spawn({ bin, "--port", "0" })
+  local proc, e = core.process.spawn({ bin, "--port", "0" })
   if not proc then error("cannot start the sample app (" .. bin .. "; make app): " .. e, 0) end
   local deadline, url = core.now() + 10
   repeat

@@ -26,7 +26,7 @@ end
 
 -- Starts a support program that prints "port N"; returns proc, port.
 function H.start_port_program(argv)
-  local proc = assert(core.spawn(argv))
+  local proc = assert(core.process.spawn(argv))
   local port
   assert(H.wait_for(function()
     port = tonumber(proc:stderr():match("port (%d+)"))

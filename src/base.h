@@ -116,5 +116,8 @@ typedef struct dt_class {
  * Every method, close and tostring get the metatable as upvalue 1, so a
  * type check may compare against it without a registry lookup. */
 void dt_class_register(lua_State *L, const dt_class *c);
+/* Sets M[name] (M on top of the stack) to a table of funcs: the part of
+ * the core one C file gives (core.json, core.fs, core.process...). */
+void dt_open_part(lua_State *L, const char *name, const luaL_Reg *funcs);
 
 #endif

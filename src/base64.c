@@ -1,4 +1,4 @@
-/* base64.c - core.base64_decode: the base64 text CDP uses for binary data
+/* base64.c - core.base64.decode: the base64 text CDP uses for binary data
  * (screenshots, response bodies) turned into bytes.
  *
  * In C because the sizes are large and the work is all ours: a full-page
@@ -13,7 +13,7 @@
 static const char alphabet[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-/* core.base64_decode(text) -> bytes | nil, message
+/* core.base64.decode(text) -> bytes | nil, message
  * The standard alphabet with "=" padding, which may only end the text. CR
  * and LF are ignored wherever they are (line-wrapped base64); any other
  * byte outside the alphabet, or a length (without them) that is not a
@@ -88,6 +88,9 @@ static int l_base64_decode(lua_State *L)
 
 void dt_base64_open(lua_State *L)
 {
-	lua_pushcfunction(L, l_base64_decode);
-	lua_setfield(L, -2, "base64_decode");
+	static const luaL_Reg funcs[] = {
+		{"decode", l_base64_decode},
+		{NULL, NULL}
+	};
+	dt_open_part(L, "base64", funcs);
 }

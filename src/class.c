@@ -1,4 +1,5 @@
-/* class.c - the one way a userdata class is registered.
+/* class.c - the one way a userdata class is registered, and the one way a
+ * C file puts its functions in the module (core.json, core.fs, ...).
  *
  * Every class gets the same shape (LuaSocket, luv): a namespaced metatable
  * with __name, __index (its methods), __gc and __close (the same
@@ -6,6 +7,15 @@
  * __tostring. Depends on:
  * base.h only. */
 #include "base.h"
+
+/* Stack: ... M. Sets M[name] to a table of funcs (core.json, core.fs, ...):
+ * each C file's functions under one name, the Lua side's map of the core. */
+void dt_open_part(lua_State *L, const char *name, const luaL_Reg *funcs)
+{
+	lua_newtable(L);                            /* ... M part */
+	luaL_setfuncs(L, funcs, 0);
+	lua_setfield(L, -2, name);                  /* ... M */
+}
 
 void dt_class_register(lua_State *L, const dt_class *c)
 {

@@ -3,7 +3,7 @@
  * Who depends on whom. "includes" lists the project headers a file
  * includes (each includes only what it uses); "uses" the other .c files
  * whose functions it calls (what the linker joins). There is no circle.
- * spec/tooling_spec.lua checks this table against the #include lines and
+ * spec/unit/tooling_spec.lua checks this table against the #include lines and
  * against the symbols each object file takes from the others: keep it
  * true when a file changes.
  *
@@ -23,26 +23,26 @@
  *   clock.c       base.h                          -                                 deadlines, monotonic clock
  *   buf.c         base.h                          -                                 growable byte buffer
  *   codes.c       dt.h                            -                                 failure codes, nil/message/code
- *   class.c       base.h                          -                                 userdata classes
+ *   class.c       base.h                          -                                 userdata classes, core.<part>
  *   nopipe.c      nopipe.h                        -                                 writes without SIGPIPE
  *   ring.c        ring.h                          -                                 stderr ring
- *   json.c        json.h dt.h                     buf clock codes                   core.json_*
+ *   json.c        json.h dt.h                     buf class clock codes             core.json
  *   transport.c   transport.h dt.h                class clock codes                 Transport methods
  *   pipe.c        pipe.h nopipe.h                 buf clock nopipe ring transport   --remote-debugging-pipe
  *   net.c         net.h                           clock                             port, peer, wait on an fd
  *   tls.c         tls.h net.h                     clock                             name lookup, OpenSSL
- *   ws.c          transport.h net.h tls.h         buf clock codes net nopipe tls    core.ws_connect
- *                 nopipe.h dt.h                   transport
- *   http.c        net.h http.h tls.h nopipe.h     buf class clock codes net nopipe  core.http_*
+ *   ws.c          transport.h net.h tls.h         buf class clock codes net nopipe  core.ws
+ *                 nopipe.h dt.h                   tls transport
+ *   http.c        net.h http.h tls.h nopipe.h     buf class clock codes net nopipe  core.http
  *                 dt.h                            tls
  *   cdp_decode.c  transport.h json.h dt.h         clock codes json transport        transport:recv_cdp
- *   fs.c          fs.h nopipe.h dt.h              class codes nopipe                core.mkdtemp, rmtree, lock...
- *   process.c     pipe.h ring.h fs.h dt.h         class clock codes fs pipe ring    core.spawn, Process
+ *   fs.c          fs.h nopipe.h dt.h              class codes nopipe                core.fs, Lock
+ *   process.c     pipe.h ring.h fs.h dt.h         class clock codes fs pipe ring    core.process, Process
  *                                                 transport
- *   regex.c       dt.h                            buf class codes                   core.regex_*
- *   base64.c      dt.h                            -                                 core.base64_decode
+ *   regex.c       dt.h                            buf class codes                   core.regex
+ *   base64.c      dt.h                            class                             core.base64
  *   poll.c        dt.h                            -                                 core.poll
- *   fdio.c        nopipe.h dt.h                   codes nopipe                      core.fd_read, fd_write...
+ *   fdio.c        nopipe.h dt.h                   class codes nopipe                core.fd: read, write...
  *   core.c        dt.h                            base64 cdp_decode clock codes     luaopen: every *_open
  *                                                 fdio fs http json poll process
  *                                                 regex transport ws

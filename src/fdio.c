@@ -1,4 +1,4 @@
-/* fdio.c - core.fd_read, core.fd_write, core.fd_close: bytes in and out of
+/* fdio.c - core.fd (read, write, close): bytes in and out of
  * a descriptor an event loop watches (a stdio server's stdin and stdout, a
  * child's pipes), never waiting.
  *
@@ -57,7 +57,7 @@ static int ready(int fd, short events)
 	return rc > 0;
 }
 
-/* core.fd_read(fd [, max]) -> bytes | "" | nil, message, code
+/* core.fd.read(fd [, max]) -> bytes | "" | nil, message, code
  * The bytes fd holds now, at most max (default and at most 65536: a
  * caller on a level-triggered loop is called again while more is there):
  * "" when there are none yet (never waits), "closed" at the end of the
@@ -104,7 +104,7 @@ static int l_fd_read(lua_State *L)
 	return dt_push_failf(L, DT_ESYSTEM, "read from fd %d: %s", fd, strerror(errno));
 }
 
-/* core.fd_write(fd, s [, from]) -> n | nil, message, code
+/* core.fd.write(fd, s [, from]) -> n | nil, message, code
  * Writes what fits now of s from byte from (1-based, default 1); n: how
  * many bytes went (0: none fit; write the rest when the loop says fd is
  * writable). "closed": the reader is gone (no SIGPIPE is raised). */
@@ -160,8 +160,8 @@ static int l_fd_write(lua_State *L)
 	return 1;
 }
 
-/* core.fd_close(fd) -> true | nil, message, code: closes a descriptor of
- * ours (a child's pipe end core.spawn{stdio = true} gave) */
+/* core.fd.close(fd) -> true | nil, message, code: closes a descriptor of
+ * ours (a child's pipe end core.process.spawn{stdio = true} gave) */
 static int l_fd_close(lua_State *L)
 {
 	int fd = check_fd(L, 1);
@@ -174,10 +174,10 @@ static int l_fd_close(lua_State *L)
 void dt_fdio_open(lua_State *L)
 {
 	static const luaL_Reg funcs[] = {
-		{"fd_read", l_fd_read},
-		{"fd_write", l_fd_write},
-		{"fd_close", l_fd_close},
+		{"read", l_fd_read},
+		{"write", l_fd_write},
+		{"close", l_fd_close},
 		{NULL, NULL}
 	};
-	luaL_setfuncs(L, funcs, 0);
+	dt_open_part(L, "fd", funcs);
 }

@@ -72,7 +72,7 @@ int dt_rmtree(const char *path)
 	return 0;
 }
 
-/* core.mkdtemp(prefix) -> path | nil, message */
+/* core.fs.mkdtemp(prefix) -> path | nil, message */
 static int l_mkdtemp(lua_State *L)
 {
 	const char *prefix = luaL_optstring(L, 1, "devtools_tools-");
@@ -94,7 +94,7 @@ static int l_mkdtemp(lua_State *L)
 	return 1;
 }
 
-/* core.rmtree(path) -> true | nil, message */
+/* core.fs.rmtree(path) -> true | nil, message */
 static int l_rmtree(lua_State *L)
 {
 	const char *path = luaL_checkstring(L, 1);
@@ -128,7 +128,7 @@ static int write_all(int fd, const char *data, size_t len)
 	return 0;
 }
 
-/* core.write_file(path, data [, mode]) -> true | nil, message
+/* core.fs.write_file(path, data [, mode]) -> true | nil, message
  * A regular file (or none yet) is replaced whole: the data goes to a new
  * file of a unique name beside it, renamed over it once complete (with
  * mode, e.g. 0600, it gets that mode, never more at any moment; else an
@@ -221,7 +221,7 @@ fail:
 	return 2;
 }
 
-/* core.exists(path) -> boolean: something is there (a link is not followed) */
+/* core.fs.exists(path) -> boolean: something is there (a link is not followed) */
 static int l_exists(lua_State *L)
 {
 	struct stat st;
@@ -229,7 +229,7 @@ static int l_exists(lua_State *L)
 	return 1;
 }
 
-/* core.is_executable(path) -> boolean: a regular file we may execute */
+/* core.fs.is_executable(path) -> boolean: a regular file we may execute */
 static int l_is_executable(lua_State *L)
 {
 	const char *path = luaL_checkstring(L, 1);
@@ -239,7 +239,7 @@ static int l_is_executable(lua_State *L)
 	return 1;
 }
 
-/* core.isatty(fd) -> boolean: descriptor fd is a terminal */
+/* core.fs.isatty(fd) -> boolean: descriptor fd is a terminal */
 static int l_isatty(lua_State *L)
 {
 	lua_Integer fd = luaL_checkinteger(L, 1);
@@ -247,7 +247,7 @@ static int l_isatty(lua_State *L)
 	return 1;
 }
 
-/* core.mkdirs(path [, mode]) -> true | nil, message
+/* core.fs.mkdirs(path [, mode]) -> true | nil, message
  * Makes the directory and those above it that are missing, each with
  * mode (default 0700: the directories of a program's private state). A
  * directory already there is left as it is. */
@@ -293,7 +293,7 @@ typedef struct {
 	int fd;                 /* the locked file, or -1 once released */
 } lock_t;
 
-/* core.lock(path) -> Lock | false | nil, message, code
+/* core.fs.lock(path) -> Lock | false | nil, message, code
  * Takes an exclusive lock (flock) on the file at path, created 0600 if
  * missing: false when another process (or another Lock here) holds it,
  * at once (the caller decides how long to try). The kernel releases it
@@ -362,5 +362,5 @@ void dt_fs_open(lua_State *L)
 		{NULL, NULL}
 	};
 	dt_class_register(L, &lock_cls);
-	luaL_setfuncs(L, funcs, 0);
+	dt_open_part(L, "fs", funcs);
 }

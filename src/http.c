@@ -3,8 +3,8 @@
  * https://), and WebDriver's commands (POST and DELETE with a JSON body).
  *
  * The request is a state machine (connect, TLS handshake, send, receive)
- * that never blocks on its own: core.http_get / core.http_request run it to
- * the end, waiting on its socket until the deadline; core.http_start hands
+ * that never blocks on its own: core.http.get / core.http.request run it to
+ * the end, waiting on its socket until the deadline; core.http.start hands
  * it to an event loop, which watches fds() and calls step() when the socket
  * is ready. Only a host given as a name is looked up first, within the
  * deadline (tls.c). Depends on: net.h, http.h, tls.h (base.h through them). */
@@ -709,8 +709,8 @@ static int push_result(lua_State *L, http_req *h)
 	return 2;
 }
 
-/* core.http_get(host, port, path [, deadline]) -> status, body | nil, message, code
- * core.http_request(host, port, path [, opts]): the same function; opts:
+/* core.http.get(host, port, path [, deadline]) -> status, body | nil, message, code
+ * core.http.request(host, port, path [, opts]): the same function; opts:
  * deadline, method ("GET"), body (sent with Content-Length), content_type,
  * headers (name -> value), tls (https), server_name (what the certificate
  * must name; default host), ca_file (PEM; default the system store),
@@ -730,7 +730,7 @@ static int l_http_get(lua_State *L)
 	return n;
 }
 
-/* core.http_start(host, port, path [, deadline | opts]) -> HttpRequest | nil, message, code
+/* core.http.start(host, port, path [, deadline | opts]) -> HttpRequest | nil, message, code
  * The same request for an event loop: returns at once; watch req:fds() and
  * call req:step() when the socket is ready. The deadline covers it all. */
 static int l_http_start(lua_State *L)
@@ -815,12 +815,12 @@ void dt_http_open(lua_State *L)
 		{NULL, NULL}
 	};
 	static const luaL_Reg funcs[] = {
-		{"http_get", l_http_get},
-		{"http_request", l_http_get},
-		{"http_start", l_http_start},
+		{"get", l_http_get},
+		{"request", l_http_get},
+		{"start", l_http_start},
 		{NULL, NULL}
 	};
 	static const dt_class cls = { HTTP_MT, methods, l_close, l_tostring, NULL };
 	dt_class_register(L, &cls);
-	luaL_setfuncs(L, funcs, 0);
+	dt_open_part(L, "http", funcs);
 }

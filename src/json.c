@@ -1471,7 +1471,7 @@ static int opt_max_depth(lua_State *L, int arg)
 	return depth;
 }
 
-/* core.json_encode(value [, opts]) -> string | nil, message, code */
+/* core.json.encode(value [, opts]) -> string | nil, message, code */
 static int l_json_encode(lua_State *L)
 {
 	jenc e;
@@ -1505,7 +1505,7 @@ static int l_json_encode(lua_State *L)
 	return 1;
 }
 
-/* core.json_decode(string [, opts]) -> value | nil, message, code
+/* core.json.decode(string [, opts]) -> value | nil, message, code
  * opts: max_depth; js_numbers (an integer past 2^53 is read as JavaScript
  * reads it, a double: for text a page's JSON.stringify wrote, as the CDP
  * transports read every message) */
@@ -1527,7 +1527,7 @@ static int l_json_decode(lua_State *L)
 	return dt_push_fail(L, code, err);
 }
 
-/* core.json_kind(t) -> "array" | "object" | "empty": what the encoder
+/* core.json.kind(t) -> "array" | "object" | "empty": what the encoder
  * makes of table t (see table_kind); "empty" is a plain {}, written as {}
  * and, for the schema validator, either an empty array or an empty object. */
 static int l_json_kind(lua_State *L)
@@ -1543,24 +1543,26 @@ static int l_json_kind(lua_State *L)
 void dt_json_open(lua_State *L)
 {
 	static const luaL_Reg funcs[] = {
-		{"json_encode", l_json_encode},
-		{"json_decode", l_json_decode},
+		{"encode", l_json_encode},
+		{"decode", l_json_decode},
 		{NULL, NULL}
 	};
 	luaL_newmetatable(L, JSON_OBJECT_MT);           /* M omt */
 	lua_pushliteral(L, "object");
 	lua_setfield(L, -2, "__jsontype");
 	lua_setfield(L, -2, "object_mt");               /* M */
-	luaL_getmetatable(L, DT_ARRAY_MT);              /* M mt */
-	lua_pushliteral(L, "array");
-	lua_pushliteral(L, "object");
-	lua_pushliteral(L, "empty");                    /* M mt "array" "object" "empty" */
-	lua_pushcclosure(L, l_json_kind, 4);            /* M kind */
-	lua_setfield(L, -2, "json_kind");               /* M */
 	if (luaL_newmetatable(L, JSONBUF_MT)) {         /* M bmt */
 		lua_pushcfunction(L, jsonbuf_gc);
 		lua_setfield(L, -2, "__gc");
 	}
 	lua_pop(L, 1);                                  /* M */
-	luaL_setfuncs(L, funcs, 0);
+	dt_open_part(L, "json", funcs);                 /* M (M.json: encode, decode) */
+	lua_getfield(L, -1, "json");                    /* M json */
+	luaL_getmetatable(L, DT_ARRAY_MT);              /* M json mt */
+	lua_pushliteral(L, "array");
+	lua_pushliteral(L, "object");
+	lua_pushliteral(L, "empty");                    /* M json mt "array" "object" "empty" */
+	lua_pushcclosure(L, l_json_kind, 4);            /* M json kind */
+	lua_setfield(L, -2, "kind");                    /* M json */
+	lua_pop(L, 1);                                  /* M */
 }

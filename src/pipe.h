@@ -1,5 +1,5 @@
 /* pipe.h - the transport over a spawned browser's fds 3 and 4.
- * Depends on: transport.h, ring.h. Used by: process.c (core.spawn). */
+ * Depends on: transport.h, ring.h. Used by: process.c (core.process.spawn). */
 #ifndef DT_PIPE_H
 #define DT_PIPE_H
 

@@ -448,7 +448,7 @@ static char **build_env(lua_State *L, int opts)
 	return envp;
 }
 
-/* core.spawn(argv [, opts]) -> Process [, Transport] | nil, message, code
+/* core.process.spawn(argv [, opts]) -> Process [, Transport] | nil, message, code
  * argv: {path, arg1, ...}; path is executed as is (no PATH search, no
  * shell). opts: pipe (bool: give the child fds 3 and 4 as a CDP pipe and
  * return the Transport too), stderr_size (bytes of stderr to keep, default
@@ -456,7 +456,7 @@ static char **build_env(lua_State *L, int opts)
  * if this program ends without closing it), reaper (start the reaper even
  * without a cleanup_dir), stdio (bool: the child's stdin and stdout are
  * pipes; a table {stdin = fd, stdout = fd} of our ends comes last, for
- * core.fd_write, core.fd_read and core.fd_close; stderr still goes to the
+ * core.fd.write, core.fd.read and core.fd.close; stderr still goes to the
  * ring). Failures: "spawn_failed", "no_memory". */
 static int l_spawn(lua_State *L)
 {
@@ -701,7 +701,7 @@ static void note(int fd, char tag, long value)
 	(void)!write(fd, &n, sizeof n);
 }
 
-/* core.spawn_detached(argv [, opts]) -> pid | nil, message, code
+/* core.process.spawn_detached(argv [, opts]) -> pid | nil, message, code
  * Starts argv[1] (no PATH search, no shell) as a process that is none of
  * ours: a grandchild in a session of its own, leading its own process
  * group (its pid is the group's id), so that neither our exit,
@@ -832,7 +832,7 @@ static int l_spawn_detached(lua_State *L)
 	return 1;
 }
 
-/* core.kill(pid, signal [, group]) -> true | nil, message, code
+/* core.process.kill(pid, signal [, group]) -> true | nil, message, code
  * Sends "TERM", "KILL" or "INT" (0: none, only the check) to pid, or with
  * group to its process group. A pid that is gone is "closed"; pid must be
  * above 1 (never ourselves: a pid of ours is refused). */
@@ -865,7 +865,7 @@ static int l_kill_pid(lua_State *L)
 	return 1;
 }
 
-/* core.processes_with(text) -> {pid, ...}: the live processes (zombies
+/* core.process.processes_with(text) -> {pid, ...}: the live processes (zombies
  * left out, ourselves too) whose command line (its arguments joined by
  * NUL bytes, one after the last) holds text. */
 static int l_processes_with(lua_State *L)
@@ -1111,17 +1111,17 @@ void dt_process_open(lua_State *L)
 		{"close", l_close},
 		{NULL, NULL}
 	};
+	static const luaL_Reg funcs[] = {
+		{"spawn", l_spawn},
+		{"spawn_detached", l_spawn_detached},
+		{"kill", l_kill_pid},
+		{"processes_with", l_processes_with},
+		{NULL, NULL}
+	};
 	static const dt_class cls = { DT_PROCESS_MT, methods, l_gc, l_tostring, NULL };
 	dt_class_register(L, &cls);
 
-	lua_pushcfunction(L, l_spawn);
-	lua_setfield(L, -2, "spawn");
-	lua_pushcfunction(L, l_spawn_detached);
-	lua_setfield(L, -2, "spawn_detached");
-	lua_pushcfunction(L, l_kill_pid);
-	lua_setfield(L, -2, "kill");
-	lua_pushcfunction(L, l_processes_with);
-	lua_setfield(L, -2, "processes_with");
+	dt_open_part(L, "process", funcs);
 
 	/* (SIGPIPE: a write to a browser gone is an error we report, without
 	 * changing the host's disposition of the signal: see nopipe.h.) */

@@ -39,8 +39,8 @@
  * 65535 of a group that captures (`(a){70000}`), or of 10 digits.
  *
  * Lua API (added to the module table):
- *   core.regex_compile(pattern [, flags]) -> Regex | nil, message
- *   core.regex_check(pattern [, flags])   -> true | nil, message (syntax only)
+ *   core.regex.compile(pattern [, flags]) -> Regex | nil, message
+ *   core.regex.check(pattern [, flags])   -> true | nil, message (syntax only)
  *     flags: nil or "" as `new RegExp(p)`, "u" as `new RegExp(p, "u")`
  *   Regex:test(subject) -> boolean | nil, message        (search anywhere)
  *   Regex:close(), __close, __gc (idempotent), __tostring
@@ -1383,7 +1383,7 @@ static int check_flags(lua_State *L, int arg)
 	return luaL_argerror(L, arg, "flags must be \"\" or \"u\"");
 }
 
-/* core.regex_compile(pattern [, flags]) -> Regex | nil, message, code
+/* core.regex.compile(pattern [, flags]) -> Regex | nil, message, code
  * code: "syntax" (not an ECMA-262 pattern, or one PCRE2 cannot take) or
  * "no_memory". */
 static int l_regex_compile(lua_State *L)
@@ -1431,7 +1431,7 @@ static int l_regex_compile(lua_State *L)
 	return 1;
 }
 
-/* core.regex_check(pattern [, flags]) -> true | nil, message, code
+/* core.regex.check(pattern [, flags]) -> true | nil, message, code
  * (as regex_compile) */
 static int l_regex_check(lua_State *L)
 {
@@ -1564,11 +1564,11 @@ void dt_regex_open(lua_State *L)
 		{NULL, NULL}
 	};
 	static const luaL_Reg funcs[] = {
-		{"regex_compile", l_regex_compile},
-		{"regex_check", l_regex_check},
+		{"compile", l_regex_compile},
+		{"check", l_regex_check},
 		{NULL, NULL}
 	};
 	static const dt_class cls = { DT_REGEX_MT, methods, l_regex_close, l_regex_tostring, NULL };
 	dt_class_register(L, &cls);                 /* methods see the metatable as upvalue 1 */
-	luaL_setfuncs(L, funcs, 0);
+	dt_open_part(L, "regex", funcs);
 }

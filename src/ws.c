@@ -22,6 +22,11 @@
  *
  * lws 4.1.6 parses incoming frames one byte at a time (newer lws has a
  * block parser): about 6 ns a byte, most of the cost of a 64 MiB reply.
+ * It holds a frame's payload back until its receive buffer is full, so a
+ * frame head that declares an impossible length (more than WS_MAX_DECLARED)
+ * is looked for after each turn of lws, not only when payload comes: such
+ * a connection ends at once with "bad_message", where it would otherwise
+ * wait for bytes no peer will send.
  *
  * Chromium answers 403 to any Origin header and 500 to a Host header that is
  * not an IP or localhost: we send no Origin and always set Host. Remote
@@ -52,6 +57,12 @@
 #define WS_FRAG ((size_t)256 * 1024)   /* bytes per outgoing fragment */
 #define WS_RX_SIZE 65536                /* lws receive buffer per connection */
 #define WS_CLOSE_WAIT 0.25              /* seconds close() waits for the close handshake */
+/* The most a frame may say it carries. A frame over the size limit is
+ * read through and dropped (too_large; the connection goes on), so a
+ * real 300 MiB reply costs only that reply; but a frame of more than 1 TiB
+ * comes from no browser, and reading it through at lws's 6 ns a byte
+ * would take hours: the peer is broken or hostile. */
+#define WS_MAX_DECLARED ((size_t)1 << 40)
 
 enum { WS_CONNECTING, WS_OPEN, WS_GONE };
 
@@ -102,14 +113,40 @@ static void wake(lws_sorted_usec_list_t *sul)
 	lws_cancel_service(w->ctx);
 }
 
+static void gone(ws_t *w, const char *why);
+
+/* A frame with `declared` bytes still to come (what its head declared,
+ * less what lws has read of it): records why the connection must end when
+ * that is more than any peer sends. Returns 1 then, else 0. */
+static int impossible_frame(ws_t *w, size_t declared)
+{
+	if (declared <= WS_MAX_DECLARED)
+		return 0;
+	w->fail_code = DT_EBADMSG;
+	snprintf(w->why, sizeof w->why, "%s declared a frame of more than 2^40 bytes "
+	         "(%zu still to come): no peer sends that", w->peer, declared);
+	return 1;
+}
+
 /* lws_service with SIGPIPE kept from the host: lws writes (TLS through
- * OpenSSL's write(), a close frame) inside it (see nopipe.h). */
-static int service(struct lws_context *ctx, int timeout_ms)
+ * OpenSSL's write(), a close frame) inside it (see nopipe.h). Then the
+ * frame being received is checked: lws says how much of it is still to
+ * come as soon as its head is read, long before it hands over payload. */
+static int service(ws_t *w, int timeout_ms)
 {
 	dt_nopipe np;
 	int rc;
 	dt_nopipe_begin(&np);
-	rc = lws_service(ctx, timeout_ms);
+	rc = lws_service(w->ctx, timeout_ms);
+	if (w->wsi != NULL && w->state == WS_OPEN
+	    && impossible_frame(w, lws_remaining_packet_payload(w->wsi))) {
+		struct lws *wsi = w->wsi;
+		/* Closed now (we are outside lws's callbacks): CLOSED calls back,
+		 * and gone() keeps the why set above. */
+		lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
+		if (w->wsi == wsi)              /* (compared, not used: it is freed) */
+			gone(w, NULL);
+	}
 	dt_nopipe_end(&np, -1);
 	return rc;
 }
@@ -127,7 +164,7 @@ static int serve_until(ws_t *w, double deadline, int (*done)(ws_t *))
 			break;
 		}
 		if (left <= 0) {
-			service(w->ctx, -1);              /* what is there now, no wait */
+			service(w, -1);                   /* what is there now, no wait */
 			if (!done(w))
 				rc = DT_ETIMEOUT;
 			break;
@@ -137,7 +174,7 @@ static int serve_until(ws_t *w, double deadline, int (*done)(ws_t *))
 			lws_sul_schedule(w->ctx, 0, &w->sul, wake, (lws_usec_t)(left * 1e6) + 1);
 			armed = 1;
 		}
-		if (service(w->ctx, 0) < 0) {
+		if (service(w, 0) < 0) {
 			w->state = WS_GONE;
 			break;
 		}
@@ -173,6 +210,8 @@ static void finish_message(ws_t *w)
 static int on_receive(ws_t *w, struct lws *wsi, const char *p, size_t n)
 {
 	size_t more = lws_remaining_packet_payload(wsi);
+	if (more > WS_MAX_DECLARED - n && impossible_frame(w, n + more))
+		return -1;                                  /* lws closes the connection */
 	if (!w->receiving) {
 		if (dt_buf_reserve(&w->in, sizeof(rx_hdr)) != 0)
 			goto oom;
@@ -517,7 +556,7 @@ static int ws_flush(dt_transport *t, double deadline)
 	/* Take what has come in too (never waiting): flush serves both
 	 * directions, as recv does, so a loop that calls it when the socket is
 	 * readable or writable keeps the connection moving. */
-	service(w->ctx, -1);
+	service(w, -1);
 	if (w->state == WS_GONE && !output_pending(w))
 		return DT_OK;                   /* recv reports the end */
 	rc = serve_until(w, deadline, send_done);
@@ -699,9 +738,9 @@ static const dt_transport_ops ws_ops = {
 	ws_close, ws_destroy, ws_describe, ws_release, ws_state
 };
 
-/* ---- core.ws_connect ----------------------------------------------------------- */
+/* ---- core.ws.connect ----------------------------------------------------------- */
 
-/* core.ws_connect(host, port, path [, opts]) -> Transport | nil, message, code
+/* core.ws.connect(host, port, path [, opts]) -> Transport | nil, message, code
  * opts: deadline (absolute, core.now() clock), limit (bytes), host_header,
  * headers (name -> value, added to the handshake), tls (wss://: the
  * certificate is checked against the system store, or ca_file, and the
@@ -851,6 +890,9 @@ static int l_ws_connect(lua_State *L)
 
 void dt_ws_open(lua_State *L)
 {
-	lua_pushcfunction(L, l_ws_connect);
-	lua_setfield(L, -2, "ws_connect");
+	static const luaL_Reg funcs[] = {
+		{"connect", l_ws_connect},
+		{NULL, NULL}
+	};
+	dt_open_part(L, "ws", funcs);
 }

@@ -1,6 +1,7 @@
 -- tools/faults.lua: how fast each fault of a hostile page or a broken
 -- browser becomes an error (the README's "Faults and hostile pages" table).
---   lua5.4 tools/faults.lua [build dir]     (needs Chromium; about 15 s)
+--   lua5.4 tools/faults.lua [build dir]     (needs Chromium and make's support
+--   programs; about 25 s)
 -- Prints one line per fault: what was done, the error code, the time from
 -- the call to the error.
 local build = arg[1] or "build/lua5.4"
@@ -89,6 +90,75 @@ measure("Chromium killed (SIGKILL) during a call", function()
 end)
 b2:close()
 measure("no Chromium at the given path", function() dt.launch({ executable = "/nonexistent/chromium" }) end)
+
+-- issue 33. A 50 MB response's body: kept (Chromium's own buffers keep no
+-- body over about 20 MB), and too_large under history.body = 10 MiB.
+do
+  local dir = assert(core.fs.mkdtemp("dt-faults-big-"))
+  local f = assert(io.open(dir .. "/index.html", "w")); f:write("<title>big</title>\n"); f:close()
+  f = assert(io.open(dir .. "/big.txt", "wb")); f:write(("0123456789"):rep(5000000)); f:close()
+  local big_server = H.start_server(dir)
+  local function big_request(page)
+    page:evaluate("fetch('/big.txt').then(r => r.text()).then(t => t.length)", { timeout = 30 })
+    local r
+    H.wait_for(function()
+      r = page:network_requests({ url = "/big.txt" })[1]
+      return r ~= nil and r.done
+    end, 10)
+    return r
+  end
+  local bp3 = browser:new_page(big_server.url("/index.html"))
+  local r = big_request(bp3)
+  measure("response_body of a 50 MB response", function() bp3:response_body(r, { timeout = 30 }) end)
+  bp3:close()
+  local b3 = dt.launch({ history = { body = 10 * 1024 * 1024 } })
+  local p3 = b3:new_page(big_server.url("/index.html"))
+  r = big_request(p3)
+  measure("  the same under history.body = 10 MiB", function() p3:response_body(r, { timeout = 30 }) end)
+  b3:close()
+  big_server.stop()
+  os.execute("rm -rf '" .. dir .. "'")
+end
+
+-- A websocket peer whose frame head declares 2^62 bytes (spec/support/ws_server).
+do
+  local ws_server, wport = H.start_port_program({ H.support("ws_server"), "--port", "0" })
+  local t = assert(core.ws.connect("127.0.0.1", wport, "/devtools/browser/x", { deadline = core.now() + 5 }))
+  t:send('{"cmd":"header","len":4611686018427387904,"body":0}', core.now() + 5)
+  local conn = require("devtools_tools.wire.cdp").new(t, { timeout = 10 })
+  measure("a websocket frame head declaring 2^62 bytes (timeout 10 s)", function()
+    conn:call("Browser.getVersion")
+  end)
+  t:close()
+  ws_server:close(0)
+end
+
+-- A WebDriver endpoint (spec/support/fake_grid.lua, in front of a Chromium
+-- on a debugging port) that answers oddly.
+do
+  local R = require "support.remote_helper"
+  local cjson = require "cjson"
+  local chrome, cport = R.chromium()
+  local _, body = core.http.get("127.0.0.1", cport, "/json/version", core.now() + 10)
+  local grid, gport = H.start_port_program({ "/usr/bin/lua5.4", "spec/support/fake_grid.lua",
+    cjson.decode(body).webSocketDebuggerUrl, "ws://127.0.0.1:9/gone" })
+  local url = "http://127.0.0.1:" .. gport
+  local wb = dt.webdriver(url, { browserName = "slowdelete" }, { timeout = 30 })
+  measure("WebDriver close{timeout = 2} whose DELETE is answered 3 s late", function()
+    wb:close({ timeout = 2 })
+  end)
+  measure("WebDriver session id with a space, a line break, a slash", function()
+    dt.webdriver(url, { browserName = "oddid" }, { timeout = 30 }):close()
+  end)
+  measure("WebDriver session id that is empty", function()
+    dt.webdriver(url, { browserName = "emptyid" }, { timeout = 30 })
+  end)
+  measure("WebDriver se:cdp that is not a URL", function()
+    dt.webdriver(url, { browserName = "garbagecdp" }, { timeout = 30 })
+  end)
+  R.stop(grid)
+  R.stop(chrome, 2)
+end
 measure("connect to a closed port", function() dt.connect("http://127.0.0.1:9") end)
 
 browser:close()

@@ -43,7 +43,7 @@ local function env_int(name)
   return n
 end
 
--- The interpreter running us, as a path core.spawn can execute.
+-- The interpreter running us, as a path core.process.spawn can execute.
 local function interpreter()
   local i = -1
   while arg[i - 1] do i = i - 1 end
@@ -79,7 +79,7 @@ end
 
 local lua = interpreter()
 local runner = dir .. "/fuzz/runner.lua"
-local scratch = assert(core.mkdtemp("devtools_tools-fuzz-"))
+local scratch = assert(core.fs.mkdtemp("devtools_tools-fuzz-"))
 local status_path, failures_path = scratch .. "/status", scratch .. "/failures"
 local child_env = { FUZZ_LUA = lua, DEVTOOLS_TOOLS_BUILD = build }
 
@@ -96,7 +96,7 @@ local function read_file(path)
 end
 
 local function show_case(target, i)
-  local proc = core.spawn({ lua, runner, "show", target, tostring(seed), tostring(i) },
+  local proc = core.process.spawn({ lua, runner, "show", target, tostring(seed), tostring(i) },
     { env = child_env, stderr_size = 8192 })
   if not proc then return "(could not generate it again)" end
   local how = proc:wait(core.now() + 30)
@@ -125,7 +125,7 @@ end
 local function run_batch(target, first, count, until_t)
   os.remove(status_path)
   os.remove(failures_path)
-  local proc, err = core.spawn({ lua, runner, "run", target, tostring(seed), tostring(first),
+  local proc, err = core.process.spawn({ lua, runner, "run", target, tostring(seed), tostring(first),
     tostring(count), ("%.3f"):format(math.min(until_t, 1e12)), status_path, failures_path },
     { env = child_env, stderr_size = 32768 })
   if not proc then error("fuzz: cannot start " .. runner .. ": " .. tostring(err)) end
@@ -193,7 +193,7 @@ for n, target in ipairs(targets) do
   io.flush()
 end
 
-core.rmtree(scratch)
+core.fs.rmtree(scratch)
 local bad = totals.crashes + totals.hangs + totals.failed
 if bad > 0 then
   io.write(("fuzz: seed %d; %d problem(s), reported above\n"):format(seed, bad))

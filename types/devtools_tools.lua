@@ -70,11 +70,14 @@
 ---@field history? devtools_tools.History
 
 ---How many console messages and requests each page keeps (1000 of each),
----and how many bytes of page text each of the two holds at most (16 MiB).
+---and how many bytes of page text each of the two holds at most (16 MiB);
+---how many bytes of response bodies the browser keeps for response_body.
 ---@class devtools_tools.History
 ---@field console? integer
 ---@field requests? integer
 ---@field bytes? integer
+---@field bodies? integer bytes of the page's response bodies the browser keeps in all (128 MiB)
+---@field body? integer bytes of one response's body the browser keeps at most (64 MiB; larger: too_large)
 
 ---@class devtools_tools.Location
 ---@field url? string
@@ -192,7 +195,8 @@ function Browser:new_page(url, opts) end
 ---@return devtools_tools.Page
 function Browser:attach(target_id, opts) end
 ---A launched browser exits (killed when opts.timeout, 5 s, has passed; its temporary profile
----removed); a connected one is disconnected. Idempotent.
+---removed); a connected one is disconnected. Idempotent. A WebDriver session's browser then
+---raises (timeout, connect_failed) when the session's DELETE got no answer: it may still be alive.
 ---@param opts? {timeout?: number}
 function Browser:close(opts) end
 ---A raw CDP command on the browser target; a CDP error is a protocol_error.

@@ -135,7 +135,7 @@ local function fd_read(fd, max)
   if max ~= nil and (type(max) ~= "number" or max < 1 or max % 1 ~= 0) then
     errors.raise("bad_argument", "fd_read: max must be a whole number of bytes, at least 1")
   end
-  local s, why = core.fd_read(fd, max)
+  local s, why = core.fd.read(fd, max)
   if s == nil then return nil, why end
   return s
 end
@@ -146,7 +146,7 @@ local function fd_write(fd, s, from)
   if from ~= nil and (type(from) ~= "number" or from < 1 or from > #s + 1 or from % 1 ~= 0) then
     errors.raise("bad_argument", "fd_write: from must be a byte position of the string")
   end
-  local n, why = core.fd_write(fd, s, from)
+  local n, why = core.fd.write(fd, s, from)
   if n == nil then return nil, why end
   return n
 end
@@ -159,7 +159,7 @@ local dt = {
     if fd ~= 0 and fd ~= 1 and fd ~= 2 then
       errors.raise("bad_argument", "isatty: expected 0, 1 or 2 (stdin, stdout, stderr), got " .. tostring(fd))
     end
-    return core.isatty(fd)
+    return core.fs.isatty(fd)
   end,
   nojit = require("devtools_tools.base.nojit"),
   new_error = new_error,

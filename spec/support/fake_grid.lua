@@ -1,5 +1,5 @@
 -- fake_grid.lua - a stand-in for Selenium Grid 4's router, for
--- spec/webdriver_spec.lua: the WebDriver commands dt.webdriver uses, with
+-- spec/integration/webdriver_spec.lua: the WebDriver commands dt.webdriver uses, with
 -- the `se:cdp` capability Grid returns, pointing at a real Chromium the
 -- spec started.
 --
@@ -11,8 +11,14 @@
 --          session without se:cdp; "deadcdp" one whose se:cdp refuses
 --          "slowdelete" one whose DELETE is answered 3 s late, "silentcdp"
 --          one whose se:cdp accepts connections and never answers (and
---          whose DELETE is answered 3 s late too)
---   DELETE /session/<id>: ends it (404 "invalid session id" if unknown)
+--          whose DELETE is answered 3 s late too); "oddid" a session
+--          whose id holds a space, a line break and a slash, "emptyid" and
+--          "longid" ids no URL can carry (empty, 1100 bytes), "garbagecdp"
+--          an se:cdp that is no URL, "numbercdp" an se:cdp that is a number,
+--          "garbageaddr" a goog:chromeOptions.debuggerAddress that is no
+--          address (and no se:cdp)
+--   DELETE /session/<id>: ends it (404 "invalid session id" if unknown); the
+--          id is percent-decoded, as a router does
 --   GET    /log: {"created": [...], "deleted": [...], "bodies": [...]}
 local socket = require "socket"
 local cjson = require "cjson"
@@ -65,16 +71,24 @@ local function handle(c)
     end
     n = n + 1
     local id = ("fake-session-%d"):format(n)
+    if caps.browserName == "oddid" then id = ("fake session\n%d/x"):format(n)
+    elseif caps.browserName == "emptyid" then id = ""
+    elseif caps.browserName == "longid" then id = ("L"):rep(1100) end
     live[id] = true
     log.created[#log.created + 1] = id
     local out = { browserName = "chrome", browserVersion = "156", ["se:cdpVersion"] = "156" }
     if caps.browserName == "deadcdp" then out["se:cdp"] = dead_url
     elseif caps.browserName == "silentcdp" then out["se:cdp"] = silent_url
+    elseif caps.browserName == "garbagecdp" then out["se:cdp"] = "not a url"
+    elseif caps.browserName == "numbercdp" then out["se:cdp"] = 9222
+    elseif caps.browserName == "garbageaddr" then
+      out["goog:chromeOptions"] = { debuggerAddress = "no such address: at all" }
     elseif caps.browserName ~= "nocdp" then out["se:cdp"] = cdp_url end
     slow[id] = caps.browserName == "slowdelete" or caps.browserName == "silentcdp"
     return answer(c, 200, { sessionId = id, capabilities = out })
   end
   local id = path:match("/session/([^/]+)$")
+  if id then id = id:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end) end
   if method == "DELETE" and id then
     if not live[id] then
       return answer(c, 404, { error = "invalid session id", message = "unknown session " .. id })

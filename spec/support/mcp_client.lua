@@ -1,5 +1,5 @@
 -- A small JSON-RPC client of the specs' own for `devtools-tools mcp`: it
--- starts the command as a child (core.spawn with stdio pipes), writes
+-- starts the command as a child (core.process.spawn with stdio pipes), writes
 -- requests on its stdin and reads newline-delimited messages from its
 -- stdout, keeping the notifications it meets apart from the answers.
 --
@@ -27,7 +27,7 @@ function Client.spawn(args, opts)
   for _, a in ipairs(args) do argv[#argv + 1] = a end
   local env = { DEVTOOLS_TOOLS_BUILD = os.getenv("DEVTOOLS_TOOLS_BUILD") or "build/lua5.4" }
   for k, v in pairs(opts.env or {}) do env[k] = v end
-  local proc, io_ = assert(core.spawn(argv, { stdio = true, env = env, stderr_size = opts.stderr_size }))
+  local proc, io_ = assert(core.process.spawn(argv, { stdio = true, env = env, stderr_size = opts.stderr_size }))
   return setmetatable({ proc = proc, stdin = io_.stdin, stdout = io_.stdout, buf = "", lines = {},
     inbox = {}, next_id = 0, raw = {}, closed_in = false }, Client)
 end
@@ -36,7 +36,7 @@ end
 function Client:send_raw(text)
   local from = 1
   while from <= #text do
-    local n = assert(core.fd_write(self.stdin, text, from))
+    local n = assert(core.fd.write(self.stdin, text, from))
     from = from + n
     if from <= #text then core.poll({ self.stdin }, { "w" }, 1) end
   end
@@ -61,7 +61,7 @@ function Client:read_line(deadline)
     local left = deadline - core.now()
     if left <= 0 then return nil end
     core.poll({ self.stdout }, { "r" }, left)
-    local s, err = core.fd_read(self.stdout, 1024 * 1024)
+    local s, err = core.fd.read(self.stdout, 1024 * 1024)
     if s == nil then
       self.eof = err or true
     else
@@ -154,7 +154,7 @@ end
 
 function Client:close_stdin()
   if not self.closed_in then
-    core.fd_close(self.stdin)
+    core.fd.close(self.stdin)
     self.closed_in = true
   end
 end
@@ -171,7 +171,7 @@ function Client:stderr() return self.proc:stderr() end
 -- kill(): ends the server (and closes our ends)
 function Client:kill()
   self:close_stdin()
-  if not self.eof then pcall(core.fd_close, self.stdout) self.eof = true end
+  if not self.eof then pcall(core.fd.close, self.stdout) self.eof = true end
   self.proc:close(0.5)
 end
 

@@ -1,4 +1,4 @@
--- Run by spec/nojit_spec.lua under LuaJIT: a workload of the library's
+-- Run by spec/unit/nojit_spec.lua under LuaJIT: a workload of the library's
 -- own Lua code (schema compiling and validating through generated
 -- validators, error formatting) with LuaJIT's trace events watched.
 -- Prints "ours N others N" and returns {ours, others, failed}: the traces

@@ -21,13 +21,13 @@ M.chrome_args = { "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run
 M._profiles = setmetatable({}, { __mode = "k" })   -- a process -> its profile directory
 
 function M.chromium(args)
-  local dir = assert(core.mkdtemp("dt-remote-chromium-"))
+  local dir = assert(core.fs.mkdtemp("dt-remote-chromium-"))
   local argv = { CHROMIUM }
   for _, a in ipairs(M.chrome_args) do argv[#argv + 1] = a end
   argv[#argv + 1] = "--remote-debugging-port=0"
   argv[#argv + 1] = "--user-data-dir=" .. dir
   for _, a in ipairs(args or { "about:blank" }) do argv[#argv + 1] = a end
-  local proc = assert(core.spawn(argv, { cleanup_dir = dir }))
+  local proc = assert(core.process.spawn(argv, { cleanup_dir = dir }))
   M._profiles[proc] = dir
   local port
   assert(H.wait_for(function()
@@ -49,7 +49,7 @@ end
 -- Makes two CAs and a server certificate for localhost signed by the first:
 -- returns { dir, ca, other_ca, cert, key }. EC keys: quick to make.
 function M.certificates()
-  local dir = assert(core.mkdtemp("dt-remote-certs-"))
+  local dir = assert(core.fs.mkdtemp("dt-remote-certs-"))
   local key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
   for _, name in ipairs({ "ca", "other_ca" }) do
     run(("openssl req -x509 %s -keyout %s/%s.key -out %s/%s.pem -days 2 -subj /CN=dt-%s"
@@ -102,7 +102,7 @@ function M.stop(proc, wait, pid)
   proc:close(wait or 0)
   assert(H.wait_for(function() return H.live_in_group(pid) == 0 end, 10),
     "processes of group " .. tostring(pid) .. " are still running")
-  if singleton then core.rmtree(singleton) end
+  if singleton then core.fs.rmtree(singleton) end
 end
 
 return M

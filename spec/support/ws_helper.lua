@@ -20,7 +20,7 @@ end
 
 -- Starts the server on a free port; returns the Process and the port.
 function M.start()
-  local proc, msg = core.spawn({ M.server_path, "--port", "0" })
+  local proc, msg = core.process.spawn({ M.server_path, "--port", "0" })
   assert(proc, msg)
   local deadline = core.now() + 10
   while core.now() < deadline do

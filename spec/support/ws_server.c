@@ -25,6 +25,13 @@
  *   {"cmd":"stall","ms":N}                  stop reading from the client for N ms
  *   {"cmd":"closes"}                        {"count":N,"code":C}: close frames
  *                                           clients sent so far, the last code
+ *   {"cmd":"header","len":N,"body":K}       the head of a binary frame declaring
+ *                                           N payload bytes (N up to 2^64 - 1,
+ *                                           in the 8-byte form), then K of
+ *                                           them (0-3, default 3), then
+ *                                           nothing: written to the socket as
+ *                                           it is, past lws, which would not
+ *                                           write such a length
  * Payload bytes of big and fragmented messages: byte i is 'a' + i % 26.
  * sum is the byte sum mod 2^32. */
 #define _GNU_SOURCE
@@ -34,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <libwebsockets.h>
 
@@ -137,6 +145,31 @@ static long num_field(const char *msg, const char *name, long def)
 
 static void command(struct lws *wsi, pss_t *s, char *msg, size_t len);
 
+/* {"cmd":"header","len":N,"body":K}: a frame head no lws would write (a
+ * length up to 2^64 - 1), and K bytes of its payload, straight to the
+ * socket. Nothing else is queued on this connection then, so the bytes go
+ * out in order. */
+static void raw_header(struct lws *wsi, const char *msg)
+{
+	unsigned char b[13];
+	unsigned long long n = 0;
+	const char *p = strstr(msg, "\"len\":");
+	long body = num_field(msg, "body", 3);
+	ssize_t w;
+	int i;
+	if (p != NULL)
+		n = strtoull(p + 6, NULL, 10);
+	if (body < 0 || body > 3)
+		body = 3;
+	b[0] = 0x82;                        /* FIN, binary */
+	b[1] = 127;                         /* unmasked, 8-byte length */
+	for (i = 0; i < 8; i++)
+		b[2 + i] = (unsigned char)(n >> (56 - 8 * i));
+	memcpy(b + 10, "abc", 3);
+	w = write(lws_get_socket_fd(wsi), b, 10 + (size_t)body);
+	(void)w;                            /* a client gone: nothing to tell */
+}
+
 static void on_message(struct lws *wsi, pss_t *s)
 {
 	char *msg = (char *)s->rx;
@@ -196,6 +229,8 @@ static void command(struct lws *wsi, pss_t *s, char *msg, size_t len)
 		int m = snprintf(reply, sizeof reply, "{\"count\":%d,\"code\":%d}",
 		                 close_frames, close_code);
 		queue_text(wsi, s, reply, (size_t)m, 0);
+	} else if (strstr(msg, "\"header\"")) {
+		raw_header(wsi, msg);
 	} else if (strstr(msg, "\"silent\"")) {
 		/* nothing */
 	} else {

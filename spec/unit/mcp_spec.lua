@@ -171,7 +171,7 @@ end
 
 describe("mcp.stdio", function()
   it("frames lines both ways over pipes, queues what does not fit, and tells of the end", function()
-    local cat, fds = assert(core.spawn({ "/bin/cat" }, { stdio = true }))
+    local cat, fds = assert(core.process.spawn({ "/bin/cat" }, { stdio = true }))
     -- our output is cat's stdin, our input its stdout: what we send comes back
     local t = stdio.new({ input = fds.stdout, output = fds.stdin })
     local got, ended = {}, nil
@@ -184,11 +184,11 @@ describe("mcp.stdio", function()
     assert.is_true(turn_until(function() return #got == 3 end, 10))
     assert.same({ '{"a":1}', big, "last" }, { got[1], got[2], got[3] })
     assert.equal(0, t:pending())
-    core.fd_close(fds.stdin)                               -- cat ends: the end of our input
+    core.fd.close(fds.stdin)                               -- cat ends: the end of our input
     assert.is_true(turn_until(function() return ended ~= nil end, 5))
     assert.equal("end of input", ended)
     cat:close()
-    core.fd_close(fds.stdout)
+    core.fd.close(fds.stdout)
   end)
 end)
 

@@ -9,7 +9,7 @@ local wait = require "devtools_tools.rt.wait"
 local now = core.now
 
 local function child(seconds)
-  return assert(core.spawn({ "/bin/sh", "-c", "sleep " .. seconds }))
+  return assert(core.process.spawn({ "/bin/sh", "-c", "sleep " .. seconds }))
 end
 
 describe("rt/wait", function()

@@ -1,4 +1,4 @@
--- tools/fuzz/base64_target.lua: `make fuzz` cases for core.base64_decode
+-- tools/fuzz/base64_target.lua: `make fuzz` cases for core.base64.decode
 -- (src/base64.c), against a reference decoder in plain Lua (the one the
 -- library used before the C one: slow, and simple enough to trust).
 --
@@ -76,8 +76,8 @@ end
 
 function T.run(c)
   local want, want_err = reference(c.text)
-  local ok, got, got_err = pcall(core.base64_decode, c.text)
-  if not ok then return "core.base64_decode raised: " .. tostring(got) end
+  local ok, got, got_err = pcall(core.base64.decode, c.text)
+  if not ok then return "core.base64.decode raised: " .. tostring(got) end
   if want ~= got then
     return ("bytes differ: the reference gives %s, the C decoder %s"):format(
       want and (#want .. " bytes") or "nil", got and (#got .. " bytes") or "nil")

@@ -1,4 +1,4 @@
--- tools/fuzz/http_target.lua: `make fuzz` cases for core.http_get, the
+-- tools/fuzz/http_target.lua: `make fuzz` cases for core.http.get, the
 -- small HTTP/1.1 client dt.connect uses to read /json/version (status
 -- line, headers, Content-Length, chunked bodies, bodies up to the close).
 --
@@ -158,7 +158,7 @@ function T.run(c, ctx)
   local silent_wait = c.ending == "stay" and (c.mutated or not complete_without_close(c))
   local wait = silent_wait and 1 or 10
   local t0 = core.now()
-  local status, body, code = core.http_get("127.0.0.1", port, "/json/version", t0 + wait)
+  local status, body, code = core.http.get("127.0.0.1", port, "/json/version", t0 + wait)
   local took = core.now() - t0
   proc:close(0)
   if took > wait + 1 then return ("http_get overran its deadline by %.1f s"):format(took - wait) end

@@ -2,7 +2,7 @@
 -- pipe transport (NUL-terminated messages on the child's fd 4).
 --
 -- A fake peer (tools/fuzz/peer.lua, a child spawned as Chromium would be,
--- with core.spawn{pipe = true}) writes random messages - random bytes,
+-- with core.process.spawn{pipe = true}) writes random messages - random bytes,
 -- JSON texts, CDP replies carrying a JSON text as a string result - cut
 -- into random chunks with random pauses, then exits cleanly, exits in the
 -- middle of a message, or stays silent. The transport, sometimes with a
@@ -96,10 +96,10 @@ function T.show(c)
 end
 
 -- As the transports read CDP and a page's JSON text: an integer past 2^53
--- is the double JavaScript reads (core.json_decode's js_numbers).
+-- is the double JavaScript reads (core.json.decode's js_numbers).
 local JS = { js_numbers = true }
 local function decode_js(text)
-  local v, err, code = core.json_decode(text, JS)
+  local v, err, code = core.json.decode(text, JS)
   if v == nil and code ~= nil then error(err, 0) end
   return v
 end
@@ -225,7 +225,7 @@ function T.check_transport(c, t)
 end
 
 function T.run(c, ctx)
-  local proc, t = core.spawn({ ctx.lua, ctx.dir .. "/fuzz/peer.lua", "pipe", tostring(ctx.seed),
+  local proc, t = core.process.spawn({ ctx.lua, ctx.dir .. "/fuzz/peer.lua", "pipe", tostring(ctx.seed),
     tostring(ctx.index) }, { pipe = true, env = { DEVTOOLS_TOOLS_BUILD = ctx.build } })
   if not proc then return "cannot start the peer: " .. tostring(t) end
   if c.limit then t:limit(c.limit) end

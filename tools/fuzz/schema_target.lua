@@ -218,7 +218,7 @@ end
 local function check_unicode_mode(c)
   local p = type(c.schema) == "table" and c.schema.pattern
   if type(p) ~= "string" then return nil end
-  local ok, rx = pcall(core.regex_compile, p, "u")
+  local ok, rx = pcall(core.regex.compile, p, "u")
   if not ok then return "regex_compile(p, 'u') raised: " .. tostring(rx) end
   if not rx then return nil end
   for i, v in ipairs(c.values) do

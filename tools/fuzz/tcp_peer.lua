@@ -8,7 +8,7 @@ local M = {}
 
 -- start(kind, ctx) -> proc, port | nil, failure message
 function M.start(kind, ctx)
-  local proc, err = core.spawn({ ctx.lua, ctx.dir .. "/fuzz/peer.lua", kind, tostring(ctx.seed),
+  local proc, err = core.process.spawn({ ctx.lua, ctx.dir .. "/fuzz/peer.lua", kind, tostring(ctx.seed),
     tostring(ctx.index) }, { env = { DEVTOOLS_TOOLS_BUILD = ctx.build } })
   if not proc then return nil, "cannot start the peer: " .. tostring(err) end
   local port

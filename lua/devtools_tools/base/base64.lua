@@ -10,7 +10,7 @@ require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscomp
 local errors = require "devtools_tools.base.errors"
 local core = require "devtools_tools.core"
 
-local base64_decode = core.base64_decode
+local base64_decode = core.base64.decode
 
 local M = {}
 

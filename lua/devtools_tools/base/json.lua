@@ -30,9 +30,9 @@ local options = require("devtools_tools.base.options")
 
 local setmetatable, getmetatable, type, pairs, tostring, pcall =
       setmetatable, getmetatable, type, pairs, tostring, pcall
-local c_encode, c_decode = core.json_encode, core.json_decode
+local c_encode, c_decode = core.json.encode, core.json.decode
 local array_mt = core.array_mt
-local c_kind = core.json_kind
+local c_kind = core.json.kind
 
 local M = {}
 

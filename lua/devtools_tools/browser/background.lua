@@ -67,7 +67,7 @@ function Background:status()
 end
 
 local function write_record(self, rec)
-  local ok, err = core.write_file(self.path, json.encode(rec) .. "\n", 384)   -- 0600
+  local ok, err = core.fs.write_file(self.path, json.encode(rec) .. "\n", 384)   -- 0600
   if not ok then raise("launch_failed", err) end
 end
 
@@ -77,13 +77,13 @@ end
 
 -- with_lock(self, deadline, fn, ...): fn(...) holding the lock
 local function with_lock(self, deadline, fn, ...)
-  local ok, err = core.mkdirs(self.dir, 448)                                -- 0700
+  local ok, err = core.fs.mkdirs(self.dir, 448)                                -- 0700
   if not ok then raise("launch_failed", err) end
   -- (flock(2) without waiting, tried again on rt/wait's pauses: a wait in
   -- the kernel could not be cut at our deadline, nor let other tasks run)
   local lock, failed
   local got = wait.condition(function()
-    local l, why = core.lock(self.lock_path)
+    local l, why = core.fs.lock(self.lock_path)
     if l then lock = l return true end
     if l == nil then failed = why return true end
     return false

@@ -24,6 +24,7 @@ local cdp = require "devtools_tools.wire.cdp"
 local options = require "devtools_tools.base.options"
 local tasks = require "devtools_tools.rt.task"
 local wait = require "devtools_tools.rt.wait"
+local endpoint = require "devtools_tools.wire.endpoint"
 local Page = require "devtools_tools.page"
 local observe = require "devtools_tools.page.observe"
 local json = require "devtools_tools.base.json"
@@ -83,7 +84,7 @@ M.candidates = {
   "google-chrome", "google-chrome-stable",
 }
 
-local is_executable = core.is_executable
+local is_executable = core.fs.is_executable
 
 -- Resolves a name on PATH; returns the path or nil, plus the paths tried.
 local function resolve(name, tried)
@@ -158,7 +159,7 @@ end
 
 -- await_removed(dir, deadline): the same for a directory the reaper removes.
 local function await_removed(dir, deadline)
-  return cancel_of(wait.condition, function() return not core.exists(dir) end, deadline)
+  return cancel_of(wait.condition, function() return not core.fs.exists(dir) end, deadline)
 end
 
 -- await_closed(browser, deadline): the same for another task's close.
@@ -173,7 +174,7 @@ local PROFILE_PREFIX = "devtools_tools-profile-"
 local DETACHED_PREFIX = "devtools_tools-detached-"
 
 local function new_profile(prefix)
-  local dir, err = core.mkdtemp(prefix)
+  local dir, err = core.fs.mkdtemp(prefix)
   if not dir then
     local tmp = os.getenv("TMPDIR")
     raise("launch_failed", "cannot create a profile under " .. ((tmp and tmp ~= "") and tmp or "/tmp"),
@@ -187,15 +188,22 @@ local launch_opts = { executable = "string", headless = "boolean", args = true,
   detached = "boolean", on_record = "function" }
 
 -- issue 14: {console = n, requests = n}, how many of each a page keeps,
--- and bytes = n, how much page text each of the two holds at most
-local HISTORY_KEYS = { console = true, requests = true, bytes = true }
+-- and bytes = n, how much page text each of the two holds at most; issue
+-- 33: bodies = n and body = n, how many bytes of response bodies the
+-- browser keeps per page, in all and of one (Network.enable's buffers)
+local HISTORY_KEYS = { console = true, requests = true, bytes = true, bodies = true, body = true }
 local function check_history(h, fname)
   if h == nil then return nil end
   if type(h) ~= "table" then raise("bad_argument", fname .. ": history must be a table") end
   for k, v in pairs(h) do
-    if not HISTORY_KEYS[k] or type(v) ~= "number" or v < 0 or v % 1 ~= 0 then
-      raise("bad_argument", fname .. ": history takes console = n, requests = n and bytes = n (whole numbers)")
+    if not HISTORY_KEYS[k] or type(v) ~= "number" or v < 0 or v % 1 ~= 0 or v >= 2^53 then
+      raise("bad_argument", fname .. ": history takes console = n, requests = n, bytes = n, bodies = n"
+        .. " and body = n (whole numbers)")
     end
+  end
+  if h.body and h.bodies and h.body > h.bodies then
+    raise("bad_argument", fname .. ": history.body (one response's body) must not be over history.bodies"
+      .. " (all of them)")
   end
   return h
 end
@@ -262,9 +270,9 @@ function M.launch(opts)
   -- them in the throw-away profile too.
   local env = cleanup and { XDG_CONFIG_HOME = dir .. "/.config", XDG_CACHE_HOME = dir .. "/.cache",
     TMPDIR = dir } or nil
-  local proc, transport, code = core.spawn(argv, { pipe = true, cleanup_dir = cleanup, env = env })
+  local proc, transport, code = core.process.spawn(argv, { pipe = true, cleanup_dir = cleanup, env = env })
   if not proc then
-    if cleanup then core.rmtree(cleanup) end
+    if cleanup then core.fs.rmtree(cleanup) end
     raise("launch_failed", transport .. " (" .. tostring(code) .. ")")
   end
   local conn = cdp.new(transport, { timeout = timeout, process = proc })
@@ -355,8 +363,8 @@ end
 
 local function signal_all(pids, sig)
   for _, pid in ipairs(pids) do
-    core.kill(pid, sig, true)                 -- its group, when it leads one
-    core.kill(pid, sig)
+    core.process.kill(pid, sig, true)                 -- its group, when it leads one
+    core.process.kill(pid, sig)
   end
 end
 
@@ -384,16 +392,16 @@ function M.stop_detached(info, opts)
   end
   local base = profile:match("([^/]+)$") or ""
   if base:sub(1, #DETACHED_PREFIX) ~= DETACHED_PREFIX then return end
-  local left = core.processes_with(profile)
+  local left = core.process.processes_with(profile)
   if #left > 0 then
     signal_all(left, "TERM")
-    if not until_or(function() return #core.processes_with(profile) == 0 end, deadline - 0.5) then
-      signal_all(core.processes_with(profile), "KILL")
-      until_or(function() return #core.processes_with(profile) == 0 end, deadline)
+    if not until_or(function() return #core.process.processes_with(profile) == 0 end, deadline - 0.5) then
+      signal_all(core.process.processes_with(profile), "KILL")
+      until_or(function() return #core.process.processes_with(profile) == 0 end, deadline)
     end
   end
   -- (late writes of dying helpers can re-create a file: tries for a while)
-  wait.condition(function() return core.rmtree(profile) end, math.min(deadline, now() + 0.5))
+  wait.condition(function() return core.fs.rmtree(profile) end, math.min(deadline, now() + 0.5))
 end
 
 -- launch{detached = true}: Chromium with its debugging port on 127.0.0.1
@@ -430,7 +438,7 @@ function M._launch_detached(opts, exe, deadline)
     local env = made and { XDG_CONFIG_HOME = dir .. "/.config", XDG_CACHE_HOME = dir .. "/.cache",
       TMPDIR = dir } or nil
     local log = dir .. "/chromium.log"
-    local pid, err = core.spawn_detached(argv, { output = log, env = env })
+    local pid, err = core.process.spawn_detached(argv, { output = log, env = env })
     if not pid then raise("launch_failed", err) end
     info.pid = pid
     record()
@@ -462,7 +470,7 @@ function M._launch_detached(opts, exe, deadline)
   if not ok then
     -- whatever started is ended (a failed record, a timeout, a cancel)
     pcall(M.stop_detached, { pid = info.pid, profile = dir }, { timeout = 5 })
-    if made then core.rmtree(dir) end
+    if made then core.fs.rmtree(dir) end
     error(res, 0)
   end
   return res
@@ -470,83 +478,13 @@ end
 
 -- ---- connect ----------------------------------------------------------------
 
--- is_loopback(host) -> true for "localhost", "::1" or an address in
--- 127.0.0.0/8 written as one (four decimal octets 0-255, no leading zero):
--- never a name the resolver would look up (127.0.0.256 is a host name).
-local function octet_ok(x) return #x <= 3 and tonumber(x) <= 255 and (x == "0" or x:sub(1, 1) ~= "0") end
-
-local function is_loopback(host)
-  if host == "localhost" or host == "::1" then return true end
-  local a, b, c = host:match("^127%.(%d+)%.(%d+)%.(%d+)$")
-  return a ~= nil and octet_ok(a) and octet_ok(b) and octet_ok(c)
-end
-M._is_loopback = is_loopback
-
--- parse("http://h:p/path") -> scheme, host, port, path
-local function parse_url(url)
-  local scheme, rest = url:match("^(%a[%w+.-]*)://(.*)$")
-  if not scheme then return nil end
-  local hostport, path = rest:match("^([^/]*)(/?.*)$")
-  local host, port = hostport:match("^%[([^%]]+)%]:?(%d*)$")
-  if not host then host, port = hostport:match("^([^:]+):?(%d*)$") end
-  if not host then return nil end
-  port = tonumber(port)
-  if path == "" then path = "/" end
-  return scheme:lower(), host:lower(), port, path
-end
-
 local connect_opts = { allow_remote = "boolean", timeout = true, history = true, headers = true,
   ca_file = "string", insecure = "boolean" }
 
-local default_port = { http = 80, ws = 80, https = 443, wss = 443 }
+local default_port = endpoint.DEFAULT_PORT
+local parse_url, is_loopback, http = endpoint.parse, endpoint.is_loopback, endpoint.http
 
--- http(host, port, path, o) -> status, body | nil, message, code: one HTTP
--- request (o: core.http_request's options, o.deadline set). Outside a task
--- it blocks until done or the deadline; inside one it runs on the task's
--- loop (core.http_start), so the other tasks go on meanwhile.
-local function http(host, port, path, o)
-  local task = tasks.current()
-  if not task then return core.http_request(host, port, path, o) end
-  local req, err, code = core.http_start(host, port, path, o)
-  if not req then return nil, err, code end
-  while true do
-    local status, body, c = req:step()
-    if status ~= false then
-      req:close()
-      return status, body, c
-    end
-    local rfd, wfd = req:fds()
-    local ok, why = pcall(function()
-      if rfd or wfd then wait.fds(rfd, wfd, o.deadline)
-      else wait.condition(function() return false end, o.deadline) end
-    end)
-    if not ok then
-      req:close()
-      error(why, 0)                           -- cancelled
-    end
-  end
-end
-M._http = http
-
--- Checks opts.headers: a table of HTTP token names to strings without
--- line breaks (they go on the wire as they are).
-local function check_headers(h, what)
-  if h == nil then return nil end
-  if type(h) ~= "table" then
-    raise("bad_argument", what .. ": headers must be a table of name = value strings")
-  end
-  for k, v in pairs(h) do
-    if type(k) ~= "string" or not k:match("^[%w!#$%%&'*+%-.^_`|~]+$") then
-      raise("bad_argument", what .. ": a header name must be an HTTP token, got " .. tostring(k))
-    end
-    if type(v) ~= "string" or v:find("[%z\r\n]") then
-      raise("bad_argument", what .. ": header " .. k .. " must be a string without line breaks")
-    end
-  end
-  return h
-end
-M._check_headers = check_headers
-M._check_history = check_history
+M.check_history = check_history
 
 -- The TLS and header options of connect, as the C core takes them.
 local function tls_opts(opts, host)
@@ -570,7 +508,7 @@ function M.connect(url, opts)
   if type(url) ~= "string" then
     raise("bad_argument", "connect: url must be a string, got " .. type(url))
   end
-  local headers = check_headers(opts.headers, "connect")
+  local headers = endpoint.check_headers(opts.headers, "connect")
   local scheme, host, port, path = parse_url(url)
   -- (details.problem: what is wrong with the url, for a front end that
   -- names the url its own way; details.host, loopback_only: the host refused)
@@ -625,7 +563,7 @@ function M.connect(url, opts)
   end
   -- In a task the handshake is driven on the loop (async): the first CDP
   -- call below waits for it like for any reply.
-  local transport, err, code = core.ws_connect(addr, port, path,
+  local transport, err, code = core.ws.connect(addr, port, path,
     { deadline = deadline, host_header = hosthdr, headers = headers, tls = tls,
       ca_file = topts.ca_file, insecure = topts.insecure, async = tasks.current() ~= nil })
   if not transport then
@@ -824,14 +762,17 @@ local function close_now(self, deadline)
     end
   end
   -- What attached it may have more to undo (dt.webdriver deletes its
-  -- WebDriver session), within close's deadline; errors there do not make
-  -- close fail.
-  local after = self._after_close
+  -- WebDriver session), within close's deadline; an error there is raised
+  -- once all else is done (the browser is closed all the same): the
+  -- session may still be alive.
+  local after, after_err = self._after_close, nil
   if after then
     self._after_close = nil
-    errors.catch(after, self, deadline)
+    local ok, err = errors.catch(after, self, deadline)
+    if not ok then after_err = err end
   end
   if stop then error(stop, 0) end
+  if after_err then error(after_err, 0) end
 end
 
 -- close(opts?): a launched browser is asked to exit, then ended by signal
@@ -878,7 +819,11 @@ function Browser:__close() return self:close() end
 
 function Browser:__tostring()
   if self.webdriver then
-    return "Browser(WebDriver session " .. tostring(self.webdriver.session_id) .. " at "
+    -- (the endpoint chose the id: shown as printable ASCII)
+    local id = tostring(self.webdriver.session_id):gsub("[^\32-\126]", function(c)
+      return ("\\x%02x"):format(c:byte())
+    end)
+    return "Browser(WebDriver session " .. id .. " at "
       .. tostring(self.webdriver.url) .. (self._closed and ", closed" or "") .. ")"
   end
   local how = self.launched and ("pid " .. tostring(self.process:pid() or "gone"))

@@ -205,7 +205,7 @@ handlers["Target.attachedToTarget"] = function(self, p, session)
     -- through, which takes it along when it goes.
     self.worker_sessions[sid] = session or self.session
     conn:listen(sid, self._listener)
-    conn:send_nowait("Network.enable", nil, sid)
+    conn:send_nowait("Network.enable", observe.network_params(self), sid)
     conn:send_nowait("Target.setAutoAttach", AUTO_ATTACH, sid)
     conn:send_nowait("Runtime.runIfWaitingForDebugger", nil, sid)
     return

@@ -37,6 +37,21 @@ M.DEFAULT_HISTORY = 1000
 -- default (console text and string arguments; request URLs and bodies): a
 -- page that logs megabytes in a loop must not take the host's memory.
 M.DEFAULT_HISTORY_BYTES = 16 * 1024 * 1024
+-- How many bytes of response bodies the browser keeps per page, in all
+-- (history.bodies) and of one response (history.body), for response_body:
+-- sent with Network.enable. Chromium's own defaults drop any body over
+-- about 20 MB; a body over history.body is never kept, and the oldest go
+-- first when all of them pass history.bodies.
+M.DEFAULT_BODIES = 128 * 1024 * 1024
+M.DEFAULT_BODY = 64 * 1024 * 1024
+
+-- body_limits(history) -> the browser's buffer sizes for a page's bodies:
+-- in all, and for one response (the total is raised to hold one body).
+function M.body_limits(history)
+  local body = history and history.body or M.DEFAULT_BODY
+  local bodies = history and history.bodies or math.max(M.DEFAULT_BODIES, body)
+  return bodies, body
+end
 
 -- ---- a bounded ring, indexed by absolute position -------------------------
 
@@ -114,6 +129,7 @@ local EVENTS = { console = true, request = true, response = true, navigated = tr
 -- The domains a page enables beside the library's own: WebMCP is
 -- experimental, and a browser without it answers with an error, which
 -- attach_finish forgives (as it does for the others, on odd targets).
+-- Network's parameters are the page's (its history's body limits).
 local ENABLE = { "Network.enable", "Log.enable", "WebMCP.enable" }
 
 -- The remote objects a console record holds (its object arguments, a
@@ -157,6 +173,7 @@ end
 function M.attach_send(page, deadline, history)
   history = history or {}
   local bytes = history.bytes or M.DEFAULT_HISTORY_BYTES
+  local bodies, body = M.body_limits(history)
   local inflight = {}       -- session .. "\0" .. requestId -> record
   local by_id = {}          -- requestId -> the latest record in flight with it (see find)
   local st
@@ -175,11 +192,25 @@ function M.attach_send(page, deadline, history)
     by_id = by_id,
     listeners = {},         -- event name -> list of functions
     cdp_listeners = {},     -- CDP method -> list of functions (a plain table: names are data)
+    bodies = bodies,        -- bytes of response bodies the browser keeps, in all
+    body = body,            -- ... and of one response
   }
   page._obs = st
   local ids = {}
-  for i, m in ipairs(ENABLE) do ids[i] = page.conn:send(m, nil, page.session, deadline) end
+  local network = { maxTotalBufferSize = bodies, maxResourceBufferSize = body }
+  for i, m in ipairs(ENABLE) do
+    ids[i] = page.conn:send(m, m == "Network.enable" and network or nil, page.session, deadline)
+  end
   return ids
+end
+
+-- network_params(page) -> Network.enable's parameters for another session
+-- of the page (an out-of-process iframe's, a worker's): the same buffer
+-- sizes as its own
+function M.network_params(page)
+  local st = page._obs
+  if not st then return nil end
+  return { maxTotalBufferSize = st.bodies, maxResourceBufferSize = st.body }
 end
 
 -- attach_finish(page, ids, deadline): awaits the enables' replies.
@@ -555,7 +586,9 @@ function M.dispatch(page, method, params, session)
   elseif method == "Target.attachedToTarget" and params.targetInfo
       and params.targetInfo.type == "iframe" then
     -- An out-of-process iframe: its requests and messages are ours too.
-    for _, m in ipairs(ENABLE) do page.conn:send_nowait(m, nil, params.sessionId) end
+    for _, m in ipairs(ENABLE) do
+      page.conn:send_nowait(m, m == "Network.enable" and M.network_params(page) or nil, params.sessionId)
+    end
   end
   local l = st.cdp_listeners[method]
   if l then emit(st, l, method, params, session) end
@@ -768,7 +801,8 @@ function P.network_requests(page, opts)
 end
 
 -- response_body(request, opts?) -> body (a string), mime type. Asks the
--- browser, which keeps recent bodies for a while.
+-- browser, which keeps the page's bodies up to its history's limits: none
+-- over history.body, and the newest within history.bodies in all.
 function P.response_body(page, rec, opts)
   opts = options.check(opts, options.TIMEOUT, "response_body")
   page:_check_open()
@@ -795,8 +829,17 @@ function P.response_body(page, rec, opts)
   end)
   if not ok then
     if r.code == "protocol_error" then
+      -- Why the browser has it not: too big to keep at all, or pushed out
+      -- by newer ones (Chromium says "evicted" for both).
+      local st, size = page._obs, rec.sizes and rec.sizes.body
+      if st and type(size) == "number" and size > st.body then
+        raise("too_large", ("response_body: %s: its body of %d bytes is over the %d bytes the browser"
+          .. " keeps of one response (history.body)"):format(tostring(rec.url), size, st.body),
+          { details = { size = size, limit = st.body, browser = r.message } })
+      end
       r.message = "response_body: " .. tostring(rec.url) .. ": " .. r.message
-        .. " (the browser keeps bodies only for a while, and none for redirects)"
+        .. (st and (" (the browser keeps at most %d bytes of the page's response bodies, history.bodies,"
+          .. " dropping the oldest first)"):format(st.bodies) or "")
     end
     error(r, 0)
   end

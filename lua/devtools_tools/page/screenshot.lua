@@ -157,7 +157,7 @@ function M.screenshot(page, opts)
   if opts.path then
     -- a regular file is replaced whole (never half written), anything else
     -- at the path (a symlink, /dev/stdout, a FIFO) written through
-    local ok, err = core.write_file(opts.path, png)
+    local ok, err = core.fs.write_file(opts.path, png)
     if not ok then raise("bad_argument", "screenshot: " .. err) end
   end
   if opts.base64 then return data end

@@ -36,7 +36,7 @@ local concat, sort = table.concat, table.sort
 local sfind, ssub, sgsub, smatch = string.find, string.sub, string.gsub, string.match
 
 local array_mt, null = core.array_mt, core.null
-local regex_compile = core.regex_compile
+local regex_compile = core.regex.compile
 local now = core.now
 local resolve, split_fragment, pct_decode, decode_component, inner_base =
       uri.resolve, uri.split_fragment, uri.pct_decode, uri.decode_component, uri.inner_base

@@ -23,7 +23,7 @@
 -- so the page refuses every call of that tool; we do not refuse them all
 -- ourselves, and leave the page to answer.
 --
--- `regex` is `new RegExp(s)` compiling (core.regex_check) and no `\Z`
+-- `regex` is `new RegExp(s)` compiling (core.regex.check) and no `\Z`
 -- after anything but a backslash, as ajv 6 has it.
 --
 -- What it must never do: raise on any input (malformed UTF-8 included),
@@ -604,7 +604,7 @@ local function z_anchor(s)
 end
 
 M.regex = function(s)
-  return not z_anchor(s) and core.regex_check(s) == true
+  return not z_anchor(s) and core.regex.check(s) == true
 end
 
 return { string = M, z_anchor = z_anchor }

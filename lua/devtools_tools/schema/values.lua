@@ -1,7 +1,7 @@
 -- devtools_tools.schema.values: what a value is, for the validator.
 --
 -- The kind of a table (array, object, empty, element) comes from the JSON
--- encoder's own decision (core.json_kind), so the validator checks exactly
+-- encoder's own decision (core.json.kind), so the validator checks exactly
 -- what will be sent; only an Element, which the encoder never sees, is
 -- known here (is_element is the one place that knows one). Also: JSON
 -- equality, code-point length, ajv's multipleOf, number text, and a short
@@ -21,7 +21,7 @@ local floor, huge = math.floor, math.huge
 local concat = table.concat
 local sfind, ssub, sformat, sgsub = string.find, string.sub, string.format, string.gsub
 
-local null, array_mt, json_kind = core.null, core.array_mt, core.json_kind
+local null, array_mt, json_kind = core.null, core.array_mt, core.json.kind
 
 local M = {}
 

@@ -37,21 +37,97 @@ local encode_out = json.encode_finite
 local current_task = tasks.current
 local type, tonumber, pairs, ipairs, next, setmetatable, getmetatable, tostring, pcall, error =
       type, tonumber, pairs, ipairs, next, setmetatable, getmetatable, tostring, pcall, error
-local io_stderr, sformat, select = io.stderr, string.format, select
+local sformat, select, byte, sfind = string.format, select, string.byte, string.find
+local concat = table.concat
 
 local M = {}
 
 -- The debug log (DEVTOOLS_TOOLS_DEBUG=cdp, or dt.debug("cdp")): one line per
--- message sent or received, on stderr. Off, it costs one field test per
--- message. It is process-wide by nature, like the environment variable.
+-- message sent or received, on stderr (log.out: anything with a write
+-- method). Off, it costs one field test per message. It is process-wide by
+-- nature, like the environment variable.
 M.log = { on = (os.getenv("DEVTOOLS_TOOLS_DEBUG") or ""):find("cdp", 1, true) ~= nil,
-  width = 400, t0 = now() }
+  width = 400, t0 = now(), out = io.stderr }
+
+-- The code point of the UTF-8 sequence at s[i] (lead byte b) and its
+-- length; nil for a byte that starts no valid sequence (a stray
+-- continuation, an overlong form, a surrogate, past U+10FFFF, cut short).
+local function utf8_at(s, i, b)
+  local c1, c2, c3 = byte(s, i + 1, i + 3)
+  if not c1 or c1 < 0x80 or c1 > 0xBF then return nil end
+  if b >= 0xC2 and b <= 0xDF then return (b - 0xC0) * 64 + (c1 - 0x80), 2 end
+  if not c2 or c2 < 0x80 or c2 > 0xBF then return nil end
+  if b >= 0xE0 and b <= 0xEF then
+    if (b == 0xE0 and c1 < 0xA0) or (b == 0xED and c1 > 0x9F) then return nil end
+    return (b - 0xE0) * 4096 + (c1 - 0x80) * 64 + (c2 - 0x80), 3
+  end
+  if not c3 or c3 < 0x80 or c3 > 0xBF then return nil end
+  if b >= 0xF0 and b <= 0xF4 then
+    if (b == 0xF0 and c1 < 0x90) or (b == 0xF4 and c1 > 0x8F) then return nil end
+    return (b - 0xF0) * 262144 + (c1 - 0x80) * 4096 + (c2 - 0x80) * 64 + (c3 - 0x80), 4
+  end
+  return nil
+end
+
+-- A log line is the JSON of a message, whose strings a page wrote, on a
+-- terminal: what could drive the terminal or disguise the line comes out
+-- escaped, visibly. Control characters (C0, tab included: a line is one
+-- line, and a tab hides among spaces; DEL; C1, U+0080-009F, CSI among
+-- them) and the bidirectional overrides and isolates (U+202A-202E,
+-- U+2066-2069) become \uXXXX, which inside a JSON string reads as the same
+-- value; a byte that is not UTF-8 becomes \xNN, which JSON never writes.
+local function is_hidden(cp)
+  return cp <= 0x9F and (cp >= 0x7F or cp < 0x20)
+    or (cp >= 0x202A and cp <= 0x202E) or (cp >= 0x2066 and cp <= 0x2069)
+end
+
+local SPECIAL = "[%z\1-\31\127-\255]"
+
+local function clean_log(s)
+  local i = sfind(s, SPECIAL)
+  if not i then return s end
+  local out, n, from, len = {}, 0, 1, #s
+  while i and i <= len do
+    local b = byte(s, i)
+    local size, rep = 1, nil
+    if b < 0x20 or b == 0x7F then
+      rep = sformat("\\u%04x", b)
+    elseif b >= 0x80 then
+      local cp, k = utf8_at(s, i, b)
+      if not cp then
+        rep = sformat("\\x%02x", b)
+      else
+        size = k
+        if is_hidden(cp) then rep = sformat("\\u%04x", cp) end
+      end
+    end
+    if rep then
+      out[n + 1], out[n + 2] = s:sub(from, i - 1), rep
+      n = n + 2
+      from = i + size
+    end
+    i = sfind(s, SPECIAL, i + size)          -- plain ASCII is skipped at once
+  end
+  out[n + 1] = s:sub(from)
+  return concat(out)
+end
+M._clean_log = clean_log
 
 local function log_line(dir, session, text)
   local L = M.log
-  if #text > L.width then text = text:sub(1, L.width) .. sformat("... (%d bytes)", #text) end
-  io_stderr:write(sformat("devtools_tools cdp %9.3f %s %s%s\n", now() - L.t0, dir,
-    session and ("[" .. session:sub(1, 8) .. "] ") or "", text))
+  if #text > L.width then
+    -- cut before a character the width would split: the cut shows as the
+    -- count, never as bytes that are not UTF-8
+    local cut = L.width
+    for _ = 1, 3 do
+      local b = byte(text, cut + 1)
+      if b < 0x80 or b > 0xBF then break end
+      cut = cut - 1
+    end
+    text = text:sub(1, cut) .. sformat("... (%d bytes)", #text)
+  end
+  L.out:write(clean_log(sformat("devtools_tools cdp %9.3f %s %s%s", now() - L.t0, dir,
+    session and ("[" .. session:sub(1, 8) .. "] ") or "", text)), "\n")
 end
 
 local Conn = {}
@@ -295,6 +371,13 @@ local function pump(self, deadline)
     -- between, so lua.c's Ctrl-C hook raises at once, not when the page
     -- answers.)
     if code == "interrupted" then return true end
+    -- A transport that ended the connection over what it read (a
+    -- websocket frame head declaring an impossible length): this read
+    -- fails with protocol_error, and every later call with disconnected,
+    -- as after any end of the connection. A pipe's message that is not
+    -- JSON ends nothing: the next one is read.
+    local t = self.transport
+    if t.state and t:state() == "closed" then lost(self, err) end
     raise("protocol_error", "unreadable message from the browser: " .. tostring(err))
   end
   local id = msg.id

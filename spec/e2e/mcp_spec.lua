@@ -19,7 +19,7 @@ teardown(function() server.stop() end)
 -- TMPDIR is a directory of its own, so that its Chromium (whose profile
 -- goes there) can be found and counted.
 local function spawn(url, args, env)
-  local tmp = assert(core.mkdtemp("dt-mcp-spec-"))
+  local tmp = assert(core.fs.mkdtemp("dt-mcp-spec-"))
   local argv = { "mcp" }
   if url then argv[2] = url end
   for _, a in ipairs(args or {}) do argv[#argv + 1] = a end
@@ -36,7 +36,7 @@ after_each(function()
     c:kill()
     -- (its Chromium: the server ended it, or the reaper does)
     H.wait_for(function() return #H.live_with_arg(c.tmp) == 0 end, 5)
-    core.rmtree(c.tmp)
+    core.fs.rmtree(c.tmp)
   end
   clients = {}
 end)
@@ -179,7 +179,7 @@ describe("devtools-tools mcp: the lifecycle", function()
     local c = spawn(server.url("/mcp.html"))
     c:initialize()
     assert.equal("42", result_text(call(c, "scalar")))
-    for _, pid in ipairs(H.live_with_arg(c.tmp)) do core.kill(pid, "KILL") end
+    for _, pid in ipairs(H.live_with_arg(c.tmp)) do core.process.kill(pid, "KILL") end
     assert.is_true(H.wait_for(function() return c:stderr():find("the browser is gone", 1, true) ~= nil end, 10),
       c:stderr())
     local r = call(c, "scalar")

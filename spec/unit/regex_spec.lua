@@ -1,5 +1,5 @@
 -- regex_spec: ECMA-262 regular expressions in the C core
--- (core.regex_compile, core.regex_check, Regex:test/close). Scenario tables:
+-- (core.regex.compile, core.regex.check, Regex:test/close). Scenario tables:
 -- pattern, subject, expected answer; or pattern and the expected error.
 -- Two dialects: with the u flag (new RegExp(p, "u"), as ajv 8 compiles a
 -- `pattern`), and without (new RegExp(p), Annex B, as ajv 6 does, which is
@@ -9,7 +9,7 @@
 local core = require("devtools_tools.core")
 
 local function compile(p, flags)
-  local r, err = core.regex_compile(p, flags == nil and "u" or flags)
+  local r, err = core.regex.compile(p, flags == nil and "u" or flags)
   assert(r, "compile " .. p .. ": " .. tostring(err))
   return r
 end
@@ -20,7 +20,7 @@ local function it_answers(cases, flags)
   for _, c in ipairs(cases) do
     it(("/%s/%s on %q -> %s"):format(c[1], flags or "", c[2], tostring(c[3])), function()
       if flags == nil then assert.are.equal(c[3], compile(c[1], ""):test(c[2])) end
-      assert.are.equal(c[3], assert(core.regex_compile(c[1], flags)):test(c[2]))
+      assert.are.equal(c[3], assert(core.regex.compile(c[1], flags)):test(c[2]))
     end)
   end
 end
@@ -29,17 +29,17 @@ end
 local function it_rejects(pats, flags)
   for _, p in ipairs(pats) do
     it(("rejects /%s/%s"):format(p, flags or ""), function()
-      local ok, err = core.regex_check(p, flags)
+      local ok, err = core.regex.check(p, flags)
       assert.is_nil(ok)
       assert.matches("^invalid regular expression: ", err)
-      local r, err2 = core.regex_compile(p, flags)
+      local r, err2 = core.regex.compile(p, flags)
       assert.is_nil(r)
       assert.are.equal(err, err2)
     end)
   end
 end
 
-describe("core.regex_compile(p, 'u') / Regex:test", function()
+describe("core.regex.compile(p, 'u') / Regex:test", function()
   -- { pattern, subject, matches? }
   local cases = {
     -- search anywhere, like RegExp.prototype.test
@@ -202,7 +202,7 @@ describe("core.regex_compile(p, 'u') / Regex:test", function()
   end)
 end)
 
-describe("core.regex_compile(p) without flags (Annex B) / Regex:test", function()
+describe("core.regex.compile(p) without flags (Annex B) / Regex:test", function()
   -- { pattern, subject, what new RegExp(pattern).test(subject) answers in V8 }
   -- A character is a UTF-16 unit: an emoji is two, in the pattern and the
   -- subject alike; what is not an escape stands for itself.
@@ -297,14 +297,14 @@ describe("core.regex_compile(p) without flags (Annex B) / Regex:test", function(
   it_answers(cases, nil)
 
   it("is the default: no flags argument, or nil, is Annex B", function()
-    assert.is_true(assert(core.regex_compile("^\\-$")):test("-"))
-    assert.is_true(assert(core.regex_compile("^\\-$", nil)):test("-"))
-    assert.is_nil(core.regex_compile("^\\-$", "u"))
+    assert.is_true(assert(core.regex.compile("^\\-$")):test("-"))
+    assert.is_true(assert(core.regex.compile("^\\-$", nil)):test("-"))
+    assert.is_nil(core.regex.compile("^\\-$", "u"))
   end)
 
   it("refuses flags other than u", function()
-    assert.has_error(function() core.regex_compile("a", "i") end)
-    assert.has_error(function() core.regex_check("a", "uu") end)
+    assert.has_error(function() core.regex.compile("a", "i") end)
+    assert.has_error(function() core.regex.check("a", "uu") end)
   end)
 
   -- V8 refuses these without flags too
@@ -315,8 +315,8 @@ describe("core.regex_compile(p) without flags (Annex B) / Regex:test", function(
   local good = { "\\-", "\\a", "]", "}", "{", "a{,3}", "\\k", "\\c1", "\\u{110000}x", "\\8", "[\\d-z]", "(?=a)*", "\\p{Foo=Bar}", "\\2(a)", "\\01", "\\u{}" }
   for _, p in ipairs(good) do
     it(("accepts /%s/"):format(p), function()
-      assert.is_true(core.regex_check(p))
-      assert.is_nil(core.regex_check(p, "u"))
+      assert.is_true(core.regex.check(p))
+      assert.is_nil(core.regex.check(p, "u"))
     end)
   end
 end)
@@ -353,11 +353,11 @@ describe("counts above PCRE2's 65535", function()
   end
 
   it("leaves a group that captures to PCRE2, which refuses the count", function()
-    local r, err = core.regex_compile("^(a){70000}$")
+    local r, err = core.regex.compile("^(a){70000}$")
     assert.is_nil(r)
     assert.matches("^unsupported regular expression: number too big", err)
-    assert.is_true(core.regex_check("^(a){70000}$"))
-    assert.is_nil((core.regex_compile("a{12345678901}")))    -- 10 digits and more: left to PCRE2
+    assert.is_true(core.regex.check("^(a){70000}$"))
+    assert.is_nil((core.regex.compile("a{12345678901}")))    -- 10 digits and more: left to PCRE2
   end)
 end)
 
@@ -375,8 +375,8 @@ describe("group names", function()
   }
   for _, c in ipairs(names) do
     it(("%s /%s/ and /%s/u"):format(c[2] and "accepts" or "rejects", c[1], c[1]), function()
-      assert.are.equal(c[2], core.regex_check(c[1]) == true)
-      assert.are.equal(c[2], core.regex_check(c[1], "u") == true)
+      assert.are.equal(c[2], core.regex.check(c[1]) == true)
+      assert.are.equal(c[2], core.regex.check(c[1], "u") == true)
     end)
   end
 
@@ -403,18 +403,18 @@ describe("ECMA-262 syntax errors with the u flag", function()
   it_rejects(bad, "u")
 
   it("rejects a pattern that is not UTF-8", function()
-    assert.is_nil(core.regex_check("a\255", "u"))
-    assert.is_nil(core.regex_check("a\255"))
+    assert.is_nil(core.regex.check("a\255", "u"))
+    assert.is_nil(core.regex.check("a\255"))
   end)
 
   it("names the offset of the problem", function()
-    local _, err = core.regex_check("ab(c")
+    local _, err = core.regex.check("ab(c")
     assert.matches("offset 2", err)
   end)
 
   it("rejects nesting deeper than it parses, without crashing", function()
     local p = string.rep("(", 1000) .. "a" .. string.rep(")", 1000)
-    assert.is_nil(core.regex_check(p))
+    assert.is_nil(core.regex.check(p))
   end)
 
   local good = {
@@ -423,21 +423,21 @@ describe("ECMA-262 syntax errors with the u flag", function()
   }
   for _, p in ipairs(good) do
     it(("accepts /%s/u"):format(p), function()
-      assert.is_true(core.regex_check(p, "u"))
+      assert.is_true(core.regex.check(p, "u"))
     end)
   end
 
   it("checks a variable-length lookbehind as valid, which PCRE2 cannot compile", function()
-    assert.is_true(core.regex_check("(?<=a+)b"))
-    assert.is_true(core.regex_check("(?<=a+)b", "u"))
-    local r, err = core.regex_compile("(?<=a+)b")
+    assert.is_true(core.regex.check("(?<=a+)b"))
+    assert.is_true(core.regex.check("(?<=a+)b", "u"))
+    local r, err = core.regex.compile("(?<=a+)b")
     assert.is_nil(r)
     assert.matches("^unsupported regular expression: .*lookbehind", err)
   end)
 
   it("raises for a pattern that is not a string", function()
-    assert.has_error(function() core.regex_compile({}) end)
-    assert.has_error(function() core.regex_check(nil) end)
+    assert.has_error(function() core.regex.compile({}) end)
+    assert.has_error(function() core.regex.check(nil) end)
   end)
 end)
 

@@ -35,7 +35,7 @@ describe("websocket transport", function()
   local function connect(opts)
     opts = opts or {}
     opts.deadline = opts.deadline or core.now() + 10
-    local tr, msg, code = core.ws_connect("127.0.0.1", port, "/devtools/browser/test", opts)
+    local tr, msg, code = core.ws.connect("127.0.0.1", port, "/devtools/browser/test", opts)
     assert(tr, tostring(msg) .. " " .. tostring(code))
     return tr
   end
@@ -425,6 +425,61 @@ describe("websocket transport", function()
     assert.are.equal("closed", code)
   end)
 
+  -- issue 33: a frame head declaring 2^62 bytes waited for the deadline
+  -- (lws holds a frame's payload back until its buffer fills, so nothing
+  -- came up); a length over 2^40 now ends the connection at once.
+  describe("a frame head declaring an impossible length", function()
+    local cases = {
+      { len = "4611686018427387904", body = 0 },       -- 2^62, the head alone
+      { len = "4611686018427387904", body = 3 },       -- 2^62, 3 bytes of it
+      { len = "1099511627777", body = 0 },             -- 2^40 + 1
+    }
+    for _, c in ipairs(cases) do
+      it(("fails at once with bad_message: %s bytes, %d sent"):format(c.len, c.body), function()
+        t = connect()
+        assert.is_true(t:send(('{"cmd":"header","len":%s,"body":%d}'):format(c.len, c.body),
+          core.now() + 5))
+        local t0 = core.now()
+        local ok, msg, code = t:recv(core.now() + 10)
+        local took = core.now() - t0
+        assert.is_nil(ok)
+        assert.are.equal("bad_message", code, msg)
+        assert.is_true(took < 1, ("took %.2f s"):format(took))      -- was the 10 s deadline
+        assert.matches("declared a frame of more than 2^40 bytes", msg, 1, true)
+        if c.body == 0 then assert.matches("(" .. c.len .. " still to come)", msg, 1, true) end
+        assert.are.equal("closed", (t:state()))
+        -- and stays so: the stream cannot be framed any more
+        local _, _, again = t:recv(core.now() + 1)
+        assert.are.equal("bad_message", again)
+      end)
+    end
+
+    it("leaves a length of 2^40 alone (it may be read through as too_large)", function()
+      t = connect()
+      assert.is_true(t:send('{"cmd":"header","len":1099511627776,"body":3}', core.now() + 5))
+      local _, _, code = t:recv(core.now() + 0.3)
+      assert.are.equal("timeout", code)
+      assert.are.equal("open", (t:state()))
+    end)
+
+    it("is a protocol_error for the CDP call that reads it, then disconnected", function()
+      local cdp = require("devtools_tools.wire.cdp")
+      t = connect()
+      assert.is_true(t:send('{"cmd":"header","len":4611686018427387904,"body":0}', core.now() + 5))
+      local conn = cdp.new(t, { timeout = 10 })
+      local t0 = core.now()
+      local ok, e = pcall(conn.call, conn, "Browser.getVersion")
+      local took = core.now() - t0
+      assert.is_false(ok)
+      assert.are.equal("protocol_error", e.code, tostring(e))
+      assert.is_true(took < 1, ("took %.2f s"):format(took))
+      assert.matches("declared a frame of more than 2^40 bytes", e.message, 1, true)
+      ok, e = pcall(conn.call, conn, "Browser.getVersion")
+      assert.is_false(ok)
+      assert.are.equal("disconnected", e.code, tostring(e))
+    end)
+  end)
+
   it("sends Host as host:port by default, or opts.host_header, and no Origin", function()
     t = connect()
     assert.are.equal('{"host":"127.0.0.1:' .. port .. '","origin":0}', roundtrip(t, '{"cmd":"hello"}'))
@@ -443,14 +498,14 @@ describe("websocket transport", function()
   end)
 
   it("connects by localhost", function()
-    local tr = assert(core.ws_connect("localhost", port, "/x", { deadline = core.now() + 10 }))
+    local tr = assert(core.ws.connect("localhost", port, "/x", { deadline = core.now() + 10 }))
     assert.are.equal("hi", roundtrip(tr, "hi"))
     tr:close()
   end)
 
   it("fails with connect_failed and the status when the handshake is refused", function()
     for _, status in ipairs({ 403, 500 }) do
-      local tr, msg, code = core.ws_connect("127.0.0.1", port, "/reject/" .. status,
+      local tr, msg, code = core.ws.connect("127.0.0.1", port, "/reject/" .. status,
         { deadline = core.now() + 10 })
       assert.is_nil(tr)
       assert.are.equal("connect_failed", code)
@@ -469,7 +524,7 @@ describe("websocket transport", function()
     assert.are.equal("ok", roundtrip(t, "ok"))
   end)
 
-  describe("core.http_start", function()
+  describe("core.http.start", function()
     local socket = require("socket")
 
     -- An event loop's round: waits until the request's socket is ready.
@@ -480,7 +535,7 @@ describe("websocket transport", function()
     end
 
     it("returns at once and finishes through step() when its socket is ready", function()
-      local req = assert(core.http_start("127.0.0.1", port, "/json/version", core.now() + 10))
+      local req = assert(core.http.start("127.0.0.1", port, "/json/version", core.now() + 10))
       assert.matches("^HttpRequest%(GET http://127.0.0.1:%d+/json/version, %a+%)$", tostring(req))
       local deadline = core.now() + 10
       local status, body = req:step()
@@ -502,7 +557,7 @@ describe("websocket transport", function()
     end)
 
     it("gives the same answers as http_get (the same machine)", function()
-      local req = assert(core.http_start("127.0.0.1", port, "/nothing-here", core.now() + 10))
+      local req = assert(core.http.start("127.0.0.1", port, "/nothing-here", core.now() + 10))
       assert.are.equal(404, (req:step(core.now() + 10)))
       req:close()
     end)
@@ -510,7 +565,7 @@ describe("websocket transport", function()
     it("fails with timeout at its deadline, and connect_failed on a refused port", function()
       local server, sport = helper.silent_listener()
       local t0 = core.now()
-      local req = assert(core.http_start("127.0.0.1", sport, "/json/version", t0 + 0.3))
+      local req = assert(core.http.start("127.0.0.1", sport, "/json/version", t0 + 0.3))
       assert.is_false(req:step())
       local ok, msg, code = req:step(t0 + 30)       -- cut at the request's deadline
       assert.is_nil(ok)
@@ -520,7 +575,7 @@ describe("websocket transport", function()
       req:close()
       server:close()
       local rport = helper.refused_port()
-      local req2, m2, c2 = core.http_start("127.0.0.1", rport, "/x", core.now() + 10)
+      local req2, m2, c2 = core.http.start("127.0.0.1", rport, "/x", core.now() + 10)
       if req2 then                                  -- refused later, while it is stepped
         local st
         st, m2, c2 = req2:step()
@@ -535,29 +590,29 @@ describe("websocket transport", function()
     end)
   end)
 
-  describe("core.http_get", function()
+  describe("core.http.get", function()
     it("gets /json/version", function()
-      local status, body = core.http_get("127.0.0.1", port, "/json/version", core.now() + 10)
+      local status, body = core.http.get("127.0.0.1", port, "/json/version", core.now() + 10)
       assert.are.equal(200, status)
       assert.matches('"webSocketDebuggerUrl":"ws://127.0.0.1:' .. port .. '/devtools/browser/test"', body, 1, true)
     end)
 
     it("returns other statuses as they are", function()
-      local status = core.http_get("127.0.0.1", port, "/nothing-here", core.now() + 10)
+      local status = core.http.get("127.0.0.1", port, "/nothing-here", core.now() + 10)
       assert.are.equal(404, status)
     end)
 
     it("sends no Origin header (the server answers 403 to one)", function()
       assert.matches("^HTTP/1%.%d 403", helper.raw_status(port,
         "GET /json/version HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://x\r\n\r\n"))
-      assert.are.equal(200, (core.http_get("127.0.0.1", port, "/json/version", core.now() + 10)))
+      assert.are.equal(200, (core.http.get("127.0.0.1", port, "/json/version", core.now() + 10)))
     end)
 
     it("takes a body of 1 MiB and refuses a bigger one", function()
-      local status, body = core.http_get("127.0.0.1", port, "/size/" .. MiB, core.now() + 10)
+      local status, body = core.http.get("127.0.0.1", port, "/size/" .. MiB, core.now() + 10)
       assert.are.equal(200, status)
       assert.are.equal(MiB, #body)
-      local ok, msg, code = core.http_get("127.0.0.1", port, "/size/" .. (MiB + 1), core.now() + 10)
+      local ok, msg, code = core.http.get("127.0.0.1", port, "/size/" .. (MiB + 1), core.now() + 10)
       assert.is_nil(ok)
       assert.are.equal("too_large", code)
       assert.is_string(msg)
@@ -565,36 +620,36 @@ describe("websocket transport", function()
 
     it("reads a chunked body", function()
       for _, n in ipairs({ 0, 1, 999, 1000, 1001, 250000, MiB }) do
-        local status, body = core.http_get("127.0.0.1", port, "/chunked/" .. n, core.now() + 10)
+        local status, body = core.http.get("127.0.0.1", port, "/chunked/" .. n, core.now() + 10)
         assert.are.equal(200, status)
         assert.are.equal(n, #body)
         assert.is_true(body == string.rep("x", n))
       end
-      local ok, _, code = core.http_get("127.0.0.1", port, "/chunked/" .. (MiB + 1), core.now() + 10)
+      local ok, _, code = core.http.get("127.0.0.1", port, "/chunked/" .. (MiB + 1), core.now() + 10)
       assert.is_nil(ok)
       assert.are.equal("too_large", code)
     end)
 
     it("connects by localhost", function()
-      assert.are.equal(200, (core.http_get("localhost", port, "/json/version", core.now() + 10)))
+      assert.are.equal(200, (core.http.get("localhost", port, "/json/version", core.now() + 10)))
     end)
 
     it("frames what a server may answer: HEAD, interim answers, a Content-Length it cannot read", function()
       local proc, rport = helper_raw_http()
       local t0 = core.now()
       -- an answer to HEAD has no body, whatever its Content-Length says
-      local status, body = core.http_request("127.0.0.1", rport, "/head",
+      local status, body = core.http.request("127.0.0.1", rport, "/head",
         { method = "HEAD", deadline = core.now() + 5 })
       assert.are.equal(200, status)
       assert.are.equal("", body)
       assert.is_true(core.now() - t0 < 3)                -- not when the server closes
       -- 100 and 103 come before the answer
-      status, body = core.http_get("127.0.0.1", rport, "/continue", core.now() + 5)
+      status, body = core.http.get("127.0.0.1", rport, "/continue", core.now() + 5)
       assert.are.equal(200, status)
       assert.are.equal("hello", body)
       -- a value cut to fit, or not a number: an error, not a body lost
       for _, path in ipairs({ "/zeros", "/minus" }) do
-        local ok, msg, code = core.http_get("127.0.0.1", rport, path, core.now() + 5)
+        local ok, msg, code = core.http.get("127.0.0.1", rport, path, core.now() + 5)
         assert.is_nil(ok)
         assert.are.equal("bad_message", code)
         assert.matches("Content%-Length is not a number", msg)
@@ -602,16 +657,16 @@ describe("websocket transport", function()
       -- a chunked body that comes a byte at a time: the walk resumes where
       -- it stopped, whatever the read cut (a size line, an extension, the
       -- CR LF after a payload)
-      status, body = core.http_get("127.0.0.1", rport, "/drip", core.now() + 10)
+      status, body = core.http.get("127.0.0.1", rport, "/drip", core.now() + 10)
       assert.are.equal(200, status)
       assert.are.equal("abc" .. string.rep("d", 17) .. string.rep("e", 10), body)
       proc:close(0)
     end)
 
     it("rejects a bad path", function()
-      assert.has_error(function() core.http_get("127.0.0.1", port, "json/version") end)
-      assert.has_error(function() core.http_get("127.0.0.1", port, "/a b") end)
-      assert.has_error(function() core.http_get("127.0.0.1", 0, "/") end)
+      assert.has_error(function() core.http.get("127.0.0.1", port, "json/version") end)
+      assert.has_error(function() core.http.get("127.0.0.1", port, "/a b") end)
+      assert.has_error(function() core.http.get("127.0.0.1", 0, "/") end)
     end)
   end)
 end)
@@ -620,7 +675,7 @@ describe("connection failures", function()
   it("ws_connect to a refused port fails with connect_failed at once", function()
     local port = helper.refused_port()
     local t0 = core.now()
-    local tr, msg, code = core.ws_connect("127.0.0.1", port, "/x", { deadline = t0 + 30 })
+    local tr, msg, code = core.ws.connect("127.0.0.1", port, "/x", { deadline = t0 + 30 })
     assert.is_nil(tr)
     assert.are.equal("connect_failed", code)
     assert.matches("127.0.0.1:" .. port, msg, 1, true)
@@ -631,7 +686,7 @@ describe("connection failures", function()
   it("http_get to a refused port fails with connect_failed at once", function()
     local port = helper.refused_port()
     local t0 = core.now()
-    local ok, msg, code = core.http_get("127.0.0.1", port, "/json/version", t0 + 30)
+    local ok, msg, code = core.http.get("127.0.0.1", port, "/json/version", t0 + 30)
     assert.is_nil(ok)
     assert.are.equal("connect_failed", code)
     assert.matches("127.0.0.1:" .. port, msg, 1, true)
@@ -641,7 +696,7 @@ describe("connection failures", function()
   it("ws_connect to a listener that never answers times out at the deadline", function()
     local server, port = helper.silent_listener()
     local t0 = core.now()
-    local tr, msg, code = core.ws_connect("127.0.0.1", port, "/x", { deadline = t0 + 0.5 })
+    local tr, msg, code = core.ws.connect("127.0.0.1", port, "/x", { deadline = t0 + 0.5 })
     server:close()
     assert.is_nil(tr)
     assert.are.equal("timeout", code)
@@ -652,7 +707,7 @@ describe("connection failures", function()
   it("http_get from a listener that never answers times out at the deadline", function()
     local server, port = helper.silent_listener()
     local t0 = core.now()
-    local ok, _, code = core.http_get("127.0.0.1", port, "/json/version", t0 + 0.5)
+    local ok, _, code = core.http.get("127.0.0.1", port, "/json/version", t0 + 0.5)
     server:close()
     assert.is_nil(ok)
     assert.are.equal("timeout", code)
@@ -660,11 +715,11 @@ describe("connection failures", function()
   end)
 
   it("ws_connect rejects bad arguments", function()
-    assert.has_error(function() core.ws_connect("127.0.0.1", 0, "/x") end)
-    assert.has_error(function() core.ws_connect("127.0.0.1", 70000, "/x") end)
-    assert.has_error(function() core.ws_connect("127.0.0.1", 80, "x") end)
-    assert.has_error(function() core.ws_connect("", 80, "/x") end)
-    assert.has_error(function() core.ws_connect("127.0.0.1", 80, "/x", { limit = 0 }) end)
+    assert.has_error(function() core.ws.connect("127.0.0.1", 0, "/x") end)
+    assert.has_error(function() core.ws.connect("127.0.0.1", 70000, "/x") end)
+    assert.has_error(function() core.ws.connect("127.0.0.1", 80, "x") end)
+    assert.has_error(function() core.ws.connect("", 80, "/x") end)
+    assert.has_error(function() core.ws.connect("127.0.0.1", 80, "/x", { limit = 0 }) end)
   end)
 end)
 
@@ -682,7 +737,7 @@ describe("ws_connect{async = true}", function()
 
   it("returns at once, connecting; recv(0)/flush(0) drive the handshake", function()
     local proc, port = helper.start()
-    local t = assert(core.ws_connect("127.0.0.1", port, "/devtools/browser/test",
+    local t = assert(core.ws.connect("127.0.0.1", port, "/devtools/browser/test",
       { async = true, deadline = core.now() + 10 }))
     assert.are.equal("connecting", t:state())
     assert.is_number((t:fds()))                     -- something to watch already
@@ -711,7 +766,7 @@ describe("ws_connect{async = true}", function()
 
   it("a blocking recv drives the handshake too", function()
     local proc, port = helper.start()
-    local t = assert(core.ws_connect("127.0.0.1", port, "/devtools/browser/test",
+    local t = assert(core.ws.connect("127.0.0.1", port, "/devtools/browser/test",
       { async = true, deadline = core.now() + 10 }))
     assert.is_true(t:send("hi", core.now() + 10))
     assert.are.equal("hi", t:recv(core.now() + 10))
@@ -722,7 +777,7 @@ describe("ws_connect{async = true}", function()
   it("ends closed with timeout when the handshake misses its deadline", function()
     local server, port = helper.silent_listener()
     local t0 = core.now()
-    local t = assert(core.ws_connect("127.0.0.1", port, "/x", { async = true, deadline = t0 + 0.3 }))
+    local t = assert(core.ws.connect("127.0.0.1", port, "/x", { async = true, deadline = t0 + 0.3 }))
     assert.are.equal("connecting", t:state())
     local m, msg, code = t:recv(0)
     assert.is_nil(m)
@@ -742,7 +797,7 @@ describe("ws_connect{async = true}", function()
 
   it("reports a refused connection as connect_failed", function()
     local port = helper.refused_port()
-    local t, msg, code = core.ws_connect("127.0.0.1", port, "/x",
+    local t, msg, code = core.ws.connect("127.0.0.1", port, "/x",
       { async = true, deadline = core.now() + 10 })
     if t then                       -- refused later, while it is driven
       local deadline = core.now() + 10

@@ -97,7 +97,8 @@ describe("a kept Tool and another task's discovery", function()
       dt.async(function() return #page:discover() end),
       dt.async(function()
         -- the main frame's list replaced; the discovery waits for the widget
-        while page:evaluate("window.__dtmcp.toolGroups.length") ~= 2 do dt.sleep(0.005) end
+        page:evaluate("new Promise((r) => { const again = () => window.__dtmcp.toolGroups.length === 2 ? r(1)"
+          .. " : setTimeout(again, 1); again(); })")
         local ok, v = pcall(cart.call, cart, {})
         return ok and v or v.code
       end),
@@ -140,8 +141,8 @@ describe("tasks sharing one page", function()
       assert.equal("timeout", H.error_of(page.call, page, "never", nil, { timeout = 0.2 }).code)
       return page:call("add", { a = 1, b = 2 })
     end)
+    -- (b starts once a has sent its call and waits: tasks run until they wait)
     local b = dt.async(function()
-      dt.sleep(0.1)
       return page:call("spin", { ms = 300 }, { timeout = 10 })   -- busy when a's call times out
     end)
     local r = dt.wait_all({ a, b }, 20)
@@ -164,8 +165,7 @@ describe("tasks sharing one page", function()
       end
       return got
     end)
-    local b = dt.async(function()
-      dt.sleep(0.1)
+    local b = dt.async(function()            -- (once a's call is in the page's loop)
       assert.equal("timeout", H.error_of(page.call, page, "add", { a = 1, b = 1 }, { timeout = 1 }).code)
       return page:call("add", { a = 2, b = 2 }, { timeout = 5 })
     end)
@@ -447,7 +447,7 @@ describe("issue 11", function()
   it("connect raises dt.Errors for a bad port and a garbage webSocketDebuggerUrl", function()
     local e = H.error_of(dt.connect, "http://127.0.0.1:99999")
     assert.equal("bad_argument", e.code)
-    local dir = assert(core.mkdtemp("dt-fakejson-"))
+    local dir = assert(core.fs.mkdtemp("dt-fakejson-"))
     os.execute("mkdir -p " .. dir .. "/json")
     for _, body in ipairs({ '{"webSocketDebuggerUrl": "garbage"}', '{"webSocketDebuggerUrl": "http://127.0.0.1/x"}',
         '[1, 2]', '"just a string"' }) do
@@ -459,7 +459,7 @@ describe("issue 11", function()
       fake.stop()
       assert.equal("connect_failed", e.code, body)
     end
-    core.rmtree(dir)
+    core.fs.rmtree(dir)
   end)
 
   it("skips a group whose schema nests 600 levels, in any frame, and keeps the rest", function()

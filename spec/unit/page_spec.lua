@@ -92,9 +92,13 @@ describe("page (fake transport)", function()
       { "webmcp must be a boolean, got string", dt.launch, { webmcp = "yes" } },
       { "launch: executable must not be empty", dt.launch, { executable = "" } },
       { "launch: user_data_dir must not be empty", dt.launch, { user_data_dir = "" } },
-      { "history takes console = n, requests = n and bytes = n", dt.launch, { history = { bytes = -1 } } },
-      { "history takes console = n, requests = n and bytes = n", dt.connect, "http://127.0.0.1:1",
-        { history = { byte = 10 } } },
+      { "history takes console = n, requests = n, bytes = n, bodies = n and body = n", dt.launch,
+        { history = { bytes = -1 } } },
+      { "history takes console = n, requests = n, bytes = n, bodies = n and body = n", dt.connect,
+        "http://127.0.0.1:1", { history = { byte = 10 } } },
+      { "history takes console = n", dt.launch, { history = { body = 1.5 } } },
+      { "launch: history.body (one response's body) must not be over history.bodies", dt.launch,
+        { history = { body = 2, bodies = 1 } } },
       { "since must be a number from page:mark() or a record, got NaN", page.console_messages, page,
         { since = 0 / 0 } },
     }) do
@@ -985,5 +989,27 @@ describe("frames a discovery saw go away (fake transport)", function()
     fake:event("Target.detachedFromTarget", { sessionId = "S2", targetId = "T2" }, "S1")
     page.conn:poll()
     assert.same({ "F1" }, frame_ids(page))
+  end)
+end)
+
+describe("response bodies kept in every session (fake transport)", function()
+  it("an out-of-process iframe's and a worker's Network.enable ask for the page's buffer sizes", function()
+    local fake = F.page_target("http://127.0.0.1/app")
+    local b = F.browser(fake)
+    b.history = { body = 1234, bodies = 5678 }
+    local page = b:new_page()
+    oopif(page, fake, "S2", "T2", 8)
+    fake:event("Target.attachedToTarget", { sessionId = "W1", waitingForDebugger = true,
+      targetInfo = { type = "worker", targetId = "W1", url = "http://127.0.0.1/w.js" } }, "S1")
+    page.conn:poll()
+    local seen = {}
+    for _, m in ipairs(fake.sent) do
+      if m.method == "Network.enable" then
+        seen[m.sessionId] = { m.params and m.params.maxResourceBufferSize, m.params and m.params.maxTotalBufferSize }
+      end
+    end
+    assert.same({ 1234, 5678 }, seen.S1)
+    assert.same({ 1234, 5678 }, seen.S2)
+    assert.same({ 1234, 5678 }, seen.W1)
   end)
 end)

@@ -14,10 +14,10 @@ end
 describe("run-specs.sh --totals", function()
   local dir, path
   before_each(function()
-    dir = assert(core.mkdtemp("devtools_tools-totals-"))
+    dir = assert(core.fs.mkdtemp("devtools_tools-totals-"))
     path = dir .. "/totals"
   end)
-  after_each(function() core.rmtree(dir) end)
+  after_each(function() core.fs.rmtree(dir) end)
 
   -- Each scenario: the records two runs appended, the line and exit status.
   local cases = {
@@ -52,13 +52,13 @@ end)
 
 describe("run-specs.sh's output", function()
   it("is one line per spec file as it ends, the failures' details, and one count at the end", function()
-    local dir = assert(core.mkdtemp("devtools_tools-files-"))
+    local dir = assert(core.fs.mkdtemp("devtools_tools-files-"))
     write(dir .. "/a_spec.lua", 'it("passes", function() end)\nit("passes too", function() end)\n')
     write(dir .. "/b_spec.lua", 'it("fails", function() assert.equal(1, 2) end)\npending("later")\n')
     -- (not recorded in the total of a make test this spec may run in)
     local out, rc = H.sh("env -u SPEC_TOTALS sh tools/run-specs.sh lua5.4 /usr/bin/busted " .. H.build .. " "
       .. dir .. "/a_spec.lua " .. dir .. "/b_spec.lua")
-    core.rmtree(dir)
+    core.fs.rmtree(dir)
     assert.are.equal(1, rc)
     local lines = {}
     for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end

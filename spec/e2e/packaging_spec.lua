@@ -16,8 +16,8 @@ b:close()']]
 
 describe("packaging", function()
   local dir
-  before_each(function() dir = assert(core.mkdtemp("dt-pkg-")) end)
-  after_each(function() core.rmtree(dir) end)
+  before_each(function() dir = assert(core.fs.mkdtemp("dt-pkg-")) end)
+  after_each(function() core.fs.rmtree(dir) end)
 
   it("make install honours DESTDIR and PREFIX", function()
     local out, rc = sh(("make -s install DESTDIR=%s PREFIX=/opt/dt"):format(dir))

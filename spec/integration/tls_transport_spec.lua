@@ -1,5 +1,5 @@
--- TLS in the C core without a browser: core.http_request (https, methods,
--- bodies, headers) and core.ws_connect{tls = true} through
+-- TLS in the C core without a browser: core.http.request (https, methods,
+-- bodies, headers) and core.ws.connect{tls = true} through
 -- spec/support/tls_proxy in front of spec/support/ws_server, with a CA this
 -- spec makes. Part of `make asan` and `make valgrind` (no Chromium here).
 local core = require "devtools_tools.core"
@@ -21,7 +21,7 @@ describe("TLS streams", function()
     if proxy then R.stop(proxy) end
     if open_proxy then R.stop(open_proxy) end
     if server then ws_helper.stop(server) end
-    if certs then core.rmtree(certs.dir) end
+    if certs then core.fs.rmtree(certs.dir) end
   end)
 
   local function tls(extra)
@@ -33,19 +33,19 @@ describe("TLS streams", function()
   end
 
   it("GETs over https with the header, by Content-Length and by chunks", function()
-    local status, body = core.http_request("127.0.0.1", pport, "/size/70000", tls())
+    local status, body = core.http.request("127.0.0.1", pport, "/size/70000", tls())
     assert.are.equal(200, status)
     assert.are.equal(string.rep("x", 70000), body)
-    status, body = core.http_request("localhost", pport, "/chunked/5000", tls())
+    status, body = core.http.request("localhost", pport, "/chunked/5000", tls())
     assert.are.equal(200, status)
     assert.are.equal(5000, #body)
-    status, body = core.http_request("127.0.0.1", pport, "/json/version", tls())
+    status, body = core.http.request("127.0.0.1", pport, "/json/version", tls())
     assert.are.equal(200, status)
     assert.is_string(cjson.decode(body).webSocketDebuggerUrl)
   end)
 
   it("runs an https request step by step for an event loop (http_start)", function()
-    local req = assert(core.http_start("127.0.0.1", pport, "/size/200000", tls()))
+    local req = assert(core.http.start("127.0.0.1", pport, "/size/200000", tls()))
     assert.matches("HttpRequest%(GET https://127.0.0.1:%d+/size/200000", tostring(req))
     -- until it is finished, there is always a descriptor to watch
     local status, body
@@ -61,7 +61,7 @@ describe("TLS streams", function()
     req:close()
     -- a refused certificate ends the request the same way (at once, or
     -- at a later step: start does what it can without waiting)
-    local ok, err, code = core.http_start("127.0.0.1", pport, "/size/3",
+    local ok, err, code = core.http.start("127.0.0.1", pport, "/size/3",
       tls({ ca_file = certs.other_ca }))
     req = ok
     for _ = 1, 10000 do
@@ -77,64 +77,64 @@ describe("TLS streams", function()
   it("sends the method, the body and the headers as given", function()
     -- the open front forwards to ws_server, which answers 404 to what it
     -- does not serve; what matters is that the request got there whole
-    local status = core.http_request("127.0.0.1", oport, "/json/version",
+    local status = core.http.request("127.0.0.1", oport, "/json/version",
       tls({ method = "POST", body = '{"a":1}', content_type = "application/json",
         headers = { ["X-Test"] = "1" } }))
     assert.is_number(status)
     -- the guarded front sees the header or refuses
-    status = core.http_request("127.0.0.1", pport, "/size/3", tls({ headers = {} }))
+    status = core.http.request("127.0.0.1", pport, "/size/3", tls({ headers = {} }))
     assert.are.equal(401, status)
-    status = core.http_request("127.0.0.1", pport, "/size/3",
+    status = core.http.request("127.0.0.1", pport, "/size/3",
       tls({ method = "DELETE", headers = { authorization = "Bearer t0ken" } }))
     assert.are.equal(200, status)
   end)
 
   it("refuses a certificate it cannot verify, and accepts it only when insecure", function()
-    local ok, err, code = core.http_request("127.0.0.1", pport, "/size/3",
+    local ok, err, code = core.http.request("127.0.0.1", pport, "/size/3",
       tls({ ca_file = certs.other_ca }))
     assert.is_nil(ok)
     assert.are.equal("connect_failed", code)
     assert.matches("certificate verify failed", err)
-    ok, err, code = core.http_request("127.0.0.1", pport, "/size/3",
+    ok, err, code = core.http.request("127.0.0.1", pport, "/size/3",
       tls({ server_name = "127.0.0.1" }))
     assert.is_nil(ok)
     assert.are.equal("connect_failed", code)
     assert.matches("mismatch", err)
-    ok, err, code = core.http_request("127.0.0.1", pport, "/size/3",
+    ok, err, code = core.http.request("127.0.0.1", pport, "/size/3",
       tls({ ca_file = certs.dir .. "/missing.pem" }))
     assert.is_nil(ok, err)
     assert.are.equal("connect_failed", code)
-    local status = core.http_request("127.0.0.1", pport, "/size/3",
+    local status = core.http.request("127.0.0.1", pport, "/size/3",
       tls({ ca_file = false, insecure = true }))
     assert.are.equal(200, status)
   end)
 
   it("refuses bad options before anything is sent", function()
     assert.has_error(function()
-      core.http_request("127.0.0.1", pport, "/", tls({ headers = { ["a b"] = "x" } }))
+      core.http.request("127.0.0.1", pport, "/", tls({ headers = { ["a b"] = "x" } }))
     end)
     assert.has_error(function()
-      core.http_request("127.0.0.1", pport, "/", tls({ headers = { A = "x\r\nB: y" } }))
+      core.http.request("127.0.0.1", pport, "/", tls({ headers = { A = "x\r\nB: y" } }))
     end)
     assert.has_error(function()
-      core.http_request("127.0.0.1", pport, "/", tls({ method = "get" }))
+      core.http.request("127.0.0.1", pport, "/", tls({ method = "get" }))
     end)
     assert.has_error(function()
-      core.ws_connect("127.0.0.1", pport, "/", { headers = { ["a:b"] = "x" } })
+      core.ws.connect("127.0.0.1", pport, "/", { headers = { ["a:b"] = "x" } })
     end)
   end)
 
   it("times out a TLS handshake nobody answers", function()
     local s, port = ws_helper.silent_listener()
     local t0 = core.now()
-    local ok, _, code = core.http_request("127.0.0.1", port, "/", tls({ deadline = t0 + 0.3 }))
+    local ok, _, code = core.http.request("127.0.0.1", port, "/", tls({ deadline = t0 + 0.3 }))
     s:close()
     assert.is_nil(ok)
     assert.are.equal("timeout", code)
   end)
 
   it("speaks wss with the header, echoes messages both ways", function()
-    local t, err = core.ws_connect("127.0.0.1", pport, "/echo", { deadline = core.now() + 10,
+    local t, err = core.ws.connect("127.0.0.1", pport, "/echo", { deadline = core.now() + 10,
       host_header = "localhost:" .. pport, tls = true, ca_file = certs.ca,
       headers = { Authorization = "Bearer t0ken" } })
     assert(t, err)
@@ -153,7 +153,7 @@ describe("TLS streams", function()
       for k, v in pairs(base) do o[k] = v end
       for k, v in pairs(extra) do o[k] = v end
       if o.ca_file == false then o.ca_file = nil end
-      return core.ws_connect("127.0.0.1", pport, "/echo", o)
+      return core.ws.connect("127.0.0.1", pport, "/echo", o)
     end
     local t, err, code = try({})
     assert.is_nil(t)

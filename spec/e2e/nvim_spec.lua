@@ -98,7 +98,7 @@ describe("the Neovim plugin", function()
 
   setup(function()
     root = H.sh("pwd"):gsub("%s+$", "")
-    tmp = assert(core.mkdtemp("dt-nvim-spec-"))
+    tmp = assert(core.fs.mkdtemp("dt-nvim-spec-"))
     plug = tmp .. "/devtools_tools"
     -- A clean clone of what is committed, built the way plugin managers do.
     local out, rc = H.sh(("git clone -q %s %s && make -s -C %s nvim"):format(q(root), q(plug), q(plug)))
@@ -110,7 +110,7 @@ describe("the Neovim plugin", function()
   teardown(function()
     if app then app:stop() end
     if fixtures then fixtures.stop() end
-    if tmp then core.rmtree(tmp) end
+    if tmp then core.fs.rmtree(tmp) end
   end)
 
   -- Runs body (Lua) in headless nvim with the plugin on the runtimepath;
@@ -169,7 +169,7 @@ describe("the Neovim plugin", function()
       R.cpath_has_plugin = package.cpath:find(ARGS.plug, 1, true) ~= nil
       R.core_loaded_before = CORE_BEFORE
       local core = require "devtools_tools.core"
-      R.json = core.json_encode({ a = 1 })
+      R.json = core.json.encode({ a = 1 })
       R.so = vim.api.nvim_get_runtime_file("lua/devtools_tools/core.so", true)
       R.jit = jit and jit.version
     ]], { plug = plug })

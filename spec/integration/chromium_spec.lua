@@ -90,7 +90,7 @@ describe("dt.launch", function()
     -- A call that would wait 20 s; the browser is killed once it started.
     local killer
     H.on_console(page, "started", function()
-      killer = core.spawn({ "/bin/kill", "-9", tostring(pid) })
+      killer = core.process.spawn({ "/bin/kill", "-9", tostring(pid) })
     end)
     local e = H.error_of(page.evaluate, page, "console.log('started'); new Promise(() => {})", { timeout = 20 })
     assert.equal("disconnected", e.code)
@@ -121,7 +121,7 @@ describe("dt.launch", function()
       return out
     end
     local before = profiles()
-    local dir = core.mkdtemp("dt-fake-")
+    local dir = core.fs.mkdtemp("dt-fake-")
     local script = dir .. "/silent-chrome"
     local f = assert(io.open(script, "w"))
     f:write("#!/bin/sh\necho $$ > " .. dir .. "/pid\necho 'starting' >&2\nexec sleep 60\n")
@@ -134,7 +134,7 @@ describe("dt.launch", function()
     local pf = assert(io.open(dir .. "/pid"))
     local pid = tonumber(pf:read("*l"))
     pf:close()
-    core.rmtree(dir)
+    core.fs.rmtree(dir)
     assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 10), "the browser is still running")
     assert.is_true(H.wait_for(function()
       for d in pairs(profiles()) do if not before[d] then return false end end
@@ -153,14 +153,29 @@ describe("dt.launch", function()
   end)
 
   it("a browser ended while it starts leaves nothing in TMPDIR (its singleton directory)", function()
-    local tmp, scripts = assert(core.mkdtemp("dt-tmpdir-")), assert(core.mkdtemp("dt-script-"))
+    local tmp, scripts = assert(core.fs.mkdtemp("dt-tmpdir-")), assert(core.fs.mkdtemp("dt-script-"))
     local script = scripts .. "/starts.lua"
     local f = assert(io.open(script, "w"))
     f:write([[
       local dt = require "devtools_tools"
-      for i = 1, 6 do                      -- cancelled at different points of its start-up
+      local wait = require "devtools_tools.rt.wait"
+      local tmp = os.getenv("TMPDIR")
+      -- what TMPDIR shows of a start-up so far: its profile, and what
+      -- Chromium has put in it
+      local function seen(what)
+        local p = io.popen("find " .. tmp .. " -mindepth " .. (what == "profile" and 1 or 2)
+          .. " -maxdepth 2 2>/dev/null | head -1")
+        local got = p:read("*a") ~= ""
+        p:close()
+        return got
+      end
+      -- cancelled at different points of its start-up: before it waits
+      -- for anything, once its profile exists, once Chromium writes into it
+      for _, point in ipairs({ "now", "profile", "chromium", "now", "profile", "chromium" }) do
         local t = dt.async(function() return dt.launch() end)
-        dt.async(function() dt.sleep(0.05 * i) end):wait()
+        if point ~= "now" then
+          dt.async(function() wait.condition(function() return seen(point) or t.done end, dt.now() + 10) end):wait()
+        end
         t:cancel()
         pcall(t.wait, t)
       end
@@ -171,25 +186,25 @@ describe("dt.launch", function()
     f:close()
     local out, rc = H.sh(("TMPDIR=%s LUA_PATH='./lua/?.lua;./lua/?/init.lua;;' LUA_CPATH='./%s/?.so;;' %s %s"):format(
       tmp, H.build, H.lua, script))
-    core.rmtree(scripts)
+    core.fs.rmtree(scripts)
     assert.equal(0, rc, out)
     assert.equal("2\n", out)
     local function left() local p = io.popen("ls -A " .. tmp); local l = p:read("*a"); p:close(); return l end
     H.wait_for(function() return left() == "" end, 5)
     local l = left()
-    core.rmtree(tmp)
+    core.fs.rmtree(tmp)
     assert.equal("", l)
   end)
 
   it("reports the output of a browser that dies during start-up", function()
-    local dir = core.mkdtemp("dt-fake-")
+    local dir = core.fs.mkdtemp("dt-fake-")
     local script = dir .. "/fake-chrome"
     local f = assert(io.open(script, "w"))
     f:write("#!/bin/sh\necho 'something broke at start-up' >&2\nexit 3\n")
     f:close()
     os.execute("chmod +x " .. script)
     local e = H.error_of(dt.launch, { executable = script })
-    core.rmtree(dir)
+    core.fs.rmtree(dir)
     assert.equal("launch_failed", e.code)
     assert.matches("something broke at start-up", e.message, 1, true)
     assert.matches("something broke at start-up", e.details.stderr, 1, true)
@@ -270,7 +285,7 @@ describe("ECMA-262 patterns against Chromium's own RegExp", function()
       :format(dt.json.encode(dt.array(pats)), dt.json.encode(dt.array(subjects)), flags))
     local differ, compiled = {}, 0
     for i, p in ipairs(pats) do
-      local rx, err = core.regex_compile(p, flags)
+      local rx, err = core.regex.compile(p, flags)
       if (rx == nil) ~= (js[i] == "error") then
         differ[#differ + 1] = ("/%s/: ours %s, JavaScript %s"):format(p, tostring(err or "compiles"),
           js[i] == "error" and "refuses it" or "compiles it")

@@ -12,8 +12,8 @@ local function shq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
 describe("a detached browser", function()
   local dir
-  before_each(function() dir = assert(core.mkdtemp("dt-bg-spec-")) end)
-  after_each(function() core.rmtree(dir) end)
+  before_each(function() dir = assert(core.fs.mkdtemp("dt-bg-spec-")) end)
+  after_each(function() core.fs.rmtree(dir) end)
 
   it("outlives the process that launched it; stop_detached ends it and removes its profile", function()
     -- a child Lua process launches it, records each step, and exits
@@ -75,9 +75,9 @@ describe("a detached browser", function()
   end)
 
   it("stop_detached never ends a pid that is not the record's Chromium, nor removes a profile not ours", function()
-    local proc = assert(core.spawn({ "/bin/sleep", "30" }))
+    local proc = assert(core.process.spawn({ "/bin/sleep", "30" }))
     local mine = dir .. "/profile"
-    assert(core.mkdirs(mine))
+    assert(core.fs.mkdirs(mine))
     dt.stop_detached({ pid = proc:pid(), profile = mine })
     assert.is_true(proc:running())
     assert.is_true(H.exists(mine))
@@ -90,8 +90,8 @@ end)
 
 describe("dt.background", function()
   local dir
-  before_each(function() dir = assert(core.mkdtemp("dt-bg-spec-")) end)
-  after_each(function() core.rmtree(dir) end)
+  before_each(function() dir = assert(core.fs.mkdtemp("dt-bg-spec-")) end)
+  after_each(function() core.fs.rmtree(dir) end)
 
   it("starts one browser, finds it running, stops it; the record is 0600 in a 0700 directory", function()
     local bg = dt.background(dir .. "/state/dt/browser.json")
@@ -117,14 +117,14 @@ describe("dt.background", function()
     local path = dir .. "/browser.json"
     local bg = dt.background(path)
     local rec = bg:start()
-    core.kill(rec.pid, "KILL", true)
+    core.process.kill(rec.pid, "KILL", true)
     assert.is_true(H.wait_for(function() return bg:status() == "gone" end, 10))
     local rec2, started = bg:start()
     assert.is_true(started)
     assert.are_not.equal(rec.pid, rec2.pid)
     assert.is_false(H.exists(rec.profile))
     bg:stop()
-    assert(core.write_file(path, "not json"))
+    assert(core.fs.write_file(path, "not json"))
     local state, none, why = bg:status()
     assert.equal("unreadable", state)
     assert.is_nil(none)

@@ -29,7 +29,7 @@ describe("devtools-tools", function()
   end
 
   setup(function()
-    dir = assert(core.mkdtemp("dt-cli-"))
+    dir = assert(core.fs.mkdtemp("dt-cli-"))
     local out, rc = H.sh(("make -s install DESTDIR=%s PREFIX=/usr && mkdir %s/tmp"):format(dir, dir))
     assert(rc == 0, out)
     bin = dir .. "/usr/bin/devtools-tools"
@@ -40,7 +40,7 @@ describe("devtools-tools", function()
   teardown(function()
     run("browser stop")
     server.stop()
-    core.rmtree(dir)
+    core.fs.rmtree(dir)
   end)
 
   after_each(function()
@@ -365,7 +365,7 @@ describe("devtools-tools", function()
 
   describe("Ctrl-C", function()
     it("closes the browser the command launched and exits 130", function()
-      local proc = assert(core.spawn({ "/usr/bin/env", "TMPDIR=" .. dir .. "/tmp",
+      local proc = assert(core.process.spawn({ "/usr/bin/env", "TMPDIR=" .. dir .. "/tmp",
         "XDG_STATE_HOME=" .. dir .. "/state", "lua5.4", bin, "call", "--timeout", "60",
         server.url("/tools.html"), "never" }))
       -- the call is under way once its browser has a renderer for the page
@@ -392,7 +392,7 @@ describe("devtools-tools", function()
       f:write(("io.open(%q, 'w'):close()\npage:evaluate('new Promise(() => {})', { timeout = 60 })\n")
         :format(ready))
       f:close()
-      local proc = assert(core.spawn({ "/usr/bin/env", "TMPDIR=" .. dir .. "/tmp",
+      local proc = assert(core.process.spawn({ "/usr/bin/env", "TMPDIR=" .. dir .. "/tmp",
         "XDG_STATE_HOME=" .. dir .. "/state", "lua5.4", bin, "run", script, url }))
       assert.is_true(H.wait_for(function() return H.exists(ready) end, 30), proc:stderr())
       os.execute("kill -INT " .. proc:pid())
@@ -590,7 +590,7 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
       f:write("#!/bin/sh\nsleep 60\n")               -- (not exec: its command line keeps the profile)
       f:close()
       os.execute("chmod +x " .. shq(fake))
-      local starter = assert(core.spawn({ "/bin/sh", "-c", ("cd / && TMPDIR=%s XDG_STATE_HOME=%s/state exec %s"
+      local starter = assert(core.process.spawn({ "/bin/sh", "-c", ("cd / && TMPDIR=%s XDG_STATE_HOME=%s/state exec %s"
         .. " browser start --chromium %s --timeout 60"):format(shq(dir .. "/tmp"), shq(dir), shq(bin), shq(fake)) }))
       finally(function()                              -- whatever failed, nothing waits for a lock after us
         starter:close(0)
@@ -717,9 +717,9 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
 
   describe("--connect", function()
     it("uses a Chromium started elsewhere and leaves it running", function()
-      local profile = assert(core.mkdtemp("dt-cli-chromium-"))
+      local profile = assert(core.fs.mkdtemp("dt-cli-chromium-"))
       local chromium = os.getenv("DEVTOOLS_TOOLS_CHROME") or "/usr/lib/chromium/chromium"
-      local proc = assert(core.spawn({ chromium, "--headless", "--no-sandbox",
+      local proc = assert(core.process.spawn({ chromium, "--headless", "--no-sandbox",
         "--disable-gpu", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--disable-quic",
         "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",

@@ -41,9 +41,9 @@ describe("dt.webdriver with chromedriver", function()
   setup(function()
     server = H.start_server()
     port = free_port()
-    driver = assert(core.spawn({ CHROMEDRIVER, "--port=" .. port }))
+    driver = assert(core.process.spawn({ CHROMEDRIVER, "--port=" .. port }))
     assert(H.wait_for(function()
-      return core.http_get("127.0.0.1", port, "/status", core.now() + 1) == 200
+      return core.http.get("127.0.0.1", port, "/status", core.now() + 1) == 200
     end, 20), "chromedriver did not start: " .. driver:stderr())
   end)
 
@@ -53,7 +53,7 @@ describe("dt.webdriver with chromedriver", function()
   end)
 
   local function session_status(id)
-    return core.http_request("127.0.0.1", port, "/session/" .. id .. "/url",
+    return core.http.request("127.0.0.1", port, "/session/" .. id .. "/url",
       { deadline = core.now() + 10 })
   end
 
@@ -89,14 +89,14 @@ describe("dt.webdriver with a Grid router (se:cdp)", function()
   local chrome, cport, grid, gport, wsurl
 
   local function log()
-    local status, body = core.http_get("127.0.0.1", gport, "/log", core.now() + 5)
+    local status, body = core.http.get("127.0.0.1", gport, "/log", core.now() + 5)
     assert.are.equal(200, status)
     return cjson.decode(body).value
   end
 
   setup(function()
     chrome, cport = R.chromium()
-    local status, body = core.http_get("127.0.0.1", cport, "/json/version", core.now() + 10)
+    local status, body = core.http.get("127.0.0.1", cport, "/json/version", core.now() + 10)
     assert(status == 200, body)
     wsurl = cjson.decode(body).webSocketDebuggerUrl
     local dead = "ws://127.0.0.1:" .. free_port() .. "/devtools/browser/gone"
@@ -178,19 +178,60 @@ describe("dt.webdriver with a Grid router (se:cdp)", function()
     local b = dt.webdriver("http://127.0.0.1:" .. gport, { browserName = "slowdelete" }, { timeout = 30 })
     local id = b.webdriver.session_id
     local t0 = core.now()
-    b:close({ timeout = 0.5 })
+    -- issue 33: close returned as if all was done; it says the session may
+    -- still be alive (the DELETE went out, its answer did not come)
+    local e = expect_error("timeout", "may still be alive", b.close, b, { timeout = 0.5 })
     local took = core.now() - t0
     assert.is_true(took < 2.5, ("close took %.2f s"):format(took))    -- was 3 s: the DELETE's answer
+    assert.matches(id, e.message, 1, true)
+    assert.are.equal(id, e.details.session_id)
+    b:close()                                   -- closed all the same: nothing more to do
     assert.are.equal(id, log().deleted[#log().deleted])
     local before = #log().deleted
     t0 = core.now()
-    local e = expect_error("timeout", nil, dt.webdriver, "http://127.0.0.1:" .. gport,
+    e = expect_error("timeout", nil, dt.webdriver, "http://127.0.0.1:" .. gport,
       { browserName = "silentcdp" }, { timeout = 1.5 })
     took = core.now() - t0
     assert.is_true(took < 2.5, ("dt.webdriver took %.2f s: %s"):format(took, e.message))  -- was 13 s
+    assert.matches("may still be alive", e.message, 1, true)          -- its DELETE is 3 s late
     local l = log()
     assert.are.equal(before + 1, #l.deleted)         -- the session was still deleted
     assert.are.equal(l.created[#l.created], l.deleted[#l.deleted])
+  end)
+
+  -- issue 33: an id with a space or a line break raised a raw Lua error
+  -- ("bad argument #3 to 'http_request'") and the session was left behind
+  it("escapes the session id in its URL: an id with a space, a line break and a slash is deleted", function()
+    local b = dt.webdriver("http://127.0.0.1:" .. gport, { browserName = "oddid" }, { timeout = 30 })
+    local id = b.webdriver.session_id
+    assert.matches("^fake session\n%d+/x$", id)
+    assert.are.equal(4, b:new_page("about:blank"):evaluate("2 + 2"))
+    b:close()
+    assert.are.equal(id, log().deleted[#log().deleted])
+  end)
+
+  it("refuses a session id no URL can carry with protocol_error, saying the session may be left", function()
+    for _, name in ipairs({ "emptyid", "longid" }) do
+      local before = #log().created
+      local e = expect_error("protocol_error", "session id", dt.webdriver, "http://127.0.0.1:" .. gport,
+        { browserName = name }, { timeout = 10 })
+      assert.matches("may be left", e.message, 1, true)
+      assert.are.equal(before + 1, #log().created)
+    end
+  end)
+
+  -- issue 33: a garbage se:cdp was a bad_argument, as if the caller had
+  -- passed it
+  it("takes a CDP endpoint that is no URL as the endpoint's fault: protocol_error, the session deleted", function()
+    for _, name in ipairs({ "garbagecdp", "numbercdp", "garbageaddr" }) do
+      local before = #log().deleted
+      local e = expect_error("protocol_error", nil, dt.webdriver, "http://127.0.0.1:" .. gport,
+        { browserName = name }, { timeout = 10 })
+      assert.matches("CDP endpoint", e.message, 1, true)
+      local l = log()
+      assert.are.equal(before + 1, #l.deleted, name)
+      assert.are.equal(l.created[#l.created], l.deleted[#l.deleted])
+    end
   end)
 
   it("checks its arguments and refuses remote endpoints unless allowed", function()
@@ -200,6 +241,10 @@ describe("dt.webdriver with a Grid router (se:cdp)", function()
       { timout = 1 })
     expect_error("bad_argument", "^webdriver: history", dt.webdriver, "http://127.0.0.1:1", nil,
       { history = 5 })
+    -- a path no request line can carry is the caller's (it raised a raw
+    -- Lua error from the HTTP client)
+    expect_error("bad_argument", "path", dt.webdriver, "http://127.0.0.1:1/wd hub")
+    expect_error("bad_argument", "path", dt.webdriver, "http://127.0.0.1:1/" .. ("x"):rep(600))
     expect_error("connect_failed", "allow_remote", dt.webdriver, "http://grid.example:4444")
     expect_error("connect_failed", nil, dt.webdriver, "http://127.0.0.1:" .. free_port(), nil,
       { timeout = 5 })

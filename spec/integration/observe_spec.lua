@@ -94,6 +94,47 @@ describe("console messages", function()
   end)
 end)
 
+-- issue 33: DEVTOOLS_TOOLS_DEBUG=cdp wrote a page's C1 controls and bidi
+-- overrides raw to stderr (the log of every CDP message carries its text).
+describe("the debug log (DEVTOOLS_TOOLS_DEBUG=cdp)", function()
+  it("writes a page's console text with its controls and bidi overrides escaped", function()
+    local script = [[
+      package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+      package.cpath = "]] .. H.build .. [[/?.so;" .. package.cpath
+      local dt = require "devtools_tools"
+      local b = dt.launch()
+      local page = b:new_page("about:blank")
+      page:evaluate([=[console.log('csi \x9b2J rlo \u202e lri \u2066 esc \x1b[31m del \x7f ok \u00e9')]=])
+      local m
+      for _ = 1, 100 do
+        m = page:console_messages()[1]
+        if m then break end
+        dt.sleep(0.02)
+      end
+      io.stdout:write("text: ", m and m.text or "none", "\n")
+      b:close()
+    ]]
+    local out = H.run_lua(script, "exec 2>&1; DEVTOOLS_TOOLS_DEBUG=cdp ")
+    assert.matches("rc=0\n$", out)
+    -- the record keeps the page's text as it is
+    assert.truthy(out:find("text: csi \194\1552J rlo \226\128\174 lri \226\129\166 esc \27[31m del \127 ok é\n",
+      1, true), out)
+    local n = 0
+    for line in out:gmatch("[^\n]*") do
+      if line:find("^devtools_tools cdp ") then
+        n = n + 1
+        assert.is_nil(line:find("[%z\1-\31\127]"), line)
+        assert.is_nil(line:find("\194[\128-\159]"), line)
+        assert.is_nil(line:find("\226\128[\170-\174]"), line)
+        assert.is_nil(line:find("\226\129[\166-\169]"), line)
+      end
+    end
+    assert.is_true(n > 10, n .. " log lines")
+    -- the console event, escaped visibly
+    assert.truthy(out:find("csi \\u009b2J rlo \\u202e lri \\u2066 esc \\u001b[31m del \\u007f ok é", 1, true), out)
+  end)
+end)
+
 describe("network requests", function()
   it("record method, URL, status, type, timing, sizes and initiator; bodies on request", function()
     local page = open("/observe.html")
@@ -122,6 +163,72 @@ describe("network requests", function()
     assert.equal(404, missing.status)
     assert.equal("not found\n", page:response_body(missing))   -- waits until it has loaded
     page:close()
+  end)
+
+  -- issue 33: the body of a 50 MB response was "evicted from inspector
+  -- cache", which the library put down to age: Chromium's own buffers keep
+  -- no body over about 20 MB. The page now asks for history.body (64 MiB)
+  -- and history.bodies (128 MiB); a body over the limit says so.
+  describe("of large responses", function()
+    local dir, big_server, big
+    local MB50 = 50 * 1000 * 1000
+
+    setup(function()
+      dir = H.sh("mktemp -d \"${TMPDIR:-/tmp}/dt-big-XXXXXX\""):gsub("%s+$", "")
+      local f = assert(io.open(dir .. "/index.html", "w"))
+      f:write("<!doctype html><title>big</title>\n")
+      f:close()
+      local block = {}
+      for i = 0, 999 do block[#block + 1] = string.char(48 + i % 75) end
+      big = table.concat(block):rep(MB50 / 1000)
+      f = assert(io.open(dir .. "/big.txt", "wb"))
+      f:write(big)
+      f:close()
+      big_server = H.start_server(dir)
+    end)
+
+    teardown(function()
+      if big_server then big_server.stop() end
+      if dir and dir:match("dt%-big%-") then H.sh("rm -rf '" .. dir .. "'") end
+    end)
+
+    -- fetches /big.txt in page; returns its finished record
+    local function fetch_big(page)
+      local mark = page:mark()
+      assert.equal(MB50, page:evaluate("fetch('/big.txt').then(r => r.text()).then(t => t.length)",
+        { timeout = 30 }))
+      local r
+      assert.is_true(H.wait_for(function()
+        r = page:network_requests({ since = mark, url = "/big.txt" })[1]
+        return r ~= nil and r.done
+      end, 10))
+      return r
+    end
+
+    it("keep a 50 MB response's body by default", function()
+      local page = browser:new_page(big_server.url("/index.html"))
+      local r = fetch_big(page)
+      assert.equal(MB50, r.sizes.body)
+      local body = page:response_body(r, { timeout = 30 })
+      assert.equal(MB50, #body)
+      assert.is_true(body == big, "the body differs from the file")
+      page:close()
+    end)
+
+    it("say that a body over history.body is too large, with the limit", function()
+      local b = dt.launch({ history = { body = 10 * 1024 * 1024 } })
+      local ok, err = pcall(function()
+        local page = b:new_page(big_server.url("/index.html"))
+        local e = H.error_of(page.response_body, page, fetch_big(page), { timeout = 30 })
+        assert.equal("too_large", e.code, tostring(e))
+        assert.matches("its body of 50000000 bytes is over the 10485760 bytes the browser keeps of one"
+          .. " response (history.body)", e.message, 1, true)
+        assert.equal(10485760, e.details.limit)
+        assert.equal(MB50, e.details.size)
+      end)
+      b:close()
+      assert(ok, err)
+    end)
   end)
 
   it("record a failed request with the browser's reason", function()

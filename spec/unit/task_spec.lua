@@ -998,7 +998,7 @@ for _, L in ipairs(loops) do
             .. "local t = dt.async(function() return p:evaluate('new Promise(() => {})', { timeout = 30 }) end)\n"
             .. "t:cancel()\nprint(t.done, t.error and t.error.code)\nb:close()",
         }
-        local dir = assert(core.mkdtemp("dt-exit-"))
+        local dir = assert(core.fs.mkdtemp("dt-exit-"))
         for name, body in pairs(endings) do
           local script = dir .. "/" .. name .. ".lua"
           local f = assert(io.open(script, "w"))
@@ -1011,7 +1011,7 @@ for _, L in ipairs(loops) do
           local want = name == "close_browser" and "disconnected" or "cancelled"
           assert.are.equal("true\t" .. want .. "\n", out, name)
         end
-        core.rmtree(dir)
+        core.fs.rmtree(dir)
       end)
 
       it("a deadline holds after the program blocked outside the loop (luv's clock stood still)", function()

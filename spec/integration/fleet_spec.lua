@@ -66,7 +66,7 @@ describe("the fleet recipe", function()
       if attached then attached:close() end
       R.stop(proxy)
       R.stop(chrome, 2)
-      core.rmtree(certs.dir)
+      core.fs.rmtree(certs.dir)
     end)
     launched = dt.launch()
     attached = dt.connect("https://localhost:" .. pport, { ca_file = certs.ca,

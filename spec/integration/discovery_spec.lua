@@ -479,7 +479,7 @@ describe("disconnection", function()
     -- killed once the tool has started, not before the call
     local killer
     H.on_console(page, "started", function()
-      killer = core.spawn({ "/bin/kill", "-9", tostring(pid) })
+      killer = core.process.spawn({ "/bin/kill", "-9", tostring(pid) })
     end)
     local e = H.error_of(page.call, page, "logThenNever", {}, { timeout = 20 })
     assert.equal("disconnected", e.code)

@@ -1,4 +1,4 @@
--- json_spec: the JSON codec (core.json_encode/json_decode) and its Lua
+-- json_spec: the JSON codec (core.json.encode/json_decode) and its Lua
 -- wrapper devtools_tools.base.json. Scenario tables: input, then the expected
 -- value/text or the error code.
 
@@ -65,7 +65,7 @@ local function nested_tables(depth)
   return top
 end
 
-describe("core.json_decode", function()
+describe("core.json.decode", function()
   local ok_cases = {
     -- integers
     { "0", 0 },
@@ -129,31 +129,31 @@ describe("core.json_decode", function()
   }
   for _, c in ipairs(ok_cases) do
     it("decodes " .. c[1]:sub(1, 60), function()
-      local v, msg, code = core.json_decode(c[1])
+      local v, msg, code = core.json.decode(c[1])
       assert(msg == nil, tostring(msg) .. " " .. tostring(code))
       assert_same(v, c[2], c[1])
     end)
   end
 
   it("keeps the length of arrays holding null", function()
-    local t = core.json_decode("[1,null,3,null]")
+    local t = core.json.decode("[1,null,3,null]")
     assert.are.equal(4, #t)
     assert.are.equal(null, t[2])
     assert.are.equal(null, t[4])
   end)
 
   it("does not truncate at \\u0000", function()
-    local s = core.json_decode('"\\u0000\\u0000x"')
+    local s = core.json.decode('"\\u0000\\u0000x"')
     assert.are.equal(3, #s)
     assert.are.equal("\0\0x", s)
   end)
 
   it("gives integers on Lua 5.3+ and floats on 5.1", function()
-    local v = core.json_decode("[5, 5.0, 5e0]")
+    local v = core.json.decode("[5, 5.0, 5e0]")
     if has_int then
       assert.are.equal("integer", math.type(v[1]))
       assert.are.equal("5", tostring(v[1]))
-      assert.are.equal("9007199254740993", string.format("%d", core.json_decode("9007199254740993")))
+      assert.are.equal("9007199254740993", string.format("%d", core.json.decode("9007199254740993")))
     else
       assert.are.equal("number", type(v[1]))
     end
@@ -182,7 +182,7 @@ describe("core.json_decode", function()
   }
   for _, c in ipairs(bad_cases) do
     it("rejects " .. string.format("%q", c[1]:sub(1, 30)) .. " with " .. c[2], function()
-      local v, msg, code = core.json_decode(c[1])
+      local v, msg, code = core.json.decode(c[1])
       assert.is_nil(v)
       assert.are.equal("string", type(msg))
       assert.are.equal(c[2], code)
@@ -190,43 +190,43 @@ describe("core.json_decode", function()
   end
 
   it("names the byte offset of a syntax error", function()
-    local _, msg = core.json_decode("[1,]")
+    local _, msg = core.json.decode("[1,]")
     assert.truthy(msg:find("byte offset 3", 1, true), msg)
-    _, msg = core.json_decode('{"a":"x\1"}')
+    _, msg = core.json.decode('{"a":"x\1"}')
     assert.truthy(msg:find("byte offset 7", 1, true), msg)
   end)
 
   it("accepts nesting up to max_depth and no deeper", function()
-    assert.truthy(core.json_decode(nest(1000, "[", "]")))
-    assert.truthy(core.json_decode(nest(1000, '{"k":', "}", "1")))
-    assert_same(core.json_decode("[[1]]", { max_depth = 2 }), A { A { 1 } })
-    local v, msg, code = core.json_decode("[[[1]]]", { max_depth = 2 })
+    assert.truthy(core.json.decode(nest(1000, "[", "]")))
+    assert.truthy(core.json.decode(nest(1000, '{"k":', "}", "1")))
+    assert_same(core.json.decode("[[1]]", { max_depth = 2 }), A { A { 1 } })
+    local v, msg, code = core.json.decode("[[[1]]]", { max_depth = 2 })
     assert.is_nil(v)
     assert.are.equal("too_deep", code)
     assert.truthy(msg:find("2", 1, true))
-    assert.are.equal(5, core.json_decode("5", { max_depth = 0 }))
-    assert.are.equal("too_deep", select(3, core.json_decode("[]", { max_depth = 0 })))
+    assert.are.equal(5, core.json.decode("5", { max_depth = 0 }))
+    assert.are.equal("too_deep", select(3, core.json.decode("[]", { max_depth = 0 })))
     -- a huge limit still cannot overflow the C stack: the Lua stack ends it
-    assert.are.equal("too_deep", select(3, core.json_decode(string.rep("[", 3000000), { max_depth = 1e9 })))
+    assert.are.equal("too_deep", select(3, core.json.decode(string.rep("[", 3000000), { max_depth = 1e9 })))
   end)
 
   it("rejects bad options", function()
-    assert.has_error(function() core.json_decode("1", { max_depth = -1 }) end)
-    assert.has_error(function() core.json_decode("1", { max_depth = "x" }) end)
-    assert.has_error(function() core.json_decode("1", { max_depth = 1.5 }) end)
-    assert.has_error(function() core.json_decode("1", 5) end)
-    assert.has_error(function() core.json_decode({}) end)
+    assert.has_error(function() core.json.decode("1", { max_depth = -1 }) end)
+    assert.has_error(function() core.json.decode("1", { max_depth = "x" }) end)
+    assert.has_error(function() core.json.decode("1", { max_depth = 1.5 }) end)
+    assert.has_error(function() core.json.decode("1", 5) end)
+    assert.has_error(function() core.json.decode({}) end)
   end)
 
   it("decodes large documents: long strings with escapes, long arrays", function()
     local piece = 'ab\\"c\\\\d\\n\\u00e9\\ud83d\\ude00'
     local want_piece = 'ab"c\\d\n\195\169\240\159\152\128'
-    local s = core.json_decode('"' .. string.rep(piece, 50000) .. '"')
+    local s = core.json.decode('"' .. string.rep(piece, 50000) .. '"')
     assert.are.equal(#want_piece * 50000, #s)
     assert.are.equal(string.rep(want_piece, 50000), s)
     local parts = {}
     for i = 1, 100000 do parts[i] = '{"id":' .. i .. ',"v":[' .. i .. '.5]}' end
-    local t = core.json_decode("[" .. table.concat(parts, ",") .. "]")
+    local t = core.json.decode("[" .. table.concat(parts, ",") .. "]")
     assert.are.equal(100000, #t)
     assert.are.equal(77777, t[77777].id)
     assert.are.equal(77777.5, t[77777].v[1])
@@ -239,18 +239,18 @@ end)
     -- shapes that change from one to the next must still decode exactly
     local text = '[[1,2,3],[4],[],[5,6,7,8,9],[10],{"a":1,"b":2,"c":3},{"d":4},{},' ..
       '{"e":[1,2],"f":{"g":[],"h":{}}},{"e":[3],"f":{"g":[4,5,6],"h":{"i":null}}},[[[]]],7]'
-    assert_same(core.json_decode(text), A {
+    assert_same(core.json.decode(text), A {
       A { 1, 2, 3 }, A { 4 }, A {}, A { 5, 6, 7, 8, 9 }, A { 10 },
       { a = 1, b = 2, c = 3 }, { d = 4 }, {},
       { e = A { 1, 2 }, f = { g = A {}, h = {} } },
       { e = A { 3 }, f = { g = A { 4, 5, 6 }, h = { i = null } } },
       A { A { A {} } }, 7 })
-    local t = core.json_decode('[[1,2,3,4,5,6,7,8],[1],{"a":1,"b":2,"c":3,"d":4,"e":5},{"z":1}]')
+    local t = core.json.decode('[[1,2,3,4,5,6,7,8],[1],{"a":1,"b":2,"c":3,"d":4,"e":5},{"z":1}]')
     assert.are.equal(1, #t[2])
     local n = 0
     for _ in pairs(t[4]) do n = n + 1 end
     assert.are.equal(1, n)
-    assert.are.equal('[[1],{"z":1}]', core.json_encode(A { t[2], t[4] }))
+    assert.are.equal('[[1],{"z":1}]', core.json.encode(A { t[2], t[4] }))
   end)
 
   it("unescapes a long string without leaving garbage behind", function()
@@ -261,13 +261,13 @@ end)
     local text = '{"id":1,"s":"' .. string.rep(piece, 100000) .. '"}'
     collectgarbage(); collectgarbage(); collectgarbage("stop")
     local before = collectgarbage("count")
-    local v = core.json_decode(text)
+    local v = core.json.decode(text)
     local grown = collectgarbage("count") - before
     collectgarbage("restart")
     assert.are.equal(42 * 100000, #v.s)
     assert.is_true(grown < 1.25 * #v.s / 1024, ("heap grew by %.0f KiB"):format(grown))
     -- and a syntax error after such a string frees it too (valgrind checks)
-    local m, msg, code = core.json_decode(text:sub(1, -2) .. ",")
+    local m, msg, code = core.json.decode(text:sub(1, -2) .. ",")
     assert.is_nil(m)
     assert.are.equal("syntax", code)
   end)
@@ -280,7 +280,7 @@ end)
       "{" .. string.rep('"k":1,', 20000):gsub(",$", "") .. "}" .. string.rep(',{"k":2}', 20000) .. "]"
     collectgarbage(); collectgarbage()
     local before = collectgarbage("count")
-    local t = core.json_decode(doc)
+    local t = core.json.decode(doc)
     local grown = (collectgarbage("count") - before) / 1024
     assert.are.equal(1 + 20000 + 1 + 20000, #t)
     assert.are.equal(100000, #t[1])
@@ -289,7 +289,7 @@ end)
     assert.is_true(grown < 24, ("the decoded document took %.1f MiB"):format(grown))
   end)
 
-describe("core.json_encode", function()
+describe("core.json.encode", function()
   local ok_cases = {
     -- integers
     { 0, "0" }, { -1, "-1" }, { 123, "123" },
@@ -334,7 +334,7 @@ describe("core.json_encode", function()
   end
   for i, c in ipairs(ok_cases) do
     it("encodes #" .. i .. " as " .. c[2], function()
-      local s, msg, code = core.json_encode(c[1])
+      local s, msg, code = core.json.encode(c[1])
       assert(msg == nil, tostring(msg) .. " " .. tostring(code))
       assert.are.equal(c[2], s)
     end)
@@ -343,28 +343,28 @@ describe("core.json_encode", function()
   it("writes floats that read back equal", function()
     for _, x in ipairs { 0.1, 1 / 3, 1e300, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308,
                           1e-7, 1.5e-7, 123.456e-20, 2 ^ 63, 2 ^ 70, -1 / 7, 4.35, 0.1 + 0.2 } do
-      local s = core.json_encode(x)
-      assert_same(core.json_decode(s) + 0.0, x, s)
+      local s = core.json.encode(x)
+      assert_same(core.json.decode(s) + 0.0, x, s)
       assert(#s <= 24, s)
     end
-    assert.are.equal(5e-324, core.json_decode(core.json_encode(5e-324)))
+    assert.are.equal(5e-324, core.json.decode(core.json.encode(5e-324)))
     -- subnormals in their shortest form too, as JSON.stringify writes them
-    assert.are.equal("[5e-324,2.5e-320,1e-310]", core.json_encode(A { 5e-324, 2.5e-320, 1e-310 }))
+    assert.are.equal("[5e-324,2.5e-320,1e-310]", core.json.encode(A { 5e-324, 2.5e-320, 1e-310 }))
   end)
 
   it("refuses a table with both the key 1 and the key \"1\" (JSON would hold the name twice)", function()
     for _, t in ipairs({ { ["1"] = "a", [1] = 5 }, { ["-3"] = 1, [-3] = 2, x = 0 } }) do
-      local ok, err, code = core.json_encode(t)
+      local ok, err, code = core.json.encode(t)
       assert.is_nil(ok)
       assert.are.equal("bad_value", code)
       assert.matches('table has both the key %-?%d+ and the key "%-?%d+"', err)
     end
-    assert.is_string(core.json_encode({ [1] = 5, ["01"] = 1, a = "1" }))   -- other names: fine
+    assert.is_string(core.json.encode({ [1] = 5, ["01"] = 1, a = "1" }))   -- other names: fine
   end)
 
   it("writes the table key -2^63 (the smallest integer) on LuaJIT as on Lua 5.4", function()
-    assert.are.equal('{"-9223372036854775808":1}', core.json_encode({ [minint or -2 ^ 63] = 1 }))
-    local ok, _, code = core.json_encode({ [2 ^ 63] = 1 })
+    assert.are.equal('{"-9223372036854775808":1}', core.json.encode({ [minint or -2 ^ 63] = 1 }))
+    local ok, _, code = core.json.encode({ [2 ^ 63] = 1 })
     assert.is_nil(ok)
     assert.are.equal("bad_value", code)
   end)
@@ -373,16 +373,16 @@ describe("core.json_encode", function()
     local t = A { 1, nil, 3 }
     -- which border #t picks in a table with holes differs between Lua versions
     local want = ({ [1] = "[1]", [3] = "[1,null,3]" })[rawlen and rawlen(t) or #t]
-    assert.are.equal(want, core.json_encode(t))
+    assert.are.equal(want, core.json.encode(t))
     t = A {}
     t[4] = 4
-    assert.truthy(({ ["[]"] = true, ["[null,null,null,4]"] = true })[core.json_encode(t)])
+    assert.truthy(({ ["[]"] = true, ["[null,null,null,4]"] = true })[core.json.encode(t)])
   end)
 
   it("writes tables with mixed or sparse keys as objects", function()
-    assert_same(core.json_decode(core.json_encode({ [1] = 1, [3] = 3 })), { ["1"] = 1, ["3"] = 3 })
-    assert_same(core.json_decode(core.json_encode({ "a", x = "b" })), { ["1"] = "a", x = "b" })
-    assert_same(core.json_decode(core.json_encode({ a = 1, b = { 1, 2 }, c = "s" })),
+    assert_same(core.json.decode(core.json.encode({ [1] = 1, [3] = 3 })), { ["1"] = 1, ["3"] = 3 })
+    assert_same(core.json.decode(core.json.encode({ "a", x = "b" })), { ["1"] = "a", x = "b" })
+    assert_same(core.json.decode(core.json.encode({ a = 1, b = { 1, 2 }, c = "s" })),
                 { a = 1, b = A { 1, 2 }, c = "s" })
   end)
 
@@ -410,7 +410,7 @@ describe("core.json_encode", function()
   }
   for i, c in ipairs(bad_cases) do
     it("refuses bad value #" .. i .. " with " .. c[2], function()
-      local s, msg, code = core.json_encode(c[1])
+      local s, msg, code = core.json.encode(c[1])
       assert.is_nil(s)
       assert.are.equal(c[2], code)
       assert.truthy(msg:find(c[3], 1, true), msg)
@@ -420,32 +420,32 @@ describe("core.json_encode", function()
   it("reports a cycle as too_deep", function()
     local t = {}
     t.self = t
-    local s, msg, code = core.json_encode(t)
+    local s, msg, code = core.json.encode(t)
     assert.is_nil(s)
     assert.are.equal("too_deep", code)
     assert.truthy(msg:find("nesting deeper than 1000 (a cycle?)", 1, true), msg)
     local a = A {}
     a[1] = a
-    assert.are.equal("too_deep", select(3, core.json_encode(a)))
-    assert.are.equal("too_deep", select(3, core.json_encode(a, { max_depth = 1e9 })))
+    assert.are.equal("too_deep", select(3, core.json.encode(a)))
+    assert.are.equal("too_deep", select(3, core.json.encode(a, { max_depth = 1e9 })))
   end)
 
   it("accepts nesting up to max_depth and no deeper", function()
-    assert.truthy(core.json_encode(nested_tables(1000)))
-    assert.are.equal("[[1]]", core.json_encode({ { 1 } }, { max_depth = 2 }))
-    assert.are.equal("too_deep", select(3, core.json_encode({ { { 1 } } }, { max_depth = 2 })))
-    assert.are.equal("1", core.json_encode(1, { max_depth = 0 }))
-    assert.are.equal("too_deep", select(3, core.json_encode({}, { max_depth = 0 })))
-    assert.has_error(function() core.json_encode(1, { max_depth = -1 }) end)
+    assert.truthy(core.json.encode(nested_tables(1000)))
+    assert.are.equal("[[1]]", core.json.encode({ { 1 } }, { max_depth = 2 }))
+    assert.are.equal("too_deep", select(3, core.json.encode({ { { 1 } } }, { max_depth = 2 })))
+    assert.are.equal("1", core.json.encode(1, { max_depth = 0 }))
+    assert.are.equal("too_deep", select(3, core.json.encode({}, { max_depth = 0 })))
+    assert.has_error(function() core.json.encode(1, { max_depth = -1 }) end)
   end)
 
   it("encodes large values", function()
     local big = string.rep('a"\\\n\195\169', 200000)
-    local s = core.json_encode(big)
-    assert.are.equal(big, core.json_decode(s))
+    local s = core.json.encode(big)
+    assert.are.equal(big, core.json.decode(s))
     local t = {}
     for i = 1, 100000 do t[i] = { id = i, x = i + 0.5 } end
-    local back = core.json_decode(core.json_encode(t))
+    local back = core.json.decode(core.json.encode(t))
     assert.are.equal(100000, #back)
     assert.are.equal(99999.5, back[99999].x)
   end)
@@ -460,7 +460,7 @@ describe("JSON round trips", function()
   if has_int then texts[#texts + 1] = "[9223372036854775807,-9223372036854775808,9007199254740993]" end
   for _, s in ipairs(texts) do
     it("text " .. s, function()
-      assert.are.equal(s, core.json_encode(core.json_decode(s)))
+      assert.are.equal(s, core.json.encode(core.json.decode(s)))
     end)
   end
 
@@ -474,13 +474,13 @@ describe("JSON round trips", function()
     values[#values + 1] = A { 9007199254740993, 1.0 + 2 ^ 60 }
   end
   it("turns a surrogate pair into one 4-byte character", function()
-    assert.are.equal('"\244\143\191\191"', core.json_encode(core.json_decode('"\\udbff\\udfff"')))
+    assert.are.equal('"\244\143\191\191"', core.json.encode(core.json.decode('"\\udbff\\udfff"')))
   end)
 
   for i, v in ipairs(values) do
     it("value #" .. i, function()
-      local s = assert(core.json_encode(v))
-      local back = core.json_decode(s)
+      local s = assert(core.json.encode(v))
+      local back = core.json.decode(s)
       if type(v) == "number" and mtype(v) == "float" and v == math.floor(v) and v ~= 0 then
         back = back + 0.0                    -- integral floats come back as integers
       end
@@ -504,11 +504,11 @@ local function eq(a, b, what)
   if a ~= b then fail[#fail + 1] = what .. ": got " .. tostring(a) end
 end
 if not jit then eq(string.format("%.1f", 0.5), "0,5", "the locale's decimal point") end
-eq(core.json_encode(0.5), "0.5", "encode 0.5")
-eq(core.json_encode(1 / 3), "0.3333333333333333", "encode 1/3")
-eq(core.json_encode(-1e300), "-1e+300", "encode -1e300")
-eq(core.json_encode(2.5e-300), "2.5e-300", "encode 2.5e-300")
-local v = core.json_decode("[0.5, 1.25e2, 123456789.12345678901234, 2.5e-300, 1e-400, 5e-324]")
+eq(core.json.encode(0.5), "0.5", "encode 0.5")
+eq(core.json.encode(1 / 3), "0.3333333333333333", "encode 1/3")
+eq(core.json.encode(-1e300), "-1e+300", "encode -1e300")
+eq(core.json.encode(2.5e-300), "2.5e-300", "encode 2.5e-300")
+local v = core.json.decode("[0.5, 1.25e2, 123456789.12345678901234, 2.5e-300, 1e-400, 5e-324]")
 eq(v and v[1], 0.5, "decode 0.5")
 eq(v and v[2], 125, "decode 1.25e2")
 eq(v and v[3], 123456789.12345679, "decode a 23-digit number")
@@ -649,7 +649,7 @@ describe("devtools_tools.base.json", function()
   end)
 end)
 
--- base64 (core.base64_decode, devtools_tools.base.base64): CDP's binary data
+-- base64 (core.base64.decode, devtools_tools.base.base64): CDP's binary data
 describe("base64 decoding", function()
   local base64 = require("devtools_tools.base.base64")
   local encode = require("support.base64_ref").encode
@@ -684,7 +684,7 @@ describe("base64 decoding", function()
       { "Q===", 1 }, { "QQ=#", 4 }, { "QUJD QUJ", 5 },
       { "QU\r\nJ!", 4 },           -- counted without the line break
     }) do
-      local bytes, msg = core.base64_decode(c[1])
+      local bytes, msg = core.base64.decode(c[1])
       assert.is_nil(bytes, c[1])
       assert.equal("not base64 text at byte " .. c[2], msg, c[1])
       local e = errors.catch(base64.decode, c[1]) and nil or select(2, errors.catch(base64.decode, c[1]))

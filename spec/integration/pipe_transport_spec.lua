@@ -4,7 +4,7 @@ local core = require "devtools_tools.core"
 local H = require "helper"
 
 local function echo_child()
-  local proc, t = core.spawn({ H.support("pipe_echo") }, { pipe = true })
+  local proc, t = core.process.spawn({ H.support("pipe_echo") }, { pipe = true })
   assert(proc, t)
   return proc, t
 end
@@ -121,7 +121,7 @@ describe("pipe transport", function()
     -- the child writes 200 bytes of a message, waits for a byte from us,
     -- then writes the rest
     local body = '{"id":7,"result":{"value":"' .. string.rep("x", 300) .. '"}}'
-    local proc, t = core.spawn({ "/bin/sh", "-c", ("printf '%%s' '%s' >&4; dd bs=1 count=1 <&3 2>/dev/null; "
+    local proc, t = core.process.spawn({ "/bin/sh", "-c", ("printf '%%s' '%s' >&4; dd bs=1 count=1 <&3 2>/dev/null; "
       .. "printf '%%s\\000' '%s' >&4; exec sleep 30"):format(body:sub(1, 200), body:sub(201)) }, { pipe = true })
     t:limit(100)
     local rfd = t:fds()
@@ -158,8 +158,8 @@ describe("pipe transport", function()
       function() return t:send("x", 0 / 0) end,
       function() return proc:wait(0 / 0) end,
       function() return core.poll({ 0 }, { "r" }, 0 / 0) end,
-      function() return core.ws_connect("127.0.0.1", 1, "/", { deadline = 0 / 0 }) end,
-      function() return core.http_request("127.0.0.1", 1, "/", { deadline = 0 / 0 }) end,
+      function() return core.ws.connect("127.0.0.1", 1, "/", { deadline = 0 / 0 }) end,
+      function() return core.http.request("127.0.0.1", 1, "/", { deadline = 0 / 0 }) end,
     }) do
       local ok, err = pcall(call)
       assert.is_false(ok)
@@ -172,7 +172,7 @@ describe("pipe transport", function()
 
   it("times out writing to a child that never reads", function()
     -- sleep holds fd 3 open and never reads it: the pipe fills up
-    local proc, t = core.spawn({ "/bin/sleep", "30" }, { pipe = true })
+    local proc, t = core.process.spawn({ "/bin/sleep", "30" }, { pipe = true })
     local t0 = core.now()
     local ok, err, code = t:send(string.rep("z", 8 * 1024 * 1024), core.now() + 0.3)
     assert.is_nil(ok)
@@ -185,7 +185,7 @@ describe("pipe transport", function()
   it("keeps its deadlines while the child writes its output without end", function()
     -- dd writes zeros to its stdout (our output ring) faster than the ring
     -- takes them: the pipe is never empty
-    local proc, t = core.spawn({ "/bin/dd", "if=/dev/zero", "bs=65536", "status=none" }, { pipe = true })
+    local proc, t = core.process.spawn({ "/bin/dd", "if=/dev/zero", "bs=65536", "status=none" }, { pipe = true })
     for _, step in ipairs({
       function() return t:recv(core.now() + 0.3) end,
       function() return t:send(string.rep("z", 8 * 1024 * 1024), core.now() + 0.3) end,
@@ -228,9 +228,9 @@ describe("pipe transport", function()
       local out = { ignored() }
       local core = require "devtools_tools.core"
       out[#out + 1] = ignored()
-      core.ws_connect("127.0.0.1", 1, "/", { deadline = core.now() + 2 })   -- refused
+      core.ws.connect("127.0.0.1", 1, "/", { deadline = core.now() + 2 })   -- refused
       out[#out + 1] = ignored()
-      local proc, t = core.spawn({ "/bin/true" }, { pipe = true })
+      local proc, t = core.process.spawn({ "/bin/true" }, { pipe = true })
       proc:wait(core.now() + 5)
       local ok, err, code = t:send(string.rep("x", 70000), core.now() + 5)
       out[#out + 1] = tostring(ok) .. " " .. tostring(code) .. " " .. tostring(err)
@@ -259,7 +259,7 @@ describe("pipe transport", function()
         return #t
       end
       local before = fds()
-      local proc, err, code = core.spawn({ "/bin/true" }, { pipe = true })
+      local proc, err, code = core.process.spawn({ "/bin/true" }, { pipe = true })
       io.stdout:write(tostring(proc), "\n", tostring(code), "\n", tostring(err), "\n",
         tostring(fds() == before), "\n")
     ]]
@@ -289,7 +289,7 @@ describe("pipe transport", function()
   end
   local inner_cases = {
     -- message, ids, expected result.result (json = decoded, value = string)
-    { reply(5, core.json_encode('{"n":0,"v":{"a":[1,2],"s":"x\\"y"}}')), { [5] = true },
+    { reply(5, core.json.encode('{"n":0,"v":{"a":[1,2],"s":"x\\"y"}}')), { [5] = true },
       { type = "string", json = { n = 0, v = { a = { 1, 2 }, s = 'x"y' } } } },
     { reply(5, '"[1,2]"', ',"sessionId":"S1"'), { [5] = true }, { type = "string", json = { 1, 2 } },
       { sessionId = "S1" } },
@@ -339,7 +339,7 @@ describe("pipe transport", function()
     local text = "[" .. table.concat(parts, ",") .. "]"
     assert.is_true(#text > 3 * 1024 * 1024)
     local proc, t = echo_child()
-    t:send(reply(9, core.json_encode(text)), soon(30))
+    t:send(reply(9, core.json.encode(text)), soon(30))
     local m = t:recv_cdp(soon(30), { [9] = true })
     local v = m.result.result.json
     assert.is_nil(m.result.result.value)
@@ -355,7 +355,7 @@ describe("pipe transport", function()
     for i = 1, 60000 do sum = sum + v[i].id end
     assert.equal(60000 * 60001 / 2, sum)
     -- the same reply, not wanted: the string, unchanged
-    t:send(reply(9, core.json_encode(text)), soon(30))
+    t:send(reply(9, core.json.encode(text)), soon(30))
     assert.equal(text, t:recv_cdp(soon(30), {}).result.result.value)
     assert.has_error(function() t:recv_cdp(soon(), 5) end)
     assert.has_error(function() t:recv(soon(), true) end)      -- the old decode flag
@@ -376,11 +376,11 @@ describe("pipe transport", function()
   -- under that decodes whatever the time.
   it("stops decoding a wanted reply at its caller's deadline, in either pass, and reads on", function()
     local numbers = "[" .. string.rep("0,", 500000) .. "0]"        -- no escapes: copied at once
-    local strings = core.json_encode(string.rep('["x"],', 100000) .. "[]")   -- escapes throughout
+    local strings = core.json.encode(string.rep('["x"],', 100000) .. "[]")   -- escapes throughout
     local past = core.now() - 1
     local cases = {
       -- message, where the clock stops it: the text (its own pass) or the message
-      { reply(9, core.json_encode(numbers)), #numbers },
+      { reply(9, core.json.encode(numbers)), #numbers },
       { reply(9, strings), nil },
       { '{"id":9,"result":{"big":' .. numbers .. ',"result":{"type":"string","value":"[1]"}}}', nil },
     }
@@ -471,7 +471,7 @@ end)
 
 describe("process", function()
   it("spawns, waits, reports status and leaves no zombie", function()
-    local proc = assert(core.spawn({ "/bin/sh", "-c", "echo out; echo err >&2; exit 7" }))
+    local proc = assert(core.process.spawn({ "/bin/sh", "-c", "echo out; echo err >&2; exit 7" }))
     local pid = proc:pid()
     assert.equal("exit", (proc:wait(soon())))
     assert.equal(7, select(2, proc:wait(soon())))
@@ -484,7 +484,7 @@ describe("process", function()
   end)
 
   it("kills with SIGTERM, then SIGKILL after the grace period, with the whole group", function()
-    local proc = assert(core.spawn({ "/bin/sh", "-c", "trap '' TERM; sleep 30 & sleep 30; wait" }))
+    local proc = assert(core.process.spawn({ "/bin/sh", "-c", "trap '' TERM; sleep 30 & sleep 30; wait" }))
     local pid = proc:pid()
     assert.is_true(proc:running())
     assert.is_true(H.wait_for(function() return H.live_in_group(pid) >= 2 end, 5))
@@ -498,16 +498,16 @@ describe("process", function()
   end)
 
   it("passes extra environment variables", function()
-    local proc = assert(core.spawn({ "/bin/sh", "-c", 'echo "$DT_SPEC_VAR $HOME"' },
+    local proc = assert(core.process.spawn({ "/bin/sh", "-c", 'echo "$DT_SPEC_VAR $HOME"' },
       { env = { DT_SPEC_VAR = "set", HOME = "/nowhere" } }))
     proc:wait(soon())
     assert.equal("set /nowhere\n", proc:stderr())
     proc:close()
-    assert.has_error(function() core.spawn({ "/bin/true" }, { env = { X = 1 } }) end)
+    assert.has_error(function() core.process.spawn({ "/bin/true" }, { env = { X = 1 } }) end)
   end)
 
   it("times out waiting", function()
-    local proc = assert(core.spawn({ "/bin/sleep", "30" }))
+    local proc = assert(core.process.spawn({ "/bin/sleep", "30" }))
     local v, err, code = proc:wait(core.now() + 0.1)
     assert.is_nil(v)
     assert.equal("timeout", code)
@@ -515,7 +515,7 @@ describe("process", function()
   end)
 
   it("keeps only the tail of a noisy child's output", function()
-    local proc = assert(core.spawn({ "/bin/sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo line$i; i=$((i+1)); done" },
+    local proc = assert(core.process.spawn({ "/bin/sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo line$i; i=$((i+1)); done" },
       { stderr_size = 100 }))
     proc:wait(soon())
     local tail = proc:stderr()
@@ -523,34 +523,34 @@ describe("process", function()
     assert.matches("line1999\n$", tail)
     proc:close()
     for _, bad in ipairs({ 0, -1, 0.5, 1e300, 0 / 0, 2 ^ 31 }) do
-      local ok, err = pcall(core.spawn, { "/bin/true" }, { stderr_size = bad })
+      local ok, err = pcall(core.process.spawn, { "/bin/true" }, { stderr_size = bad })
       assert.is_false(ok)
       assert.matches("stderr_size must be a whole number of bytes", err)
     end
   end)
 
   it("removes its cleanup directory on close", function()
-    local dir = core.mkdtemp("dt-spec-")
+    local dir = core.fs.mkdtemp("dt-spec-")
     local f = io.open(dir .. "/file", "w"); f:write("x"); f:close()
     os.execute("mkdir -p " .. dir .. "/a/b && touch " .. dir .. "/a/b/c")
-    local proc = assert(core.spawn({ "/bin/true" }, { cleanup_dir = dir }))
+    local proc = assert(core.process.spawn({ "/bin/true" }, { cleanup_dir = dir }))
     proc:close()
     assert.is_false(H.exists(dir))
   end)
 
   it("reports a missing program as spawn_failed", function()
-    local p, err, code = core.spawn({ "/nonexistent/program" })
+    local p, err, code = core.process.spawn({ "/nonexistent/program" })
     assert.is_nil(p)
     assert.equal("spawn_failed", code)
     assert.matches("/nonexistent/program", err, 1, true)
-    assert.has_error(function() core.spawn({}) end)
-    assert.has_error(function() core.spawn({ 1 }) end)
+    assert.has_error(function() core.process.spawn({}) end)
+    assert.has_error(function() core.process.spawn({ 1 }) end)
   end)
 
   it("is cleaned up by the garbage collector", function()
     local pid
     do
-      local proc = assert(core.spawn({ "/bin/sleep", "30" }))
+      local proc = assert(core.process.spawn({ "/bin/sleep", "30" }))
       pid = proc:pid()
     end
     collectgarbage(); collectgarbage()
@@ -632,7 +632,7 @@ describe("pipe transport, driven by an event loop", function()
 
   it("recv(0) drains the child's stderr (a child blocked on it would never exit)", function()
     -- 1 MiB to stderr is far more than a pipe holds; then it exits
-    local proc, t = core.spawn({ "/bin/sh", "-c",
+    local proc, t = core.process.spawn({ "/bin/sh", "-c",
       "head -c 1048576 /dev/zero | tr '\\0' x >&2; echo done >&2" }, { pipe = true })
     assert(proc, t)
     local xfd = proc:exit_fd()
@@ -667,7 +667,7 @@ describe("pipe transport, driven by an event loop", function()
     assert.is_true(t:flush(0))                      -- nothing queued
     t:close(); proc:close()
     -- sleep never reads: the bytes stay queued
-    local proc2, t2 = core.spawn({ "/bin/sleep", "30" }, { pipe = true })
+    local proc2, t2 = core.process.spawn({ "/bin/sleep", "30" }, { pipe = true })
     t2:send(big, 0)
     local left = t2:queued()
     assert.is_true(left > 0)
@@ -709,11 +709,11 @@ describe("process, for event loops", function()
   end)
 
   it("__gc kills at once and removes the cleanup directory", function()
-    local dir = core.mkdtemp("dt-spec-gc-")
+    local dir = core.fs.mkdtemp("dt-spec-gc-")
     local pid
     do
       -- ignores SIGTERM: a finalizer that tried it first would wait
-      local proc = assert(core.spawn({ "/bin/sh", "-c", "trap '' TERM; sleep 30 & wait" },
+      local proc = assert(core.process.spawn({ "/bin/sh", "-c", "trap '' TERM; sleep 30 & wait" },
         { cleanup_dir = dir }))
       pid = proc:pid()
       assert.is_true(H.wait_for(function() return H.live_in_group(pid) >= 2 end, 5))
@@ -733,7 +733,7 @@ local interp = H.build:find("luajit", 1, true) and "/usr/bin/luajit" or "/usr/bi
 local function lua_child(code, pattern)
   local pre = ("package.path = './lua/?.lua;./lua/?/init.lua;' .. package.path; "
     .. "package.cpath = './%s/?.so;' .. package.cpath; "):format(H.build)
-  local proc = assert(core.spawn({ interp, "-e", pre .. code }))
+  local proc = assert(core.process.spawn({ interp, "-e", pre .. code }))
   local caps
   local ok = H.wait_for(function()
     caps = { proc:stderr():match(pattern) }
@@ -756,9 +756,9 @@ describe("the reaper", function()
   it("kills the child and removes its directory when the owner is SIGKILLed", function()
     local owner, pid, dir = lua_child([[
       local core = require "devtools_tools.core"
-      local dir = core.mkdtemp("dt-spec-reaper-")
+      local dir = core.fs.mkdtemp("dt-spec-reaper-")
       local f = io.open(dir .. "/file", "w"); f:write("x"); f:close()
-      local p = core.spawn({ "/bin/sleep", "300" }, { cleanup_dir = dir })
+      local p = core.process.spawn({ "/bin/sleep", "300" }, { cleanup_dir = dir })
       io.stderr:write("child ", p:pid(), " dir ", dir, "\n")
       core.sleep(300)
     ]], "child (%d+) dir (%S+)\n")
@@ -774,14 +774,14 @@ describe("the reaper", function()
   end)
 
   it("is dismissed, doing nothing, when the owner closes the process itself", function()
-    local dir = core.mkdtemp("dt-spec-reaper-")
-    local proc = assert(core.spawn({ "/bin/sleep", "300" }, { cleanup_dir = dir }))
+    local dir = core.fs.mkdtemp("dt-spec-reaper-")
+    local proc = assert(core.process.spawn({ "/bin/sleep", "300" }, { cleanup_dir = dir }))
     assert.equal(1, #H.live_with_arg(dir))
     proc:close(0)
     assert.is_false(H.exists(dir))
     assert.is_true(H.wait_for(function() return #H.live_with_arg(dir) == 0 end, 10))
     -- a reaper on request, without a directory
-    local p2 = assert(core.spawn({ "/bin/sleep", "300" }, { reaper = true }))
+    local p2 = assert(core.process.spawn({ "/bin/sleep", "300" }, { reaper = true }))
     local pid = p2:pid()
     p2:close(0)
     assert.is_false(alive(pid))
@@ -789,9 +789,9 @@ describe("the reaper", function()
 
   it("close(grace, true) waits for nothing: the reaper reaps and removes the directory", function()
     for _, argv in ipairs({ { "/bin/sh", "-c", "trap '' TERM; sleep 300" }, { "/bin/true" } }) do
-      local dir = core.mkdtemp("dt-spec-reaper-")
+      local dir = core.fs.mkdtemp("dt-spec-reaper-")
       local f = io.open(dir .. "/file", "w"); f:write("x"); f:close()
-      local proc = assert(core.spawn(argv, { cleanup_dir = dir }))
+      local proc = assert(core.process.spawn(argv, { cleanup_dir = dir }))
       local pid = proc:pid()
       if argv[1] == "/bin/true" then proc:wait(core.now() + 10) end    -- gone already
       proc:close(0, true)
@@ -856,31 +856,31 @@ describe("C failure codes", function()
     assert.equal("protocol_error", errors.from_c("bad_message"))
     assert.equal("disconnected", errors.from_c("closed"))
     -- what the core returns is in the list
-    assert.equal(core.codes.syntax, select(3, core.json_decode("{")))
-    assert.equal(core.codes.too_deep, select(3, core.json_decode("[[1]]", { max_depth = 1 })))
-    assert.equal(core.codes.bad_value, select(3, core.json_encode(print)))
-    assert.equal(core.codes.syntax, select(3, core.regex_compile("(")))
+    assert.equal(core.codes.syntax, select(3, core.json.decode("{")))
+    assert.equal(core.codes.too_deep, select(3, core.json.decode("[[1]]", { max_depth = 1 })))
+    assert.equal(core.codes.bad_value, select(3, core.json.encode(print)))
+    assert.equal(core.codes.syntax, select(3, core.regex.compile("(")))
   end)
 end)
 
-describe("core.write_file", function()
+describe("core.fs.write_file", function()
   local dir
-  before_each(function() dir = assert(core.mkdtemp("dt-write-")) end)
-  after_each(function() core.rmtree(dir) end)
+  before_each(function() dir = assert(core.fs.mkdtemp("dt-write-")) end)
+  after_each(function() core.fs.rmtree(dir) end)
   local function sh(cmd) return (H.sh(cmd):gsub("%s+$", "")) end
   local read = H.read_file
   local function entries() return sh("ls -A " .. dir) end
 
   it("replaces a regular file whole, keeping its mode, and leaves nothing beside it", function()
     local path = dir .. "/shot.png"
-    assert.is_true(core.write_file(path, "first\0bytes"))
+    assert.is_true(core.fs.write_file(path, "first\0bytes"))
     assert.equal("first\0bytes", read(path))
     -- 0666 less the umask, as the shell makes a new file
     assert.equal(sh("touch " .. dir .. "/ref && stat -c %a " .. dir .. "/ref"), sh("stat -c %a " .. path))
     os.remove(dir .. "/ref")
     os.execute("chmod 640 " .. path)
     local f = assert(io.open(path .. ".tmp", "wb")); f:write("mine"); f:close()
-    assert.is_true(core.write_file(path, "second"))
+    assert.is_true(core.fs.write_file(path, "second"))
     assert.equal("second", read(path))
     assert.equal("640", sh("stat -c %a " .. path))
     assert.equal("mine", read(path .. ".tmp"))          -- a file of that name is not ours
@@ -889,26 +889,26 @@ describe("core.write_file", function()
 
   it("writes through a symlink and a FIFO instead of replacing them", function()
     local target, link = dir .. "/real.png", dir .. "/link.png"
-    assert.is_true(core.write_file(target, "old"))
+    assert.is_true(core.fs.write_file(target, "old"))
     os.execute("ln -s real.png " .. link)
-    assert.is_true(core.write_file(link, "new"))
+    assert.is_true(core.fs.write_file(link, "new"))
     assert.equal("real.png", sh("readlink " .. link))
     assert.equal("new", read(target))
     local fifo = dir .. "/fifo"
     os.execute("mkfifo " .. fifo)
     -- without a reader it fails at once (it waited for one for ever)
-    local ok, err = core.write_file(fifo, "nobody")
+    local ok, err = core.fs.write_file(fifo, "nobody")
     assert.is_nil(ok)
     assert.equal("cannot write " .. fifo .. ": it is a FIFO that no process reads", err)
     -- a reader that holds the FIFO open before reading (an open for reading
     -- alone would wait for a writer), and reads the 7 bytes
-    local reader = assert(core.spawn({ "/bin/sh", "-c",
+    local reader = assert(core.process.spawn({ "/bin/sh", "-c",
       "exec 3<>" .. fifo .. "; exec head -c 7 <&3 > " .. dir .. "/got" }))
     assert(H.wait_for(function()                      -- it has the FIFO open
       local fd = H.sh("readlink /proc/" .. reader:pid() .. "/fd/* 2>/dev/null")
       return fd:find(fifo, 1, true) ~= nil
     end, 10), "the reader did not open the FIFO")
-    assert.is_true(core.write_file(fifo, "through"))
+    assert.is_true(core.fs.write_file(fifo, "through"))
     assert.equal("exit", (reader:wait(core.now() + 10)))
     reader:close()
     assert.equal("through", read(dir .. "/got"))
@@ -916,24 +916,24 @@ describe("core.write_file", function()
   end)
 
   it("fails with a message naming the path, leaving nothing behind", function()
-    assert.is_true(core.exists(dir))
-    assert.is_false(core.exists(dir .. "/nope"))
-    local ok, err = core.write_file(dir, "x")
+    assert.is_true(core.fs.exists(dir))
+    assert.is_false(core.fs.exists(dir .. "/nope"))
+    local ok, err = core.fs.write_file(dir, "x")
     assert.is_nil(ok)
     assert.matches("cannot write " .. dir, err, 1, true)
-    ok, err = core.write_file(dir .. "/no/such/dir/x.png", "x")
+    ok, err = core.fs.write_file(dir .. "/no/such/dir/x.png", "x")
     assert.is_nil(ok)
     assert.matches("No such file or directory", err, 1, true)
     -- a name as long as the system allows (255 bytes): its temporary name is cut
     local long = dir .. "/" .. ("n"):rep(255)
-    assert.is_true(core.write_file(long, "long"))
+    assert.is_true(core.fs.write_file(long, "long"))
     assert.equal("long", read(long))
     os.remove(long)
     -- a path too long for the temporary name, or with a NUL byte: messages, not raw errors
-    ok, err = core.write_file(dir .. "/" .. ("a"):rep(4100), "x")
+    ok, err = core.fs.write_file(dir .. "/" .. ("a"):rep(4100), "x")
     assert.is_nil(ok)
     assert.matches("File name too long$", err)
-    ok, err = core.write_file(dir .. "/x.png\0/../../y", "x")
+    ok, err = core.fs.write_file(dir .. "/x.png\0/../../y", "x")
     assert.is_nil(ok)
     assert.equal("cannot write a path that holds a NUL byte", err)
     assert.equal("", entries())
@@ -945,7 +945,7 @@ describe("a signal while a read waits", function()
     local child, pid = lua_child([[
       local core = require "devtools_tools.core"
       -- a peer that never answers (its reaper ends it with us)
-      local p, t = core.spawn({ "/bin/sleep", "60" }, { pipe = true, reaper = true })
+      local p, t = core.process.spawn({ "/bin/sleep", "60" }, { pipe = true, reaper = true })
       io.stderr:write("waiting ", p:pid(), "\n")
       local _, err, code = t:recv_cdp(core.now() + 60)
       io.stderr:write("returned ", tostring(code), "\n")

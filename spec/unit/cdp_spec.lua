@@ -224,3 +224,120 @@ describe("errors", function()
     assert.equal(other, got)
   end)
 end)
+
+-- issue 33: DEVTOOLS_TOOLS_DEBUG=cdp wrote what pages send (C1 controls,
+-- bidirectional overrides) raw to stderr. The log is cleaned on its own:
+-- what could drive a terminal or disguise a line comes out escaped.
+describe("the debug log", function()
+  local log = cdp.log
+  local saved
+
+  before_each(function()
+    saved = { on = log.on, out = log.out, width = log.width }
+  end)
+  after_each(function()
+    log.on, log.out, log.width = saved.on, saved.out, saved.width
+  end)
+
+  -- Collects the lines the log writes.
+  local function collect()
+    local lines = {}
+    log.out = { write = function(_, ...) lines[#lines + 1] = table.concat({ ... }) end }
+    log.on = true
+    return lines
+  end
+
+  -- Whatever a line holds that a terminal would act on or hide: raw C0 (but
+  -- the line's own end), DEL, C1, the bidi overrides and isolates, and any
+  -- byte that is not UTF-8.
+  local function hidden(line)
+    line = line:gsub("\n$", "")
+    if line:find("[%z\1-\31\127]") then return "a C0 control or DEL" end
+    if line:find("\194[\128-\159]") then return "a C1 control" end
+    if line:find("\226\128[\170-\174]") or line:find("\226\129[\166-\169]") then return "a bidi override" end
+    local i = 1
+    while i <= #line do                 -- UTF-8, well formed
+      local b = line:byte(i)
+      local n = b < 0x80 and 1 or (b >= 0xC2 and b <= 0xDF) and 2 or (b >= 0xE0 and b <= 0xEF) and 3
+        or (b >= 0xF0 and b <= 0xF4) and 4 or nil
+      if not n then return ("a byte that is not UTF-8 at %d"):format(i) end
+      for k = 1, n - 1 do
+        local c = line:byte(i + k)
+        if not c or c < 0x80 or c > 0xBF then return ("a byte that is not UTF-8 at %d"):format(i) end
+      end
+      i = i + n
+    end
+    return nil
+  end
+
+  local HOSTILE = "red \27[31m bell \7 tab \t del \127 csi \194\155 2J nel \194\133"
+    .. " rlo \226\128\174 fsi \226\129\168 pdi \226\129\169 ok: é € 😀"
+
+  it("escapes controls and bidi overrides, in what is sent and what comes back", function()
+    local lines = collect()
+    local t = fake({ ["Runtime.evaluate"] = function(m)
+      return { { id = m.id, result = { result = { type = "string", value = HOSTILE } } },
+               { method = "Runtime.consoleAPICalled", params = { text = HOSTILE } } }
+    end })
+    local c = cdp.new(t)
+    local r = c:call("Runtime.evaluate", { expression = HOSTILE })
+    assert.equal(HOSTILE, r.result.value)                  -- the value itself is untouched
+    c:poll()
+    assert.is_true(#lines >= 3, #lines .. " lines")
+    for _, line in ipairs(lines) do
+      assert.is_nil(hidden(line), line)
+      assert.equal("\n", line:sub(-1))                      -- one line each
+      assert.is_nil(line:sub(1, -2):find("\n", 1, true))
+      -- visibly: each character escaped as \uXXXX, the rest as it was
+      for _, esc in ipairs({ "\\u001b[31m", "\\u0007", "tab \\t", "\\u007f", "\\u009b 2J", "\\u0085",
+                              "\\u202e", "\\u2068", "\\u2069", "ok: é € 😀" }) do
+        assert.truthy(line:find(esc, 1, true), esc .. " in " .. line)
+      end
+    end
+  end)
+
+  it("escapes a session id's bytes too, and those that are not UTF-8 as \\xNN", function()
+    local lines = collect()
+    local t = fake({})
+    local c = cdp.new(t)
+    -- an event on a session whose id no browser would send (its JSON
+    -- cannot even be written back: the line says so)
+    t.queue[1] = { method = "Target.detachedFromTarget", sessionId = "\255\t\194\155x\226\128\174" }
+    c:poll()
+    assert.equal(1, #lines)
+    assert.is_nil(hidden(lines[1]), lines[1])
+    assert.truthy(lines[1]:find("<- [\\xff\\u0009\\u009bx\\u202e] (a message that cannot be shown)", 1, true),
+      lines[1])
+  end)
+
+  it("cuts a long message before a character the width would split", function()
+    local lines = collect()
+    log.width = 40
+    local t = fake({ ["E"] = function(m) return { { id = m.id, result = { s = ("é"):rep(100) } } } end })
+    local c = cdp.new(t)
+    c:call("E")
+    assert.equal(2, #lines)
+    for _, line in ipairs(lines) do
+      assert.is_nil(hidden(line), line)
+    end
+    for _, line in ipairs({ lines[2] }) do                   -- the reply: 215 bytes
+      assert.is_nil(line:find("\\x", 1, true), line)       -- no stray half of a character
+      assert.matches("%.%.%. %(%d+ bytes%)\n$", line)
+    end
+  end)
+
+  it("leaves plain text as it is, and writes nothing when off", function()
+    local clean = cdp._clean_log
+    assert.equal('{"a":"b c","n":1}', clean('{"a":"b c","n":1}'))
+    assert.equal("é€😀", clean("é€😀"))
+    assert.equal("a\\u0009b\\u000d\\u0000c", clean("a\tb\r\0c"))
+    -- overlong forms, surrogates, past U+10FFFF, a stray continuation, cut short
+    assert.equal("\\xc0\\xaf \\xed\\xa0\\x80 \\xf4\\x90\\x80\\x80 \\x80 \\xe2\\x82",
+      clean("\192\175 \237\160\128 \244\144\128\128 \128 \226\130"))
+    local lines = collect()
+    log.on = false
+    local c = cdp.new(fake({ ["X"] = function(m) return { { id = m.id, result = {} } } end }))
+    c:call("X")
+    assert.equal(0, #lines)
+  end)
+end)

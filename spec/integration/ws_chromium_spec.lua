@@ -9,8 +9,8 @@ local helper = require("support.ws_helper")
 local CHROMIUM = os.getenv("DEVTOOLS_TOOLS_CHROME") or "/usr/lib/chromium/chromium"
 
 local function launch()
-  local dir = assert(core.mkdtemp("dt-ws-chromium-"))
-  local proc, msg = core.spawn({ CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+  local dir = assert(core.fs.mkdtemp("dt-ws-chromium-"))
+  local proc, msg = core.process.spawn({ CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
     "--no-first-run", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--disable-quic", "--remote-debugging-port=0",
     "--user-data-dir=" .. dir, "about:blank" }, { cleanup_dir = dir })
@@ -71,7 +71,7 @@ describe("websocket transport with Chromium", function()
   end
 
   it("serves /json/version over http_get", function()
-    local status, body = core.http_get("127.0.0.1", port, "/json/version", core.now() + 10)
+    local status, body = core.http.get("127.0.0.1", port, "/json/version", core.now() + 10)
     assert.are.equal(200, status)
     local v = cjson.decode(body)
     assert.are.equal("ws://127.0.0.1:" .. port .. path, v.webSocketDebuggerUrl)
@@ -79,7 +79,7 @@ describe("websocket transport with Chromium", function()
   end)
 
   it("connects and answers Browser.getVersion", function()
-    t = assert(core.ws_connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
+    t = assert(core.ws.connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
     assert.are.equal("Transport(websocket, open, 127.0.0.1:" .. port .. ")", tostring(t))
     local v = call(t, "Browser.getVersion")
     assert.matches("^Chrome/", v.product)
@@ -87,7 +87,7 @@ describe("websocket transport with Chromium", function()
   end)
 
   it("receives an 8 MB reply whole", function()
-    t = t or assert(core.ws_connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
+    t = t or assert(core.ws.connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
     local target = call(t, "Target.createTarget", { url = "about:blank" })
     local attached = call(t, "Target.attachToTarget", { targetId = target.targetId, flatten = true })
     local r, size = call(t, "Runtime.evaluate",
@@ -102,7 +102,7 @@ describe("websocket transport with Chromium", function()
   end)
 
   it("sends a 10 MB request in fragments that Chromium accepts", function()
-    t = t or assert(core.ws_connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
+    t = t or assert(core.ws.connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
     local target = call(t, "Target.createTarget", { url = "about:blank" })
     local attached = call(t, "Target.attachToTarget", { targetId = target.targetId, flatten = true })
     local s = string.rep("y", 10e6)
@@ -113,7 +113,7 @@ describe("websocket transport with Chromium", function()
   end)
 
   it("drops a reply over the limit and goes on", function()
-    t = t or assert(core.ws_connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
+    t = t or assert(core.ws.connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
     local target = call(t, "Target.createTarget", { url = "about:blank" })
     local attached = call(t, "Target.attachToTarget", { targetId = target.targetId, flatten = true })
     t:limit(1024 * 1024)
@@ -136,7 +136,7 @@ describe("websocket transport with Chromium", function()
   end)
 
   it("times out on recv with nothing to read, and stays usable", function()
-    t = t or assert(core.ws_connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
+    t = t or assert(core.ws.connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
     -- events of the closed targets may still come: read until it is quiet
     local give_up = core.now() + 20
     local ok, code
@@ -153,7 +153,7 @@ describe("websocket transport with Chromium", function()
   end)
 
   it("fails with connect_failed and Chromium's status for a Host it refuses", function()
-    local tr, msg, code = core.ws_connect("127.0.0.1", port, path,
+    local tr, msg, code = core.ws.connect("127.0.0.1", port, path,
       { deadline = core.now() + 10, host_header = "example.com" })
     assert.is_nil(tr)
     assert.are.equal("connect_failed", code)
@@ -161,7 +161,7 @@ describe("websocket transport with Chromium", function()
   end)
 
   it("fails with connect_failed for an unknown path", function()
-    local tr, msg, code = core.ws_connect("127.0.0.1", port, "/devtools/browser/none",
+    local tr, msg, code = core.ws.connect("127.0.0.1", port, "/devtools/browser/none",
       { deadline = core.now() + 10 })
     assert.is_nil(tr)
     assert.are.equal("connect_failed", code)
@@ -169,17 +169,17 @@ describe("websocket transport with Chromium", function()
   end)
 
   it("closes idempotently, and Chromium keeps running for new connections", function()
-    t = t or assert(core.ws_connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
+    t = t or assert(core.ws.connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
     t:close()
     t:close()
     assert.are.equal("Transport(closed)", tostring(t))
     assert.is_true(proc:running())
-    t = assert(core.ws_connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
+    t = assert(core.ws.connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
     assert.matches("^Chrome/", call(t, "Browser.getVersion").product)
   end)
 
   it("reports closed when the browser goes away", function()
-    t = t or assert(core.ws_connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
+    t = t or assert(core.ws.connect("127.0.0.1", port, path, { deadline = core.now() + 10 }))
     proc:kill(0)
     local ok, _, code = t:recv(core.now() + 10)
     assert.is_nil(ok)
