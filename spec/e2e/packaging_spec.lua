@@ -37,7 +37,7 @@ describe("packaging", function()
     out, rc = sh(("cd / && printf '%%s\\n' '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}'"
       .. " | %s/opt/dt/bin/devtools-tools mcp about:blank 2>/dev/null"):format(dir))
     assert.equal(0, rc, out)
-    assert.same({ jsonrpc = "2.0", id = 1, result = {} }, require("devtools_tools.json").decode(out))
+    assert.same({ jsonrpc = "2.0", id = 1, result = {} }, require("devtools_tools").json.decode(out))
     out, rc = sh(("make -s uninstall DESTDIR=%s PREFIX=/opt/dt && find %s -type f"):format(dir, dir))
     assert.equal(0, rc, out)
     assert.equal("", out)

@@ -84,8 +84,8 @@ local function has_structured(version) return version >= "2025-06-18" end
 
 function Server:_debug(dir, s)
   if self.debug then
-    self.log(("%.3f %s %s"):format(dt.now() - self.started, dir,
-      (text.bounded(text.clean(s), 400))))
+    -- (cut first, then cleaned: a 20 MB message costs what a short one does)
+    self.log(("%.3f %s %s"):format(dt.now() - self.started, dir, text.clean((text.bounded(s, 400)))))
   end
 end
 
@@ -407,7 +407,9 @@ function Server:_request(msg, batch)
     if entry.progress then entry.progress:cancel() end
     if entry.cancelled or self.closed then return end
     if ok then
-      self:_reply(batch, { jsonrpc = "2.0", id = id, result = self:_finish(ctx, res) })
+      -- (a result the codec cannot write is an internal error, not no answer)
+      local sent, err = pcall(self._reply, self, batch, { jsonrpc = "2.0", id = id, result = self:_finish(ctx, res) })
+      if not sent then self:_failed(batch, id, err) end
     elseif dt.is_error(res) and res.code == "cancelled" then
       settle(self, batch)                -- (the task was cancelled: no answer)
     else
