@@ -85,7 +85,7 @@ local function code_of(src)
   local out, i, n = {}, 1, #src
   while i <= n do
     local a, b, eq = src:find("%[(=*)%[", i)
-    local c = src:find("%-%-", i, true)
+    local c = src:find("--", i, true)
     if c and (not a or c < a) then
       out[#out + 1] = src:sub(i, c - 1)
       local la, lb, leq = src:find("^%-%-%[(=*)%[", c)

@@ -19,6 +19,19 @@ describe("the library's layers", function()
     end
   end)
 
+  it("count a require in code, not one in a comment or a long string", function()
+    local core = require "devtools_tools.core"
+    local root = assert(core.fs.mkdtemp("dt-layers-"))
+    assert(core.fs.mkdirs(root .. "/devtools_tools/base", 448))
+    local f = assert(io.open(root .. "/devtools_tools/base/x.lua", "w"))
+    f:write('-- require "devtools_tools.page"\nlocal help = [[ require "devtools_tools.browser" ]]\n'
+      .. '--[[ require("devtools_tools.tools") ]]\nlocal errors = require "devtools_tools.base.errors" -- a note\n')
+    f:close()
+    local got = layers.modules(root)
+    core.fs.rmtree(root)
+    assert.same({ "devtools_tools.base.errors" }, got["devtools_tools.base.x"].requires)
+  end)
+
   it("point only downward, front ends stand on the facade, and no module requires itself round", function()
     assert.same({}, layers.problems(mods))
   end)
