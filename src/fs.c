@@ -1,6 +1,7 @@
 /* fs.c - files and directories: temporary directories (create one,
  * remove a tree), directories of private state (mkdirs), writing a file
- * whole, a lock taken with flock, and whether a descriptor is a terminal.
+ * whole, a lock taken with flock, whether a descriptor is a terminal and
+ * how wide it is.
  *
  * Used for the throw-away Chromium profile and the background browser's
  * record. Removal does not follow symlinks and stays on the directory it
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -72,17 +74,32 @@ int dt_rmtree(const char *path)
 	return 0;
 }
 
-/* core.fs.mkdtemp(prefix) -> path | nil, message */
+/* core.fs.mkdtemp(prefix) -> path | nil, message
+ * The path is absolute, a relative TMPDIR taken from the working
+ * directory: it is recorded, and used later from other directories (a
+ * background browser's profile, removed by a `browser stop` run
+ * elsewhere). */
 static int l_mkdtemp(lua_State *L)
 {
 	const char *prefix = luaL_optstring(L, 1, "devtools_tools-");
 	const char *tmp = getenv("TMPDIR");
-	char path[4096];
+	char path[4096], cwd[4096];
+	int n;
 	if (strchr(prefix, '/') != NULL)
 		return luaL_argerror(L, 1, "prefix must not contain '/'");
 	if (tmp == NULL || tmp[0] == '\0')
 		tmp = "/tmp";
-	if (snprintf(path, sizeof path, "%s/%sXXXXXX", tmp, prefix) >= (int)sizeof path)
+	if (tmp[0] == '/')
+		n = snprintf(path, sizeof path, "%s/%sXXXXXX", tmp, prefix);
+	else if (getcwd(cwd, sizeof cwd) != NULL)
+		n = snprintf(path, sizeof path, "%s/%s/%sXXXXXX", cwd, tmp, prefix);
+	else {
+		lua_pushnil(L);
+		lua_pushfstring(L, "cannot create a temporary directory in %s: the working directory: %s",
+		                tmp, strerror(errno));
+		return 2;
+	}
+	if (n < 0 || n >= (int)sizeof path)
 		return luaL_argerror(L, 1, "path too long");
 	if (mkdtemp(path) == NULL) {
 		lua_pushnil(L);
@@ -247,6 +264,21 @@ static int l_isatty(lua_State *L)
 	return 1;
 }
 
+/* core.fs.term_size(fd) -> columns, rows | nil: the size of the terminal
+ * descriptor fd is (nil: not a terminal, or one that tells no size) */
+static int l_term_size(lua_State *L)
+{
+	lua_Integer fd = luaL_checkinteger(L, 1);
+	struct winsize ws;
+	if (fd < 0 || fd > 1 << 20 || ioctl((int)fd, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0) {
+		lua_pushnil(L);
+		return 1;
+	}
+	lua_pushinteger(L, ws.ws_col);
+	lua_pushinteger(L, ws.ws_row);
+	return 2;
+}
+
 /* core.fs.mkdirs(path [, mode]) -> true | nil, message
  * Makes the directory and those above it that are missing, each with
  * mode (default 0700: the directories of a program's private state). A
@@ -358,6 +390,7 @@ void dt_fs_open(lua_State *L)
 		{"write_file", l_write_file},
 		{"mkdirs", l_mkdirs},
 		{"isatty", l_isatty},
+		{"term_size", l_term_size},
 		{"lock", l_lock},
 		{NULL, NULL}
 	};

@@ -56,6 +56,8 @@
 ---@class devtools_tools.DetachedRecord
 ---@field profile string its user data directory
 ---@field executable string
+---@field headless boolean
+---@field webmcp boolean launched with WebMCP on
 ---@field pid? integer once it started
 ---@field endpoint? string ws://127.0.0.1:PORT/devtools/browser/<id>, once it answers
 ---@field port? integer
@@ -134,10 +136,12 @@
 ---@field complete boolean false when the page did not answer after fn by the deadline (busy)
 
 ---@class devtools_tools.ScreenshotOpts
----@field path? string also write the PNG there
+---@field path? string also write the image there
 ---@field full_page? boolean the whole document, not the viewport
 ---@field element? string|devtools_tools.Element a CSS selector or an Element
----@field base64? boolean return the PNG as base64 text (as Chromium sent it), not bytes
+---@field base64? boolean return the image as base64 text (as Chromium sent it), not bytes
+---@field format? "png"|"jpeg"|"webp" default "png"
+---@field quality? integer 0-100, jpeg and webp only
 ---@field timeout? number
 
 ---@class devtools_tools.WebDriverInfo
@@ -209,6 +213,7 @@ function Browser:cdp(method, params, opts) end
 ---One page target.
 ---@class devtools_tools.Page
 ---@field url string
+---@field target_id string the id Browser:pages() lists and Browser:attach takes
 local Page = {}
 ---Navigates and waits for the new document's load event.
 ---@param url string
@@ -220,9 +225,10 @@ function Page:navigate(url, opts) end
 function Page:reload(opts) end
 ---Runs JavaScript in the main frame; promises are awaited; the value comes back as JSON data.
 ---opts.context: an execution context id (default: the main frame's); opts.session: the CDP
----session id to send it on (default: the page's).
+---session id to send it on (default: the page's). opts.elements: DOM elements in the value
+---come back as Elements (by value they are {}), the value written as JSON.stringify writes it.
 ---@param expression string
----@param opts? {timeout?: number, context?: integer, session?: string}
+---@param opts? {timeout?: number, context?: integer, session?: string, elements?: boolean}
 ---@return any
 function Page:evaluate(expression, opts) end
 ---Fresh discovery in every frame.
@@ -293,9 +299,9 @@ function Page:on_cdp(event, fn) end
 ---@param opts? devtools_tools.CallOpts
 ---@return table
 function Page:cdp(method, params, opts) end
----A PNG of the viewport, the whole page or one element.
+---An image (PNG, JPEG or WebP) of the viewport, the whole page or one element.
 ---@param opts? devtools_tools.ScreenshotOpts
----@return string png
+---@return string image
 function Page:screenshot(opts) end
 ---Waits until pred() holds (asked at once and after each message the page's
 ---connection reads, so page:on listeners hear its events meanwhile), or the
@@ -462,6 +468,11 @@ function dt.new_error(code, message, fields) end
 ---@param fd integer
 ---@return boolean
 function dt.isatty(fd) end
+---The size of the terminal descriptor fd (0, 1 or 2) is: columns, rows; nil when it is none.
+---@param fd integer
+---@return integer|nil columns
+---@return integer|nil rows
+function dt.term_size(fd) end
 ---Called first in a module's main chunk: keeps LuaJIT's trace compiler out of that module's
 ---functions on the builds that miscompile pairs(); a no-op elsewhere.
 function dt.nojit() end

@@ -161,6 +161,14 @@ local dt = {
     end
     return core.fs.isatty(fd)
   end,
+  -- term_size(fd) -> columns, rows of the terminal fd (0, 1 or 2) is; nil
+  -- when it is none (a pipe, a file) or tells no size
+  term_size = function(fd)
+    if fd ~= 0 and fd ~= 1 and fd ~= 2 then
+      errors.raise("bad_argument", "term_size: expected 0, 1 or 2 (stdin, stdout, stderr), got " .. tostring(fd))
+    end
+    return core.fs.term_size(fd)
+  end,
   nojit = require("devtools_tools.base.nojit"),
   new_error = new_error,
   launch = browser.launch,

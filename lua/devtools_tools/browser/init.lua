@@ -409,14 +409,16 @@ end
 -- own, none of our children: our exit does not end it, nor does closing
 -- the Browser (which only disconnects). opts.on_record(info) is called
 -- with what there is to record at each step - {starting = true, profile,
--- executable} before Chromium starts, then with its pid - so a caller
--- killed meanwhile leaves a record that stop_detached can end; the
--- Browser's .detached is the final record {pid, profile, executable,
--- endpoint, port}. A launch that fails ends what it started.
+-- executable, headless, webmcp} before Chromium starts, then with its pid
+-- - so a caller killed meanwhile leaves a record that stop_detached can
+-- end; the Browser's .detached is the final record {pid, profile,
+-- executable, headless, webmcp, endpoint, port}. A launch that fails ends
+-- what it started.
 function M._launch_detached(opts, exe, deadline)
   local made = opts.user_data_dir == nil
   local dir = opts.user_data_dir or new_profile(DETACHED_PREFIX)
-  local info = { starting = true, profile = dir, executable = exe }
+  local info = { starting = true, profile = dir, executable = exe, headless = opts.headless ~= false,
+    webmcp = opts.webmcp == true }
   local function record()
     if opts.on_record then
       local copy = {}

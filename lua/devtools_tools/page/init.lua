@@ -24,6 +24,9 @@ local observe = require "devtools_tools.page.observe"
 local pagejs = require "devtools_tools.tools.pagejs"
 local webmcp = require "devtools_tools.tools.webmcp"
 local screenshot = require "devtools_tools.page.screenshot"
+local marshal = require "devtools_tools.tools.marshal"
+local element = require "devtools_tools.tools.element"
+local json = require "devtools_tools.base.json"
 
 local raise = errors.raise
 local now = core.now
@@ -40,6 +43,7 @@ M.Page = Page
 -- ---- events ------------------------------------------------------------------
 
 local handlers = {}
+local watch_session         -- (defined with the tools watch, below; used by Target.attachedToTarget)
 
 -- The frames inside frame `id`, at any depth (one pass over the frames).
 local function descendants(self, id)
@@ -485,7 +489,12 @@ local function wait_load(self, loader_id, deadline, what)
   if not ok then raise("timeout", what .. ": timed out waiting for the load event") end
 end
 
--- navigate(url, opts?) -> self, once the new document fired `load`
+-- Chromium's errors for a host name that resolves to no address.
+local DNS_FAILURES = { ["net::ERR_NAME_NOT_RESOLVED"] = true, ["net::ERR_NAME_RESOLUTION_FAILED"] = true }
+
+-- navigate(url, opts?) -> self, once the new document fired `load`. A
+-- host name that does not resolve is connect_failed; another error of the
+-- browser's (a refused connection, a bad URL) protocol_error.
 function Page:navigate(url, opts)
   opts = options.check(opts, options.TIMEOUT, "navigate")
   self:_check_open()
@@ -497,8 +506,15 @@ function Page:navigate(url, opts)
   local r = conn:await(conn:send("Page.navigate", { url = url }, self.session, deadline),
     deadline, "Page.navigate")
   if r.errorText and r.errorText ~= "" then
-    raise("protocol_error", "navigate: " .. url .. ": " .. r.errorText,
-      { details = { errorText = r.errorText, url = url } })
+    local details = { errorText = r.errorText, url = url }
+    if DNS_FAILURES[r.errorText] then
+      -- the host has no address: the name is wrong (or no DNS answers),
+      -- which no browser fault explains
+      local host = (url:match("^%a[%w+.-]*://([^/?#]+)") or url):gsub("^.*@", ""):gsub(":%d*$", "")
+      raise("connect_failed", "navigate: " .. url .. ": the host name " .. host
+        .. " was not found (DNS: " .. r.errorText .. ")", { details = details })
+    end
+    raise("protocol_error", "navigate: " .. url .. ": " .. r.errorText, { details = details })
   end
   if r.loaderId then     -- none for a same-document (fragment) navigation
     wait_load(self, r.loaderId, deadline, "navigate to " .. url)
@@ -531,11 +547,68 @@ end
 
 -- ---- evaluate ------------------------------------------------------------------
 
-local evaluate_opts = { timeout = true, context = "number", session = "string" }
+local evaluate_opts = { timeout = true, context = "number", session = "string", elements = "boolean" }
+
+-- The frame whose execution context is id (nil: the main frame's).
+local function frame_of_context(self, id)
+  if id == nil then return self.frames[self.main_frame] end
+  for fid, c in pairs(self.contexts) do
+    if c.id == id then return self.frames[fid] end
+  end
+end
+
+-- with_elements(self, r, session, frame, deadline) -> the value of the
+-- object r.result, its DOM elements as Element objects (js/evaluate.js
+-- writes it as JSON with markers; the elements' node ids are asked for)
+local function with_elements(self, r, session, frame, deadline)
+  local conn = self.conn
+  local group = r.group
+  local key = "\0dt-element:" .. group
+  local a = conn:await(conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.EVALUATE,
+    objectId = r.result.objectId, arguments = { { value = key }, { value = marshal.MAX_DEPTH } },
+    returnByValue = false, objectGroup = group }, session, deadline), deadline, "Runtime.callFunctionOn")
+  if a.exceptionDetails then
+    local message, details = remote.exception_info(a.exceptionDetails)
+    raise("js_error", message, { details = details })
+  end
+  local props = conn:await(conn:send("Runtime.getProperties", { objectId = a.result.objectId,
+    ownProperties = true }, session, deadline), deadline, "Runtime.getProperties")
+  local text, oids = nil, {}
+  for _, p in ipairs(type(props.result) == "table" and props.result or {}) do
+    local i = tonumber(p.name)
+    if i == 0 and type(p.value) == "table" then text = p.value.value
+    elseif i and i > 0 and i % 1 == 0 and type(p.value) == "table" and type(p.value.objectId) == "string" then
+      oids[i - 1] = p.value.objectId
+    end
+  end
+  if type(text) ~= "string" then raise("protocol_error", "evaluate: unexpected reply from the page") end
+  local ids = {}
+  for i, oid in pairs(oids) do ids[i] = conn:send("DOM.describeNode", { objectId = oid }, session, deadline) end
+  local backend = {}
+  for i, id in pairs(ids) do
+    local d = conn:await(id, deadline, "DOM.describeNode")
+    local b = type(d) == "table" and type(d.node) == "table" and d.node.backendNodeId
+    if type(b) == "number" then backend[i] = b end
+  end
+  local ok, v = pcall(json.decode, text)
+  if not ok then raise("protocol_error", "evaluate: the page sent malformed JSON") end
+  local fid, loader = frame and frame.id, frame and frame.loader_id
+  return marshal.replace_elements(v, key, function(idx, description, etext)
+    if backend[idx] == nil then return nil end
+    return element.new({ backend_node_id = backend[idx],
+      description = type(description) == "string" and description or "element",
+      text = type(etext) == "string" and etext or "",
+      frame = { id = fid, url = frame and frame.url, origin = frame and frame.origin },
+      _page = self, _frame_id = fid, _loader = loader })
+  end)
+end
 
 -- evaluate(expression, opts?) -> value. Awaits a promise; returns by value.
 -- opts: timeout; context (an execution context id, default: the main
--- frame); session (the CDP session to send it on, default: the page's).
+-- frame); session (the CDP session to send it on, default: the page's);
+-- elements (true: the DOM elements in the value come back as Element
+-- objects, described as a tool's result gives them, where returning by
+-- value gives {}; the value is then written as JSON.stringify writes it).
 function Page:evaluate(expression, opts)
   opts = options.check(opts, evaluate_opts, "evaluate")
   self:_check_open()
@@ -545,12 +618,22 @@ function Page:evaluate(expression, opts)
   local conn = self.conn
   local deadline = conn:deadline(opts)
   local session = opts.session or self.session
+  local group = opts.elements and remote.object_group() or nil
+  local frame = opts.elements and frame_of_context(self, opts.context) or nil
   local ok, r = errors.catch(function()
-    return conn:await(conn:send("Runtime.evaluate", {
-      expression = expression, awaitPromise = true, returnByValue = true,
-      contextId = opts.context,
+    local reply = conn:await(conn:send("Runtime.evaluate", {
+      expression = expression, awaitPromise = true, returnByValue = not group,
+      contextId = opts.context, objectGroup = group,
     }, session, deadline), deadline, "Runtime.evaluate")
+    if group and not reply.exceptionDetails and type(reply.result) == "table" and reply.result.objectId then
+      reply.group = group
+      return { elements = with_elements(self, reply, session, frame, deadline) }
+    end
+    return reply
   end)
+  if group then
+    errors.catch(conn.send_nowait, conn, "Runtime.releaseObjectGroup", { objectGroup = group }, session)
+  end
   if not ok then
     if remote.is_navigation_error(r) then
       if opts.context then
@@ -571,6 +654,7 @@ function Page:evaluate(expression, opts)
     local message, details = remote.exception_info(r.exceptionDetails)
     raise("js_error", message, { details = details })
   end
+  if r.elements ~= nil then return r.elements end
   return remote.remote_value(r.result)
 end
 
@@ -610,7 +694,7 @@ handlers["Runtime.bindingCalled"] = function(self, p)
   if p.name == WATCH_BINDING then self.epoch = self.epoch + 1 end
 end
 
-local function watch_session(self, sid)
+function watch_session(self, sid)
   local conn = self.conn
   conn:send_nowait("Runtime.addBinding", { name = WATCH_BINDING }, sid)
   conn:send_nowait("Page.addScriptToEvaluateOnNewDocument", { source = pagejs.watch_source(WATCH_BINDING),

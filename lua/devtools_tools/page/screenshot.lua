@@ -1,7 +1,7 @@
--- devtools_tools.page.screenshot: page:screenshot{path=, full_page=, element=},
--- a PNG of the viewport, of the whole document, or of one element (an
--- Element a tool returned, or a CSS selector), written to a file or
--- returned as bytes.
+-- devtools_tools.page.screenshot: page:screenshot{path=, full_page=, element=,
+-- format=, quality=}, an image (PNG, JPEG or WebP) of the viewport, of the
+-- whole document, or of one element (an Element a tool returned, or a CSS
+-- selector), written to a file or returned as bytes.
 --
 -- What it must never do: leave the page's viewport changed (the whole
 -- document is captured with captureBeyondViewport, not by resizing), write
@@ -24,7 +24,10 @@ local type, tostring, math_max, math_min, error = type, tostring, math.max, math
 local M = {}
 
 local shot_opts = { path = "string", full_page = "boolean", element = true, timeout = true,
-  base64 = "boolean" }
+  base64 = "boolean", format = "string", quality = "number" }
+
+-- The formats Page.captureScreenshot writes.
+M.FORMATS = { png = true, jpeg = true, webp = true }
 
 -- The box of a node in CSS pixels of the main frame's viewport.
 local function box_of(quad)
@@ -112,18 +115,28 @@ local function device_ratio(page, deadline)
   return 1
 end
 
--- screenshot(page, opts?) -> PNG bytes (also written to opts.path when
--- given); with opts.base64 the PNG as base64 text, as Chromium sent it
--- (what an MCP image or a data: URL holds: no decoding and encoding again)
+-- screenshot(page, opts?) -> the image's bytes (also written to opts.path
+-- when given); with opts.base64 the image as base64 text, as Chromium sent
+-- it (what an MCP image or a data: URL holds: no decoding and encoding
+-- again). opts.format: "png" (default), "jpeg" or "webp"; opts.quality:
+-- 0-100, for jpeg and webp (Chromium's default otherwise).
 function M.screenshot(page, opts)
   opts = options.check(opts, shot_opts, "screenshot")
   page:_check_open()
   if opts.full_page and opts.element ~= nil then
     raise("bad_argument", "screenshot: full_page and element exclude each other")
   end
+  local format = opts.format or "png"
+  if not M.FORMATS[format] then
+    raise("bad_argument", "screenshot: format must be \"png\", \"jpeg\" or \"webp\", got \"" .. format .. "\"")
+  end
+  local q = opts.quality
+  if q ~= nil and (format == "png" or q ~= q or q < 0 or q > 100 or q % 1 ~= 0) then
+    raise("bad_argument", "screenshot: quality is an integer from 0 to 100, for jpeg and webp only")
+  end
   local conn = page.conn
   local deadline = conn:deadline(opts)
-  local params = { format = "png" }
+  local params = { format = format, quality = q }
   if opts.full_page or opts.element ~= nil then
     local mid = conn:send("Page.getLayoutMetrics", nil, page.session, deadline)
     local dpr = device_ratio(page, deadline)
@@ -149,7 +162,7 @@ function M.screenshot(page, opts)
   local data = r.data or ""
   if opts.base64 and not opts.path then
     if type(data) ~= "string" or data:find("[^%w+/=]") then
-      raise("protocol_error", "screenshot: Chromium's PNG is not base64 text")
+      raise("protocol_error", "screenshot: Chromium's image is not base64 text")
     end
     return data
   end

@@ -14,7 +14,7 @@ local errors = require "devtools_tools.base.errors"
 
 local M = {}
 
-local NAMES = { "watch", "runtime", "discover", "call", "call_expr", "batch", "take" }
+local NAMES = { "watch", "runtime", "discover", "call", "call_expr", "batch", "take", "evaluate" }
 
 -- The directory this file was loaded from, from its chunk name "@path".
 local function own_dir()
@@ -95,6 +95,11 @@ M.CALL = M.source.call
 M.CALL_EXPR_HEAD, M.CALL_EXPR_TAIL = M.source.call_expr:match("^%s*(.-)ARGS(.-)%s*$")
 assert(M.CALL_EXPR_HEAD and not M.CALL_EXPR_HEAD:find("\n") and not M.CALL_EXPR_TAIL:find("\n"),
   "js/call_expr.js: one line of code with one ARGS")
+-- The functionDeclaration of page:evaluate{elements = true}, called on
+-- the value: js/evaluate.js, given the runtime to install where the
+-- document has none (it describes elements).
+M.EVALUATE = "function (key, maxDepth) {\n  return (" .. M.source.evaluate .. ").call(this, key, maxDepth, "
+  .. M.source.runtime .. ");\n}"
 M.BATCH = M.source.batch
 M.TAKE = M.source.take
 

@@ -354,6 +354,11 @@
         }
       });
     },
+    // An element as a result shows it: [description, the start of its text]
+    // (page:evaluate{elements = true}: js/evaluate.js).
+    describe(el) {
+      return [describeEl(el), shortText(el)];
+    },
     take(key) {
       const s = stash.get(key);
       if (!s) return [];
