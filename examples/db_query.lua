@@ -14,7 +14,8 @@ dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/checkou
 local dt = require "devtools_tools"
 local report = require "report"
 
-local url = arg[1] or error("usage: lua5.4 examples/db_query.lua URL [table] [limit]", 0)
+local url = arg[1]
+if not url then io.stderr:write("usage: lua5.4 examples/db_query.lua URL [table] [limit]\n") os.exit(2) end
 local table_name = arg[2] or "orders"
 local limit = tonumber(arg[3] or "5")
 if not limit then      -- "abc" would have been sent as no limit at all

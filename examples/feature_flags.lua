@@ -13,7 +13,8 @@ dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/checkou
 local dt = require "devtools_tools"
 local report = require "report"
 
-local url = arg[1] or error("usage: lua5.4 examples/feature_flags.lua URL", 0)
+local url = arg[1]
+if not url then io.stderr:write("usage: lua5.4 examples/feature_flags.lua URL\n") os.exit(2) end
 
 -- On Lua 5.4 `local browser <close> = dt.launch()` closes it on every way
 -- out; this form also runs on LuaJIT: close it, then report a failure.

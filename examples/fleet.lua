@@ -172,11 +172,13 @@ local function main(argv)
       o.headers = o.headers or {}
       if k then o.headers[k] = v end
       i = i + 2
-    elseif a:match("^%-") then error("unknown option " .. a, 0)
+    elseif a:match("^%-") then o.bad = "unknown option " .. a; i = i + 1
     else o.url = a; i = i + 1 end
   end
-  if not o.pages or o.pages < 1 or not o.nbrowsers or o.nbrowsers < 1 then
-    error("usage: fleet.lua [--pages N] [--browsers M] [--connect URL]... [--webdriver URL] [APP_URL]", 0)
+  if o.bad or not o.pages or o.pages < 1 or not o.nbrowsers or o.nbrowsers < 1 then
+    io.stderr:write(o.bad and (o.bad .. "\n") or "", "usage: fleet.lua [--pages N] [--browsers M]"
+      .. " [--connect URL]... [--webdriver URL] [APP_URL]\n")
+    os.exit(2)
   end
   local app, browsers = nil, {}
   local ok, err = pcall(function()

@@ -14,7 +14,8 @@ dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/checkou
 local dt = require "devtools_tools"
 local report = require "report"
 
-local url = arg[1] or error("usage: lua5.4 examples/page_health.lua URL [tool ...]", 0)
+local url = arg[1]
+if not url then io.stderr:write("usage: lua5.4 examples/page_health.lua URL [tool ...]\n") os.exit(2) end
 
 local browser = dt.launch({ webmcp = true })  -- Lua 5.4: local browser <close> = ...
 local found = false

@@ -11,7 +11,8 @@
 dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/checkout.lua")
 local dt = require "devtools_tools"
 
-local url = arg[1] or error("usage: lua5.4 examples/state_path.lua URL [path]", 0)
+local url = arg[1]
+if not url then io.stderr:write("usage: lua5.4 examples/state_path.lua URL [path]\n") os.exit(2) end
 local path = arg[2] or "auth.user"
 
 local browser = dt.launch()         -- Lua 5.4: local browser <close> = dt.launch()

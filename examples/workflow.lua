@@ -208,7 +208,8 @@ end
 if ... ~= "workflow" and rawget(_G, "page") and rawget(_G, "browser") then
   M.run(rawget(_G, "page"))
 elseif ... ~= "workflow" then
-  local url = arg and arg[1] or error("usage: lua5.4 examples/workflow.lua URL", 0)
+  local url = arg and arg[1]
+  if not url then io.stderr:write("usage: lua5.4 examples/workflow.lua URL\n") os.exit(2) end
   local browser = dt.launch({ webmcp = true })  -- Lua 5.4: local browser <close> = ...
   local ok, err = pcall(function() M.run(browser:new_page(url)) end)
   browser:close()

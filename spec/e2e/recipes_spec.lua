@@ -42,6 +42,22 @@ describe("recipes run from any directory", function()
   end
 end)
 
+describe("recipes run without their arguments", function()
+  it("print their usage and exit 2, without a traceback", function()
+    for _, name in ipairs({ "cache_stats", "db_query", "feature_flags", "page_health", "state_path", "workflow" }) do
+      local out, rc = H.sh(("cd / && lua5.4 %s/examples/%s.lua </dev/null"):format(root, name))
+      assert.equal(2, rc, name .. ": " .. out)
+      assert.matches("^usage: lua5%.4 examples/" .. name .. "%.lua URL", out)
+      assert.is_nil(out:find("traceback", 1, true), out)
+      assert.is_nil(out:find("\n.", 1), name .. ": one line: " .. out)
+    end
+    local out, rc = H.sh(("cd / && lua5.4 %s/examples/fleet.lua --bogus </dev/null"):format(root))
+    assert.equal(2, rc, out)
+    assert.equal("unknown option --bogus\nusage: fleet.lua [--pages N] [--browsers M] [--connect URL]..."
+      .. " [--webdriver URL] [APP_URL]\n", out)
+  end)
+end)
+
 describe("the workflow under the command line", function()
   local server
   -- a fresh database: the workflow places an order
