@@ -135,7 +135,7 @@ LUAJIT_SPECS = spec/unit/nojit_spec.lua spec/unit/json_spec.lua spec/unit/schema
 	spec/integration/pipe_transport_spec.lua spec/integration/discovery_spec.lua \
 	spec/integration/lifetime_spec.lua spec/integration/hostile_spec.lua spec/integration/observe_spec.lua \
 	spec/integration/webmcp_spec.lua spec/integration/tls_transport_spec.lua spec/integration/remote_spec.lua \
-	spec/integration/page_shapes_spec.lua spec/integration/apps_spec.lua
+	spec/integration/page_shapes_spec.lua spec/integration/apps_spec.lua spec/integration/frontend_api_spec.lua
 # On the LuaJIT x64 builds whose JIT miscompiles pairs() (Debian 12's: see
 # lua/devtools_tools/nojit.lua) the library keeps the JIT out of its own
 # functions, but busted, luassert and penlight have no such guard and their
@@ -227,6 +227,10 @@ install: all
 	chmod 755 $(DESTDIR)$(BINDIR)/devtools-tools.tmp
 	mv -f $(DESTDIR)$(BINDIR)/devtools-tools.tmp $(DESTDIR)$(BINDIR)/devtools-tools
 	install -m 644 doc/devtools-tools.1 $(DESTDIR)$(MANDIR)/man1/devtools-tools.1
+	@# the LUA_PATH, LUA_CPATH, PATH and MANPATH lines to use, when the
+	@# interpreter, the shell or man does not look where it installed
+	@[ "$(INSTALL_HINT)" = no ] || env -u LUA_PATH -u LUA_CPATH -u LUA_PATH_5_4 -u LUA_CPATH_5_4 \
+		$(LUA) tools/install_hint.lua "$(LUA_SHAREDIR)" "$(LUA_LIBDIR)" "$(BINDIR)" "$(MANDIR)"
 
 # What `luarocks make` runs (rockspec/): builds in a temporary directory and
 # installs into the rock from there, so no build output is left in the source
@@ -237,7 +241,7 @@ rock-install:
 		SSL_LIBS="-L$(SSL_LIBDIR) $(SSL_LIBS)" \
 		LUA_INCDIR="$(LUA_INCDIR)" CFLAGS="$(CFLAGS) -I$(LWS_INCDIR) -I$(SSL_INCDIR)" all && \
 	$(MAKE) BUILD="$$tmp" LUA_LIBDIR="$(INST_LIBDIR)" LUA_SHAREDIR="$(INST_LUADIR)" \
-		BINDIR="$(INST_BINDIR)" MANDIR="$(INST_PREFIX)/man" install
+		BINDIR="$(INST_BINDIR)" MANDIR="$(INST_PREFIX)/man" INSTALL_HINT=no install
 
 uninstall:
 	rm -f $(DESTDIR)$(LUA_LIBDIR)/devtools_tools/core.so

@@ -43,6 +43,33 @@ describe("packaging", function()
     assert.equal("", out)
   end)
 
+  it("make install says what to set where the interpreter, the shell and man do not look", function()
+    -- a prefix of its own: the lines to add, which then work
+    local prefix = dir .. "/p"
+    local out, rc = sh(("make -s install PREFIX=%s"):format(prefix))
+    assert.equal(0, rc, out)
+    local share, lib = prefix .. "/share/lua/5.4", prefix .. "/lib/lua/5.4"
+    assert.equal("devtools_tools is installed where lua5.4 (or your shell) does not look by default; add to"
+      .. " your shell's startup file:\n"
+      .. ("  export LUA_PATH_5_4='%s/?.lua;%s/?/init.lua;;'\n"):format(share, share)
+      .. ("  export LUA_CPATH_5_4='%s/?.so;;'\n"):format(lib)
+      .. ("  export PATH='%s/bin':\"$PATH\"\n"):format(prefix)
+      .. ("  export MANPATH='%s/share/man':\"$(manpath 2>/dev/null)\"\n"):format(prefix), out)
+    local lines = out:gsub("^[^\n]*\n", ""):gsub("\n", ";")
+    out, rc = sh(("cd / && env -u LUA_PATH -u LUA_CPATH -u LUA_PATH_5_4 -u LUA_CPATH_5_4 sh -c %q"):format(
+      lines .. " lua5.4 -e 'io.write(require(\"devtools_tools\")._VERSION, \" \")' && devtools-tools --version"
+      .. " && man -w devtools-tools"))
+    assert.equal(0, rc, out)
+    assert.equal("devtools_tools 0.1.0 devtools-tools (devtools_tools 0.1.0, Lua 5.4)\n"
+      .. prefix .. "/share/man/man1/devtools-tools.1\n", out)
+    out, rc = sh(("make -s uninstall PREFIX=%s"):format(prefix))
+    assert.equal(0, rc, out)
+    -- where they look already (a package's staging root for /usr): nothing to say
+    out, rc = sh(("make -s install DESTDIR=%s PREFIX=/usr"):format(dir))
+    assert.equal(0, rc, out)
+    assert.equal("", out)
+  end)
+
   it("the rockspec builds against the system libraries and leaves no build output behind", function()
     local src = dir .. "/src-tree"
     local out, rc = sh(("mkdir %s && cp -r src lua rockspec bin doc Makefile %s/ && cd %s && find . | sort"):format(src, src, src))
