@@ -52,7 +52,7 @@ describe("devtools-tools", function()
 
   describe("help and usage", function()
     it("answers --help on every subcommand, with status 0", function()
-      for _, cmd in ipairs({ "list", "call", "eval", "screenshot", "run", "browser" }) do
+      for _, cmd in ipairs({ "list", "call", "describe", "eval", "screenshot", "run", "tabs", "browser" }) do
         local out, err, rc = run(cmd .. " --help")
         assert.equal(0, rc, err)
         assert.matches("^Usage: devtools%-tools " .. cmd, out)
@@ -212,10 +212,10 @@ describe("devtools-tools", function()
       out, err, rc = run("call --compact --wait-for lateTool " .. late .. " lateTool")
       assert.equal(0, rc, err)
       assert.equal('"late"\n', out)
-      out, err, rc = run("list --wait-for nope --timeout 2 " .. late)
+      out, err, rc = run("list --wait-for nope --timeout 4 " .. late)
       assert.equal(1, rc)
-      assert.matches("^devtools%-tools: timeout: the command did not finish within 2 s %(%-%-timeout%): "
-        .. "wait_for_tool: Tool nope not found", err)
+      assert.matches("^devtools%-tools: timeout: the command did not finish within 4 s %(%-%-timeout%): "
+        .. "wait_for_tool: Tool nope not found %(nearest: lateTool; the page has 1 tool%)", err)
       assert.equal("", out)
     end)
 
@@ -352,8 +352,8 @@ describe("devtools-tools", function()
       assert.matches("\27%[2mcalling hello%.%.%.\27%[0m\r\27%[K\"hello\"\r\n$", out)
       out, rc = on_tty("call " .. url .. " hello", "NO_COLOR=1")
       assert.equal(0, rc, out)
-      assert.equal("launching Chromium...\r\nopening " .. url .. "...\r\ndiscovering tools...\r\n"
-        .. "calling hello...\r\n\"hello\"\r\n", out)
+      assert.equal("launching Chromium...\r\nopening " .. url .. "...\r\nwaiting for the page to settle...\r\n"
+        .. "discovering tools...\r\ncalling hello...\r\n\"hello\"\r\n", out)
       out, rc = on_tty("call --quiet " .. url .. " hello")
       assert.equal(0, rc, out)
       assert.equal('"hello"\r\n', out)
@@ -454,8 +454,9 @@ describe("devtools-tools", function()
       assert.equal(0, rc, err)
       assert.equal("2\n", out)
       out, err, rc = run("browser status", { env = env })
-      assert.equal(1, rc)
-      assert.matches("no background browser", err, 1, true)
+      assert.equal(3, rc)
+      assert.equal("not running: no background browser\n", out)
+      assert.equal("", err)
       out, err, rc = run("browser start", { env = env })
       assert.equal(1, rc)
       assert.matches("neither XDG_STATE_HOME nor HOME is set", err, 1, true)
@@ -611,10 +612,9 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
       os.execute("kill -TERM " .. starter:pid())     -- (no handler can clean up after this)
       starter:wait(core.now() + 10)
       starter:close()
-      local _, err, rc = run("browser status")
-      assert.equal(1, rc)
-      assert.matches("starting, or its start was killed", err, 1, true)
-      local out
+      local out, err, rc = run("browser status")
+      assert.equal(3, rc)
+      assert.matches("^not running: the background browser is starting, or its start was killed", out)
       out, err, rc = run("browser start --timeout 30")   -- the lock's holder is gone: no waiting for it
       assert.equal(0, rc, err)
       assert.matches("^ws://127%.0%.0%.1:%d+/devtools/browser/", out)
@@ -649,8 +649,9 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
 
     it("is shared by later commands until stopped, which leaves nothing behind", function()
       local out, err, rc = run("browser status")
-      assert.equal(1, rc)
-      assert.equal("devtools-tools: disconnected: no background browser\n", err)
+      assert.equal(3, rc)
+      assert.equal("not running: no background browser\n", out)
+      assert.equal("", err)
 
       local tmp_before = H.sh("ls -A " .. shq(dir .. "/tmp"))
       out, err, rc = run("browser start")
@@ -711,7 +712,7 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
       -- nor files: Chromium's own temporary files were in the profile
       assert.equal(tmp_before, (H.sh("ls -A " .. shq(dir .. "/tmp"))))
       out, err, rc = run("browser status")
-      assert.equal(1, rc)
+      assert.equal(3, rc)
     end)
   end)
 

@@ -44,6 +44,10 @@ describe("present.text", function()
     { "pad to columns", text.pad, { "日", 4 }, "日  " },
     { "first sentence", text.first_sentence, { "Says hello. Then more.", 100 }, "Says hello." },
     { "first sentence, cut", text.first_sentence, { ("word "):rep(40), 20 }, "word word word wo..." },
+    { "fit: a text that fits is itself", text.fit, { "abc", 3 }, "abc" },
+    { "fit: cut to the columns, with ...", text.fit, { "abcdefgh", 6 }, "abc..." },
+    { "fit: by columns, a wide character never split", text.fit, { "日本語日本語", 8 }, "日本..." },
+    { "fit: no columns, no cut", text.fit, { ("x"):rep(300), nil }, ("x"):rep(300) },
   }
   for _, c in ipairs(cases) do
     it(c[1], function() assert.same(c[4], (c[2](unpack(c[3], 1, 2)))) end)
@@ -111,9 +115,13 @@ describe("present.schema", function()
         required = { "r" } }, "r: boolean, [a: integer], [b: string]" },
     { "anything goes", { type = "object" }, "{...}" },
     { "nothing else allowed", { type = "object", additionalProperties = false }, "" },
-    { "enum values when short, a count when long",
-      { properties = { m = { enum = { "fast", "slow" } }, t = { enum = { "a", "b", "c", "d", "e", "f" } } } },
-      '[m: "fast"|"slow"], [t: one of 6]' },
+    { "enum values all when few and short, else a count and the first ones",
+      { properties = { m = { enum = { "fast", "slow" } }, t = { enum = { "a", "b", "c", "d", "e", "f" } },
+        u = { enum = { "a", "b", "c", "d", "e", "f", "g" } },
+        w = { enum = { "feature_flags", "leads", "order_items", "orders", "products" } },
+        x = { enum = { ("x"):rep(60), 2 } } } },
+      '[m: "fast"|"slow"], [t: "a"|"b"|"c"|"d"|"e"|"f"], [u: one of 7: "a", "b", "c", "d", "e", "f", ...], '
+      .. '[w: one of 5: "feature_flags", "leads", ...], [x: one of 2: "' .. ("x"):rep(60) .. '", ...]' },
     { "anyOf / oneOf branches, const, arrays, elements, $refs",
       { definitions = { n = { type = "integer" } }, properties = {
         a = { anyOf = { { type = "integer" }, { type = "null" } } }, c = { const = true },

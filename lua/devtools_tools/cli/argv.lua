@@ -26,9 +26,10 @@ end
 local usage = M.usage
 
 M.VALUE_OPTS = { chromium = true, connect = true, tab = true, timeout = true, element = true,
-  ["wait-for"] = true }
+  ["wait-for"] = true, ["wait-for-selector"] = true, viewport = true }
 M.FLAG_OPTS = { json = true, compact = true, headful = true, quiet = true, debug = true,
-  help = true, version = true, verbose = true, ["full-page"] = true, webmcp = true, ["allow-eval"] = true }
+  help = true, version = true, verbose = true, ["full-page"] = true, webmcp = true, ["allow-eval"] = true,
+  ["new-tab"] = true, ["no-settle"] = true }
 local SHORT = { q = "quiet", h = "help" }
 
 -- parse(argv, cmd) -> opts, positionals, rest (the words after "--", or nil)
@@ -73,6 +74,14 @@ function M.parse(argv, cmd)
     end
     opts.timeout = t
   end
+  if opts.viewport then
+    local w, h = opts.viewport:match("^(%d+)[xX](%d+)$")
+    w, h = tonumber(w), tonumber(h)
+    if not w or w < 100 or h < 100 or w > 10000 or h > 10000 then
+      usage("--viewport needs WIDTHxHEIGHT in CSS pixels, each from 100 to 10000 (e.g. 1280x800)", cmd)
+    end
+    opts.viewport = { w, h }
+  end
   return opts, pos, rest
 end
 
@@ -102,10 +111,38 @@ function M.split_command(argv)
   return out
 end
 
--- looks_like_url(s): a word that is a URL rather than a tool's name
+-- has_scheme(s): a URL with its scheme (http://..., about:blank, data:...)
+local function has_scheme(s)
+  return s:match("^%a[%w+.-]*://") ~= nil or s:match("^about:") ~= nil or s:match("^data:") ~= nil
+    or s:match("^blob:") ~= nil or s:match("^javascript:") ~= nil
+end
+
+-- looks_like_host(s): a URL without its scheme, as curl takes one: a host
+-- with a port (example.com:8080), localhost, an IPv4 or [IPv6] address, or
+-- a name with a dot and a path or a top-level domain of letters
+-- (example.com, shop.test/cart), each maybe followed by a path
+function M.looks_like_host(s)
+  if s == nil or s:find("^[%-{]") or s:find("[%s=]") then return false end
+  local host, tail = s:match("^([^/?#]*)(.*)$")
+  if host:match("^%[[%x:.]+%]") then return true end
+  local name, port = host:match("^(.-):(%d+)$")
+  if port then return name ~= "" and name:match("^[%w.-]+$") ~= nil end
+  if host:find(":", 1, true) then return false end
+  if host == "localhost" or host:match("^%d+%.%d+%.%d+%.%d+$") then return true end
+  return host:match("^[%w-]+%.[%w.-]*%a%a$") ~= nil or (tail ~= "" and host:match("^[%w-]+%.[%w.-]+$") ~= nil)
+end
+
+-- looks_like_url(s): a word that is a URL with its scheme (a lone word
+-- of eval or screenshot is the expression or the file unless it has one)
 function M.looks_like_url(s)
-  return s ~= nil and (s:match("^%a[%w+.-]*://") ~= nil or s:match("^about:") ~= nil
-    or s:match("^data:") ~= nil)
+  return s ~= nil and has_scheme(s)
+end
+
+-- as_url(s) -> s, with http:// put first when it has no scheme (as curl
+-- and httpie take `127.0.0.1:8080/path`)
+function M.as_url(s)
+  if s == nil or has_scheme(s) then return s end
+  return "http://" .. s
 end
 
 return M

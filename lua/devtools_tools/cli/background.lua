@@ -22,9 +22,11 @@ end
 -- record_path(optional) -> where the background browser is recorded; with
 -- neither XDG_STATE_HOME nor HOME set (cron, env -i) there is none: nil
 -- when optional (no background browser can be running), else a failure.
+-- A relative XDG_STATE_HOME is ignored, as the XDG base directory
+-- specification says (it would name another record in each directory).
 function M.record_path(optional)
   local base = os.getenv("XDG_STATE_HOME")
-  if not base or base == "" then
+  if not base or base:sub(1, 1) ~= "/" then
     local home = os.getenv("HOME")
     if not home or home == "" then
       if optional then return nil end
@@ -91,20 +93,30 @@ function M.stop(ctx)
   return 0
 end
 
+-- status: a plain answer on stdout, its exit status STATUS_NOT_RUNNING
+-- when none runs (none recorded, one that is gone, a start under way or
+-- killed), 0 when one runs; an unreadable record is an error (1).
+M.STATUS_NOT_RUNNING = 3                  -- (as LSB init scripts' status says "not running")
+
 function M.status(ctx)
   local bg = M.handle(true)
   local state, rec, why = "none", nil, nil
   if bg then state, rec, why = bg:status() end
+  local out = ctx.out
   if state == "running" then
-    ctx.out:emit("running pid ", format("%d", rec.pid), " ", rec.endpoint, "\n")
+    out:emit("running pid ", format("%d", rec.pid), " ", rec.endpoint, "\n")
     return 0
   end
-  if state == "starting" then fail("disconnected", STARTING) end
-  if state == "gone" then
-    fail("disconnected", "the background browser (pid " .. tostring(rec.pid)
-      .. ") is gone; `devtools-tools browser stop` forgets it")
+  if state == "unreadable" then fail("launch_failed", why) end
+  if state == "starting" then
+    out:emit("not running: ", STARTING, "\n")
+  elseif state == "gone" then
+    out:emit("not running: the background browser (pid ", tostring(rec.pid),
+      ") is gone; `devtools-tools browser stop` forgets it\n")
+  else
+    out:emit("not running: no background browser\n")
   end
-  fail("disconnected", why or "no background browser")
+  return M.STATUS_NOT_RUNNING
 end
 
 return M

@@ -7,16 +7,22 @@
 local M = {}
 
 M.COMMON = [[
-Browser (shared by every command; options may also come before it):
+Browser and page (shared by every command; options may also come before it):
   --connect ENDPOINT  use a running browser (http://127.0.0.1:PORT or ws://...)
-  --tab TEXT          use the first open page whose URL or title contains TEXT
+  --tab TEXT          use the open page whose ID starts with TEXT or whose URL
+                      or title contains it (the most recently used of several)
+  --new-tab           open URL in a new tab even if one shows it already
   --wait-for TOOL     first wait until the page offers TOOL (for tools a page
-                      registers after its load event, e.g. in a frame it adds)
+                      registers later than it settles, see below)
+  --wait-for-selector CSS  first wait until an element matches CSS
+  --viewport WxH      the page's viewport in CSS pixels (default 1280x800 for
+                      a page opened in a headless browser)
+  --no-settle         look at a page right after its load event
   --headful           launch a visible Chromium instead of a headless one
   --webmcp            launch it with WebMCP on (the page's WebMCP tools too)
   --chromium PATH     the Chromium binary to launch
   --timeout SECONDS   deadline of the whole command (default 30)
-  -q, --quiet         no progress on stderr
+  -q, --quiet         no progress or notes on stderr
   --verbose           an error whole: a page's long message, every schema
                       error, the JavaScript stack
   --debug             log the DevTools protocol messages on stderr
@@ -24,10 +30,15 @@ Browser (shared by every command; options may also come before it):
   --version           print the version and exit
 Without --connect, a browser started by `devtools-tools browser start` is
 used when there is one; otherwise a headless Chromium is launched for the
-command and closed after it. Without URL or --tab, a running browser's page
-opened last is used.
+command and closed after it. In a running browser a URL uses the open tab
+that shows it (opened for it before), else a new one; without URL or --tab,
+the page used last. A URL without scheme is taken as http:// (127.0.0.1:8080).
+list, call, describe and screenshot look at a page they opened once it has
+settled: its tools unchanged and no request started or answered for 0.1 s,
+none in flight but those older than 1 s; at most 3 s after its load event.
 Exit status: 0 success, 1 an error (stderr: "devtools-tools: CODE: message"),
-2 a usage error, 130 interrupted (the browser it launched is closed first).
+2 a usage error, 130 interrupted (the browser it launched is closed first);
+browser status: 3 when none runs.
 ]]
 
 M.TEXT = {
@@ -35,14 +46,17 @@ M.TEXT = {
 Usage: devtools-tools [options] COMMAND [options] ...
 
 Lists, calls and scripts the developer tools a web page exposes (through the
-`devtoolstooldiscovery` event), over the Chrome DevTools Protocol.
+`devtoolstooldiscovery` event, and WebMCP with --webmcp), over the Chrome
+DevTools Protocol.
 
 Commands:
   list [URL] [--json]                    the page's tool groups, frames and tools
   call [URL] TOOL [JSON | k=v | k:=json] call one tool, print its result as JSON
+  describe [URL] TOOL [--json]           one tool: its description and whole schema
   eval [URL] EXPR                        evaluate JavaScript in the page
   run SCRIPT.lua [URL] [-- ARGS]         run a Lua script with dt, browser, page set
-  screenshot [URL] OUT.png               write a PNG of the page (or of one element)
+  screenshot [URL] OUT.png|.jpg|.webp    an image of the page (or of one element)
+  tabs [close ID|TEXT] [--json]          the open pages of a running browser
   browser start|stop|status              keep one headless Chromium in the background
   mcp [URL] [--webmcp] [--allow-eval]    serve the page's tools to AI agents (MCP, stdio)
   help [COMMAND]                         help on a command
@@ -52,17 +66,21 @@ Commands:
 Usage: devtools-tools list [URL] [--json] [options]
 
 Discovers the tools of the page (in every frame) and prints, per group, its
-frame and its tools with their descriptions and a one-line summary of their
-arguments ([name: type] is optional, {...} takes any object).
+frame and its tools with the first sentence of their descriptions and a
+one-line summary of their arguments ([name: type] is optional, {...} takes
+any object, an enum shows its values or 'one of N: "a", "b", ...'). On a
+terminal (or with COLUMNS set) each line is cut to its width.
   --json   a JSON array of groups:
-           [{"name", "description", "frame": {"url"},
-             "tools": [{"name", "description", "inputSchema"}]}]
+           [{"name", "kind", "description", "frame": {"url"},
+             "tools": [{"name", "description", "inputSchema", "annotations"}]}]
+           kind: "devtools" (devtoolstooldiscovery) or "webmcp"
 
 ]],
   call = [[
 Usage: devtools-tools call [URL] TOOL [JSON | key=value | key:=json ...] [options]
 
-Calls one tool and prints its result as indented JSON.
+Calls one tool and prints its result as indented JSON (`call [URL] TOOL
+--help`: that tool's description and schema, as describe prints them).
   JSON        a JSON object of arguments, e.g. '{"a": 1, "b": 2}'
   key=value   one argument, typed by the tool's schema (its type, enum,
               const, and anyOf/oneOf/allOf branches): a number when the
@@ -72,11 +90,23 @@ Calls one tool and prints its result as indented JSON.
   --compact   print the result on one line
 
 ]],
+  describe = [[
+Usage: devtools-tools describe [URL] TOOL [--json] [options]
+
+Prints one tool: its group, kind and frame, its whole description, each
+argument (type, whether required, description, every allowed value,
+default) and its whole input schema as JSON.
+  --json   {"name", "kind", "description", "inputSchema", "annotations",
+            "group": {"name", "kind", "frame": {"url"}}}
+
+]],
   eval = [[
 Usage: devtools-tools eval [URL] EXPR [--compact] [options]
 
 Evaluates a JavaScript expression in the page's main frame (a promise is
-awaited) and prints its value as indented JSON.
+awaited) and prints its value as indented JSON, as JSON.stringify writes
+it; a DOM element in it is shown as a tool's result shows one:
+"Element(div#cart)".
 
 ]],
   run = [[
@@ -94,11 +124,23 @@ each call the script makes.
   screenshot = [[
 Usage: devtools-tools screenshot [URL] OUT.png [--full-page | --element SELECTOR] [options]
 
-Writes a PNG of the page's viewport to OUT.png.
+Writes an image of the page's viewport to OUT, in the format its extension
+names: .png, .jpg or .jpeg (JPEG), .webp; another is a usage error.
   --full-page         the whole document, not only the viewport
   --element SELECTOR  only the first element matching the CSS selector
 
 ]],
+  tabs = [[
+Usage: devtools-tools tabs [--json] [options]
+       devtools-tools tabs close ID|TEXT [options]
+
+Lists the open pages of the background browser (or of the --connect one):
+ID (its start; --tab and tabs close take it), URL and title, the most
+recently used first (the one a command without URL or --tab uses).
+  close ID|TEXT  closes the page whose ID is or starts with ID, or the one
+                 page whose URL or title contains TEXT (several: an error)
+  --json         [{"id", "url", "title"}]
+
   browser = [[
 Usage: devtools-tools browser start|stop|status [options]
 
@@ -106,7 +148,8 @@ Usage: devtools-tools browser start|stop|status [options]
            127.0.0.1 only, a fresh profile) and print its endpoint; later
            commands use it, so pages they open stay open for --tab
   stop     stop it and remove its profile
-  status   print its pid and endpoint; status 1 when none runs
+  status   print "running pid PID ENDPOINT" (exit status 0), or "not
+           running: ..." and why (exit status 3)
 The endpoint and pid are kept in $XDG_STATE_HOME/devtools-tools/browser.json
 (default ~/.local/state), readable by you only.
   --headful, --chromium PATH, --webmcp as for other commands (start only)

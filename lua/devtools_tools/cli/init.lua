@@ -7,9 +7,12 @@
 -- on the public API (require "devtools_tools") and present/ only:
 --   cli.argv        the words: command, options, usage errors
 --   cli.help        the help texts
---   cli.commands    list, call, eval, screenshot, run, browser, mcp
+--   cli.commands    list, call, describe, eval, screenshot, run, tabs, browser, mcp
 --   cli.mcp         the MCP server on stdio
 --   cli.target      the browser and the page a command works on
+--   cli.tabs        the tabs of a running browser: which one, `tabs`
+--   cli.settle      waiting until a page's tools and network settle
+--   cli.hint        --wait-for, and why a tool did not come
 --   cli.background  browser start|stop|status, where it is recorded
 --   cli.output      stdout, progress, warnings and errors on stderr
 --
@@ -71,6 +74,11 @@ local function command(out, words, state)
   if not fn then usage("unknown command " .. cmd) end
   local opts, pos, rest = argv.parse({ unpack(words, 2) }, cmd)
   state.verbose = opts.verbose
+  local described_call = false
+  if opts.help and cmd == "call" and (pos[1] ~= nil or (rest and rest[1] ~= nil)) then
+    -- `call [URL] TOOL --help`: that tool's description and schema
+    cmd, fn, opts.help, described_call = "describe", commands.get("describe"), nil, true
+  end
   if rest and cmd ~= "run" and cmd ~= "call" and cmd ~= "eval" then
     -- after "--", words are positional (a URL or a file that starts with -)
     for _, w in ipairs(rest) do pos[#pos + 1] = w end
@@ -78,7 +86,9 @@ local function command(out, words, state)
   end
   if opts.help then out:emit(help.text(cmd)) return 0 end
   if opts.version then return version(out) end     -- (after the command too, as the man page says)
-  if opts.json and cmd ~= "list" then usage("--json is an option of list", cmd) end
+  if opts.json and cmd ~= "list" and cmd ~= "tabs" and cmd ~= "describe" then
+    usage("--json is an option of list, describe and tabs", cmd)
+  end
   if (opts["full-page"] or opts.element) and cmd ~= "screenshot" then
     usage("--full-page and --element are options of screenshot", cmd)
   end
@@ -96,7 +106,8 @@ local function command(out, words, state)
     return dt.new_error("timeout", "the command did not finish within " .. string.format("%g", timeout)
       .. " s (--timeout)" .. (what and (": " .. what) or ""))
   end
-  local ctx = { opts = opts, pos = pos, rest = rest, out = out, progress = out:progress(opts.quiet) }
+  local ctx = { opts = opts, pos = pos, rest = rest, out = out, progress = out:progress(opts.quiet),
+    state = state, described_call = described_call }
   local late                        -- the error left() raised, if it did
   -- left() -> what is left of the command's deadline, for the next step
   function ctx.left()
@@ -139,6 +150,7 @@ function M.main(words)
     return 2
   elseif dt.is_error(res) then
     out:error(res, state.verbose)
+    if state.where then out:note("(raised at " .. state.where .. ")") end
     return 1
   elseif getmetatable(res) == commands.ScriptError then
     out:note("error in script: " .. res.text)

@@ -12,7 +12,7 @@ local perrors = require "devtools_tools.present.errors"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
-local setmetatable, tostring = setmetatable, tostring
+local setmetatable, tostring, tonumber = setmetatable, tostring, tonumber
 local clean = text.clean
 
 local M = {}
@@ -29,7 +29,7 @@ Out.__index = Out
 
 -- new() -> Out: one per run of the command
 function M.new()
-  return setmetatable({ write_failed = nil, tty = nil }, Out)
+  return setmetatable({ write_failed = nil, tty = nil, cols = nil }, Out)
 end
 
 -- emit(...): to stdout; a failure is remembered (finish reports it)
@@ -43,6 +43,18 @@ function Out:finish()
   local flushed, why = io.stdout:flush()
   if self.write_failed or not flushed then return false, tostring(self.write_failed or why) end
   return true
+end
+
+-- width() -> the columns a table on stdout may take: $COLUMNS when it is
+-- a number, else the terminal's width when stdout is one; nil (no limit)
+-- when it goes to a pipe or a file
+function Out:width()
+  if self.cols == nil then
+    local c = tonumber(os.getenv("COLUMNS") or "")
+    if c and c >= 20 and c % 1 == 0 then self.cols = c
+    else self.cols = dt.term_size(1) or false end
+  end
+  return self.cols or nil
 end
 
 function Out:stderr_is_tty()

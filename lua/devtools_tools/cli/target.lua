@@ -1,22 +1,33 @@
 -- devtools_tools.cli.target: the browser and the page a command works on -
 -- the one --connect names, the background one, or a headless Chromium
--- launched for the command; a new page at URL, the --tab page, or the
--- page a running browser opened last.
+-- launched for the command; in a running browser the tab that shows the
+-- URL (else a new one), the --tab page, or the page used last (cli.tabs
+-- chooses); then the page made ready: its viewport, the tools and the
+-- network settled (cli.settle), --wait-for TOOL, --wait-for-selector.
 --
 -- It must never leave a browser it launched running (with_page closes it
--- on every way out), nor connect to a host that is not a loopback one.
+-- on every way out), leave a tab it opened in a running browser when the
+-- URL could not be opened, nor connect to a host that is not a loopback
+-- one.
 
 local dt = require "devtools_tools"
 local argv = require "devtools_tools.cli.argv"
 local background = require "devtools_tools.cli.background"
+local tabs = require "devtools_tools.cli.tabs"
+local settle = require "devtools_tools.cli.settle"
+local hint = require "devtools_tools.cli.hint"
 local text = require "devtools_tools.present.text"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
-local type, tostring, ipairs, pcall, error, tonumber = type, tostring, ipairs, pcall, error, tonumber
+local type, tostring, pcall, error = type, tostring, pcall, error
 local clean, usage = text.clean, argv.usage
 
 local M = {}
+
+-- The viewport of a page a command opens in a headless browser: a common
+-- desktop size (--viewport WxH sets another, in any browser).
+M.VIEWPORT = { 1280, 800 }
 
 local function fail(code, message, fields)
   error(dt.new_error(code, message, fields), 0)
@@ -45,7 +56,12 @@ function M.open_browser(ctx)
     if bg then state, rec = bg:status() end
     if state == "starting" or state == "gone" then fail("disconnected", background.unusable(state, rec)) end
     if state == "running" then
+      if opts.webmcp and not rec.webmcp and not opts.quiet then
+        ctx.out:note("--webmcp: the background browser was started without it (its WebMCP tools stay"
+          .. " hidden); `browser stop`, then `browser start --webmcp`")
+      end
       progress:step("connecting to the background browser")
+      ctx.background = rec
       return dt.connect(rec.endpoint, { timeout = left() }), "connected"
     end
   end
@@ -57,54 +73,143 @@ function M.open_browser(ctx)
   return dt.launch(lo), "launched"
 end
 
-local function pick_page(ctx, browser, how, url)
-  local opts, progress, left = ctx.opts, ctx.progress, ctx.left
-  if opts.tab then
-    local want = opts.tab
-    for _, p in ipairs(browser:pages({ timeout = left() })) do
-      if (p.url or ""):find(want, 1, true) or (p.title or ""):find(want, 1, true) then
-        local page = browser:attach(p.id, { timeout = left() })
-        if url then
-          progress:step("opening " .. url)
-          page:navigate(url, { timeout = left() })
-        end
-        return page
-      end
+-- running_browser(ctx, cmd) -> browser: the one --connect names or the
+-- background one (a command about a browser's tabs launches none)
+function M.running_browser(ctx, cmd)
+  local opts = ctx.opts
+  if opts.headful or opts.chromium then
+    usage(cmd .. " works on a running browser: --headful and --chromium launch one", cmd)
+  end
+  if not opts.connect then
+    local bg = background.handle(true)
+    local state = bg and bg:status() or "none"
+    if state == "none" or state == "unreadable" then
+      usage(cmd .. " needs a running browser: none runs in the background (`devtools-tools browser"
+        .. " start`) and no --connect was given", cmd)
     end
-    fail("bad_argument", "no open page whose URL or title contains \"" .. clean(want) .. "\"")
   end
-  if url then
-    progress:step("opening " .. url)
-    return browser:new_page(url, { timeout = left() }), true
-  end
-  if how == "connected" then
-    -- the page opened last: the one in the newest window (window ids grow;
-    -- a headless browser gives each page a window), the last of its tabs
-    -- (Chromium lists a window's tabs oldest first)
-    local last, last_window
-    for _, p in ipairs(browser:pages({ timeout = left() })) do
-      local ok, r = pcall(browser.cdp, browser, "Browser.getWindowForTarget", { targetId = p.id },
-        { timeout = left() })
-      local w = ok and type(r) == "table" and tonumber(r.windowId) or -1
-      if not last or w >= last_window then last, last_window = p, w end
-    end
-    if last then return browser:attach(last.id, { timeout = left() }) end
-  end
-  return browser:new_page(nil, { timeout = left() }), true
+  local b, how = M.open_browser(ctx)
+  return b, how
 end
 
--- open_page(ctx, browser, how, url) -> the page the command works on,
--- offering the --wait-for tool when given (a page may register tools
--- after its load event), and true when the command opened it (a new
--- page, not one it found)
+-- headless(ctx, browser, how): pages of this browser are not on a screen
+local function headless(ctx, browser, how)
+  if how == "launched" then return not ctx.opts.headful end
+  if ctx.background then return ctx.background.headless ~= false end
+  local ok, v = pcall(browser.version, browser, { timeout = ctx.left() })
+  return ok and type(v) == "table" and type(v.userAgent) == "string"
+    and v.userAgent:find("HeadlessChrome/", 1, true) ~= nil
+end
+
+-- viewport(ctx, page, size): the page's viewport (innerWidth x
+-- innerHeight) made size, through its window's bounds (they outlive the
+-- command: a tab found again keeps its size)
+local function viewport(ctx, page, size)
+  local cur = page:evaluate("[innerWidth, innerHeight, outerWidth, outerHeight]", { timeout = ctx.left() })
+  if type(cur) ~= "table" or (cur[1] == size[1] and cur[2] == size[2]) then return end
+  local w = page:cdp("Browser.getWindowForTarget", nil, { timeout = ctx.left() })
+  page:cdp("Browser.setWindowBounds", { windowId = w.windowId, bounds = { windowState = "normal",
+    width = size[1] + (cur[3] - cur[1]), height = size[2] + (cur[4] - cur[2]) } }, { timeout = ctx.left() })
+end
+
+-- prepare(ctx, browser, how, page, new): before a page is navigated: its
+-- viewport (the default for a page the command opens in a headless
+-- browser), and the watch that settles it (list, call, screenshot)
+local function prepare(ctx, browser, how, page, new)
+  local size = ctx.opts.viewport or (new and headless(ctx, browser, how) and M.VIEWPORT)
+  if size then viewport(ctx, page, size) end
+  if ctx.settle and not ctx.opts["no-settle"] then return settle.watch(page) end
+end
+
+local function navigate(ctx, page, url)
+  ctx.progress:step("opening " .. url)
+  page:navigate(url, { timeout = ctx.left() })
+end
+
+-- A new page at url; closed again if url cannot be opened (in a running
+-- browser nobody else would).
+local function new_page(ctx, browser, how, url)
+  local page = browser:new_page(nil, { timeout = ctx.left() })
+  local ok, res = pcall(function()
+    local w = prepare(ctx, browser, how, page, true)
+    if url then navigate(ctx, page, url) end
+    return w
+  end)
+  if not ok then
+    pcall(page.close, page, { timeout = 1 })
+    error(res, 0)
+  end
+  if how == "connected" then tabs.touch(page.target_id, url) end
+  return page, res
+end
+
+-- pick_page(ctx, browser, how, url) -> page, opened (a tab the command
+-- made), watch (what settles it, for a page it navigated)
+local function pick_page(ctx, browser, how, url)
+  local opts, left = ctx.opts, ctx.left
+  if opts.tab then
+    local p = tabs.by_text(ctx, browser, opts.tab)
+    local page = browser:attach(p.id, { timeout = left() })
+    local w = (url or opts.viewport) and prepare(ctx, browser, how, page, false) or nil
+    if url then navigate(ctx, page, url) end
+    tabs.touch(p.id, url)
+    return page, false, url and w or nil
+  end
+  if how ~= "connected" then
+    return (function(page, w) return page, true, w end)(new_page(ctx, browser, how, url))
+  end
+  local pages = browser:pages({ timeout = left() })
+  if url and not opts["new-tab"] then
+    -- the tab that shows it, else the blank one a background browser starts with
+    local p = tabs.showing(ctx, browser, url, pages)
+    if p then
+      local page = browser:attach(p.id, { timeout = left() })
+      if opts.viewport then viewport(ctx, page, opts.viewport) end
+      tabs.touch(p.id)
+      return page, false, nil
+    end
+    p = tabs.blank(pages)
+    if p then
+      local page = browser:attach(p.id, { timeout = left() })
+      local w = prepare(ctx, browser, how, page, true)
+      navigate(ctx, page, url)
+      tabs.touch(p.id, url)
+      return page, false, w
+    end
+  end
+  if not url and not opts["new-tab"] then
+    local p = tabs.ranked(browser, pages, left)[1]          -- the page used last
+    if p then
+      local page = browser:attach(p.id, { timeout = left() })
+      if opts.viewport then viewport(ctx, page, opts.viewport) end
+      tabs.touch(p.id)
+      return page, false, nil
+    end
+  end
+  return (function(page, w) return page, true, w end)(new_page(ctx, browser, how, url))
+end
+
+-- open_page(ctx, browser, how, url) -> the page the command works on, and
+-- true when the command opened it (a new tab, not one it found); settled
+-- when the command navigated it and asked (ctx.settle), offering the
+-- --wait-for tool and matching --wait-for-selector when given
 function M.open_page(ctx, browser, how, url)
-  local page, opened = pick_page(ctx, browser, how, url)
+  local page, opened, watch = pick_page(ctx, browser, how, url)
+  if watch then
+    ctx.progress:step("waiting for the page to settle")
+    watch:wait(ctx.left)
+  end
   local name = ctx.opts["wait-for"]
   if name then
     ctx.progress:step("waiting for the tool " .. name)
-    page:wait_for_tool(name, { timeout = ctx.left() })
+    hint.wait_for_tool(ctx, page, name)
   end
-  return page, opened == true
+  local css = ctx.opts["wait-for-selector"]
+  if css then
+    ctx.progress:step("waiting for " .. css)
+    settle.selector(page, css, ctx.left)
+  end
+  return page, opened
 end
 
 -- with_page(ctx, url, fn) -> fn(browser, page)'s result; the browser is

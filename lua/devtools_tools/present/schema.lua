@@ -165,22 +165,40 @@ local function encode(v)
   return ok and s or "?"
 end
 
+M.ENUM_FEW = 6           -- values an enum may have to be shown all, "a"|"b"|...
+M.ENUM_COLUMNS = 40      -- columns its values may take, all or the first few
+
+-- The values of an enum: all of them ("a"|"b"|"c") when they are few and
+-- short, else their count and the first ones that fit ('one of 8: "a",
+-- "b", ...'), each as JSON (cleaned when shown).
+local function enum_text(enum, b)
+  local n = #enum
+  local parts, all = {}, 0
+  for i, v in ipairs(enum) do
+    if all > M.ENUM_COLUMNS or not b:take() then break end
+    parts[i] = encode(v)
+    all = all + text.width(parts[i]) + 1
+  end
+  if n <= M.ENUM_FEW and #parts == n and all - 1 <= M.ENUM_COLUMNS then return concat(parts, "|") end
+  local head = "one of " .. n .. ": "
+  local shown, w = {}, text.width(head)
+  for i, p in ipairs(parts) do
+    local pw = text.width(p) + 2
+    if i > 1 and w + pw > M.ENUM_COLUMNS then break end
+    shown[i], w = p, w + pw
+  end
+  return head .. concat(shown, ", ") .. (#shown < n and ", ..." or "")
+end
+
 -- type_of(s, root, b, depth?) -> a short name of what s admits: "string",
--- "integer|null", "element", "\"a\"|\"b\"", "one of 8", "string[]", "any"
+-- "integer|null", "element", "\"a\"|\"b\"", "one of 8: \"a\", \"b\", ...",
+-- "string[]", "any"
 function M.type_of(s, root, b, depth)
   depth = depth or 0
   if type(s) ~= "table" or depth > 4 or not b:take() then return b.cut and "..." or "any" end
   if rawget(s, "x-mcp-type") == "HTMLElement" then return "element" end
   local enum = rawget(s, "enum")
-  if is_list(enum) and #enum > 0 then
-    if #enum <= 5 then
-      local parts = {}
-      for i, v in ipairs(enum) do parts[i] = encode(v) end
-      local t = concat(parts, "|")
-      if #t <= 24 then return t end
-    end
-    return "one of " .. #enum
-  end
+  if is_list(enum) and #enum > 0 then return enum_text(enum, b) end
   local t = rawget(s, "type")
   if is_list(t) then
     local parts = {}

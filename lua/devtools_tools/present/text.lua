@@ -134,6 +134,30 @@ function M.width(s)
   return w
 end
 
+-- cut_columns(s, n) -> the start of s that takes at most n columns (a
+-- character is never split), and the columns it takes
+local function cut_columns(s, n)
+  local w, i, len = 0, 1, #s
+  while i <= len do
+    local b = byte(s, i)
+    local size = b < 0x80 and 1 or b >= 0xF0 and b < 0xF8 and 4 or b >= 0xE0 and b < 0xF0 and 3
+      or b >= 0xC2 and b < 0xE0 and 2 or 1
+    if i + size - 1 > len then size = 1 end
+    local cw = M.width(sub(s, i, i + size - 1))
+    if w + cw > n then break end
+    w, i = w + cw, i + size
+  end
+  return sub(s, 1, i - 1), w
+end
+
+-- fit(s, cols) -> s when it takes at most cols columns, else its start
+-- and "..." in cols columns (nil cols: s as it is)
+function M.fit(s, cols)
+  if not cols or M.width(s) <= cols then return s end
+  if cols < 3 then return (cut_columns(s, cols)) end
+  return (cut_columns(s, cols - 3)) .. "..."
+end
+
 -- pad(s, w) -> s and spaces up to w columns
 function M.pad(s, w)
   local n = w - M.width(s)

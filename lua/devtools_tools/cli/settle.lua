@@ -1,0 +1,115 @@
+-- devtools_tools.cli.settle: waiting until a page the command opened is
+-- ready to be looked at - its tool set has stopped changing and its
+-- network is idle - and, when asked, until a CSS selector matches.
+--
+-- A page registers tools after its load event (the sample app mounts its
+-- support widget, a cross-origin frame with tools of its own, once its
+-- session has loaded) and fills its tables from requests that answer
+-- later: `list`, `call` and `screenshot` look once nothing has happened
+-- for QUIET seconds - no tools_changed event (a listener came or went, a
+-- frame, a navigation, WebMCP), no request sent or answered - and no
+-- request is in flight but those older than LONG (a long poll, a stream),
+-- MAX seconds at most after the load. Every wait is on the page's events
+-- (page:wait_until), never a sleep.
+--
+-- It must never wait past the command's deadline, nor longer than MAX
+-- after the load; a page that never settles is looked at as it is.
+
+local dt = require "devtools_tools"
+
+dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
+
+local pairs, next, error, tostring, pcall, setmetatable = pairs, next, error, tostring, pcall, setmetatable
+local now = dt.now
+
+local M = {}
+
+M.QUIET = 0.1        -- seconds without an event
+M.MAX = 3            -- seconds at most after the load
+M.LONG = 1           -- a request in flight for longer does not hold the wait
+
+local Watch = {}
+Watch.__index = Watch
+
+-- watch(page) -> Watch: follows the page's events from now on (before it
+-- is navigated: the requests of the load count)
+function M.watch(page)
+  local w = setmetatable({ page = page, last = now(), inflight = {}, seen = 0 }, Watch)
+  local function event() w.last = now() w.seen = w.seen + 1 end
+  w.offs = {
+    page:on("tools_changed", event),
+    page:on("request", function(r) w.inflight[r] = now() event() end),
+    page:on("response", function(r) w.inflight[r] = nil event() end),
+  }
+  return w
+end
+
+function Watch:stop()
+  for _, off in pairs(self.offs or {}) do off() end
+  self.offs = nil
+end
+
+-- A request in flight that holds the wait: one younger than LONG.
+local function busy(self, t)
+  for r, since in next, self.inflight do
+    if t - since < M.LONG then return true end
+    self.inflight[r] = nil
+  end
+  return false
+end
+
+-- wait(left, quiet?, max?) -> true when the page settled, false when MAX
+-- (or what left() gives, the command's deadline) ran out first. left: a
+-- function giving the seconds the command has left.
+function Watch:wait(left, quiet, max)
+  quiet, max = quiet or M.QUIET, max or M.MAX
+  local stop_at = now() + math.min(max, left())
+  local ok, res = pcall(function()
+    while true do
+      local t = now()
+      if t >= stop_at then return false end
+      local wait_for
+      if busy(self, t) then
+        wait_for = stop_at - t                        -- until a request ends
+      else
+        local q = self.last + quiet - t
+        if q <= 0 then return true end
+        wait_for = math.min(q, stop_at - t)
+      end
+      local seen = self.seen
+      self.page:wait_until(function() return self.seen ~= seen end, { timeout = wait_for })
+    end
+  end)
+  self:stop()
+  if not ok then error(res, 0) end
+  return res
+end
+
+-- The expression that waits in the page until selector matches (a
+-- MutationObserver: no polling), or ms milliseconds pass (false then).
+local WAIT_SELECTOR = [[
+((sel, ms) => new Promise((resolve, reject) => {
+  let obs, timer;
+  const done = (v) => { if (obs) obs.disconnect(); clearTimeout(timer); resolve(v); };
+  const look = () => { try { return document.querySelector(sel) !== null; } catch (e) { reject(e); return false; } };
+  if (look()) return resolve(true);
+  obs = new MutationObserver(() => { if (look()) done(true); });
+  obs.observe(document, { childList: true, subtree: true, attributes: true });
+  timer = setTimeout(() => done(false), ms);
+}))(%s, %d)]]
+
+-- selector(page, css, left) -> nil; raises timeout when it does not match
+-- within what the command has left (a selector the page cannot read:
+-- js_error, as the page says)
+function M.selector(page, css, left)
+  local l = left()
+  -- (the page gives up a little before the command does, to say so)
+  local expr = WAIT_SELECTOR:format(dt.json.encode(css), math.max(0, math.floor(l * 1000) - 50))
+  local found = page:evaluate(expr, { timeout = l })
+  if found ~= true then
+    error(dt.new_error("timeout", "no element matches the selector " .. tostring(css)
+      .. " (--wait-for-selector)"), 0)
+  end
+end
+
+return M
