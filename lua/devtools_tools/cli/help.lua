@@ -114,9 +114,11 @@ Usage: devtools-tools run SCRIPT.lua [URL] [options] [-- ARGS...]
 
 Runs a Lua script with the globals `dt` (require "devtools_tools"), `browser`
 and `page` set, and `arg` holding SCRIPT.lua as arg[0] and ARGS after it.
-The page is a new page at URL, the --tab page, or a blank page. Modules next
-to the script can be required. A dt.Error the script raises ends the command
-with status 1 (its code on stderr), any other error too (with its traceback).
+The page is chosen as for the other commands (URL, --tab, the page used
+last), a blank one when there is none; it is not waited for to settle.
+Modules next to the script can be required. A dt.Error the script raises
+ends the command with status 1 (its code on stderr, then the script's line
+it came through), any other error too (with its traceback).
 The script is not bound by --timeout as a whole: it is the default timeout of
 each call the script makes.
 
