@@ -18,7 +18,11 @@
 -- tool list's parameters, the argument buffer's skeleton, the result's
 -- JSON, error text), never on the library's private parts. Page text it
 -- shows is cleaned and bounded; an error too long to show whole is kept
--- whole in the devtools://error buffer.
+-- whole in the devtools://error buffer. Every message goes through
+-- nvim.notice (one line that fits the command line with Neovim's own
+-- vim.notify: nothing stops at "Press ENTER"). The library itself loads on
+-- the first command (setup() only records options); without the C core
+-- that command says `make nvim` in one line (nvim.build).
 
 require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
