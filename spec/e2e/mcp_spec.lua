@@ -584,6 +584,8 @@ describe("devtools-tools mcp: which page", function()
       assert.equal(n + 1, #b:pages())
       c2:close_stdin()
       assert.same({ "exit", 0 }, { c2:wait_exit(3) })
+      -- (the target goes a moment after the server that closed it has exited)
+      require("devtools_tools.rt.wait").condition(function() return #b:pages() == n end, dt.now() + 5)
       assert.equal(n, #b:pages())
     end)
     local rec = b.detached
