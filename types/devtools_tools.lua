@@ -567,6 +567,8 @@ function schema.format_errors(errs, sep) end
 ---The Neovim plugin, require("devtools_tools.nvim").
 ---@class devtools_tools.nvim
 local nvim = {}
+---Records the options (the library loads on the first command); lazy.nvim's
+---`opts` arrive here as require(main).setup(opts).
 ---@param opts? devtools_tools.nvim.Options
 ---@return devtools_tools.nvim
 function nvim.setup(opts) end
@@ -581,9 +583,21 @@ function nvim.complete(arglead, cmdline) end
 function nvim.status() end
 ---@return devtools_tools.nvim.Options
 function nvim.options() end
+---The argument buffer of a tool: a JSON skeleton of its inputSchema, its enums'
+---allowed values in `//` lines above; given: arguments to show in it.
 ---@param tool devtools_tools.Tool
----@return integer bufnr
-function nvim.open_args(tool) end
+---@param given? table
+---@return integer|nil bufnr
+function nvim.open_args(tool, given) end
+---Offers the tools of groups (default: the last discovery) with vim.ui.select;
+---the one chosen opens its argument buffer (:DevTools tools).
+---@param groups? devtools_tools.ToolGroup[]
+function nvim.pick(groups) end
+---A statusline component: "" with no browser, "DevTools: <host>" with one,
+---"DevTools: <what it does>..." while a command runs. Literal text (use it
+---in %{...}); never waits, never raises.
+---@return string
+function nvim.statusline() end
 ---@param value any
 ---@param title? string
 ---@return integer bufnr

@@ -8,6 +8,8 @@
 
 require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
+local build = require "devtools_tools.nvim.build"
+
 local M = {}
 
 -- Neovim 0.7 has require("health") with report_*; 0.8 adds vim.health with
@@ -56,10 +58,8 @@ function M.check()
   local found = vim.api.nvim_get_runtime_file("lua/devtools_tools/core.so", true)
   local ok, core = pcall(require, "devtools_tools.core")
   if not ok then
-    r.error("the C core does not load: " .. tostring(core), {
-      "run `make nvim` in the plugin's directory (plugin managers: build = \"make nvim\")",
-      "it needs gcc, make, pkg-config, liblua5.1-0-dev, libwebsockets-dev and libpcre2-dev",
-    })
+    -- (the advice and the package list are those a command gives: nvim.build)
+    r.error("the C core does not load: " .. tostring(core), build.advice())
     return
   end
   if found[1] then

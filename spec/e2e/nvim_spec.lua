@@ -93,6 +93,44 @@ local function finish(ok, err)
 end
 ]==]
 
+-- A prelude that loads nothing of the plugin (a script that moves the
+-- core away first), and watches what Neovim's own vim.notify writes to
+-- the command line: R.errs (nvim_err_writeln), R.width (their columns).
+local BARE_PRELUDE = [==[
+local ARGS = vim.json.decode(%q)
+local RESULT = %q
+local R = { errs = {}, widths = {} }
+local real_err = vim.api.nvim_err_writeln
+vim.api.nvim_err_writeln = function(s)
+  R.errs[#R.errs + 1] = s
+  R.widths[#R.widths + 1] = vim.fn.strdisplaywidth(s)
+  return real_err(s)
+end
+local function finish(ok, err)
+  if not ok then R.error = tostring(err) end
+  local f = assert(io.open(RESULT, "w"))
+  f:write(vim.json.encode(R))
+  f:close()
+  vim.cmd(ok and "qa!" or "cquit 3")
+end
+]==]
+
+-- The lazy.nvim spec a text shows: the Lua table after a "-- lazy.nvim" line
+-- (README) or "lazy.nvim ...: >" (the help file), loaded as Lua.
+local function lazy_spec(doc)
+  local at = doc:find("%-%- lazy%.nvim") or doc:find("\nlazy%.nvim[^\n]*>\n")
+  assert(at, "no lazy.nvim spec")
+  local open = doc:find("{", at, true)
+  local depth, i = 0, open
+  repeat
+    local c = doc:sub(i, i)
+    if c == "{" then depth = depth + 1 elseif c == "}" then depth = depth - 1 end
+    i = i + 1
+  until depth == 0
+  local src = doc:sub(open, i - 1)
+  return assert(load("return " .. src))(), src
+end
+
 describe("the Neovim plugin", function()
   local root, tmp, plug, app, fixtures, seq = nil, nil, nil, nil, nil, 0
 
@@ -116,11 +154,11 @@ describe("the Neovim plugin", function()
   -- Runs body (Lua) in headless nvim with the plugin on the runtimepath;
   -- returns R as the script left it, and nvim's stderr. finish() quits;
   -- a script that dies before it reaches the `cquit 9` after it.
-  local function nvim(body, args, timeout)
+  local function nvim(body, args, timeout, prelude)
     seq = seq + 1
     local script, res, err = ("%s/script%d.lua"):format(tmp, seq), ("%s/result%d.json"):format(tmp, seq),
       ("%s/stderr%d.txt"):format(tmp, seq)
-    write(script, PRELUDE:format(json.encode(args or {}), res)
+    write(script, (prelude or PRELUDE):format(json.encode(args or {}), res)
       .. "\nfinish(xpcall(function()\n" .. body .. "\nend, debug.traceback))\n")
     -- What fails before finish() (the prelude, a module that does not load)
     -- is written to the result file too.
@@ -189,7 +227,7 @@ describe("the Neovim plugin", function()
       -- The app mounts its support widget (a cross-origin iframe with tools
       -- of its own) once its session has loaded: list again until it is there.
       for _ = 1, 50 do
-        run("DevTools tools")
+        run("DevTools list")
         if lines()[1]:find("4 groups", 1, true) then break end
         vim.wait(100)
       end
@@ -278,7 +316,7 @@ describe("the Neovim plugin", function()
       copy.keymaps.open_tool, copy.timeout = "X", 1
       R.options_after = { nv.options().keymaps.open_tool, nv.options().timeout }
       run("DevTools launch " .. ARGS.url)
-      run("DevTools tools")
+      run("DevTools list")
       local tools = vim.api.nvim_get_current_buf()
       local function open(name)
         vim.api.nvim_set_current_buf(tools)
@@ -300,7 +338,7 @@ describe("the Neovim plugin", function()
       R.cart = text(open("addToCart"))
       -- edit and write: the tool is called with the buffer's JSON; a new
       -- discovery gives new Tool objects, and the same buffer
-      run("DevTools tools")
+      run("DevTools list")
       tools = vim.api.nvim_get_current_buf()
       b = open("queryDatabaseTable")
       R.reopened_same = b == bufnr(R.name)
@@ -360,7 +398,7 @@ describe("the Neovim plugin", function()
     assert.equal("devtools://call/app-debug/queryDatabaseTable", R.name)
     assert.equal("json", R.ft)
     assert.equal("acwrite", R.bt)
-    assert.same({ tableName = "feature_flags", limit = 5 }, json.decode(R.skeleton))
+    assert.same({ tableName = "feature_flags", limit = 5 }, json.decode((R.skeleton:gsub("//[^\n]*\n", ""))))
     assert.truthy(R.skeleton:find('\n  "tableName": "feature_flags",\n  "limit": 5\n', 1, true), R.skeleton)
     assert.is_false(R.skeleton_modified)
     assert.same({ leadId = 1, repId = 1 }, json.decode(R.reassign))
@@ -386,7 +424,7 @@ describe("the Neovim plugin", function()
   it("a schema that $refs its root from three required properties opens its argument buffer at once, cut", function()
     local R = nvim([[
       run("DevTools launch " .. ARGS.url)
-      run("DevTools tools")
+      run("DevTools list")
       local tools = vim.api.nvim_get_current_buf()
       for i, l in ipairs(lines(tools)) do
         if l:match("^  skeleton_bomb%(") then R.listed = l vim.api.nvim_win_set_cursor(0, { i, 0 }) break end
@@ -452,14 +490,14 @@ describe("the Neovim plugin", function()
       nv.setup({})
       -- groups the page got wrong are listed as warnings
       run("DevTools open " .. ARGS.invalid)
-      run("DevTools tools")
+      run("DevTools list")
       R.invalid_list = lines()
       R.not_busy = pcall(vim.cmd, "DevTools cancel")
     ]], { fixture = fixtures.url("/tools.html"), invalid = fixtures.url("/cases.html?case=invalid") })
     assert.same({ "connect", "close", "call", "cancel" }, R.complete_sub)
     local list = table.concat(R.invalid_list, "\n")
     assert.truthy(list:find("\nwarning: Invalid toolGroup", 1, true), list)
-    assert.same({ "launch", "connect", "open", "close", "tools", "call", "eval", "cancel" }, R.complete_all)
+    assert.same({ "launch", "connect", "open", "close", "tools", "list", "call", "eval", "cancel" }, R.complete_all)
     assert.same({ "slowEcho" }, R.complete_tool)
     assert.equal("about:blank", R.failed_launch.url)
     assert.truthy(R.failed_launch.browser)
@@ -692,6 +730,242 @@ describe("the Neovim plugin", function()
     assert.is_nil(R.status.browser)
   end)
 
+  -- issue 34.8: without the core, :DevTools launch printed require's
+  -- 20-line traceback
+  it("without the built core: one line that says make nvim, as :checkhealth does; the next command after the build works", function()
+    local so = plug .. "/lua/devtools_tools/core.so"
+    local ok, err = pcall(function()
+      local R = nvim([[
+        assert(os.rename(ARGS.so, ARGS.so .. ".away"))
+        local ok, e = pcall(function()
+          local nv = require "devtools_tools.nvim"
+          -- lazy.nvim calls setup when Neovim starts: it works without the core
+          R.setup = nv.setup({ timeout = 7 }) == nv
+          R.echospace = vim.v.echospace
+          pcall(vim.cmd, "DevTools launch")     -- (an error message inside :command raises there)
+          R.launch = R.errs
+          R.launch_widths = R.widths
+          R.errs, R.widths = {}, {}
+          R.complete = vim.fn.getcompletion("DevTools ", "cmdline")
+          R.statusline = nv.statusline()
+          vim.cmd("checkhealth devtools_tools")
+          R.health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+        end)
+        assert(os.rename(ARGS.so .. ".away", ARGS.so))
+        assert(ok, e)
+        -- built now: the next command loads the library, with the options given
+        local nv = require "devtools_tools.nvim"
+        vim.cmd("DevTools launch")
+        assert(vim.wait(60000, function() return not nv.status().busy end, 10))
+        R.after = nv.status()
+        R.timeout = nv.options().timeout
+        vim.cmd("DevTools close")
+        assert(vim.wait(20000, function() return not nv.status().busy end, 10))
+      ]], { so = so }, nil, BARE_PRELUDE)
+      assert.is_true(R.setup)
+      assert.equal(1, #R.launch, table.concat(R.launch, "\n"))
+      local line = R.launch[1]
+      assert.falsy(line:find("\n", 1, true), line)
+      assert.falsy(line:find("traceback", 1, true), line)
+      assert.truthy(line:find("^devtools_tools: .*run `make nvim`"), line)
+      assert.is_true(R.launch_widths[1] <= R.echospace, line)   -- no "Press ENTER"
+      assert.same({}, R.complete)
+      assert.equal("", R.statusline)
+      -- :checkhealth: the same advice, the packages :help names
+      assert.truthy(R.health:find("ERROR: the C core does not load", 1, true), R.health)
+      assert.truthy(R.health:find("run `make nvim` in " .. plug, 1, true), R.health)
+      local listed = R.health:match("it needs ([^\n]-)\n") or R.health:match("it needs (.-)$")
+      assert.truthy(listed, R.health)
+      local help = read(plug .. "/doc/devtools_tools.txt")
+      local needs = help:match("It needs%s+the Debian packages%s+(.-);"):gsub("%s+", " ")
+      local function set(s)
+        local t = {}
+        for p in s:gsub(" and ", ", "):gmatch("[^,%s]+") do t[#t + 1] = p end
+        table.sort(t)
+        return t
+      end
+      assert.same(set(needs), set(listed))
+      assert.truthy(listed:find("libssl-dev", 1, true), listed)
+      -- and once built
+      assert.truthy(R.after.browser, "no browser after the build")
+      assert.equal(7, R.timeout)
+    end)
+    if not H.exists(so) then os.rename(so .. ".away", so) end   -- (the clone serves the other specs)
+    assert(ok, err)
+  end)
+
+  -- issue 34.9: a call without its required arguments failed; the
+  -- skeleton showed an enum's first value only
+  it(":DevTools call with required arguments missing opens the argument buffer; its skeleton lists each enum's values", function()
+    local R = nvim([[
+      run("DevTools launch " .. ARGS.url)
+      run("DevTools eval JSON.stringify(window.__dtmcp.toolGroups.flatMap(g => g.tools)"
+        .. ".find(t => t.name === 'queryDatabaseTable').inputSchema.properties.tableName.enum)")
+      R.enum = dt.json.decode(result())
+      local before = #R.notes
+      run("DevTools call queryDatabaseTable")
+      R.notes_missing = { unpack(R.notes, before + 1) }
+      R.name = vim.api.nvim_buf_get_name(0)
+      R.bt = vim.bo.buftype
+      R.buf = lines()
+      R.echoed_needs = false
+      for _, e in ipairs(R.echoes) do
+        if e:find("queryDatabaseTable needs arguments", 1, true) then R.echoed_needs = true end
+      end
+      -- :w calls it with what the buffer holds
+      local b = vim.api.nvim_get_current_buf()
+      local l = lines(b)
+      for i, s in ipairs(l) do l[i] = s:gsub('"tableName": "[^"]*"', '"tableName": "orders"') end
+      vim.api.nvim_buf_set_lines(b, 0, -1, false, l)
+      vim.cmd("write")
+      idle()
+      R.rows = #result().rows
+      -- what was given is kept; the rest is the skeleton's
+      run('DevTools call reassignLead {"leadId": 3}')
+      R.partial_name = vim.api.nvim_buf_get_name(0)
+      R.partial = text()
+      -- a wrong value is no missing argument: it fails as before
+      before = #R.notes
+      run('DevTools call queryDatabaseTable {"tableName": "nope"}')
+      R.notes_wrong = { unpack(R.notes, before + 1) }
+      R.wrong_buf = vim.api.nvim_buf_get_name(0)
+    ]], { url = app.url })
+    assert.same({}, R.notes_missing)
+    assert.equal("devtools://call/app-debug/queryDatabaseTable", R.name)
+    assert.equal("acwrite", R.bt)
+    assert.is_true(R.echoed_needs)
+    assert.is_true(#R.enum > 2, #R.enum)
+    local values = {}
+    for i, v in ipairs(R.enum) do values[i] = json.encode(v) end
+    assert.equal("// /tableName: one of " .. table.concat(values, ", "), R.buf[1])
+    local body = {}
+    for _, l in ipairs(R.buf) do
+      if not l:match("^%s*//") then body[#body + 1] = l end
+    end
+    assert.same({ tableName = R.enum[1], limit = 5 }, json.decode(table.concat(body, "\n")))
+    assert.equal(5, R.rows)
+    assert.equal("devtools://call/sales-dashboard/reassignLead", R.partial_name)
+    assert.same({ leadId = 3, repId = 1 }, json.decode((R.partial:gsub("//[^\n]*\n", ""))))
+    assert.equal(1, #R.notes_wrong)
+    assert.truthy(R.notes_wrong[1].msg:find("invalid_params", 1, true), R.notes_wrong[1].msg)
+    assert.equal(R.partial_name, R.wrong_buf)         -- (no buffer opened)
+  end)
+
+  -- issue 34.10
+  it("shows result keys sorted, words a timeout for the user, and a multi-line error as one line (no Press ENTER)", function()
+    local R = nvim([[
+      run("DevTools launch " .. ARGS.fixture)
+      run('DevTools call echo {"b": 1, "a": 2, "c": {"z": 1, "y": [3, {"q": 1, "p": 2}]}}')
+      R.result = lines(bufnr("devtools://result"))
+      nv.setup({ timeout = 1 })
+      local before = #R.notes
+      run('DevTools call slowEcho {"ms": 5000}')
+      run("DevTools eval new Promise(() => {})")
+      R.timeouts = { unpack(R.notes, before + 1) }
+      nv.setup({})
+      -- Neovim's own vim.notify, which writes to the command line
+      vim.notify = real_notify
+      local errs, widths = {}, {}
+      local real_err = vim.api.nvim_err_writeln
+      vim.api.nvim_err_writeln = function(s)
+        errs[#errs + 1] = s
+        widths[#widths + 1] = vim.fn.strdisplaywidth(s)
+        return real_err(s)
+      end
+      R.echospace = vim.v.echospace
+      run('DevTools call add {"a": "x", "b": "y", "c": 1}')
+      pcall(vim.cmd, "DevTools frobnicate")   -- (an error message inside :command raises there)
+      R.errs, R.widths = errs, widths
+      vim.cmd("buffer devtools://error")
+      R.whole = text()
+    ]], { fixture = fixtures.url("/tools.html") })
+    assert.same({ "{", '  "a": 2,', '  "b": 1,', '  "c": {', '    "y": [', "      3,", "      {",
+      '        "p": 2,', '        "q": 1', "      }", "    ],", '    "z": 1', "  }", "}" }, R.result)
+    assert.equal(2, #R.timeouts)
+    assert.equal("devtools_tools: timeout: the tool slowEcho did not answer within 1 s", R.timeouts[1].msg)
+    assert.equal("devtools_tools: timeout: the page did not answer within 1 s", R.timeouts[2].msg)
+    assert.equal(2, #R.errs, table.concat(R.errs, "\n---\n"))
+    for i, e in ipairs(R.errs) do
+      assert.falsy(e:find("\n", 1, true), e)
+      assert.is_true(R.widths[i] <= R.echospace, e)
+    end
+    assert.truthy(R.errs[1]:find("^devtools_tools: invalid_params: .*%(:b devtools://error%)$"), R.errs[1])
+    assert.truthy(R.errs[2]:find("^devtools_tools: unknown subcommand 'frobnicate'"), R.errs[2])
+    for _, s in ipairs({ "invalid_params: Invalid parameters for tool add", '\n  /a: must be number (got "x")',
+      '\n  /b: must be number (got "y")' }) do
+      assert.truthy(R.whole:find(s, 1, true), "devtools://error lacks " .. s .. ":\n" .. R.whole)
+    end
+  end)
+
+  -- issue 34.11
+  it("follows Neovim's conventions: vim.ui.select, <Plug> mappings, a statusline, lazy.nvim's opts", function()
+    local readme = read(root .. "/README.md")
+    local help = read(root .. "/doc/devtools_tools.txt")
+    local spec, src = lazy_spec(readme)
+    local spec_help = lazy_spec(help:match("%*devtools_tools%-lazy%*(.*)$"))
+    assert.same(spec, spec_help)
+    assert.equal("devtools_tools.nvim", spec.main, src)
+    assert.equal("make nvim", spec.build, src)
+    assert.same({}, spec.opts, src)
+    local R = nvim([[
+      -- what lazy.nvim does with the spec: require(main).setup(opts)
+      R.setup_returns = require(ARGS.main).setup(ARGS.opts) == nv
+      R.default_timeout = nv.options().timeout
+      require(ARGS.main).setup({ timeout = 12 })
+      R.opts_timeout = nv.options().timeout
+      require(ARGS.main).setup(ARGS.opts)
+      R.plugs = {}
+      for _, m in ipairs({ "devtools-tools", "devtools-list", "devtools-cancel", "devtools-open-tool" }) do
+        R.plugs[#R.plugs + 1] = vim.fn.maparg("<Plug>(" .. m .. ")", "n") ~= ""
+      end
+      R.sl_none = nv.statusline()
+      run("DevTools launch " .. ARGS.fixture)
+      R.sl_page = nv.statusline()
+      vim.cmd('DevTools call slowEcho {"ms": 1000}')
+      R.sl_busy = nv.statusline()
+      idle()
+      -- :DevTools tools offers the tools to vim.ui.select (Telescope's or
+      -- fzf-lua's when they replace it)
+      local seen
+      vim.ui.select = function(items, opts, on_choice)
+        seen = { prompt = opts.prompt, kind = opts.kind, items = {} }
+        local pick
+        for i, it in ipairs(items) do
+          seen.items[i] = opts.format_item(it)
+          if seen.items[i]:match("^add%(") then pick = it end
+        end
+        on_choice(pick)
+      end
+      run("DevTools tools")
+      R.select = seen
+      R.picked = vim.api.nvim_buf_get_name(0)
+      R.picked_text = text()
+      -- a key mapped to a <Plug> mapping
+      vim.keymap.set("n", "<F5>", "<Plug>(devtools-list)", { remap = true })
+      vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<F5>", true, false, true), "x", false)
+      idle()
+      R.after_plug = vim.api.nvim_buf_get_name(0)
+      run("DevTools close")
+      R.sl_closed = nv.statusline()
+    ]], { main = spec.main, opts = spec.opts, fixture = fixtures.url("/tools.html") })
+    assert.is_true(R.setup_returns)
+    assert.equal(30, R.default_timeout)
+    assert.equal(12, R.opts_timeout)
+    assert.same({ true, true, true, true }, R.plugs)
+    assert.equal("", R.sl_none)
+    assert.equal("DevTools: " .. fixtures.url("/"):match("//([^/]+)"), R.sl_page)
+    assert.equal("DevTools: calling slowEcho...", R.sl_busy)
+    assert.equal("", R.sl_closed)
+    assert.truthy(R.select, "vim.ui.select was not called")
+    assert.equal("devtools_tools.tool", R.select.kind)
+    assert.equal("devtools_tools: a tool of " .. fixtures.url("/tools.html"), R.select.prompt)
+    assert.equal("add(a*, b*)  [main-tools]  Adds two numbers", R.select.items[1])
+    assert.truthy(#R.select.items > 5)
+    assert.equal("devtools://call/main-tools/add", R.picked)
+    assert.same({ a = 0, b = 0 }, json.decode(R.picked_text))
+    assert.equal("devtools://tools", R.after_plug)
+  end)
+
   it(":checkhealth devtools_tools reports OK", function()
     local R = nvim([[
       vim.cmd("checkhealth devtools_tools")
@@ -737,7 +1011,10 @@ describe("the Neovim plugin", function()
       "devtools_tools-connect", "devtools_tools-keymaps", "devtools_tools.launch()", "devtools_tools.connect()",
       "devtools_tools.async()", "devtools_tools.use_loop()", "devtools_tools.wait_all()",
       "devtools_tools.sleep()", "devtools_tools.current_task()", "devtools_tools.debug()", "devtools_tools-Page", "devtools_tools-Tool",
-      "devtools_tools-health", "devtools_tools-install" }) do
+      "devtools_tools-health", "devtools_tools-install",
+      -- issue 34
+      ":DevTools-list", "devtools_tools-lazy", "devtools_tools-mappings", "devtools_tools.statusline()",
+      "devtools_tools.pick()" }) do
       assert.truthy(tags:find("\n" .. t:gsub("%p", "%%%0") .. "\t") or tags:find("^" .. t:gsub("%p", "%%%0") .. "\t"),
         "no tag " .. t)
     end
@@ -770,7 +1047,9 @@ describe("the Neovim plugin", function()
       "Background:status", "Background:start", "Background:stop", "Browser:alive",
       -- issue 35: the MCP server, and what it asked of the API
       "mcp.serve", "mcp.stdio", "McpServer:close", "McpServer:run", "McpServer:tools", "Page:wait_until",
-      "dt.loop", "dt.fd_read", "dt.fd_write" }) do
+      "dt.loop", "dt.fd_read", "dt.fd_write",
+      -- issue 34: the plugin's picker and statusline component
+      "nvim.statusline", "nvim.pick" }) do
       local at = src:find("\nfunction " .. f .. "(", 1, true)
       assert.truthy(at, "no function " .. f)
       local before = src:sub(1, at - 1):match("([^\n]*)$")

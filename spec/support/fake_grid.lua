@@ -20,6 +20,11 @@
 --   DELETE /session/<id>: ends it (404 "invalid session id" if unknown); the
 --          id is percent-decoded, as a router does
 --   GET    /log: {"created": [...], "deleted": [...], "bodies": [...]}
+--   PUT    /cdp: the body is the CDP_URL of the sessions made from now on
+-- A late answer is held back while the router goes on serving: it never
+-- stalls the next request (issue 34.13: it slept in its one loop, so a
+-- spec's next request waited on the last one's late DELETE, which on a
+-- loaded machine ran past that request's deadline).
 local socket = require "socket"
 local cjson = require "cjson"
 
@@ -29,7 +34,9 @@ local _, port = server:getsockname()
 io.stderr:write("port ", port, "\n")
 io.stderr:flush()
 
+local SLOW = 3              -- seconds a slow DELETE is answered late
 local log = { created = {}, deleted = {}, bodies = {} }
+local held = {}             -- answers held back: {conn, due, status, value}
 local live, n = {}, 0
 local slow = {}             -- session id -> true: its DELETE is answered 3 s late
 local silent = assert(socket.bind("127.0.0.1", 0))      -- accepts in the kernel, never answers
@@ -56,6 +63,10 @@ local function handle(c)
   local body = len > 0 and c:receive(len) or ""
   if method == "GET" and path == "/log" then
     return answer(c, 200, log)
+  end
+  if method == "PUT" and path == "/cdp" then
+    cdp_url = body
+    return answer(c, 200, cjson.null)
   end
   if method == "POST" and path:match("/session$") then
     log.bodies[#log.bodies + 1] = body
@@ -95,16 +106,37 @@ local function handle(c)
     end
     live[id] = nil
     log.deleted[#log.deleted + 1] = id
-    if slow[id] then socket.sleep(3) end
+    if slow[id] then
+      held[#held + 1] = { conn = c, due = socket.gettime() + SLOW, status = 200, value = cjson.null }
+      return "held"
+    end
     return answer(c, 200, cjson.null)
   end
   answer(c, 404, { error = "unknown command", message = method .. " " .. path })
 end
 
+server:settimeout(0)
 while true do
-  local c = server:accept()
-  if c then
-    pcall(handle, c)
-    c:close()
+  local wait
+  for _, h in ipairs(held) do
+    local left = math.max(0, h.due - socket.gettime())
+    if not wait or left < wait then wait = left end
   end
+  if socket.select({ server }, nil, wait) then
+    local c = server:accept()
+    if c then
+      local ok, r = pcall(handle, c)
+      if not (ok and r == "held") then c:close() end
+    end
+  end
+  local now, keep = socket.gettime(), {}
+  for _, h in ipairs(held) do
+    if h.due <= now then
+      pcall(answer, h.conn, h.status, h.value)
+      h.conn:close()
+    else
+      keep[#keep + 1] = h
+    end
+  end
+  held = keep
 end

@@ -18,16 +18,35 @@
 -- tool list's parameters, the argument buffer's skeleton, the result's
 -- JSON, error text), never on the library's private parts. Page text it
 -- shows is cleaned and bounded; an error too long to show whole is kept
--- whole in the devtools://error buffer.
+-- whole in the devtools://error buffer. Every message goes through
+-- nvim.notice (one line that fits the command line with Neovim's own
+-- vim.notify: nothing stops at "Press ENTER"). The library itself loads on
+-- the first command (setup() only records options); without the C core
+-- that command says `make nvim` in one line (nvim.build).
 
-local dt = require "devtools_tools"
-local text = require "devtools_tools.present.text"
-local pschema = require "devtools_tools.present.schema"
-local skeleton = require "devtools_tools.present.skeleton"
-local pretty = require "devtools_tools.present.pretty"
-local perrors = require "devtools_tools.present.errors"
+require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
-dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
+local build = require "devtools_tools.nvim.build"
+local notice = require "devtools_tools.nvim.notice"
+
+-- The library and present/, loaded on first use: setup() only records
+-- options (a plugin manager calls it when Neovim starts), and without the
+-- C core (no `make nvim` yet) the library cannot load - a command then
+-- says so in one line (nvim.build), and loads it once it is built.
+local dt, text, pschema, skeleton, pretty, perrors
+
+local function loaded()
+  if dt then return true end
+  local lib, err = build.load()
+  if not lib then return false, err end
+  text = require "devtools_tools.present.text"
+  pschema = require "devtools_tools.present.schema"
+  skeleton = require "devtools_tools.present.skeleton"
+  pretty = require "devtools_tools.present.pretty"
+  perrors = require "devtools_tools.present.errors"
+  dt = lib
+  return true
+end
 
 local api = vim.api
 local uv = vim.uv or vim.loop
@@ -53,7 +72,8 @@ local option_types = {
 }
 
 local function bad(message)
-  error(dt.new_error("bad_argument", message), 0)
+  if loaded() then error(dt.new_error("bad_argument", message), 0) end
+  error("devtools_tools: bad_argument: " .. message, 0)
 end
 
 local function copy_defaults()
@@ -129,8 +149,19 @@ local function progress(text)
   end)
 end
 
-local function notify(text, level)
-  vim.notify(text, level or levels.INFO)
+-- Every message goes through nvim.notice: one line that fits the command
+-- line with Neovim's own vim.notify (no "Press ENTER"), the whole text
+-- with a notification plugin. where: how to see what was left out.
+local function notify(text, level, where)
+  notice.say(text, level or levels.INFO, where)
+end
+
+-- ready() -> true once the library is loaded; else the user is told why,
+-- in one line, and what to run
+local function ready()
+  local ok, err = loaded()
+  if not ok then notify(build.line(err), levels.ERROR, ":checkhealth devtools_tools") end
+  return ok
 end
 
 -- The rule a refused remote host is told (the library's way out,
@@ -142,6 +173,7 @@ local REMOTE_RULE = ":DevTools connect accepts loopback hosts only: 127.0.0.1, :
 -- values received; page text cleaned and bounded). Anything that is not a
 -- dt.Error is a bug of ours and says so.
 function M.format_error(err)
+  if not loaded() then return "devtools_tools: " .. tostring(err), false end
   if not dt.is_error(err) then
     local s = text.bounded(tostring(err), perrors.LIMIT)
     return "devtools_tools: internal error (please report): " .. text.clean(s), false
@@ -177,18 +209,34 @@ local function keep_whole(err)
   return buf
 end
 
-local function report(err)
+local WHOLE = ":b devtools://error"      -- (where a line fitted to the command line points)
+
+-- A command's timeout in the user's words: what did not answer within
+-- the limit (the timeout option): "the tool x did not answer within 30 s",
+-- not the protocol step that was waiting ("Runtime.evaluate timed out",
+-- kept in details.step).
+-- rec: the command ({waiting, limit}).
+local function worded(err, rec)
+  if not (rec and rec.waiting and dt.is_error(err) and err.code == "timeout") then return err end
+  return dt.new_error("timeout", ("%s within %s s")
+    :format(rec.waiting, ("%g"):format(rec.limit)), { details = { step = err.message } })
+end
+
+-- report(err, rec?): a failure, notified at level ERROR (a cancel: WARN).
+-- Whatever the notification leaves out - a message over the limit, the
+-- lines after the first with Neovim's own vim.notify - is kept whole in
+-- devtools://error.
+local function report(err, rec)
   if dt.is_error(err) and err.code == "cancelled" then
     notify("devtools_tools: cancelled: " .. text.clean(text.bounded(tostring(err.message), perrors.LIMIT)),
       levels.WARN)
     return
   end
+  err = worded(err, rec)
   local msg, cut = M.format_error(err)
-  if cut then
-    keep_whole(err)
-    msg = msg .. "\n(the whole error: :buffer devtools://error)"
-  end
-  notify(msg, levels.ERROR)
+  if cut then msg = msg .. "\n(the whole error: :buffer devtools://error)" end
+  if cut or (notice.native() and notice.fit(msg) ~= msg) then keep_whole(err) end
+  notify(msg, levels.ERROR, WHOLE)
 end
 
 -- The browser in use went away while no command ran (Chromium killed or
@@ -224,18 +272,21 @@ local function use_loop()
   end
 end
 
--- start(label, fn, after?): runs fn(left) as the one task of this session;
--- after(result) runs on the main loop when it succeeded; failures are
--- reported. Returns false if another command is still running. A command
--- has one deadline, the `timeout` option from now, for all its steps:
--- left() gives the opts of each library call ({timeout = what is left}).
-local function start(label, fn, after)
+-- start(label, fn, after?, waiting?): runs fn(left) as the one task of
+-- this session; after(result) runs on the main loop when it succeeded;
+-- failures are reported. Returns false if another command is still
+-- running. A command has one deadline, the `timeout` option from now, for
+-- all its steps: left() gives the opts of each library call ({timeout =
+-- what is left}). waiting: what a timeout says did not answer ("the tool
+-- x did not answer"; default: label "did not finish").
+local function start(label, fn, after, waiting)
   if S.task then
     notify("devtools_tools: busy (" .. tostring(S.label) .. "); :DevTools cancel stops it", levels.WARN)
     return false
   end
   use_loop()
-  local rec = {}               -- this command; rec.task is its dt Task
+  -- this command; rec.task is its dt Task
+  local rec = { waiting = waiting or (label .. " did not finish"), limit = S.opts.timeout }
   S.task = rec
   S.label = label
   echo("devtools_tools: " .. label .. "...", "MoreMsg")
@@ -253,7 +304,7 @@ local function start(label, fn, after)
           if not ok2 then report(err) end
         end
       else
-        report(res)
+        report(res, rec)
       end
       forget_if_gone()           -- (a command that met a dead browser: the session forgets it)
       local q = S.queued
@@ -328,6 +379,7 @@ end
 
 -- The result buffer, devtools://result: pretty JSON, filetype json, reused.
 function M.show_result(value, title)
+  if not ready() then return end
   local buf = S.bufs.result
   if not valid(buf) then
     buf = scratch("devtools://result", "json")
@@ -402,6 +454,37 @@ local function render_tools(groups, warnings)
   return buf
 end
 
+-- pick(groups?): the page's tools offered with vim.ui.select (Telescope,
+-- fzf-lua or dressing.nvim show it when they replace vim.ui.select); the
+-- one chosen opens its argument buffer. groups: a discovery (default: the
+-- last one).
+function M.pick(groups)
+  if not ready() then return end
+  groups = groups or S.groups or {}
+  local items = {}
+  local deadline = dt.now() + 1
+  for _, g in ipairs(groups) do
+    for _, t in ipairs(g.tools) do
+      items[#items + 1] = {
+        tool = t,
+        text = oneline(t.name) .. param_summary(t, deadline) .. "  [" .. oneline(g.name) .. "]  "
+          .. text.first_sentence(text.bounded(tostring(t.description or ""), MAX_TEXT), 120),
+      }
+    end
+  end
+  if #items == 0 then
+    return notify("devtools_tools: the page has no tools" .. (#(S.warnings or {}) > 0
+      and " (some it offered are not valid: :DevTools list shows why)" or ""), levels.WARN)
+  end
+  vim.ui.select(items, {
+    prompt = "devtools_tools: a tool of " .. oneline(S.page and S.page.url),
+    kind = "devtools_tools.tool",
+    format_item = function(item) return item.text end,
+  }, function(item)
+    if item then M.open_args(item.tool) end
+  end)
+end
+
 -- ---- argument buffers ---------------------------------------------------------------------
 
 -- Calls a tool of an argument buffer; buf is marked written once the call
@@ -420,7 +503,7 @@ local function call_tool(tool, args, buf)
   end, function(res)
     if valid(buf) then api.nvim_buf_set_option(buf, "modified", false) end
     M.show_result(res, "call " .. tool.name)
-  end)
+  end, "the tool " .. oneline(tool.name) .. " did not answer")
 end
 
 local function on_write_args(buf)
@@ -438,16 +521,24 @@ local function on_write_args(buf)
   call_tool(tool, args, buf)
 end
 
--- open_args(tool): the argument buffer of a tool, pre-filled with a JSON
--- skeleton of its inputSchema (a comment line first when the schema was
--- too large to show whole); :w calls the tool with what it holds.
-function M.open_args(tool)
+-- open_args(tool, given?): the argument buffer of a tool, pre-filled with
+-- a JSON skeleton of its inputSchema (comment lines first: the allowed
+-- values of its enums, and a note when the schema was too large to show
+-- whole); :w calls the tool with what it holds. given: arguments already
+-- typed (a JSON object), shown in place of the skeleton's placeholders
+-- (they replace what the buffer held).
+function M.open_args(tool, given)
+  if not ready() then return end
   local name = "devtools://call/" .. oneline(tool.group and tool.group.name or "?") .. "/" .. oneline(tool.name)
   -- The same tool after a new discovery is a new Tool object: its buffer,
   -- with what was typed there, now calls the new one.
   for b in pairs(S.arg_bufs) do
     if valid(b) and api.nvim_buf_get_name(b) == name then
       S.arg_bufs[b] = tool
+      if given ~= nil then
+        api.nvim_buf_set_lines(b, 0, -1, false, vim.split(skeleton.text(tool.input_schema, nil, given), "\n",
+          { plain = true }))
+      end
       show(b)
       return b
     end
@@ -460,7 +551,7 @@ function M.open_args(tool)
   api.nvim_buf_set_option(buf, "bufhidden", "hide")
   api.nvim_buf_set_option(buf, "swapfile", false)
   api.nvim_buf_set_option(buf, "filetype", "json")
-  local start = skeleton.text(tool.input_schema)
+  local start = skeleton.text(tool.input_schema, nil, given)
   api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(start, "\n", { plain = true }))
   api.nvim_buf_set_option(buf, "modified", false)
   S.arg_bufs[buf] = tool
@@ -494,6 +585,7 @@ function M.open_args(tool)
 end
 
 function M.open_tool_under_cursor()
+  if not ready() then return end
   local line = api.nvim_win_get_cursor(0)[1]
   local tool = S.tool_lines[line]
   if not tool then
@@ -616,19 +708,29 @@ function commands.cancel()
   return true
 end
 
-usage.tools = "tools"
-function commands.tools()
+-- A fresh discovery, then show(groups, warnings) on the main loop: the
+-- list is what the page exposes now (an app may mount a frame with tools
+-- of its own after load).
+local function discover_then(show_them)
   if not need_page() then return end
   local page = S.page
   return start("discovering tools", function(left)
-    -- Fresh: the list is what the page exposes now (an app may mount a
-    -- frame with tools of its own after load).
     local groups, warnings = page:discover(left())
     S.groups, S.warnings = groups, warnings
     return { groups = groups, warnings = warnings }
   end, function(r)
-    render_tools(r.groups, r.warnings)
+    show_them(r.groups, r.warnings)
   end)
+end
+
+usage.tools = "tools"
+function commands.tools()
+  return discover_then(function(groups) M.pick(groups) end)
+end
+
+usage.list = "list"
+function commands.list()
+  return discover_then(render_tools)
 end
 
 -- A tool name on the command line: a backslash before white space or a
@@ -655,6 +757,20 @@ local function split_name(s)
   return concat(out), s:sub(i)
 end
 
+-- missing_only(err): a schema error whose every problem is a required
+-- argument missing at the top (nothing given is wrong)
+local function missing_only(err)
+  if not (dt.is_error(err) and err.code == "invalid_params" and type(err.details) == "table") then
+    return false
+  end
+  local n = 0
+  for _, d in ipairs(err.details) do
+    if type(d) ~= "table" or d.keyword ~= "required" or (d.path ~= "" and d.path ~= nil) then return false end
+    n = n + 1
+  end
+  return n > 0
+end
+
 usage.call = "call {tool} [json]"
 function commands.call(_, raw)
   local name, json = split_name(raw)
@@ -672,10 +788,23 @@ function commands.call(_, raw)
   end
   local page = S.page
   return start("calling " .. name, function(left)
-    return page:call(name, args, left())
-  end, function(res)
-    M.show_result(res, "call " .. name)
-  end)
+    local ok, res = pcall(page.call, page, name, args, left())
+    if ok then return { result = res } end
+    -- Required arguments missing, nothing else wrong: the argument
+    -- buffer, with what was given, for the rest.
+    if missing_only(res) then
+      local tool = page:tool(name, left())
+      if tool then return { fill = tool, given = args } end
+    end
+    error(res, 0)
+  end, function(r)
+    if r.fill then
+      M.open_args(r.fill, r.given)
+      echo("devtools_tools: " .. oneline(name) .. " needs arguments: fill them in, then :w calls it")
+    else
+      M.show_result(r.result, "call " .. name)
+    end
+  end, "the tool " .. oneline(name) .. " did not answer")
 end
 
 usage.eval = "eval {expr}"
@@ -687,13 +816,14 @@ function commands.eval(rest)
     return page:evaluate(rest, left())
   end, function(res)
     M.show_result(res, "eval")
-  end)
+  end, "the page did not answer")
 end
 
-local order = { "launch", "connect", "open", "close", "tools", "call", "eval", "cancel" }
+local order = { "launch", "connect", "open", "close", "tools", "list", "call", "eval", "cancel" }
 
 -- command(line): runs ":DevTools <line>".
 function M.command(line)
+  if not ready() then return end
   forget_if_gone()
   local sub, raw = (line or ""):match("^%s*(%S+)%s*(.-)$")
   local rest = raw and raw:match("^(.-)%s*$")
@@ -702,7 +832,7 @@ function M.command(line)
     local u = {}
     for _, n in ipairs(order) do u[#u + 1] = "  :DevTools " .. usage[n] end
     return notify("devtools_tools: " .. (sub and ("unknown subcommand '" .. sub .. "'") or "a subcommand is needed")
-      .. "\n" .. concat(u, "\n"), levels.ERROR)
+      .. "\n" .. concat(u, "\n"), levels.ERROR, ":help :DevTools")
   end
   return fn(rest, raw)        -- (raw: with its trailing white space, which an escape may keep)
 end
@@ -710,6 +840,7 @@ end
 -- complete(arglead, cmdline): subcommands, then tool names for `call`
 -- (from the last discovery: completion never waits on the browser).
 function M.complete(arglead, cmdline)
+  if not loaded() then return {} end
   -- words as Neovim splits them for completion: "with\ space" is one
   local words, cur, i, gap = {}, nil, 1, false
   while i <= #cmdline do
@@ -757,6 +888,24 @@ function M.options()
     o.keymaps = km
   end
   return o
+end
+
+-- statusline() -> a short text for a statusline, never waiting and never
+-- raising: "" with no browser, "DevTools: 127.0.0.1:8080" (the page's
+-- host) with one, "DevTools: calling x..." while a command runs. Its text
+-- is literal: use it as %{v:lua.require'devtools_tools.nvim'.statusline()}
+-- or as a lualine component.
+function M.statusline()
+  if not dt then return "" end        -- (nothing ran yet)
+  local ok, s = pcall(function()
+    if S.task then return "DevTools: " .. text.brief(oneline(S.label), 40) .. "..." end
+    local page = S.page
+    if not (S.browser and page and not page.closed) then return "" end
+    local url = tostring(page.url or "")
+    local host = url:match("^%a[%w+.-]*://([^/?#]+)") or url:match("^[^:]+") or "page"
+    return "DevTools: " .. text.brief(oneline(host), 40)
+  end)
+  return ok and s or ""
 end
 
 -- status() -> {busy, doing, url, browser}: for statuslines and scripts. A
