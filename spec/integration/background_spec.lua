@@ -36,7 +36,10 @@ describe("a detached browser", function()
     local final = rec.final
     -- recorded before Chromium started, then with its pid, then whole
     assert.equal(3, #rec.steps)
-    assert.same({ starting = true, profile = final.profile, executable = final.executable }, rec.steps[1])
+    assert.same({ starting = true, profile = final.profile, executable = final.executable,
+      headless = true, webmcp = false }, rec.steps[1])
+    assert.is_true(final.headless)
+    assert.is_false(final.webmcp)
     assert.equal(final.pid, rec.steps[2].pid)
     assert.is_true(rec.steps[2].starting)
     assert.same(final, rec.steps[3])

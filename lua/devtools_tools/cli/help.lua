@@ -143,6 +143,7 @@ recently used first (the one a command without URL or --tab uses).
                  page whose URL or title contains TEXT (several: an error)
   --json         [{"id", "url", "title"}]
 
+]],
   browser = [[
 Usage: devtools-tools browser start|stop|status [options]
 
