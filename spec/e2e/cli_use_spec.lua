@@ -195,6 +195,15 @@ describe("devtools-tools as people use it", function()
       assert.equal(1, rc)
       assert.matches("^devtools%-tools: js_error: SyntaxError: .*'##' is not a valid selector", err)
     end)
+
+    it("waits for a frame that is still loading, though it sends nothing for longer than the quiet time", function()
+      local out, err, rc = run("list --json " .. server.url("/settle_frame.html"))
+      assert.equal(0, rc, err)
+      local names = {}
+      for _, g in ipairs(dt.json.decode(out)) do names[#names + 1] = g.name end
+      table.sort(names)
+      assert.same({ "inner", "outer" }, names)
+    end)
   end)
 
   describe("viewport and screenshots", function()

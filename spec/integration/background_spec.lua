@@ -34,6 +34,9 @@ describe("a detached browser", function()
     assert.equal(0, rc, out)
     local rec = dt.json.decode(io.open(dir .. "/record.json"):read("*a"))
     local final = rec.final
+    -- whatever fails below, the browser the child left goes (a failed
+    -- assertion here once left a Chromium running after make test)
+    finally(function() if final and final.pid then pcall(dt.stop_detached, final) end end)
     -- recorded before Chromium started, then with its pid, then whole
     assert.equal(3, #rec.steps)
     assert.same({ starting = true, profile = final.profile, executable = final.executable,

@@ -9,8 +9,12 @@
 -- for QUIET seconds - no tools_changed event (a listener came or went, a
 -- frame, a navigation, WebMCP), no request sent or answered - and no
 -- request is in flight but those older than LONG (a long poll, a stream),
--- MAX seconds at most after the load. Every wait is on the page's events
--- (page:wait_until), never a sleep.
+-- and no frame is loading (from Page.frameStartedLoading to its
+-- frameStoppedLoading, across the swap of a cross-origin frame into a
+-- process of its own); MAX seconds at most after the load. A frame's
+-- tools come while it loads, after gaps without requests: on a loaded
+-- machine the support widget's came more than QUIET after the last one.
+-- Every wait is on the page's events (page:wait_until), never a sleep.
 --
 -- It must never wait past the command's deadline, nor longer than MAX
 -- after the load; a page that never settles is looked at as it is.
@@ -19,7 +23,7 @@ local dt = require "devtools_tools"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
-local pairs, next, error, tostring, pcall, setmetatable = pairs, next, error, tostring, pcall, setmetatable
+local pairs, next, error, tostring, pcall, setmetatable, type = pairs, next, error, tostring, pcall, setmetatable, type
 local now = dt.now
 
 local M = {}
@@ -34,12 +38,30 @@ Watch.__index = Watch
 -- watch(page) -> Watch: follows the page's events from now on (before it
 -- is navigated: the requests of the load count)
 function M.watch(page)
-  local w = setmetatable({ page = page, last = now(), inflight = {}, seen = 0 }, Watch)
+  local w = setmetatable({ page = page, last = now(), inflight = {}, frames = {}, seen = 0 }, Watch)
   local function event() w.last = now() w.seen = w.seen + 1 end
+  -- (a frame's id, a string the page's browser gives, is a key of frames only)
+  local function frame_key(p) return type(p) == "table" and type(p.frameId) == "string" and p.frameId end
   w.offs = {
     page:on("tools_changed", event),
     page:on("request", function(r) w.inflight[r] = now() event() end),
     page:on("response", function(r) w.inflight[r] = nil event() end),
+    page:on_cdp("Page.frameStartedLoading", function(p)
+      local k = frame_key(p)
+      if k then w.frames[k] = true end
+      event()
+    end),
+    page:on_cdp("Page.frameStoppedLoading", function(p)
+      local k = frame_key(p)
+      if k then w.frames[k] = nil end
+      event()
+    end),
+    page:on_cdp("Page.frameDetached", function(p)
+      -- (reason "swap": the frame goes on loading in a process of its own)
+      local k = frame_key(p)
+      if k and p.reason ~= "swap" then w.frames[k] = nil end
+      event()
+    end),
   }
   return w
 end
@@ -49,13 +71,22 @@ function Watch:stop()
   self.offs = nil
 end
 
--- A request in flight that holds the wait: one younger than LONG.
-local function busy(self, t)
+-- busy_until(t) -> when the page may stop holding the wait, nil when it
+-- does not hold it: a frame loading holds it until an event says otherwise
+-- (math.huge: what it loads is what the command looks at), a request in
+-- flight until it is LONG old (a long poll, a stream).
+local function busy_until(self, t)
+  if next(self.frames) ~= nil then return math.huge end
+  local soonest
   for r, since in next, self.inflight do
-    if t - since < M.LONG then return true end
-    self.inflight[r] = nil
+    local ends = since + M.LONG
+    if ends <= t then
+      self.inflight[r] = nil
+    elseif not soonest or ends < soonest then
+      soonest = ends
+    end
   end
-  return false
+  return soonest
 end
 
 -- wait(left, quiet?, max?) -> true when the page settled, false when MAX
@@ -69,15 +100,18 @@ function Watch:wait(left, quiet, max)
       local t = now()
       if t >= stop_at then return false end
       local wait_for
-      if busy(self, t) then
-        wait_for = stop_at - t                        -- until a request ends
+      local busy = busy_until(self, t)
+      if busy then
+        wait_for = math.min(busy, stop_at) - t              -- until an event, or the request is old
       else
         local q = self.last + quiet - t
         if q <= 0 then return true end
         wait_for = math.min(q, stop_at - t)
       end
       local seen = self.seen
-      self.page:wait_until(function() return self.seen ~= seen end, { timeout = wait_for })
+      if wait_for > 0 then
+        self.page:wait_until(function() return self.seen ~= seen end, { timeout = wait_for })
+      end
     end
   end)
   self:stop()
