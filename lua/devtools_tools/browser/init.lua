@@ -346,6 +346,14 @@ end
 
 local until_or = wait.condition
 
+-- alive(pid) -> true while pid runs (not a zombie). For the Chromium a
+-- launch has just started, whose pid it knows: its command line is not a
+-- sure sign then, Chromium rewrites it (its process title) as it starts.
+local function alive(pid)
+  local stat = read_proc(pid, "stat")
+  return stat ~= nil and not stat:match("%) ([ZX])")
+end
+
 local function check_record(info, fname)
   if type(info) ~= "table" or type(info.profile) ~= "string" or info.profile == "" then
     raise("bad_argument", fname .. ": expected the record of a detached browser ({pid, profile, ...})")
@@ -450,7 +458,7 @@ function M._launch_detached(opts, exe, deadline)
       local text = f and f:read("*a") or ""
       if f then f:close() end
       port, path = text:match("^(%d+)\n(/devtools/browser/[%w-]+)")
-      return port ~= nil or not is_ours(pid, dir)
+      return port ~= nil or not alive(pid)
     end, deadline)
     if not port then
       local f = io.open(log, "rb")
@@ -470,7 +478,14 @@ function M._launch_detached(opts, exe, deadline)
     return b
   end)
   if not ok then
-    -- whatever started is ended (a failed record, a timeout, a cancel)
+    -- whatever started is ended (a failed record, a timeout, a cancel):
+    -- the group of the pid it started, whatever its command line says at
+    -- this moment (under load a Chromium read while it rewrote its title
+    -- was taken for gone and outlived the launch), then what names the profile
+    if info.pid and alive(info.pid) then
+      core.process.kill(info.pid, "KILL", true)
+      core.process.kill(info.pid, "KILL")
+    end
     pcall(M.stop_detached, { pid = info.pid, profile = dir }, { timeout = 5 })
     if made then core.fs.rmtree(dir) end
     error(res, 0)
