@@ -145,6 +145,15 @@ end
 
 -- pick_page(ctx, browser, how, url) -> page, opened (a tab the command
 -- made), watch (what settles it, for a page it navigated)
+-- reuse(ctx, browser, p) -> the open tab p as it is (not navigated, so not
+-- settled), its viewport set when asked; recorded as used
+local function reuse(ctx, browser, p)
+  local page = browser:attach(p.id, { timeout = ctx.left() })
+  if ctx.opts.viewport then viewport(ctx, page, ctx.opts.viewport) end
+  tabs.touch(p.id)
+  return page, false, nil
+end
+
 local function pick_page(ctx, browser, how, url)
   local opts, left = ctx.opts, ctx.left
   if opts.tab then
@@ -162,12 +171,7 @@ local function pick_page(ctx, browser, how, url)
   if url and not opts["new-tab"] then
     -- the tab that shows it, else the blank one a background browser starts with
     local p = tabs.showing(ctx, browser, url, pages)
-    if p then
-      local page = browser:attach(p.id, { timeout = left() })
-      if opts.viewport then viewport(ctx, page, opts.viewport) end
-      tabs.touch(p.id)
-      return page, false, nil
-    end
+    if p then return reuse(ctx, browser, p) end
     p = tabs.blank(pages)
     if p then
       local page = browser:attach(p.id, { timeout = left() })
@@ -179,12 +183,7 @@ local function pick_page(ctx, browser, how, url)
   end
   if not url and not opts["new-tab"] then
     local p = tabs.ranked(browser, pages, left)[1]          -- the page used last
-    if p then
-      local page = browser:attach(p.id, { timeout = left() })
-      if opts.viewport then viewport(ctx, page, opts.viewport) end
-      tabs.touch(p.id)
-      return page, false, nil
-    end
+    if p then return reuse(ctx, browser, p) end
   end
   return (function(page, w) return page, true, w end)(new_page(ctx, browser, how, url))
 end
