@@ -151,24 +151,22 @@ local function fd_write(fd, s, from)
   return n
 end
 
+-- std_fd(fname, fd) -> fd when it is 0, 1 or 2; bad_argument otherwise
+local function std_fd(fname, fd)
+  if fd ~= 0 and fd ~= 1 and fd ~= 2 then
+    errors.raise("bad_argument", fname .. ": expected 0, 1 or 2 (stdin, stdout, stderr), got " .. tostring(fd))
+  end
+  return fd
+end
+
 local dt = {
   _VERSION = "devtools_tools 0.1.0",
   now = now,
   left = left,
-  isatty = function(fd)
-    if fd ~= 0 and fd ~= 1 and fd ~= 2 then
-      errors.raise("bad_argument", "isatty: expected 0, 1 or 2 (stdin, stdout, stderr), got " .. tostring(fd))
-    end
-    return core.fs.isatty(fd)
-  end,
+  isatty = function(fd) return core.fs.isatty(std_fd("isatty", fd)) end,
   -- term_size(fd) -> columns, rows of the terminal fd (0, 1 or 2) is; nil
   -- when it is none (a pipe, a file) or tells no size
-  term_size = function(fd)
-    if fd ~= 0 and fd ~= 1 and fd ~= 2 then
-      errors.raise("bad_argument", "term_size: expected 0, 1 or 2 (stdin, stdout, stderr), got " .. tostring(fd))
-    end
-    return core.fs.term_size(fd)
-  end,
+  term_size = function(fd) return core.fs.term_size(std_fd("term_size", fd)) end,
   nojit = require("devtools_tools.base.nojit"),
   new_error = new_error,
   launch = browser.launch,
