@@ -40,27 +40,21 @@ Watch.__index = Watch
 function M.watch(page)
   local w = setmetatable({ page = page, last = now(), inflight = {}, frames = {}, seen = 0 }, Watch)
   local function event() w.last = now() w.seen = w.seen + 1 end
-  -- (a frame's id, a string the page's browser gives, is a key of frames only)
-  local function frame_key(p) return type(p) == "table" and type(p.frameId) == "string" and p.frameId end
+  -- frame(p, loading): the frame p names is loading (true) or not (nil);
+  -- its id, a string the page's browser gives, is a key of frames only
+  local function frame(p, loading)
+    if type(p) == "table" and type(p.frameId) == "string" then w.frames[p.frameId] = loading end
+    event()
+  end
   w.offs = {
     page:on("tools_changed", event),
     page:on("request", function(r) w.inflight[r] = now() event() end),
     page:on("response", function(r) w.inflight[r] = nil event() end),
-    page:on_cdp("Page.frameStartedLoading", function(p)
-      local k = frame_key(p)
-      if k then w.frames[k] = true end
-      event()
-    end),
-    page:on_cdp("Page.frameStoppedLoading", function(p)
-      local k = frame_key(p)
-      if k then w.frames[k] = nil end
-      event()
-    end),
+    page:on_cdp("Page.frameStartedLoading", function(p) frame(p, true) end),
+    page:on_cdp("Page.frameStoppedLoading", function(p) frame(p, nil) end),
+    -- (reason "swap": the frame goes on loading in a process of its own)
     page:on_cdp("Page.frameDetached", function(p)
-      -- (reason "swap": the frame goes on loading in a process of its own)
-      local k = frame_key(p)
-      if k and p.reason ~= "swap" then w.frames[k] = nil end
-      event()
+      if type(p) == "table" and p.reason == "swap" then event() else frame(p, nil) end
     end),
   }
   return w
