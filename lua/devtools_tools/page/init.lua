@@ -573,23 +573,18 @@ local function with_elements(self, r, session, frame, deadline)
   end
   local props = conn:await(conn:send("Runtime.getProperties", { objectId = a.result.objectId,
     ownProperties = true }, session, deadline), deadline, "Runtime.getProperties")
-  local text, oids = nil, {}
+  local text, oids, order = nil, {}, {}
   for _, p in ipairs(type(props.result) == "table" and props.result or {}) do
     local i = tonumber(p.name)
     if i == 0 and type(p.value) == "table" then text = p.value.value
-    elseif i and i > 0 and i % 1 == 0 and type(p.value) == "table" and type(p.value.objectId) == "string" then
+    elseif i and i > 0 and i % 1 == 0 and type(p.value) == "table" and type(p.value.objectId) == "string"
+        and oids[i - 1] == nil then
       oids[i - 1] = p.value.objectId
+      order[#order + 1] = i - 1
     end
   end
   if type(text) ~= "string" then raise("protocol_error", "evaluate: unexpected reply from the page") end
-  local ids = {}
-  for i, oid in pairs(oids) do ids[i] = conn:send("DOM.describeNode", { objectId = oid }, session, deadline) end
-  local backend = {}
-  for i, id in pairs(ids) do
-    local d = conn:await(id, deadline, "DOM.describeNode")
-    local b = type(d) == "table" and type(d.node) == "table" and d.node.backendNodeId
-    if type(b) == "number" then backend[i] = b end
-  end
+  local backend = element.backend_ids(conn, session, oids, order, deadline)
   local ok, v = pcall(json.decode, text)
   if not ok then raise("protocol_error", "evaluate: the page sent malformed JSON") end
   local fid, loader = frame and frame.id, frame and frame.loader_id

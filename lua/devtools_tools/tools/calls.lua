@@ -351,17 +351,7 @@ fetch_in = function(conn, session, tool, group, n, key, deadline)
       order[#order + 1] = i
     end
   end
-  local ids = {}
-  for _, i in ipairs(order) do
-    ids[i] = conn:send("DOM.describeNode", { objectId = oids[i] }, session, deadline)
-  end
-  local backend = {}
-  for _, i in ipairs(order) do
-    local d = conn:await(ids[i], deadline, "DOM.describeNode")
-    local b = type(d) == "table" and type(d.node) == "table" and d.node.backendNodeId
-    if type(b) == "number" then backend[i] = b end
-  end
-  return backend
+  return element.backend_ids(conn, session, oids, order, deadline)
 end
 
 local function not_settled(tool)

@@ -7,7 +7,7 @@
 
 require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
-local tostring, setmetatable = tostring, setmetatable
+local tostring, setmetatable, ipairs, type = tostring, setmetatable, ipairs, type
 
 local M = {}
 
@@ -29,6 +29,24 @@ M.is_element = require("devtools_tools.schema.values").is_element
 -- start of its text content, at most 80 characters), frame ({id, url, origin}), and the document it belongs to: _page, _frame_id, _loader.
 function M.new(fields)
   return setmetatable(fields, Element)
+end
+
+-- backend_ids(conn, session, oids, order, deadline) -> {[i] = backend node
+-- id}: the nodes of the remote objects oids[i] (i in order), described at
+-- once (all sent, then all awaited); one that is no node is left out. What
+-- a tool's result and page:evaluate{elements = true} both take elements by.
+function M.backend_ids(conn, session, oids, order, deadline)
+  local ids = {}
+  for _, i in ipairs(order) do
+    ids[i] = conn:send("DOM.describeNode", { objectId = oids[i] }, session, deadline)
+  end
+  local backend = {}
+  for _, i in ipairs(order) do
+    local d = conn:await(ids[i], deadline, "DOM.describeNode")
+    local b = type(d) == "table" and type(d.node) == "table" and d.node.backendNodeId
+    if type(b) == "number" then backend[i] = b end
+  end
+  return backend
 end
 
 -- stale(el) -> true when the element's document is gone
