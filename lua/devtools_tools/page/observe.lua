@@ -583,9 +583,10 @@ function M.dispatch(page, method, params, session)
     end
   elseif method == "Inspector.targetCrashed" and (session == nil or session == page.session) then
     emit(st, st.listeners.crashed, "crashed", { url = page.url })
-  elseif method == "Target.attachedToTarget" and params.targetInfo
-      and params.targetInfo.type == "iframe" then
-    -- An out-of-process iframe: its requests and messages are ours too.
+  elseif method == "Target.attachedToTarget" and params.sessionId ~= nil
+      and page.child_sessions[params.sessionId] then
+    -- An out-of-process iframe the page kept (not one already removed):
+    -- its requests and messages are ours too.
     for _, m in ipairs(ENABLE) do
       page.conn:send_nowait(m, m == "Network.enable" and M.network_params(page) or nil, params.sessionId)
     end
