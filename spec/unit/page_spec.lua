@@ -177,15 +177,19 @@ describe("page (fake transport)", function()
     assert.equal(1, page:evaluate("1"))
     assert.equal(1, fake:count("Runtime.terminateExecution"))
     -- an idle page is left alone: its probe answered, or its answer on its
-    -- way (10 ms) when the next call starts
+    -- way when the next call starts (10 ms; 200 ms, as a busy machine
+    -- answers, where 50 ms were once given and another task's tool stopped)
     local core = require "devtools_tools.core"
-    local probe_answers = {
-      function() return { result = { type = "number", value = 0 } } end,
-      function(msg, session, f)
-        f.later[#f.later + 1] = { at = core.now() + 0.01, msg = { id = msg.id, sessionId = session,
+    local function answer_after(s)
+      return function(msg, session, f)
+        f.later[#f.later + 1] = { at = core.now() + s, msg = { id = msg.id, sessionId = session,
           result = { result = { type = "number", value = 0 } } } }
         return F.NO_REPLY
-      end,
+      end
+    end
+    local probe_answers = {
+      function() return { result = { type = "number", value = 0 } } end,
+      answer_after(0.01), answer_after(0.2),
     }
     for _, answer in ipairs(probe_answers) do
       fake.on["Runtime.evaluate"] = function(p, session, msg, f)

@@ -387,7 +387,7 @@ function M.attach(browser, target_id, deadline, opts)
   local self = setmetatable({
     browser = browser, conn = conn, target_id = target_id, session = r.sessionId,
     url = "about:blank", frames = {}, contexts = {}, loaded = {}, load_order = {}, nav_count = 0, nav_requested = {},
-    child_sessions = {}, worker_sessions = {}, _attach_seq = 1, epoch = 0, _probes = {},
+    child_sessions = {}, worker_sessions = {}, _attach_seq = 1, epoch = 0, _probes = {}, _probe_sent = {},
     _removed = {}, _removed_order = {},
     _frame_watch = setmetatable({}, { __mode = "k" }),
   }, Page)
@@ -493,19 +493,24 @@ function Page:_timed_out(session)
   if ok then
     conn:keep(id)
     self._probes[session] = id
+    self._probe_sent[session] = now()
   end
 end
 
 -- _unstick(): before the next call, a session whose probe has no answer is
 -- still running the script that timed out: stop it (Runtime.terminateExecution)
 -- so the page answers again. An idle page is left alone: terminating there
--- would cut short whatever script of the page runs next. So the probe's
--- answer, if it is on its way, is given PROBE_GRACE to come; and while a
--- request sent before the probe still has a caller waiting for it (another
--- task's tool may be what keeps the page busy), the page is left alone and
--- the probe asked again at the next call. Those requests have deadlines:
--- once they are answered or given up, the page is stopped.
-local PROBE_GRACE = 0.05
+-- would cut short whatever script of the page runs next (another task's
+-- tool: "Internal error"). So the probe's answer, if it is on its way, is
+-- given until the probe is PROBE_AGE old, and at least PROBE_GRACE from
+-- now: a busy machine is slow to answer even an idle page (under three make
+-- tests at once a probe took more than the 50 ms once given, and another
+-- task's tool was stopped). And while a request sent before the probe still
+-- has a caller waiting for it (another task's tool may be what keeps the
+-- page busy), the page is left alone and the probe asked again at the next
+-- call. Those requests have deadlines: once they are answered or given up,
+-- the page is stopped.
+local PROBE_GRACE, PROBE_AGE = 0.05, 1
 
 function Page:_unstick(deadline)
   if next(self._probes) == nil then return end
@@ -517,11 +522,11 @@ function Page:_unstick(deadline)
     if self._probes[sid] ~= id then
       -- (another task's call dealt with it meanwhile)
     elseif conn.closed or not conn:waiting(id) then
-      self._probes[sid] = nil                -- answered (or forgotten): nothing runs
+      self._probes[sid], self._probe_sent[sid] = nil, nil   -- answered (or forgotten): nothing runs
       errors.catch(conn.await, conn, id, now())
     elseif not conn:waiting_before(sid, id) then
-      self._probes[sid] = nil
-      local wait = now() + PROBE_GRACE
+      local wait = math.max(now() + PROBE_GRACE, (self._probe_sent[sid] or 0) + PROBE_AGE)
+      self._probes[sid], self._probe_sent[sid] = nil, nil
       if deadline and deadline < wait then wait = deadline end
       if not errors.catch(conn.await, conn, id, wait, "Runtime.evaluate") then
         conn:send_nowait("Runtime.terminateExecution", nil, sid)
@@ -775,7 +780,7 @@ function Page:_detached()
   -- which will never come (10 pages closed after a busy tool timed out
   -- left 10 requests in the connection for good).
   for _, id in pairs(self._probes) do conn:forget(id) end
-  self._probes = {}
+  self._probes, self._probe_sent = {}, {}
   webmcp.detached(self)
 end
 
