@@ -37,6 +37,14 @@ local function oopif(page, fake, sid, tid, ctx_id)
   return context
 end
 
+-- The ids of the frames the page knows, sorted.
+local function frame_ids(page)
+  local ids = {}
+  for id in pairs(page.frames) do ids[#ids + 1] = id end
+  table.sort(ids)
+  return ids
+end
+
 local ADD = { index = 0, name = "g", tools = { { name = "add", description = "adds",
   inputSchema = { type = "object", properties = { a = { type = "number" } }, required = { "a" } } } } }
 
@@ -950,12 +958,6 @@ describe("browser (fake transport)", function()
 end)
 
 describe("frames a discovery saw go away (fake transport)", function()
-  local function frame_ids(page)
-    local ids = {}
-    for id in pairs(page.frames) do ids[#ids + 1] = id end
-    table.sort(ids)
-    return ids
-  end
 
   it("an iframe detached while discovery awaits another session's tree is not recorded again", function()
     local page, fake = open()
@@ -997,12 +999,6 @@ describe("frames a discovery saw go away (fake transport)", function()
 end)
 
 describe("iframes their parent removed (fake transport)", function()
-  local function frame_ids(page)
-    local ids = {}
-    for id in pairs(page.frames) do ids[#ids + 1] = id end
-    table.sort(ids)
-    return ids
-  end
   local function sent(fake, method, session)
     local out = {}
     for _, m in ipairs(fake.sent) do
