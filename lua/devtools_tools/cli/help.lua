@@ -35,8 +35,8 @@ that shows it (opened for it before), else a new one; without URL or --tab,
 the page used last. A URL without scheme is taken as http:// (127.0.0.1:8080).
 list, call, describe and screenshot look at a page they opened once it has
 settled: its tools unchanged and no request started or answered for 0.1 s,
-none in flight but those older than 1 s, no frame still loading; at most
-3 s after its load event.
+none in flight but those older than 1 s, no frame still loading, and its
+script idle (an idle callback ran); at most 3 s after its load event.
 Exit status: 0 success, 1 an error (stderr: "devtools-tools: CODE: message"),
 2 a usage error, 130 interrupted (the browser it launched is closed first);
 browser status: 3 when none runs.
