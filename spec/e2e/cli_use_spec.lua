@@ -204,6 +204,12 @@ describe("devtools-tools as people use it", function()
       assert.equal("child-widget", groups[1].name)
     end)
 
+    it("a page busy past the settling time is waited for, never stopped as a stuck one", function()
+      local out, err, rc = run("call --compact " .. server.url("/settle_stuck.html") .. " late")
+      assert.equal(0, rc, err)
+      assert.equal('"ran"\n', out)
+    end)
+
     it("waits for a frame that is still loading, though it sends nothing for longer than the quiet time", function()
       local out, err, rc = run("list --json " .. server.url("/settle_frame.html"))
       assert.equal(0, rc, err)

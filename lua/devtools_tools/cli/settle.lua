@@ -98,13 +98,17 @@ new Promise((r) => typeof requestIdleCallback === 'function'
 
 -- caught_up(self, stop_at) -> true when the page answered an idle callback
 -- with no event of ours before, false when an event came, nil when
--- stop_at came first. What the page's own script says (it replaced
--- requestIdleCallback, it navigated): the wait goes on as after an event.
+-- stop_at came first. Whatever the page's script made of it (it replaced
+-- requestIdleCallback or Promise), an answer means its thread got there;
+-- an error (it navigated) is taken as an event. Sent raw (page:cdp): a
+-- page busy past MAX is looked at as it is, not taken for a stuck one
+-- whose script the next call would stop (as page:evaluate's timeout does).
 local function caught_up(self, stop_at)
   local seen, t = self.seen, now()
   local ms = math.floor((stop_at - t) * 1000)
   if ms <= 0 then return nil end
-  local ok, e = pcall(self.page.evaluate, self.page, IDLE:format(ms), { timeout = stop_at - t })
+  local ok, e = pcall(self.page.cdp, self.page, "Runtime.evaluate",
+    { expression = IDLE:format(ms), awaitPromise = true, returnByValue = true }, { timeout = stop_at - t })
   if not ok and dt.is_error(e) and e.code == "timeout" then return nil end
   if not ok and not dt.is_error(e) then error(e, 0) end
   return ok and self.seen == seen
