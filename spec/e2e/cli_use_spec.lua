@@ -471,14 +471,22 @@ describe("devtools-tools as people use it", function()
         local ok, st = pcall(dt.json.decode, cli.slurp(state_file))
         return ok and type(st) == "table" and st or nil
       end
-      local function browsers()          -- Chromium's browser processes (not its helpers) of this tmp/
-        local n = 0
+      -- The Chromiums of this tmp/: browser processes (not its helpers,
+      -- --type=...), counted by profile: one launch, one profile. (Counting
+      -- processes counted a helper just forked by the browser, before its
+      -- exec, with the browser's command line: 2 in round 13 under three
+      -- make tests at once. A helper's title is rewritten, spaces for NULs.)
+      local function browsers()
+        local n, seen = 0, {}
         for _, pid in ipairs(inst:left_behind()) do
           local cf = io.open("/proc/" .. pid .. "/cmdline")
           local cmd = cf and cf:read("*a") or ""
           if cf then cf:close() end
-          if cmd:find("--remote-debugging-port", 1, true) and not cmd:find("--type=", 1, true)
-              and not cmd:find("sleep", 1, true) and not cmd:find("silent-chromium", 1, true) then
+          local profile = cmd:match("%-%-user%-data%-dir=([^%z ]+)")
+          if profile and cmd:find("--remote-debugging-port", 1, true) and not cmd:find("--type=", 1, true)
+              and not cmd:find("sleep", 1, true) and not cmd:find("silent-chromium", 1, true)
+              and not seen[profile] then
+            seen[profile] = true
             n = n + 1
           end
         end

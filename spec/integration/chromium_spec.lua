@@ -114,17 +114,13 @@ describe("dt.launch", function()
   end)
 
   it("a browser that does not answer within launch's timeout: timeout, and it is ended", function()
-    local function profiles()
-      local out, p = {}, io.popen("ls -d ${TMPDIR:-/tmp}/devtools_tools-profile-* 2>/dev/null")
-      for l in p:lines() do out[l] = true end
-      p:close()
-      return out
-    end
-    local before = profiles()
     local dir = core.fs.mkdtemp("dt-fake-")
     local script = dir .. "/silent-chrome"
     local f = assert(io.open(script, "w"))
-    f:write("#!/bin/sh\necho $$ > " .. dir .. "/pid\necho 'starting' >&2\nexec sleep 60\n")
+    -- (its arguments kept: the profile launch made for it, told from those
+    -- of other launches in the same TMPDIR, make tests beside this one's)
+    f:write("#!/bin/sh\necho $$ > " .. dir .. "/pid\nprintf '%s\\n' \"$@\" > " .. dir
+      .. "/args\necho 'starting' >&2\nexec sleep 60\n")
     f:close()
     os.execute("chmod +x " .. script)
     local e = H.error_of(dt.launch, { executable = script, timeout = 0.5 })
@@ -134,12 +130,17 @@ describe("dt.launch", function()
     local pf = assert(io.open(dir .. "/pid"))
     local pid = tonumber(pf:read("*l"))
     pf:close()
+    local af = assert(io.open(dir .. "/args"))
+    local profile = af:read("*a"):match("%-%-user%-data%-dir=([^\n]+)")
+    af:close()
     core.fs.rmtree(dir)
+    assert.truthy(profile, "launch gave no --user-data-dir")
     assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 10), "the browser is still running")
     assert.is_true(H.wait_for(function()
-      for d in pairs(profiles()) do if not before[d] then return false end end
-      return true
-    end, 10), "its profile is still there")
+      local d = io.open(profile .. "/.")
+      if d then d:close() end
+      return d == nil
+    end, 10), "its profile " .. profile .. " is still there")
   end)
 
   it("a close whose timeout is used up kills Chromium and leaves the rest to the reaper", function()
