@@ -134,7 +134,7 @@ function Watch:wait(left, quiet, max)
           local done = caught_up(self, stop_at)
           if done == nil then return false end
           if done then return true end
-          q = quiet
+          q, t = quiet, now()
         end
         wait_for = math.min(q, stop_at - t)
       end
