@@ -118,18 +118,23 @@ handlers["Page.navigatedWithinDocument"] = function(self, p)
   if p.frameId == self.main_frame then self.url = p.url end
 end
 
+-- remember(set, order, key, limit): key put in set, which keeps the last
+-- `limit` keys put in it (order: theirs, oldest first)
+local function remember(set, order, key, limit)
+  if set[key] then return end
+  set[key] = true
+  order[#order + 1] = key
+  if #order > limit then set[table.remove(order, 1)] = nil end
+end
+
 -- The main frame's last loads, by loader id, for navigate and reload to
 -- wait on (theirs is among the last few whatever the page does meanwhile;
 -- every load was kept: 605 after an iframe reloaded 200 times).
 local KEEP_LOADS = 16
 
 handlers["Page.lifecycleEvent"] = function(self, p, session)
-  if p.name == "load" and p.frameId == self.main_frame and (session == nil or session == self.session)
-      and not self.loaded[p.loaderId] then
-    local order = self.load_order
-    order[#order + 1] = p.loaderId
-    self.loaded[p.loaderId] = true
-    if #order > KEEP_LOADS then self.loaded[table.remove(order, 1)] = nil end
+  if p.name == "load" and p.frameId == self.main_frame and (session == nil or session == self.session) then
+    remember(self.loaded, self.load_order, p.loaderId, KEEP_LOADS)
   end
 end
 
@@ -317,14 +322,8 @@ local KEEP_REMOVED = 64
 -- 7 to 19 removed iframes per page were still attached 35 s later, each
 -- answering discovery with its old frame, which page.frames kept.
 drop_removed = function(self, ids)
-  local set, order = self._removed, self._removed_order
-  for _, fid in ipairs(ids) do
-    if not set[fid] then
-      set[fid] = true
-      order[#order + 1] = fid
-      if #order > KEEP_REMOVED then set[table.remove(order, 1)] = nil end
-    end
-  end
+  local set = self._removed
+  for _, fid in ipairs(ids) do remember(set, self._removed_order, fid, KEEP_REMOVED) end
   for sid, child in pairs(self.child_sessions) do
     if set[child.target_id] or set[child.parent_frame or false] then
       self.conn:send_nowait("Target.detachFromTarget", { sessionId = sid }, child.via)
