@@ -9,7 +9,9 @@
 --   <!-- make docs: bench -->           the performance tables, from the
 --     runs `make bench-doc` recorded in doc/performance.json;
 --
--- each up to its `<!-- end make docs -->`, in README.md and doc/*.md.
+-- each up to its `<!-- end make docs -->`, in README.md and doc/*.md; and
+-- the Lua API section of Neovim's help file, doc/devtools_tools.txt, from
+-- types/ too (see M.help).
 -- What is between the markers is replaced; what is around them is written
 -- by hand and never touched.
 --
@@ -337,6 +339,89 @@ function M.all_names(model)
   return out
 end
 
+-- ---- the help file's Lua API (doc/devtools_tools.txt) ----------------------
+
+-- Neovim's help file is the plugin's manual; its section on the library's
+-- API is written from types/ too. A help file has no comments to mark a
+-- block with, so the block is the section itself: from the line after the
+-- one tagged *devtools_tools-api* to the line before "The plugin module,".
+M.HELP = "doc/devtools_tools.txt"
+local HELP_FUNCTIONS = { "launch", "connect", "webdriver", "async", "wait_all", "sleep", "current_task",
+  "debug", "use_loop", "is_error", "is_element", "array", "now", "left" }
+local HELP_OBJECTS = { "Browser", "Page", "ToolGroup", "Tool", "Element" }
+
+local function wrap(text, width, first, rest)
+  local lines, cur = {}, first
+  local fresh = true
+  for word in text:gmatch("%S+") do
+    if not fresh and #cur + 1 + #word > width then
+      lines[#lines + 1] = cur
+      cur, fresh = rest, true
+    end
+    cur = fresh and (cur .. word) or (cur .. " " .. word)
+    fresh = false
+  end
+  lines[#lines + 1] = cur
+  return table.concat(lines, "\n")
+end
+
+local function help_tag(tag)
+  return string.rep(" ", math.max(1, 78 - #tag - 2)) .. "*" .. tag .. "*"
+end
+
+local function render_help(model)
+  local dtc = model.classes.devtools_tools
+  local out = {
+    "",
+    wrap("The editor commands are built on the library, usable from any Lua code in Neovim: "
+      .. "`local dt = require(\"devtools_tools\")`. The whole API, with the error and timeout "
+      .. "contract, is doc/api.md and doc/errors.md in the repository; LuaLS annotations are in "
+      .. "`types/devtools_tools.lua` (add the plugin directory to `workspace.library`), which this "
+      .. "section is written from (`make docs`).", 78, "", ""),
+    "",
+  }
+  for _, name in ipairs(HELP_FUNCTIONS) do
+    local fn
+    for _, f in ipairs(dtc.functions) do if f.name == name then fn = f end end
+    assert(fn, "types: no dt." .. name)
+    local args = {}
+    for _, p in ipairs(fn.params) do
+      if p.name ~= "..." then args[#args + 1] = "{" .. p.name:gsub("%?$", "") .. "}" end
+    end
+    local sig = "dt." .. name .. "(" .. table.concat(args, ", ") .. ")"
+    local head = #sig < 23 and (sig .. string.rep(" ", 24 - #sig)) or (sig .. " ")
+    out[#out + 1] = help_tag("devtools_tools." .. name .. "()")
+    out[#out + 1] = wrap(fn.desc ~= "" and fn.desc or "-", 78, head, string.rep(" ", 24))
+  end
+  out[#out + 1] = ""
+  for _, oname in ipairs(HELP_OBJECTS) do
+    local c = assert(model.classes["devtools_tools." .. oname], oname)
+    local members = {}
+    for _, f in ipairs(c.fields) do members[#members + 1] = "`." .. f.name:gsub("%?$", "") .. "`" end
+    if c.overload then members[#members + 1] = "`" .. M.RECEIVER[c.name] .. "(args)`" end
+    for _, fn in ipairs(c.functions) do
+      local args = {}
+      for _, p in ipairs(fn.params) do args[#args + 1] = p.name:gsub("%?$", "") end
+      members[#members + 1] = "`:" .. fn.name .. "(" .. table.concat(args, ", ") .. ")`"
+    end
+    local tag = "*devtools_tools-" .. oname .. "*"
+    out[#out + 1] = oname .. string.rep(" ", math.max(1, 78 - #oname - #tag)) .. tag
+    out[#out + 1] = wrap((c.desc ~= "" and (c.desc .. " ") or "") .. table.concat(members, ", ") .. ".",
+      78, "  ", "  ")
+  end
+  out[#out + 1] = ""
+  return table.concat(out, "\n") .. "\n"
+end
+
+-- help(text, model) -> the help file with its API section written anew
+function M.help(text, model)
+  local a = text:find("%*devtools_tools%-api%*\n")
+  local b = text:find("\nThe plugin module, ", a or 1, true)
+  if not (a and b) then error(M.HELP .. ": no section tagged *devtools_tools-api* ending before \"The plugin module,\"") end
+  local first = text:find("\n", a, true) + 1
+  return text:sub(1, first - 1) .. render_help(model) .. text:sub(b + 1)
+end
+
 -- ---- generated blocks -------------------------------------------------------
 
 M.OPEN = "<!-- make docs: "
@@ -424,6 +509,10 @@ function M.outdated(ctx)
     local want = M.render(text, ctx)
     if want ~= text then out[#out + 1] = { path = path, want = want } end
   end
+  ctx.model = ctx.model or M.load_types()
+  local help = assert(read(M.HELP))
+  local want = M.help(help, ctx.model)
+  if want ~= help then out[#out + 1] = { path = M.HELP, want = want } end
   return out, ctx
 end
 

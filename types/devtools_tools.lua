@@ -420,6 +420,7 @@ function dt.connect(url, opts) end
 ---@param opts? devtools_tools.ConnectOpts
 ---@return devtools_tools.Browser
 function dt.webdriver(url, capabilities, opts) end
+---True for a dt.Error (err.code, err.message, err.tool, err.details).
 ---@param x any
 ---@return boolean
 function dt.is_error(x) end
@@ -440,6 +441,8 @@ function dt.array(t) end
 function dt.use_loop(loop) end
 ---Runs fn(...) as a task, at once until its first wait; library calls inside
 ---it yield to the loop instead of blocking. on_done runs on the loop after it ends (never inside async).
+---A task:wait() from a loop callback (on_done, a luv timer) that would have to turn
+---the loop raises bad_argument: Neovim cannot wait there.
 ---@param fn fun(...): any
 ---@param on_done? fun(ok: boolean, result_or_err: any, ...)
 ---@param ... any arguments of fn
