@@ -77,11 +77,7 @@ local function decimals(s)
 end
 
 local function num(n, d)
-  local s = fmt("%." .. d .. "f", n)
-  if d == 0 and math.abs(n) >= 10000 then
-    s = s:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""):gsub("^%-,", "-")
-  end
-  return s
+  return fmt("%." .. d .. "f", n)
 end
 
 -- combine(strings) -> "median (min-max) unit" when every run printed a
@@ -100,7 +96,7 @@ local function combine(strs)
   if ok then
     local lo, hi = math.min(table.unpack(ns)), math.max(table.unpack(ns))
     local m = num(median(ns), d)
-    local u = unit ~= "" and (" " .. unit) or ""
+    local u = (unit == "" or unit:match("^[/%%]")) and unit or (" " .. unit)
     if #ns == 1 or lo == hi then return m .. u end
     return fmt("%s (%s-%s)%s", m, num(lo, d), num(hi, d), u)
   end
@@ -114,27 +110,43 @@ local function cell(s)
   return (tostring(s):gsub("|", "\\|"):gsub("µ", "u"))
 end
 
--- rows(runs) -> the rows of the run with the most, each with the strings
--- every run printed for it
+-- by_key(run) -> key -> the run's rows of that key, in order
+local function by_key(run)
+  local t = {}
+  for _, row in ipairs(run.rows) do
+    if not row.note then
+      local k = key(row.metric)
+      t[k] = t[k] or {}
+      t[k][#t[k] + 1] = row
+    end
+  end
+  return t
+end
+
+-- merged(runs) -> the rows of the run with the most, each with the strings
+-- every run printed for it (the n-th row of a key is matched with each
+-- run's n-th: "RSS after 1,000 calls" and "RSS after 10000 calls" share one)
 local function merged(runs)
   local base = runs[1]
   for _, r in ipairs(runs) do if #r.rows > #base.rows then base = r end end
+  local keyed = {}
+  for i, r in ipairs(runs) do keyed[i] = by_key(r) end
+  local seen = {}
   local out = {}
   for _, row in ipairs(base.rows) do
     if row.note then
       out[#out + 1] = { note = row.note }
     else
       local k = key(row.metric)
+      seen[k] = (seen[k] or 0) + 1
       local m = { metric = row.metric, target = row.target, value = {}, floor = {}, ratio = {}, met = {} }
-      for _, r in ipairs(runs) do
-        for _, other in ipairs(r.rows) do
-          if not other.note and key(other.metric) == k then
-            m.value[#m.value + 1] = other.value
-            m.floor[#m.floor + 1] = other.floor
-            m.ratio[#m.ratio + 1] = other.ratio
-            m.met[#m.met + 1] = other.met
-            break
-          end
+      for i = 1, #runs do
+        local other = keyed[i][k] and keyed[i][k][seen[k]]
+        if other then
+          m.value[#m.value + 1] = other.value
+          m.floor[#m.floor + 1] = other.floor
+          m.ratio[#m.ratio + 1] = other.ratio
+          m.met[#m.met + 1] = other.met
         end
       end
       out[#out + 1] = m
@@ -192,9 +204,13 @@ local function render_machine(runs)
   local mc = m.machine or {}
   local first, last = m.started or "?", (runs[#runs].meta or {}).started or "?"
   local out = {}
-  out[#out + 1] = fmt("Measured by `make bench-doc`: %d run%s of `make bench`, one after the other, "
-    .. "started %s to %s (UTC), from commit %s.", #runs, #runs == 1 and "" or "s",
-    first, last, mc.commit or "?")
+  if #runs == 1 then
+    out[#out + 1] = fmt("Measured by `make bench-doc`: one run of `make bench`, started %s (UTC), "
+      .. "from commit %s.", first, mc.commit or "?")
+  else
+    out[#out + 1] = fmt("Measured by `make bench-doc`: %d runs of `make bench`, one after the other, "
+      .. "started %s to %s (UTC), from commit %s.", #runs, first, last, mc.commit or "?")
+  end
   out[#out + 1] = ""
   out[#out + 1] = fmt("- Machine: %s core%s (%s), %s.", tostring(mc.cores or "?"),
     mc.cores == 1 and "" or "s", mc.cpu or "CPU unknown", mc.kernel or "kernel unknown")
@@ -210,8 +226,12 @@ local function render_machine(runs)
     out[#out + 1] = "- Sections that failed to run: " .. table.concat(failed, "; ") .. "."
   end
   out[#out + 1] = ""
-  out[#out + 1] = fmt("Each figure is the median of the %d runs, with the lowest and highest in "
-    .. "brackets: the run-to-run range on this machine at that load.", #runs)
+  if #runs == 1 then
+    out[#out + 1] = "Each figure is that run's: one run gives no run-to-run range (`BENCH_RUNS`)."
+  else
+    out[#out + 1] = fmt("Each figure is the median of the %d runs, with the lowest and highest in "
+      .. "brackets: the run-to-run range on this machine at that load.", #runs)
+  end
   return table.concat(out, "\n")
 end
 

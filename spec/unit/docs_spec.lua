@@ -176,6 +176,36 @@ describe("the documentation", function()
     assert.truthy(by_hand(text .. "\nA call takes 0.3 ms.\n"):find("%d"))
   end)
 
+  it("writes each bench figure as the median of the runs, with their range", function()
+    local bench = require "bench_doc"
+    local function run(v1, v2, ratio, met, load)
+      return { meta = { started = "T", loadavg_at_start = load .. " 1 1 1/1 1", loadavg_at_end = "2 2 2 1/1 1",
+          machine = { cores = 2, cpu = "CPU", commit = "abc" }, product = "Chrome/1", lua = "Lua 5.4" },
+        rows = { { metric = "call (pipe)", value = v1, floor = "100 us", ratio = ratio, target = "<= 1.2", met = met },
+          { metric = "RSS after 1,000 calls", value = v2, floor = "-", ratio = "-", target = "-", met = "-" },
+          { metric = "RSS after 10000 calls", value = "9.0 MiB", floor = "-", ratio = "-", target = "-", met = "-" },
+          { note = "a note" } }, legend = { "one", "  more", "two" } }
+    end
+    local record = { runs = { run("110 us", "7.0 MiB", "1.10", "yes", 3), run("130 us", "7.4 MiB", "1.30", "NO", 4),
+      run("120 us", "7.2 MiB", "1.20", "yes", 5) } }
+    assert.equal(table.concat({
+      "| what | value | floor | ratio | target | met |",
+      "|---|---|---|---|---|---|",
+      "| call (pipe) | 120 (110-130) us | 100 us | 1.20 (1.10-1.30) | <= 1.2 | in 2 of 3 runs |",
+      "| RSS after 1,000 calls | 7.2 (7.0-7.4) MiB | - | - | - | - |",
+      "| RSS after 10000 calls | 9.0 MiB | - | - | - | - |",
+      "",
+      "Notes the bench printed (first run):",
+      "",
+      "- a note",
+    }, "\n"), bench.render(record, "table"))
+    assert.equal("- one more\n- two", bench.render(record, "legend"))
+    local machine = bench.render(record, "machine")
+    assert.truthy(machine:find("3 runs of `make bench`", 1, true), machine)
+    assert.truthy(machine:find("as each run started: 3 1 1, 4 1 1, 5 1 1;", 1, true), machine)
+    assert.truthy(machine:find("2 cores (CPU)", 1, true), machine)
+  end)
+
   it("marks runnable only code blocks the e2e spec knows how to run", function()
     local count = 0
     for page, text in pairs(texts) do
