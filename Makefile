@@ -57,7 +57,7 @@ SUPPORT_SRCS := $(wildcard spec/support/*.c)
 SUPPORT := $(patsubst spec/support/%.c,$(BUILD)/support/%,$(SUPPORT_SRCS))
 ALL_CFLAGS = -std=c99 -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -I$(LUA_INCDIR)
 
-.PHONY: all deps deps-demo test test-gc check-c demo bench bench-jansson conformance conformance-ajv differential fixtures install rock-install uninstall clean asan asan-build fuzz valgrind nvim
+.PHONY: all deps deps-demo test test-gc check-c demo bench bench-jansson conformance conformance-ajv lint differential fixtures install rock-install uninstall clean asan asan-build fuzz valgrind nvim
 
 all: $(MODULE)
 
@@ -182,6 +182,13 @@ conformance: all
 conformance-ajv:
 	@DIFF_CACHE=$$(sh tools/differential/setup.sh) && export DIFF_CACHE && \
 	node tools/differential/suite.js "$(JSON_SCHEMA_TEST_SUITE)" spec/conformance-tolerated.txt
+
+# luacheck (Debian's lua-check) over the project's Lua, as .luacheckrc
+# says: the library and the command line, the specs, the examples and the
+# Neovim plugin.
+LUACHECK ?= luacheck
+lint:
+	$(LUACHECK) --no-color -q lua spec bin/devtools-tools examples plugin
 
 # Rebuilds the committed fixture apps (spec/fixtures/apps/) from the npm packages tools/fixtures/ locks (needs node and npm).
 fixtures:

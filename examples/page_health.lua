@@ -50,7 +50,8 @@ local ok, err = pcall(function()
   print(("== console: %d warning(s) and error(s)"):format(#msgs))
   rows = {}
   for _, m in ipairs(msgs) do
-    local where = m.location and m.location.url and (m.location.url:match("[^/]*$") .. ":" .. tostring((m.location.line or 0) + 1)) or ""
+    local loc = m.location
+    local where = loc and loc.url and (loc.url:match("[^/]*$") .. ":" .. tostring((loc.line or 0) + 1)) or ""
     -- a browser log entry says where it comes from (network, violation, ...)
     local kind = m.type == "entry" and m.source or m.type
     rows[#rows + 1] = { m.level, kind, (m.text:gsub("\n.*", " ...")), where }

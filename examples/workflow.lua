@@ -184,8 +184,8 @@ function M.run(page, opts)
     end
     if #ids > 0 then
       findings[#findings + 1] = { bug = "backend-taxes-shipping-history", line = (
-        "orders %s were overcharged the same way (each pays shipping); orders with free shipping (%s) are right"):format(
-        table.concat(ids, ", "), table.concat(free, ", ")) }
+        "orders %s were overcharged the same way (each pays shipping); "
+        .. "orders with free shipping (%s) are right"):format(table.concat(ids, ", "), table.concat(free, ", ")) }
     end
   end
 

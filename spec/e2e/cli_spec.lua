@@ -620,7 +620,7 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
       assert.matches("^ws://127%.0%.0%.1:%d+/devtools/browser/", out)
       assert.same({}, H.live_with_arg(st.profile))
       assert.is_false(H.exists(st.profile))
-      _, err, rc = run("browser stop")
+      out, err, rc = run("browser stop")
       assert.equal(0, rc, err)
     end)
 
@@ -676,8 +676,8 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", r.count, " ", tostring(dt.is_er
       assert.equal(0, rc, err)
       assert.equal(("running pid %d %s\n"):format(st.pid, endpoint), out)
       -- start again: the same browser
-      out, _, rc = run("browser start")
-      assert.equal(0, rc)
+      out, err, rc = run("browser start")
+      assert.equal(0, rc, err)
       assert.equal(endpoint .. "\n", out)
 
       -- one command opens the page and changes its state; the next finds the

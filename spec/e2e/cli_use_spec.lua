@@ -533,12 +533,12 @@ describe("devtools-tools as people use it", function()
     it("records its profile by an absolute path: a relative TMPDIR is taken from where it started", function()
       local a = inst.dir .. "/a"
       assert(os.execute("mkdir -p " .. shq(a .. "/rel")))
-      local out, err, rc = run("browser start", { cwd = a, tmpdir = "rel" })
+      local _, err, rc = run("browser start", { cwd = a, tmpdir = "rel" })
       assert.equal(0, rc, err)
       local st = dt.json.decode(cli.slurp(inst.dir .. "/state/devtools-tools/browser.json"))
       assert.equal(a .. "/rel/", st.profile:sub(1, #a + 5))
       assert.is_true(H.exists(st.profile))
-      out, err, rc = run("browser stop", { cwd = "/tmp" })     -- elsewhere
+      _, err, rc = run("browser stop", { cwd = "/tmp" })     -- elsewhere
       assert.equal(0, rc, err)
       assert.is_true(H.wait_for(function() return #H.live_with_arg(st.profile) == 0 end, 10))
       assert.is_false(H.exists(st.profile))

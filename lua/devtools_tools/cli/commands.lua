@@ -162,7 +162,9 @@ local function url_and_tool(words, cmd)
     url = as_url(table.remove(words, 1))
   end
   local name = table.remove(words, 1)
-  if not name then usage("which tool? devtools-tools " .. cmd .. " [URL] TOOL" .. (cmd == "call" and " [ARGS]" or ""), cmd) end
+  if not name then
+    usage("which tool? devtools-tools " .. cmd .. " [URL] TOOL" .. (cmd == "call" and " [ARGS]" or ""), cmd)
+  end
   return url, name
 end
 
@@ -193,7 +195,7 @@ end
 -- its whole input schema.
 local MAX_TEXT = 20000
 
-local function describe_text(ctx, tool)
+local function describe_text(tool)
   local g = tool.group or {}
   local lines = { clean(tool.name) .. "  (" .. (tool.kind or g.kind or "devtools") .. " tool of group "
     .. text.brief(clean(g.name), 200) .. ", frame " .. text.brief(clean(g.frame and g.frame.url), 300) .. ")", "" }
@@ -226,7 +228,8 @@ local function describe_text(ctx, tool)
           if i > 200 then vals[#vals + 1] = "... (" .. (#enum - 200) .. " more)" break end
           vals[#vals + 1] = pretty.encode(v, { indent = false })
         end
-        lines[#lines + 1] = "  " .. pad("", wname) .. "  allowed: " .. clean(text.bounded(table.concat(vals, ", "), MAX_TEXT))
+        lines[#lines + 1] = "  " .. pad("", wname) .. "  allowed: "
+          .. clean(text.bounded(table.concat(vals, ", "), MAX_TEXT))
       end
       if rawget(s, "default") ~= nil then
         local ok, dv = pcall(pretty.encode, rawget(s, "default"), { indent = false })
@@ -260,7 +263,7 @@ function M.describe(ctx)
         inputSchema = tool.input_schema, annotations = tool.annotations,
         group = { name = g.name, kind = g.kind, frame = { url = g.frame and g.frame.url } } })
     else
-      ctx.out:emit(describe_text(ctx, tool), "\n")
+      ctx.out:emit(describe_text(tool), "\n")
     end
     return 0
   end)

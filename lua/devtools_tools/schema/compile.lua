@@ -170,7 +170,9 @@ end
 -- Registers the $ids (base URIs and plain-name anchors) of a document.
 function Compiler:scan(node, outer, depth)
   depth = (depth or 0) + 1
-  if depth > MAX_NESTING then bad(outer ~= "" and outer or "#", "schemas nested more than " .. MAX_NESTING .. " deep") end
+  if depth > MAX_NESTING then
+    bad(outer ~= "" and outer or "#", "schemas nested more than " .. MAX_NESTING .. " deep")
+  end
   if type(node) ~= "table" or self.scanned[node] then return end
   self.scanned[node] = true
   local inner = outer
