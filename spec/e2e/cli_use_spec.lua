@@ -311,6 +311,28 @@ describe("devtools-tools as people use it", function()
       assert.is_true(longest > 150, out)
     end)
 
+    it("in a pipe, prints each line whole: every first sentence uncut, as the docs say", function()
+      local out, err, rc = run("list " .. app.url, { env = "env -u COLUMNS" })
+      assert.equal(0, rc, err)
+      local js
+      js, err, rc = run("list --json " .. app.url)
+      assert.equal(0, rc, err)
+      local first = require("devtools_tools.present.text").first_sentence
+      local n, long = 0, 0
+      for _, g in ipairs(dt.json.decode(js)) do
+        local texts = { type(g.description) == "string" and g.description or nil }
+        for _, t in ipairs(g.tools) do texts[#texts + 1] = t.description end
+        for _, d in ipairs(texts) do
+          local s = first(d, math.huge)
+          n = n + 1
+          if #s > 100 then long = long + 1 end
+          assert.truthy(out:find(s .. "\n", 1, true), s)      -- each ends its line, whole
+        end
+      end
+      assert.is_true(n > 10 and long >= 3, n .. " sentences, " .. long .. " over 100 bytes")
+      assert.is_nil(out:find("...\n", 1, true), out)
+    end)
+
     it("call TOOL --help and describe print one tool's description and whole schema", function()
       local out, err, rc = run("call " .. url .. " types --help")
       assert.equal(0, rc, err)

@@ -39,11 +39,13 @@ end
 
 -- ---- list ----------------------------------------------------------------------------
 
--- The table shows a description's first sentence, cut to the terminal's
--- width (at most 100 bytes where the output is no terminal: the whole text
--- is in --json); a summary of arguments wider than 40 columns does not
--- widen the column for the others; a name is bounded too.
-local MAX_DESC, MAX_ARGS, MAX_NAME = 100, 40, 200
+-- The table shows a description's first sentence: each line cut to the
+-- terminal's width (or COLUMNS), and whole where the output is no terminal
+-- (a pipe, a file: what grep and cut are given), a sentence being bounded
+-- only against a page's flood (2000 bytes; the whole text is in --json); a
+-- summary of arguments wider than 40 columns does not widen the column for
+-- the others; a name is bounded too.
+local MAX_DESC, MAX_ARGS, MAX_NAME = 2000, 40, 200
 
 local function print_list(ctx, groups)
   if #groups == 0 then
@@ -51,7 +53,6 @@ local function print_list(ctx, groups)
     return
   end
   local cols = ctx.out:width()
-  local max_desc = cols and 2000 or MAX_DESC
   -- each tool's schema on a budget of its own, all within one second: a
   -- hostile schema is cut without cutting the others
   local deadline = dt.now() + 1
@@ -61,7 +62,7 @@ local function print_list(ctx, groups)
     for _, t in ipairs(g.tools) do
       local row = { name = (text.bounded(clean(t.name), MAX_NAME)),
         args = pschema.summary(t.input_schema, pschema.budget({ deadline = deadline })),
-        desc = text.first_sentence(t.description, max_desc) }
+        desc = text.first_sentence(t.description, MAX_DESC) }
       rows[t] = row
       wname = math.max(wname, width(row.name))
       local n = width(row.args)
@@ -74,7 +75,7 @@ local function print_list(ctx, groups)
     if i > 1 then lines[#lines + 1] = "" end
     local head = text.bounded(clean(g.name), MAX_NAME)
     if type(g.description) == "string" and g.description ~= "" then
-      head = head .. " - " .. text.first_sentence(g.description, max_desc)
+      head = head .. " - " .. text.first_sentence(g.description, MAX_DESC)
     end
     lines[#lines + 1] = fit(head, cols)
     lines[#lines + 1] = fit("  frame " .. text.bounded(clean(g.frame and g.frame.url), 2000), cols)

@@ -70,7 +70,8 @@ Discovers the tools of the page (in every frame) and prints, per group, its
 frame and its tools with the first sentence of their descriptions and a
 one-line summary of their arguments ([name: type] is optional, {...} takes
 any object, an enum shows its values or 'one of N: "a", "b", ...'). On a
-terminal (or with COLUMNS set) each line is cut to its width.
+terminal (or with COLUMNS set) each line is cut to its width; in a pipe or
+a file, lines are whole.
   --json   a JSON array of groups:
            [{"name", "kind", "description", "frame": {"url"},
              "tools": [{"name", "description", "inputSchema", "annotations"}]}]
