@@ -108,6 +108,11 @@ describe("devtools-tools", function()
         { "eval --connect 127.0.0.1:9222 " .. url .. " 1", "--connect 127.0.0.1:9222: expected http(s)://" },
         { "screenshot --element= " .. url .. " /tmp/x.png", "--element needs a value, not an empty one" },
         { "browser restart", "unknown browser command restart" },
+        -- a mistyped command: the one it most likely meant
+        { "lst " .. url, "unknown command lst; did you mean list?" },
+        { "-q dscribe " .. url .. " types", "unknown command dscribe; did you mean describe?" },
+        { "scr " .. url .. " /tmp/x.png", "unknown command scr; did you mean screenshot?" },
+        { "browser strat", "unknown browser command strat; did you mean start?" },
         { "list", "a URL is needed" },
         { "--timeout 5", "options but no command" },
         { "-q --timeout 7 frobnicate", "unknown command frobnicate" },
@@ -127,6 +132,9 @@ describe("devtools-tools", function()
         assert.matches("--help`", err, 1, true)
         assert.is_true(#err < 400, c[1] .. ": " .. #err .. " bytes")
       end
+      -- nothing near: no guess
+      local _, err = run("frobnicate")
+      assert.equal("devtools-tools: unknown command frobnicate\nTry `devtools-tools --help`.\n", err)
     end)
   end)
 

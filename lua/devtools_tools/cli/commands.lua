@@ -385,7 +385,9 @@ function M.browser(ctx)
   elseif sub == "stop" then return background.stop(ctx)
   elseif sub == "status" then return background.status(ctx)
   end
-  usage("unknown browser command " .. sub .. " (start, stop or status)", "browser")
+  local meant = text.nearest(sub, { "start", "stop", "status" })
+  usage("unknown browser command " .. clean(sub) .. (meant and ("; did you mean " .. meant .. "?") or "")
+    .. " (start, stop or status)", "browser")
 end
 
 -- ---- tabs --------------------------------------------------------------------------------
@@ -406,12 +408,14 @@ function M.mcp(ctx)
   return mcpcmd.run(ctx)
 end
 
+-- The commands, in the order help lists them.
+M.NAMES = { "list", "call", "describe", "eval", "run", "screenshot", "tabs", "browser", "mcp" }
+local COMMANDS = {}
+for _, name in ipairs(M.NAMES) do COMMANDS[name] = true end
+
 -- get(name) -> the command of that name, or nil
 function M.get(name)
-  if name == "list" or name == "call" or name == "eval" or name == "run" or name == "screenshot"
-      or name == "browser" or name == "mcp" or name == "describe" or name == "tabs" then
-    return M[name]
-  end
+  if COMMANDS[name] then return M[name] end
 end
 
 return M
