@@ -86,6 +86,28 @@ describe("devtools-tools as people use it", function()
       assert.equal('{"n":[1,2.5,null]}\n', out)
     end)
 
+    it("eval takes await at the top level, as the DevTools console does", function()
+      local out, err, rc = run("eval " .. app.url .. " 'await fetch(\"/api/products\").then(r => r.status)'")
+      assert.equal(0, rc, err)
+      assert.equal("200\n", out)
+      -- statements: the value of the last one
+      out, err, rc = run("eval --compact " .. app.url
+        .. " 'const r = await fetch(\"/api/products\"); const j = await r.json(); [r.ok, typeof j]'")
+      assert.equal(0, rc, err)
+      assert.equal('[true,"object"]\n', out)
+      -- without await, a promise is awaited as before
+      out, err, rc = run("eval " .. app.url .. " 'fetch(\"/api/products\").then(r => r.status)'")
+      assert.equal(0, rc, err)
+      assert.equal("200\n", out)
+      -- a real syntax error is still one, and so is what the awaited promise rejects with
+      out, err, rc = run("eval " .. app.url .. " 'await fetch(('")
+      assert.equal(1, rc)
+      assert.matches("^devtools%-tools: js_error: SyntaxError", err)
+      out, err, rc = run("eval " .. app.url .. " 'await Promise.reject(new Error(\"nope\"))'")
+      assert.equal(1, rc)
+      assert.matches("^devtools%-tools: js_error: Error: nope", err)
+    end)
+
     it("a dt.Error a run script raises shows the script's line, and its schema errors", function()
       local script = inst.dir .. "/raises.lua"
       local f = assert(io.open(script, "w"))

@@ -301,6 +301,22 @@ function M.screenshot(ctx)
   end)
 end
 
+-- Top-level await, as in the DevTools console: an expression that does
+-- not parse as a script and uses `await` is read again in the console's
+-- way (nothing ran the first time: a syntax error stops a script before
+-- it starts). Not every time, since that way a promise the code ends with
+-- is not awaited (`fetch(u).then(r => r.status)` gives {}).
+local function evaluate(ctx, page, expr)
+  -- (DOM elements in the value shown as a tool's result shows them)
+  local ok, v = pcall(page.evaluate, page, expr, { timeout = ctx.left(), elements = true })
+  if ok then return v end
+  if dt.is_error(v) and v.code == "js_error" and tostring(v.message):match("^SyntaxError")
+      and expr:find("%f[%w_$]await%f[^%w_$]") then
+    return page:evaluate(expr, { timeout = ctx.left(), elements = true, repl = true })
+  end
+  error(v, 0)
+end
+
 function M.eval(ctx)
   local words = words_of(ctx)
   local url, expr
@@ -310,8 +326,7 @@ function M.eval(ctx)
   need_target(ctx, url, "eval")
   return with_page(ctx, url, function(_, page)
     ctx.progress:step("evaluating")
-    -- (DOM elements in the value shown as a tool's result shows them)
-    local v = page:evaluate(expr, { timeout = ctx.left(), elements = true })
+    local v = evaluate(ctx, page, expr)
     ctx.progress:done()
     print_json(ctx, v)
     return 0

@@ -108,7 +108,9 @@ Usage: devtools-tools eval [URL] EXPR [--compact] [options]
 Evaluates a JavaScript expression in the page's main frame (a promise is
 awaited) and prints its value as indented JSON, as JSON.stringify writes
 it; a DOM element in it is shown as a tool's result shows one:
-"Element(div#cart)".
+"Element(div#cart)". `await` may stand at the top level, as in the
+DevTools console ('const r = await fetch("/api"); r.status'); then a
+promise the code ends with is not awaited.
 
 ]],
   run = [[
