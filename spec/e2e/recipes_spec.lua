@@ -1,6 +1,8 @@
 -- The recipes in examples/ run from any directory, under Lua 5.4 and
--- LuaJIT, finding the library in the checkout they sit in.
+-- LuaJIT, finding the library in the checkout they sit in; when the C core
+-- is not built for the interpreter, they say which build it needs.
 
+local core = require "devtools_tools.core"
 local app_server = require "support.app_server"
 local H = require "helper"
 
@@ -71,5 +73,32 @@ describe("the workflow under the command line", function()
     assert.matches("== diagnosis", out, 1, true)
     assert.matches("the badge counts line items, not quantities", out, 1, true)
     assert.matches("order 1048: subtotal 61.49 + tax 4.92 + shipping 5.99 = 72.40", out, 1, true)
+  end)
+end)
+
+describe("recipes without the C core built for their interpreter", function()
+  -- a copy of the checkout with nothing built in it
+  local dir
+  setup(function()
+    dir = assert(core.fs.mkdtemp("dt-nocore-"))
+    local out, rc = H.sh(("cp -r %s/lua %s/examples %s/Makefile %s/"):format(root, root, root, dir))
+    assert.equal(0, rc, out)
+  end)
+  teardown(function() core.fs.rmtree(dir) end)
+
+  it("name the build each needs and where to run it", function()
+    local env = "env -u DEVTOOLS_TOOLS_BUILD -u LUA_PATH -u LUA_CPATH"
+    for _, c in ipairs({ { "luajit", "LuaJIT", "make LUA=luajit" }, { "lua5.4", "Lua 5.4", "make" } }) do
+      local out, rc = H.sh(("cd / && %s %s %s/examples/feature_flags.lua http://127.0.0.1:1/"):format(env, c[1], dir))
+      assert.equal(1, rc, out)
+      assert.matches(c[1] .. ": devtools_tools: the C core is not built for " .. c[2] .. ": run `" .. c[3]
+        .. "` in " .. dir .. "\nmodule 'devtools_tools.core' not found:", out, 1, true)
+    end
+    -- a core built for another Lua: said so
+    local out, rc = H.sh(("cd / && DEVTOOLS_TOOLS_BUILD=%s/build/lua5.4 luajit %s/examples/state_path.lua "
+      .. "http://127.0.0.1:1/"):format(root, dir))
+    assert.equal(1, rc, out)
+    assert.matches("luajit: devtools_tools: the C core was built for another Lua than LuaJIT: run "
+      .. "`make LUA=luajit` in " .. dir .. "\n", out, 1, true)
   end)
 end)
