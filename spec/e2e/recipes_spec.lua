@@ -1,10 +1,14 @@
 -- The recipes in examples/ run from any directory, under Lua 5.4 and
--- LuaJIT, finding the library in the checkout they sit in; when the C core
--- is not built for the interpreter, they say which build it needs.
+-- LuaJIT, finding the library in the checkout they sit in, and each
+-- through `devtools-tools run NAME.lua URL [ARGS]` as well as alone; when
+-- the C core is not built for the interpreter, they say which build it
+-- needs.
 
 local core = require "devtools_tools.core"
 local app_server = require "support.app_server"
 local H = require "helper"
+
+local function shq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
 local root = io.popen("pwd"):read("*l")
 
@@ -55,25 +59,56 @@ describe("recipes run without their arguments", function()
     end
     local out, rc = H.sh(("cd / && lua5.4 %s/examples/fleet.lua --bogus </dev/null"):format(root))
     assert.equal(2, rc, out)
-    assert.equal("unknown option --bogus\nusage: fleet.lua [--pages N] [--browsers M] [--connect URL]..."
-      .. " [--webdriver URL] [APP_URL]\n", out)
+    assert.equal("unknown option --bogus\nusage: fleet.lua [APP_URL] [--pages N] [--browsers M] [--connect URL]..."
+      .. " [--webdriver URL]\n", out)
   end)
 end)
 
-describe("the workflow under the command line", function()
-  local server
-  -- a fresh database: the workflow places an order
-  setup(function() server = assert(app_server.start()) end)
-  teardown(function() server:stop() end)
-
-  it("runs with the page `devtools-tools run` gives it", function()
-    local out, rc = H.sh(("cd / && env -u DEVTOOLS_TOOLS_BUILD XDG_STATE_HOME=/nonexistent lua5.4 %s/bin/devtools-tools run %s/examples/workflow.lua %s"):format(
-      root, root, server.url))
-    assert.equal(0, rc, out)
-    assert.matches("== diagnosis", out, 1, true)
-    assert.matches("the badge counts line items, not quantities", out, 1, true)
-    assert.matches("order 1048: subtotal 61.49 + tax 4.92 + shipping 5.99 = 72.40", out, 1, true)
+describe("every recipe through devtools-tools run NAME.lua URL [ARGS]", function()
+  -- each against a fresh app (some change its data), in a browser the
+  -- command launches, with TMPDIR of its own: what it leaves is found there
+  local server, tmp
+  before_each(function()
+    server = assert(app_server.start())
+    tmp = assert(core.fs.mkdtemp("dt-recipes-"))
   end)
+  after_each(function()
+    server:stop()
+    H.wait_for(function() return #H.live_with_arg(tmp) == 0 end, 5)
+    assert.same({}, H.live_with_arg(tmp))
+    core.fs.rmtree(tmp)
+  end)
+
+  -- run(args) -> output (stdout and stderr), exit status
+  local function run(args)
+    return H.sh(("cd / && env -u DEVTOOLS_TOOLS_BUILD TMPDIR=%s XDG_STATE_HOME=/nonexistent timeout 120 lua5.4 "
+      .. "%s/bin/devtools-tools run %s"):format(shq(tmp), root, args:gsub("URL", server.url)))
+  end
+
+  -- the recipe's page is the command's: no second browser, and its own
+  -- arguments come after the URL (or after --), defaults without them
+  local cases = {
+    { "feature_flags.lua URL", "feature flags of user 1", "beta%-search%-v2 +true +server" },
+    { "db_query.lua URL", "^orders: 5 rows\n" },
+    { "db_query.lua URL leads 2", "^leads: 2 rows\n" },
+    { "state_path.lua URL", '^auth%.user = {.*"name":"Dana Whitfield"' },
+    { "state_path.lua URL -- cart.items", "^cart%.items = %[%]\n$" },
+    { "cache_stats.lua URL", "^reassigned lead 101 %(Northwind Traders%) from Ava Chen to ", "\n  change +0 +8 " },
+    { "cache_stats.lua URL 103", "^reassigned lead 103 " },
+    { "--webmcp page_health.lua URL getFeatureFlags", "\n  webmcp +webmcp ", "\ngetFeatureFlags %-> {",
+      "== console: 0 warning", "== failed requests: 0\n$" },
+    { "--webmcp workflow.lua URL", "== diagnosis", "the badge counts line items, not quantities" },
+    { "--webmcp demo.lua URL", "the backend taxes shipping", "demo finished" },
+    { "fleet.lua URL -- --pages 2 --browsers 1", "^1 browsers ready; running the workflow on 2 pages at ",
+      "2 pages on 1 browsers: 2 found all 3 bugs, 0 failed" },
+  }
+  for _, c in ipairs(cases) do
+    it(c[1], function()
+      local out, rc = run(c[1]:gsub("(%S+%.lua)", root .. "/examples/%1", 1))
+      assert.equal(0, rc, out)
+      for i = 2, #c do assert.matches(c[i], out) end
+    end)
+  end
 end)
 
 describe("recipes without the C core built for their interpreter", function()
@@ -100,5 +135,21 @@ describe("recipes without the C core built for their interpreter", function()
     assert.equal(1, rc, out)
     assert.matches("luajit: devtools_tools: the C core was built for another Lua than LuaJIT: run "
       .. "`make LUA=luajit` in " .. dir .. "\n", out, 1, true)
+  end)
+end)
+
+describe("the workflow under the command line", function()
+  local server
+  -- a fresh database: the workflow places an order
+  setup(function() server = assert(app_server.start()) end)
+  teardown(function() server:stop() end)
+
+  it("runs with the page `devtools-tools run` gives it", function()
+    local out, rc = H.sh(("cd / && env -u DEVTOOLS_TOOLS_BUILD XDG_STATE_HOME=/nonexistent lua5.4 %s/bin/devtools-tools run %s/examples/workflow.lua %s"):format(
+      root, root, server.url))
+    assert.equal(0, rc, out)
+    assert.matches("== diagnosis", out, 1, true)
+    assert.matches("the badge counts line items, not quantities", out, 1, true)
+    assert.matches("order 1048: subtotal 61.49 + tax 4.92 + shipping 5.99 = 72.40", out, 1, true)
   end)
 end)

@@ -348,11 +348,14 @@ local function script_line(script)
   end
 end
 
+-- The script runs as `lua SCRIPT.lua URL ARGS...` would: arg[1] is the
+-- page's URL (the one given, else that of the page chosen), the script's
+-- own arguments after it (those after URL, then those after --), so one
+-- script reads the same arguments either way.
 function M.run(ctx)
   local pos, rest, progress = ctx.pos, ctx.rest, ctx.progress
   local script, url = pos[1], as_url(pos[2])
-  if not script then usage("which script? devtools-tools run SCRIPT.lua [URL] [-- ARGS]", "run") end
-  if #pos > 2 then usage("run takes SCRIPT.lua [URL]; put the script's own arguments after --", "run") end
+  if not script then usage("which script? devtools-tools run SCRIPT.lua [URL] [ARGS] [-- ARGS]", "run") end
   local chunk, err = loadfile(script)
   if not chunk then usage("cannot load " .. script .. ": " .. tostring(err), "run") end
   local browser, how = target.open_browser(ctx)
@@ -360,8 +363,9 @@ function M.run(ctx)
   local ok, res = pcall(function()
     local page = target.open_page(ctx, browser, how, url)
     progress:done()
-    local sarg = { [0] = script }
-    for i, a in ipairs(rest or {}) do sarg[i] = a end
+    local sarg = { [0] = script, url or page.url }
+    for i = 3, #pos do sarg[#sarg + 1] = pos[i] end
+    for _, a in ipairs(rest or {}) do sarg[#sarg + 1] = a end
     _G.dt, _G.browser, _G.page, _G.arg = dt, browser, page, sarg
     -- modules next to the script load as in a plain `lua SCRIPT.lua` run from there
     package.path = (script:match("^(.*)/[^/]*$") or ".") .. "/?.lua;" .. package.path

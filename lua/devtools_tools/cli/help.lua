@@ -55,7 +55,7 @@ Commands:
   call [URL] TOOL [JSON | k=v | k:=json] call one tool, print its result as JSON
   describe [URL] TOOL [--json]           one tool: its description and whole schema
   eval [URL] EXPR                        evaluate JavaScript in the page
-  run SCRIPT.lua [URL] [-- ARGS]         run a Lua script with dt, browser, page set
+  run SCRIPT.lua [URL] [ARGS]            run a Lua script with dt, browser, page set
   screenshot [URL] OUT.png|.jpg|.webp    an image of the page (or of one element)
   tabs [close ID|TEXT] [--json]          the open pages of a running browser
   browser start|stop|status              keep one headless Chromium in the background
@@ -114,10 +114,12 @@ promise the code ends with is not awaited.
 
 ]],
   run = [[
-Usage: devtools-tools run SCRIPT.lua [URL] [options] [-- ARGS...]
+Usage: devtools-tools run SCRIPT.lua [URL] [ARGS...] [options] [-- ARGS...]
 
 Runs a Lua script with the globals `dt` (require "devtools_tools"), `browser`
-and `page` set, and `arg` holding SCRIPT.lua as arg[0] and ARGS after it.
+and `page` set, and `arg` as `lua SCRIPT.lua URL ARGS` sets it: SCRIPT.lua
+as arg[0], the page's URL as arg[1] (the one given, else that of the page
+chosen), then ARGS (an ARG that starts with a dash goes after --).
 The page is chosen as for the other commands (URL, --tab, the page used
 last), a blank one when there is none; it is not waited for to settle.
 Modules next to the script can be required. A dt.Error the script raises
