@@ -24,14 +24,14 @@ local function shown_dir(d)
   return s ~= "" and s or "."
 end
 
--- The C core; when this interpreter cannot load it, an error whose first
+-- Raises, when this interpreter cannot load the C core, an error whose first
 -- line says which build it needs and where to run it (a checkout's
 -- `make LUA=luajit` before a script runs under LuaJIT, as Neovim's
 -- plugin names `make nvim`), require's own message below it.
-local function load_core()
-  local ok, core = pcall(require, "devtools_tools.core")
-  if ok then return core end
-  local why = tostring(core)
+local function check_core()
+  local ok, err = pcall(require, "devtools_tools.core")
+  if ok then return end
+  local why = tostring(err)
   local luajit = rawget(_G, "jit") ~= nil
   local engine = luajit and "LuaJIT" or _VERSION
   local build = luajit and "make LUA=luajit" or ({ ["Lua 5.4"] = "make", ["Lua 5.1"] = "make LUA=lua5.1" })[_VERSION]
@@ -56,7 +56,8 @@ local function load_core()
   error(head .. "\n" .. why, 0)
 end
 
-local core = load_core()
+check_core()
+local core = require "devtools_tools.core"
 local errors = require "devtools_tools.base.errors"
 local json = require "devtools_tools.base.json"
 local browser = require "devtools_tools.browser"
