@@ -501,9 +501,9 @@ describe("tasks on a driver of the spec's own", function()
     local inside = dt.async(function() return H.error_of(dt.sleep, -1) end)
     assert.are.equal("bad_argument", inside:wait().code)
     local list = { dt.async(function() return 1 end) }
-    for _, t in ipairs({ -1, 0 / 0, "5", {} }) do
-      assert.are.equal("bad_argument", H.error_of(dt.wait_all, list, t).code, tostring(t))
-      assert.are.equal("bad_argument", H.error_of(list[1].wait, list[1], t).code, tostring(t))
+    for _, v in ipairs({ -1, 0 / 0, "5", {} }) do
+      assert.are.equal("bad_argument", H.error_of(dt.wait_all, list, v).code, tostring(v))
+      assert.are.equal("bad_argument", H.error_of(list[1].wait, list[1], v).code, tostring(v))
     end
   end)
 end)
@@ -666,12 +666,12 @@ describe("on_done on the built-in loop", function()
 
   it("has run when task:wait and dt.wait_all return, whether the task waited or not", function()
     local order = {}
-    local quick = dt.async(function() return "q" end, function(ok, v) order[#order + 1] = v end)
+    local quick = dt.async(function() return "q" end, function(_, v) order[#order + 1] = v end)
     order[#order + 1] = "async returned"
     assert.are.equal("q", quick:wait(5))
     order[#order + 1] = "waited"
     local slow = dt.async(function() dt.sleep(0.01) return "s" end,
-      function(ok, v) order[#order + 1] = v end)
+      function(_, v) order[#order + 1] = v end)
     assert.same({ n = 1, "s" }, dt.wait_all({ slow }, 5))
     order[#order + 1] = "all waited"
     assert.same({ "async returned", "q", "waited", "s", "all waited" }, order)

@@ -179,12 +179,6 @@ describe("src/dt.h's map of the C core", function()
     return rows
   end
 
-  local function set_of(list)
-    local t = {}
-    for _, x in ipairs(list) do t[x] = true end
-    return t
-  end
-
   local function keys(t)
     local out = {}
     for k in pairs(t) do out[#out + 1] = k end
