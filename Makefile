@@ -129,7 +129,7 @@ deps-demo:
 # the first run's counts, with a spec that fails only under LuaJIT moved
 # from passed to failed (a LuaJIT build that fails counts as a failure).
 LUAJIT_SPECS = spec/unit/nojit_spec.lua spec/unit/json_spec.lua spec/unit/schema_spec.lua \
-	spec/unit/regex_spec.lua spec/unit/cdp_spec.lua spec/unit/page_spec.lua spec/unit/task_spec.lua \
+	spec/unit/regex_spec.lua spec/unit/cdp_spec.lua spec/unit/page_spec.lua spec/integration/task_spec.lua \
 	spec/unit/observe_spec.lua spec/unit/present_spec.lua spec/unit/wait_spec.lua \
 	spec/unit/marshal_spec.lua spec/unit/endpoint_spec.lua spec/unit/mcp_spec.lua \
 	spec/integration/pipe_transport_spec.lua spec/integration/discovery_spec.lua \
