@@ -144,11 +144,14 @@ LUAJIT_SPECS = spec/unit/nojit_spec.lua spec/unit/json_spec.lua spec/unit/schema
 # traces crashed runs too: there the LuaJIT run is interpreted throughout
 # (spec/unit/nojit_spec.lua checks the guard in a LuaJIT of its own, JIT on).
 LUAJIT_FLAGS = $(shell luajit -e 'io.write(jit.arch == "x64" and jit.version == "LuaJIT 2.1.0-beta3" and "-joff" or "")' 2>/dev/null)
-test: deps check-c all $(SUPPORT) app
+# (what they need is built first, BUILD_JOBS compilers at a time)
+BUILD_JOBS ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+test: deps
+	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) check-c all $(SUPPORT) app
 	@rm -f build/spec-totals; \
 	if [ "$(LUA)" = luajit ] || ! command -v luajit >/dev/null; then \
 		SPEC_TOTALS=build/spec-totals sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD); \
-	elif $(MAKE) -s LUA=luajit all build/luajit/support/static_server build/luajit/support/pipe_echo \
+	elif $(MAKE) -s -j$(BUILD_JOBS) LUA=luajit all build/luajit/support/static_server build/luajit/support/pipe_echo \
 			build/luajit/support/ws_server build/luajit/support/tls_proxy; then \
 		SPEC_TOTALS=build/spec-totals sh tools/run-specs.sh $(LUA) $(BUSTED) $(BUILD) \
 			--also "luajit $(LUAJIT_FLAGS)" build/luajit $(LUAJIT_SPECS); \
