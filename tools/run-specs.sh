@@ -3,10 +3,12 @@
 # runs each spec file in a busted of its own under the given interpreter
 # (LUA may carry flags: "luajit -joff"), SPEC_JOBS files at a time (default:
 # the number of cores plus one, as most of a browser spec's time is spent
-# waiting), the longest first. Each --also adds a run of the same busted
-# under another interpreter and build, whose files share the same slots and
-# whose lines carry the interpreter's name (make test: the library's specs
-# again under LuaJIT). Without spec files, a run takes every spec/**/*_spec.lua.
+# waiting), the longest first (by their times in BUILD/spec-times, which
+# each run updates; else by a guess from folder and size). Each --also adds
+# a run of the same busted under another interpreter and build, whose files
+# share the same slots and whose lines carry the interpreter's name (make
+# test: the library's specs again under LuaJIT). Without spec files, a run
+# takes every spec/**/*_spec.lua.
 # Prints one line per spec file as it ends (tools/busted_files.lua), then the
 # details of each failure, the ten slowest files, and one plain line: "N
 # passed, N failed[, N skipped]", each spec counted once (the first run's
@@ -107,16 +109,24 @@ while [ $# -gt 0 ]; do
 done
 [ -s "$dir/files" ] || { echo "0 passed, 1 failed (no spec file)"; exit 1; }
 
-# The longest first, so that no long file starts last: an end-to-end spec
-# (a command, a Neovim, an MCP server per spec) before an integration spec
-# (a browser per file) before a unit spec, and the larger file first.
+# The longest first, so that no long file starts last: by the time it took
+# the last time (BUILD/spec-times, written below), else by a guess from its
+# folder and size (an end-to-end spec runs a command, a Neovim or an MCP
+# server per spec; an integration spec a browser per file; a unit spec
+# neither).
+times=$build1/spec-times
 while IFS=$tab read -r run f; do
-	case $f in
-	*/e2e/*) w=300 ;;
-	*/integration/*) w=600 ;;
-	*) w=20000 ;;
-	esac
-	printf '%s\t%s\t%s\n' "$(($(wc -c <"$f") * 100 / w))" "$run" "$f"
+	eval "label=\$SPEC_LABEL_$run"
+	t=$(awk -F '\t' -v k="$f${label:+ $label}" '$1 == k { print int($2 * 100) }' "$times" 2>/dev/null | tail -n 1)
+	if [ -z "$t" ]; then
+		case $f in
+		*/e2e/*) w=3 ;;
+		*/integration/*) w=6 ;;
+		*) w=200 ;;
+		esac
+		t=$(($(wc -c <"$f") / w))
+	fi
+	printf '%s\t%s\t%s\n' "$t" "$run" "$f"
 done <"$dir/files" | sort -t "$tab" -k1,1nr -k2,2n -k3,3 |
 	awk -F '\t' '{ print $2, NR, $3 }' >"$dir/jobs"
 
@@ -165,7 +175,20 @@ while [ "$r" -le "$runs" ]; do
 	r=$((r + 1))
 done
 
-# The ten slowest files (their lines end in "T s")
+# The ten slowest files (their lines end in "T s"); each file's time kept
+# for the next run's order
+while read -r run n f; do
+	eval "label=\$SPEC_LABEL_$run"
+	awk -v k="$f${label:+ $label}" '/ passed, [0-9]+ failed/ && $NF == "s" { printf "%s\t%s\n", k, $(NF - 1) }' \
+		"$dir/$n.line" 2>/dev/null
+done <"$dir/byfile" >"$dir/times"
+if [ -d "$build1" ]; then
+	# (this run's times over the last ones, for files that are still there)
+	cat "$times" "$dir/times" 2>/dev/null | awk -F '\t' '{ t[$1] = $2 } END { for (k in t) print k "\t" t[k] }' |
+		while IFS=$tab read -r k t; do
+			if [ -f "${k%% *}" ]; then printf '%s\t%s\n' "$k" "$t"; fi
+		done >"$times.tmp" && mv -f "$times.tmp" "$times"
+fi
 echo "the ten slowest files:"
 cat "$dir"/*.line 2>/dev/null | awk '/ passed, [0-9]+ failed/ && $NF == "s" { print $(NF - 1) "\t" $0 }' |
 	sort -t "$tab" -k1,1nr | head -n 10 | cut -f 2- | sed 's/^/  /'
