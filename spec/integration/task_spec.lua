@@ -690,9 +690,12 @@ describe("on_done on the built-in loop", function()
   end)
 
   it("an error on_done raises comes out of the wait that was turning the loop", function()
+    local raised = false
     local failing = dt.async(function() dt.sleep(0.01) return 1 end,
-      function() error("on_done failed", 0) end)
-    local other = dt.async(function() dt.sleep(0.05) return 2 end)
+      function() raised = true; error("on_done failed", 0) end)
+    -- (ends after the on_done: a machine that held us 50 ms had both
+    -- sleeps end in one turn, and other's wait return before on_done ran)
+    local other = dt.async(function() repeat dt.sleep(0.01) until raised; return 2 end)
     local ok, err = pcall(other.wait, other, 5)
     assert.is_false(ok)
     assert.are.equal("on_done failed", err)
