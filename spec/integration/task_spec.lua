@@ -936,8 +936,8 @@ for _, L in ipairs(loops) do
       end
       assert.is_true(#held > 0)
       local pids = table.concat(held, " ")
-      -- (let go after 3 s whatever happens here)
-      os.execute("kill -STOP " .. pids .. "; (sleep 3; kill -CONT " .. pids .. ") >/dev/null 2>&1 &")
+      -- let go once the page is stopped (and after 10 s whatever happens)
+      os.execute("kill -STOP " .. pids .. "; (sleep 10; kill -CONT " .. pids .. ") >/dev/null 2>&1 &")
       -- what is written to the browser, in order: each request's method,
       -- and "call" for a tool's script (a spy: every argument goes on)
       local conn, sent = p.conn, {}
@@ -948,7 +948,9 @@ for _, L in ipairs(loops) do
           if method then
             sent[#sent + 1] = msg:find("__devtools_tools?.call(", 1, true) and "call" or method
           end
-          return real:send(msg, ...)
+          local a, b, c, d = real:send(msg, ...)
+          if method == "Runtime.terminateExecution" then os.execute("kill -CONT " .. pids) end
+          return a, b, c, d
         end,
       }, { __index = function(_, k) return function(_, ...) return real[k](real, ...) end end })
       local ok, r = pcall(function()
