@@ -84,6 +84,7 @@ lua1=$1; busted=$2; build1=$3; shift 3
 set -- "$lua1" "$build1" "$@"
 nproc=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 jobs=${SPEC_JOBS:-$((nproc + 1))}
+case $jobs in ''|*[!0-9]*|0) jobs=1 ;; esac     # (xargs -P 0 would start them all)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 trap 'exit 130' INT TERM
