@@ -99,8 +99,10 @@ bench-doc: all $(SUPPORT)
 	$(MAKE) -s docs
 
 # The parts of README.md and doc/*.md that have their source elsewhere (the
-# API reference from types/, the layers, the performance tables: see
-# tools/docs.lua); spec/unit/docs_spec.lua checks they are current.
+# API reference from types/, the layers, the performance tables, the command
+# line's reference) and the man page doc/devtools-tools.1 (from the command
+# line's definition, lua/devtools_tools/cli/definition.lua): see
+# tools/docs.lua; spec/unit/docs_spec.lua checks they are current.
 docs:
 	@$(MAKE) -s LUA=lua5.4 all
 	lua5.4 tools/docs.lua

@@ -8,10 +8,14 @@
 --     tools/layers.lua's render() of the require graph;
 --   <!-- make docs: bench -->           the performance tables, from the
 --     runs `make bench-doc` recorded in doc/performance.json;
+--   <!-- make docs: cli -->             the command line's reference, from
+--     its definition, lua/devtools_tools/cli/definition.lua (which
+--     `devtools-tools help` prints from too; tools/cli_doc.lua);
 --
--- each up to its `<!-- end make docs -->`, in README.md and doc/*.md; and
--- the Lua API section of Neovim's help file, doc/devtools_tools.txt, from
--- types/ too (see M.help).
+-- each up to its `<!-- end make docs -->`, in README.md and doc/*.md; the
+-- Lua API section of Neovim's help file, doc/devtools_tools.txt, from
+-- types/ too (see M.help); and the man page, doc/devtools-tools.1, whole,
+-- from the command line's definition (see M.man).
 -- What is between the markers is replaced; what is around them is written
 -- by hand and never touched.
 --
@@ -422,6 +426,29 @@ function M.help(text, model)
   return text:sub(1, first - 1) .. render_help(model) .. text:sub(b + 1)
 end
 
+-- ---- the command line (doc/devtools-tools.1) ----------------------------------
+
+-- The man page is written whole from the command line's definition
+-- (lua/devtools_tools/cli/definition.lua), which `devtools-tools help`
+-- prints from too; its version is the library's.
+M.MAN = "doc/devtools-tools.1"
+M.MAN_DATE = "2026"
+
+function M.cli_definition()
+  package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
+  return require "devtools_tools.cli.definition"
+end
+
+function M.version()
+  local v = assert(read("lua/devtools_tools/init.lua")):match('_VERSION = "([^"]+)"')
+  return assert(v, "no _VERSION in lua/devtools_tools/init.lua")
+end
+
+function M.man()
+  package.path = "./tools/?.lua;" .. package.path
+  return require("cli_doc").man(M.cli_definition(), M.version(), M.MAN_DATE)
+end
+
 -- ---- generated blocks -------------------------------------------------------
 
 M.OPEN = "<!-- make docs: "
@@ -446,6 +473,10 @@ generators.layers = function()
   package.path = "./tools/?.lua;" .. package.path
   local layers = require "layers"
   return "```\n" .. layers.render(layers.modules()) .. "```"
+end
+
+generators.cli = function()
+  return require("cli_doc").markdown(M.cli_definition())
 end
 
 generators.bench = function(args, ctx)
@@ -513,6 +544,9 @@ function M.outdated(ctx)
   local help = assert(read(M.HELP))
   local want = M.help(help, ctx.model)
   if want ~= help then out[#out + 1] = { path = M.HELP, want = want } end
+  local man = read(M.MAN)
+  want = M.man()
+  if want ~= man then out[#out + 1] = { path = M.MAN, want = want } end
   return out, ctx
 end
 

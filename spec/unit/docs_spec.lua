@@ -236,6 +236,102 @@ describe("the documentation", function()
   end)
 end)
 
+describe("the command line's one definition", function()
+  local def = require "devtools_tools.cli.definition"
+  local help = require "devtools_tools.cli.help"
+  local argv = require "devtools_tools.cli.argv"
+  local man = assert(docs.read(docs.MAN))
+
+  -- every help text: the list of commands and each command's
+  local function all_help()
+    local out = { help.text() }
+    for _, c in ipairs(def.COMMANDS) do
+      if help.has(c.name) then out[#out + 1] = help.text(c.name) end
+    end
+    return table.concat(out, "\n")
+  end
+
+  it("is what the help, the man page and doc/cli.md show: every command and option", function()
+    local texts = all_help()
+    -- as make docs writes them (that the files are these: 'holds what make docs writes')
+    local cli_doc = require "cli_doc"
+    local man = cli_doc.man(def, docs.version(), docs.MAN_DATE)
+    local md = cli_doc.markdown(def)
+    local missing = {}
+    for _, c in ipairs(def.COMMANDS) do
+      if not texts:find("\n  " .. c.brief .. " ", 1, true) then missing[#missing + 1] = "help: " .. c.name end
+      if not man:find(".TP\n\\fB" .. c.name .. "\\fR", 1, true) then missing[#missing + 1] = "man: " .. c.name end
+      if not md:find("\n### " .. c.name .. "\n", 1, true) then missing[#missing + 1] = "cli.md: " .. c.name end
+    end
+    -- every entry of every option list: a line of its own in the help, a
+    -- tagged paragraph of the man page, an item of the reference
+    local entries = {}
+    for _, o in ipairs(def.COMMON.options) do entries[#entries + 1] = o end
+    for _, c in ipairs(def.COMMANDS) do
+      for _, o in ipairs(c.options or {}) do entries[#entries + 1] = o end
+    end
+    for _, o in ipairs(entries) do
+      local h = help.head(o)
+      if not texts:find("\n  " .. h .. "  ", 1, true) then missing[#missing + 1] = "help: " .. h end
+      local name = (o.opt or o.word):match("^[^%s,]+"):gsub("%-", "\\-")
+      local tag = man:match("\n%.TP\n([^\n]*" .. name:gsub("%p", "%%%0") .. "[^\n]*)\n")
+      if not tag then missing[#missing + 1] = "man: " .. h end
+      if not md:find("\n- `" .. h .. "`: ", 1, true) then missing[#missing + 1] = "cli.md: " .. h end
+    end
+    table.sort(missing)
+    assert.same({}, missing)
+  end)
+
+  it("is what the command line parses: the options it declares and no other", function()
+    local declared = def.options()
+    for name, o in pairs(declared) do
+      local words = { "--" .. name }
+      if o.arg then words[2] = name == "timeout" and "5" or (name == "viewport" and "800x600" or "x") end
+      local opts = argv.parse(words, "list")
+      assert.is_not_nil(opts[name], name)
+      if o.short then assert.is_not_nil(argv.parse({ o.short }, "list")[name], o.short) end
+    end
+    local ok, err = pcall(argv.parse, { "--no-such-option" }, "list")
+    assert.is_false(ok)
+    assert.matches("unknown option --no-such-option", err.message, 1, true)
+    local commands = require "devtools_tools.cli.commands"
+    for _, name in ipairs(commands.NAMES) do
+      assert.is_true(help.has(name), name)
+      assert.is_function(commands.get(name), name)
+    end
+  end)
+
+  it("writes a man page whose every control line is a macro it means", function()
+    local macros = { TH = true, SH = true, TP = true, PP = true, IP = true, RS = true, RE = true, B = true,
+      BR = true, RI = true, br = true, nf = true, fi = true, nh = true, ad = true }
+    local bad = {}
+    for line in man:gmatch("[^\n]+") do
+      local m = line:match("^[.']([%a]*)")
+      if m and not macros[m] and not line:match('^%.\\"') then bad[#bad + 1] = line end
+    end
+    assert.same({}, bad)
+    -- a text line that begins with a dot is escaped, so it stays text
+    local cli_doc = require "cli_doc"
+    local d = setmetatable({ ABOUT = ".hidden line\n", ABOUT_MAN = "" }, { __index = def })
+    assert.truthy(cli_doc.man(d, "v", "d"):find("\n\\&.hidden line", 1, true))
+  end)
+
+  it("sees the man page and the help change when the definition does", function()
+    local cli_doc = require "cli_doc"
+    local before = cli_doc.man(def, docs.version(), docs.MAN_DATE)
+    assert.equal(man, before)
+    local saved = def.COMMON.options[1].text
+    def.COMMON.options[1].text = "use a browser that runs"
+    local ok, err = pcall(function()
+      assert.are_not.equal(before, cli_doc.man(def, docs.version(), docs.MAN_DATE))
+      assert.truthy(help.text("list"):find("--connect ENDPOINT  use a browser that runs\n", 1, true))
+      assert.truthy(cli_doc.markdown(def):find("`--connect ENDPOINT`: use a browser that runs", 1, true))
+    end)
+    def.COMMON.options[1].text = saved
+    assert(ok, err)
+  end)
+end)
+
 describe("types/devtools_tools.lua", function()
   local model = docs.load_types()
   local dt = require "devtools_tools"

@@ -224,11 +224,11 @@ running: ..." and why (exit status 3)]],
         man = [[
 The reasons: none recorded, one that is gone, a start under way or one
 killed on its way.]] },
+      { word = "--headful, --chromium PATH, --webmcp", text = [[as for other commands (start only)]] },
     },
     after = [[
 The endpoint and pid are kept in $XDG_STATE_HOME/devtools-tools/browser.json
 (default ~/.local/state), readable by you only.
-  --headful, --chromium PATH, --webmcp as for other commands (start only)
 ]],
     man = [[
 While it runs, the other commands use it instead of launching a browser of
@@ -263,22 +263,22 @@ Example (Claude Code):
 ]],
     man = [[
 Messages are newline-delimited JSON-RPC 2.0. A tool keeps its own name when
-MCP takes it (^[A-Za-z0-9_.-]{1,64}$, unique, not devtools.*); otherwise it
-is named from it, an underscore and 8 hex digits of a hash of its kind,
+MCP takes it (`^[A-Za-z0-9_.-]{1,64}$`, unique, not `devtools.*`); otherwise
+it is named from it, an underscore and 8 hex digits of a hash of its kind,
 group, frame and name, the same at every discovery. Its description and
-input schema are the page's (a schema's root is served with "type":
-"object" where it lacks one, as MCP clients require). Arguments that fail
-the schema and tools that throw answer results with isError whose text
+input schema are the page's (a schema's root is served with `"type":
+"object"` where it lacks one, as MCP clients require). Arguments that fail
+the schema and tools that throw answer results with `isError` whose text
 names each error's path, the value received and the allowed values; results
-are JSON text and structuredContent. notifications/cancelled cancels a call
-(no answer is sent); a progressToken gets notifications/progress every half
-second.
+are JSON text and `structuredContent`. `notifications/cancelled` cancels a
+call (no answer is sent); a `progressToken` gets `notifications/progress`
+every half second.
 
 It speaks MCP 2025-11-25, and 2025-06-18, 2025-03-26 and 2024-11-05 to
-clients that ask for them, and the stateless 2026-07-28 (server/discover,
-the version in each request's _meta). When stdin ends it also removes the
+clients that ask for them, and the stateless 2026-07-28 (`server/discover`,
+the version in each request's `_meta`). When stdin ends it also removes the
 profile of the browser it launched, within 2 seconds. A browser that dies
-is reported on stderr, and calls then answer isError results that say so.
+is reported on stderr, and calls then answer `isError` results that say so.
 ]],
   },
   {
@@ -323,7 +323,7 @@ a page opened in a headless browser)]],
     { opt = "--headful", text = [[launch a visible Chromium instead of a headless one]] },
     { opt = "--webmcp", text = [[launch it with WebMCP on (the page's WebMCP tools too)]],
       man = [[
-Chromium's --enable-features=WebMCP: the page's WebMCP tools are listed and
+Chromium's `--enable-features=WebMCP`: the page's WebMCP tools are listed and
 called beside its other tools.]] },
     { opt = "--chromium", arg = "PATH", text = [[the Chromium binary to launch]],
       man = [[
@@ -400,10 +400,10 @@ A usage error (an unknown command or option, a missing or empty option
 value, arguments that do not parse, a --connect value that is not an
 endpoint). An unknown command is answered with the one it most likely
 meant ("unknown command lst; did you mean list?").]] },
-  { code = 130, short = "interrupted (the browser it launched is closed first)",
-    man = [[Interrupted (Ctrl-C); a browser the command launched is closed first.]] },
   { code = 3, command = "browser status", short = "3 when none runs",
     man = [[browser status only: no background browser runs.]] },
+  { code = 130, short = "interrupted (the browser it launched is closed first)",
+    man = [[Interrupted (Ctrl-C); a browser the command launched is closed first.]] },
 }
 
 -- The environment (man page and doc/cli.md only).
