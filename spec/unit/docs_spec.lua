@@ -240,7 +240,7 @@ describe("the command line's one definition", function()
   local def = require "devtools_tools.cli.definition"
   local help = require "devtools_tools.cli.help"
   local argv = require "devtools_tools.cli.argv"
-  local man = assert(docs.read(docs.MAN))
+  local committed_man = assert(docs.read(docs.MAN))
 
   -- every help text: the list of commands and each command's
   local function all_help()
@@ -305,7 +305,7 @@ describe("the command line's one definition", function()
     local macros = { TH = true, SH = true, TP = true, PP = true, IP = true, RS = true, RE = true, B = true,
       BR = true, RI = true, br = true, nf = true, fi = true, nh = true, ad = true }
     local bad = {}
-    for line in man:gmatch("[^\n]+") do
+    for line in committed_man:gmatch("[^\n]+") do
       local m = line:match("^[.']([%a]*)")
       if m and not macros[m] and not line:match('^%.\\"') then bad[#bad + 1] = line end
     end
@@ -319,7 +319,7 @@ describe("the command line's one definition", function()
   it("sees the man page and the help change when the definition does", function()
     local cli_doc = require "cli_doc"
     local before = cli_doc.man(def, docs.version(), docs.MAN_DATE)
-    assert.equal(man, before)
+    assert.equal(committed_man, before)
     local saved = def.COMMON.options[1].text
     def.COMMON.options[1].text = "use a browser that runs"
     local ok, err = pcall(function()

@@ -8,7 +8,8 @@
 --                                       tools/docs.lua (`make docs`), which
 --                                       spec/unit/docs_spec.lua keeps current.
 --
--- Data only: nothing here starts, reads or decides anything.
+-- Data only: it must never start, read or decide anything (cli/argv.lua
+-- parses, cli/commands.lua acts).
 --
 -- Texts are written as --help prints them: lines of at most 80 columns,
 -- wrapped by hand. In them, `x` is code (--help prints the backticks, the
