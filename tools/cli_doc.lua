@@ -190,7 +190,7 @@ function M.man(def, version, date)
   }
   for _, c in ipairs(def.COMMANDS) do
     for _, u in ipairs(c.usage) do
-      local rest = u:sub(#c.name + 2):gsub("%s*%[options%]", "")
+      local rest = u:sub(#c.name + 2):gsub("%s*%[options%]", ""):gsub("\n", " ")
       out[#out + 1] = roff_usage(def, c.name, rest)
       out[#out + 1] = ".br"
     end
@@ -208,20 +208,22 @@ function M.man(def, version, date)
       out[#out + 1] = roff_text(def, t, ".IP", par)
       par = ".IP"
     end
-    if c.text then text(c.text) end
-    if c.options then
-      out[#out + 1] = ".RS"
-      for _, o in ipairs(c.options) do
-        out[#out + 1] = ".TP"
-        local name = o.opt or o.word
-        if not name:match("^%-") then name = "`" .. name .. "`" end   -- options are set in bold anyway
-        out[#out + 1] = roff_lines(roff_inline(def, name .. (o.arg and (" " .. o.arg) or "")))
-        out[#out + 1] = roff_lines(roff_inline(def, option_text(o)))
+    for _, part in ipairs(c.body or {}) do
+      if type(part) == "string" then
+        text(part)
+      else
+        out[#out + 1] = ".RS"
+        for _, o in ipairs(part) do
+          out[#out + 1] = ".TP"
+          local name = o.opt or o.word
+          if not name:match("^%-") then name = "`" .. name .. "`" end   -- options are set in bold anyway
+          out[#out + 1] = roff_lines(roff_inline(def, name .. (o.arg and (" " .. o.arg) or "")))
+          out[#out + 1] = roff_lines(roff_inline(def, option_text(o)))
+        end
+        out[#out + 1] = ".RE"
+        par = ".IP"
       end
-      out[#out + 1] = ".RE"
-      par = ".IP"
     end
-    if c.after then text(c.after) end
     if c.man then text(c.man) end
   end
   out[#out + 1] = ".SH OPTIONS"
@@ -330,15 +332,19 @@ function M.markdown(def)
   for _, c in ipairs(def.COMMANDS) do
     out[#out + 1] = "### " .. c.name
     local usage = {}
-    for _, u in ipairs(c.usage) do usage[#usage + 1] = def.PROG .. " " .. u end
-    out[#out + 1] = "```\n" .. concat(usage, "\n") .. "\n```"
-    if c.text then out[#out + 1] = md_text(c.text) end
-    if c.options then
-      local items = {}
-      for _, o in ipairs(c.options) do items[#items + 1] = md_item(code(head(o)), option_text(o)) end
-      out[#out + 1] = concat(items, "\n")
+    for _, u in ipairs(c.usage) do
+      usage[#usage + 1] = def.PROG .. " " .. u:gsub("\n", "\n" .. (" "):rep(#def.PROG + #c.name + 2))
     end
-    if c.after then out[#out + 1] = md_text(c.after) end
+    out[#out + 1] = "```\n" .. concat(usage, "\n") .. "\n```"
+    for _, part in ipairs(c.body or {}) do
+      if type(part) == "string" then
+        out[#out + 1] = md_text(part)
+      else
+        local items = {}
+        for _, o in ipairs(part) do items[#items + 1] = md_item(code(head(o)), option_text(o)) end
+        out[#out + 1] = concat(items, "\n")
+      end
+    end
     if c.man then out[#out + 1] = md_text(c.man) end
   end
   out[#out + 1] = "### Options of every command"

@@ -268,7 +268,9 @@ describe("the command line's one definition", function()
     local entries = {}
     for _, o in ipairs(def.COMMON.options) do entries[#entries + 1] = o end
     for _, c in ipairs(def.COMMANDS) do
-      for _, o in ipairs(c.options or {}) do entries[#entries + 1] = o end
+      for _, list in ipairs(def.lists(c)) do
+        for _, o in ipairs(list) do entries[#entries + 1] = o end
+      end
     end
     for _, o in ipairs(entries) do
       local h = help.head(o)

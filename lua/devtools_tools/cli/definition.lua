@@ -57,14 +57,18 @@ error, only when it is a terminal.
 
 -- The commands, in the order help lists them. `brief` and `summary` make
 -- the table of `devtools-tools help`; `usage` the Usage lines (after the
--- program's name); `column` is where the texts of `options` start.
+-- program's name; a line may go on on the next, after a newline); `body`
+-- what follows them, in order: texts and lists of options and forms (a
+-- list's `column` is where their texts start; a list may be shared by
+-- several commands).
 M.COMMANDS = {
   {
     name = "list",
     brief = "list [URL] [--json]",
     summary = "the page's tool groups, frames and tools",
     usage = { "list [URL] [--json] [options]" },
-    text = [[
+    body = {
+      [[
 Discovers the tools of the page (in every frame) and prints, per group, its
 frame and its tools with the first sentence of their descriptions and a
 one-line summary of their arguments ([name: type] is optional, {...} takes
@@ -72,15 +76,15 @@ any object, an enum shows its values or 'one of N: "a", "b", ...'). On a
 terminal (or with COLUMNS set) each line is cut to its width; in a pipe or
 a file, lines are whole.
 ]],
-    column = 11,
-    options = {
-      { opt = "--json", text = [[
+      { column = 11,
+        { opt = "--json", text = [[
 a JSON array of groups:
 [{"name", "kind", "description", "frame": {"url"},
   "tools": [{"name", "description", "inputSchema", "annotations"}]}]
 kind: "devtools" (devtoolstooldiscovery) or "webmcp"]],
-        man = [[
+          man = [[
 With --compact, on one line (without --json, --compact changes nothing).]] },
+      },
     },
     man = [[
 An enum shows its values when it has at most 6 short ones. Groups the page
@@ -92,22 +96,23 @@ declared wrongly are left out and named on standard error.
     brief = "call [URL] TOOL [JSON | k=v | k:=json]",
     summary = "call one tool, print its result as JSON",
     usage = { "call [URL] TOOL [JSON | key=value | key:=json ...] [options]" },
-    text = [[
+    body = {
+      [[
 Calls one tool and prints its result as indented JSON (`call [URL] TOOL
 --help`: that tool's description and schema, as describe prints them).
 ]],
-    column = 14,
-    options = {
-      { word = "JSON", text = [[a JSON object of arguments, e.g. '{"a": 1, "b": 2}']],
-        man = [[Only as the first argument after TOOL; a pair replaces its member of the same name.]] },
-      { word = "key=value", text = [[
+      { column = 14,
+        { word = "JSON", text = [[a JSON object of arguments, e.g. '{"a": 1, "b": 2}']],
+          man = [[Only as the first argument after TOOL; a pair replaces its member of the same name.]] },
+        { word = "key=value", text = [[
 one argument, typed by the tool's schema (its type, enum,
 const, and anyOf/oneOf/allOf branches): a number when the
 schema says number or integer, true/false when it says
 boolean, null when it says null; otherwise a string]],
-        man = [[A number is decimal (12, -1.5, 2e3; 0x10 stays a string).]] },
-      { word = "key:=json", text = [[one argument as raw JSON, e.g. ids:='[1,2]' or on:=true]] },
-      { opt = "--compact", text = [[print the result on one line]] },
+          man = [[A number is decimal (12, -1.5, 2e3; 0x10 stays a string).]] },
+        { word = "key:=json", text = [[one argument as raw JSON, e.g. ids:='[1,2]' or on:=true]] },
+        { opt = "--compact", text = [[print the result on one line]] },
+      },
     },
     man = [[
 The arguments are checked against the tool's schema before the call: each
@@ -126,16 +131,17 @@ example.com).
     brief = "describe [URL] TOOL [--json]",
     summary = "one tool: its description and whole schema",
     usage = { "describe [URL] TOOL [--json] [options]" },
-    text = [[
+    body = {
+      [[
 Prints one tool: its group, kind and frame, its whole description, each
 argument (type, whether required, description, every allowed value,
 default) and its whole input schema as JSON.
 ]],
-    column = 11,
-    options = {
-      { opt = "--json", text = [[
+      { column = 11,
+        { opt = "--json", text = [[
 {"name", "kind", "description", "inputSchema", "annotations",
  "group": {"name", "kind", "frame": {"url"}}}]] },
+      },
     },
   },
   {
@@ -143,7 +149,8 @@ default) and its whole input schema as JSON.
     brief = "eval [URL] EXPR",
     summary = "evaluate JavaScript in the page",
     usage = { "eval [URL] EXPR [--compact] [options]" },
-    text = [[
+    body = {
+      [[
 Evaluates a JavaScript expression in the page's main frame (a promise is
 awaited) and prints its value as indented JSON, as JSON.stringify writes
 it; a DOM element in it is shown as a tool's result shows one:
@@ -151,6 +158,7 @@ it; a DOM element in it is shown as a tool's result shows one:
 DevTools console ('const r = await fetch("/api"); r.status'); then a
 promise the code ends with is not awaited.
 ]],
+    },
     man = [[
 With --compact, the value is printed on one line.
 ]],
@@ -160,7 +168,8 @@ With --compact, the value is printed on one line.
     brief = "run SCRIPT.lua [URL] [ARGS]",
     summary = "run a Lua script with dt, browser, page set",
     usage = { "run SCRIPT.lua [URL] [ARGS...] [options] [-- ARGS...]" },
-    text = [[
+    body = {
+      [[
 Runs a Lua script with the globals `dt` (require "devtools_tools"), `browser`
 and `page` set, and `arg` as `lua SCRIPT.lua URL ARGS` sets it: SCRIPT.lua
 as arg[0], the page's URL as arg[1] (the one given, else that of the page
@@ -173,20 +182,22 @@ it came through), any other error too (with its traceback).
 The script is not bound by --timeout as a whole: it is the default timeout of
 each call the script makes.
 ]],
+    },
   },
   {
     name = "screenshot",
     brief = "screenshot [URL] OUT.png|.jpg|.webp",
     summary = "an image of the page (or of one element)",
     usage = { "screenshot [URL] OUT.png [--full-page | --element SELECTOR] [options]" },
-    text = [[
+    body = {
+      [[
 Writes an image of the page's viewport to OUT, in the format its extension
 names: .png, .jpg or .jpeg (JPEG), .webp; another is a usage error.
 ]],
-    column = 22,
-    options = {
-      { opt = "--full-page", text = [[the whole document, not only the viewport]] },
-      { opt = "--element", arg = "SELECTOR", text = [[only the first element matching the CSS selector]] },
+      { column = 22,
+        { opt = "--full-page", text = [[the whole document, not only the viewport]] },
+        { opt = "--element", arg = "SELECTOR", text = [[only the first element matching the CSS selector]] },
+      },
     },
   },
   {
@@ -194,17 +205,18 @@ names: .png, .jpg or .jpeg (JPEG), .webp; another is a usage error.
     brief = "tabs [close ID|TEXT] [--json]",
     summary = "the open pages of a running browser",
     usage = { "tabs [--json] [options]", "tabs close ID|TEXT [options]" },
-    text = [[
+    body = {
+      [[
 Lists the open pages of the background browser (or of the --connect one):
 ID (its start; --tab and tabs close take it), URL and title, the most
 recently used first (the one a command without URL or --tab uses).
 ]],
-    column = 17,
-    options = {
-      { word = "close", arg = "ID|TEXT", text = [[
+      { column = 17,
+        { word = "close", arg = "ID|TEXT", text = [[
 closes the page whose ID is or starts with ID, or the one
 page whose URL or title contains TEXT (several: an error)]] },
-      { opt = "--json", text = [=[[{"id", "url", "title"}]]=] },
+        { opt = "--json", text = [=[[{"id", "url", "title"}]]=] },
+      },
     },
   },
   {
@@ -212,25 +224,26 @@ page whose URL or title contains TEXT (several: an error)]] },
     brief = "browser start|stop|status",
     summary = "keep one headless Chromium in the background",
     usage = { "browser start|stop|status [options]" },
-    column = 11,
-    options = {
-      { word = "start", text = [[
+    body = {
+      { column = 11,
+        { word = "start", text = [[
 start a headless Chromium in the background (debugging port on
 127.0.0.1 only, a fresh profile) and print its endpoint; later
 commands use it, so pages they open stay open for --tab]] },
-      { word = "stop", text = [[stop it and remove its profile]] },
-      { word = "status", text = [[
+        { word = "stop", text = [[stop it and remove its profile]] },
+        { word = "status", text = [[
 print "running pid PID ENDPOINT" (exit status 0), or "not
 running: ..." and why (exit status 3)]],
-        man = [[
+          man = [[
 The reasons: none recorded, one that is gone, a start under way or one
 killed on its way.]] },
-      { word = "--headful, --chromium PATH, --webmcp", text = [[as for other commands (start only)]] },
-    },
-    after = [[
+        { word = "--headful, --chromium PATH, --webmcp", text = [[as for other commands (start only)]] },
+      },
+      [[
 The endpoint and pid are kept in $XDG_STATE_HOME/devtools-tools/browser.json
 (default ~/.local/state), readable by you only.
 ]],
+    },
     man = [[
 While it runs, the other commands use it instead of launching a browser of
 their own: a URL uses the tab that shows it (or the one opened for it
@@ -242,7 +255,8 @@ before), and --tab finds a tab again.
     brief = "mcp [URL] [--webmcp] [--allow-eval]",
     summary = "serve the page's tools to AI agents (MCP, stdio)",
     usage = { "mcp [URL] [--webmcp] [--allow-eval] [options]" },
-    text = [[
+    body = {
+      [[
 An MCP server (Model Context Protocol) on stdin and stdout, for AI agents:
 every tool the page exposes (in every frame; its WebMCP tools too with
 --webmcp) is an MCP tool of its own, beside devtools.navigate,
@@ -252,16 +266,16 @@ notifications/tools/list_changed is sent. stdout carries MCP messages only;
 logs go to stderr (DEVTOOLS_TOOLS_DEBUG=mcp logs every message). When stdin
 ends, the browser it launched is closed and it exits 0.
 ]],
-    column = 18,
-    options = {
-      { opt = "--webmcp", text = [[launch Chromium with WebMCP on and serve WebMCP tools too]] },
-      { opt = "--allow-eval", text = [[also serve devtools.evaluate (JavaScript in the page)]] },
-      { opt = "--timeout", arg = "SECONDS", text = [[the start, and each tool call (default 30)]] },
-    },
-    after = [[
+      { column = 18,
+        { opt = "--webmcp", text = [[launch Chromium with WebMCP on and serve WebMCP tools too]] },
+        { opt = "--allow-eval", text = [[also serve devtools.evaluate (JavaScript in the page)]] },
+        { opt = "--timeout", arg = "SECONDS", text = [[the start, and each tool call (default 30)]] },
+      },
+      [[
 Example (Claude Code):
   claude mcp add shop -- devtools-tools mcp http://127.0.0.1:8080/
 ]],
+    },
     man = [[
 Messages are newline-delimited JSON-RPC 2.0. A tool keeps its own name when
 MCP takes it (`^[A-Za-z0-9_.-]{1,64}$`, unique, not `devtools.*`); otherwise
@@ -479,6 +493,15 @@ for _, c in ipairs(M.COMMANDS) do
   if not c.builtin then M.NAMES[#M.NAMES + 1] = c.name end
 end
 
+-- lists(command) -> the lists of options and forms in its body
+function M.lists(c)
+  local out = {}
+  for _, part in ipairs(c.body or {}) do
+    if type(part) == "table" then out[#out + 1] = part end
+  end
+  return out
+end
+
 -- Every option of the command line, once each: {name (without --) ->
 -- option}; options of several commands share their name and kind.
 function M.options()
@@ -488,7 +511,9 @@ function M.options()
   end
   for _, o in ipairs(M.COMMON.options) do add(o) end
   for _, c in ipairs(M.COMMANDS) do
-    for _, o in ipairs(c.options or {}) do add(o) end
+    for _, list in ipairs(M.lists(c)) do
+      for _, o in ipairs(list) do add(o) end
+    end
   end
   return out
 end

@@ -97,12 +97,19 @@ end
 local function command(c)
   local out = {}
   for i, u in ipairs(c.usage) do
-    out[#out + 1] = (i == 1 and "Usage: " or "       ") .. def.PROG .. " " .. u .. "\n"
+    local first = (i == 1 and "Usage: " or "       ") .. def.PROG .. " "
+    -- a line that goes on: under the command's first argument
+    local on = "\n" .. rep(" ", #first + #c.name + 1)
+    out[#out + 1] = first .. u:gsub("\n", on) .. "\n"
   end
   out[#out + 1] = "\n"
-  if c.text then out[#out + 1] = c.text end
-  if c.options then option_list(out, c.options, c.column) end
-  if c.after then out[#out + 1] = c.after end
+  for _, part in ipairs(c.body or {}) do
+    if type(part) == "string" then
+      out[#out + 1] = part
+    else
+      option_list(out, part, part.column)
+    end
+  end
   out[#out + 1] = "\n"
   return concat(out)
 end
