@@ -442,7 +442,8 @@ function dt.async(fn, on_done, ...) end
 ---@param timeout? number seconds
 ---@return any[]
 function dt.wait_all(tasks, timeout) end
----Suspends the running task for seconds (blocks outside a task).
+---Suspends the running task for seconds (blocks outside a task, reading the open browsers'
+---connections meanwhile: a page's new frames go on).
 ---@param seconds number
 function dt.sleep(seconds) end
 ---The task running now, or nil outside tasks.

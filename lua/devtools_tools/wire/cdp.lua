@@ -412,6 +412,8 @@ local LATE_READS = 256
 -- read_until(self, ready, a, b, deadline) -> true once ready(a, b), false
 -- at the deadline: the caller reads the transport itself. ready takes its
 -- state as arguments, so a call's wait makes no closure.
+local serve_others                   -- (defined with the standing watch, below)
+
 local function read_until(self, ready, a, b, deadline)
   local late = 0
   while not ready(a, b) do
@@ -420,7 +422,15 @@ local function read_until(self, ready, a, b, deadline)
       late = late + 1
       if late > LATE_READS then return false end
     end
-    if not pump(self, deadline) then return ready(a, b) end
+    -- Other connections of the program are served meanwhile (a browser's
+    -- paused frame waits for no call on another): the wait is on their
+    -- descriptors and ours; ours ready, what it has is read at once.
+    local others = self.host and self.host:others(self)
+    if others and not self.transport:pending() and now() < deadline then
+      if serve_others(self, others, deadline) then pump(self, 0) end
+    elseif not pump(self, deadline) then
+      return ready(a, b)
+    end
   end
   return true
 end
@@ -642,18 +652,25 @@ rearm = function(self)
     unwatch_all(self)
     return
   end
+  local resident = self.resident
   if not next(self.waiters) then
-    if self.in_callback == 0 then unwatch_all(self) end
+    if self.in_callback == 0 then
+      for d, w in pairs(self.watches) do
+        if d ~= resident then unwatch_one(self, w) end
+      end
+      if resident then arm(self, resident) end
+    end
     return
   end
   local waiting_on = self.waiting_on
   for d, w in pairs(self.watches) do
-    if not waiting_on[d] then unwatch_one(self, w) end
+    if not waiting_on[d] and d ~= resident then unwatch_one(self, w) end
   end
   for d in pairs(waiting_on) do
     if self.closed then break end
     arm(self, d)
   end
+  if resident and not self.closed and not waiting_on[resident] then arm(self, resident) end
 end
 
 -- arm(self, driver): the watch of one loop, made or brought up to date.
@@ -667,7 +684,7 @@ arm = function(self, driver)
       lost(self, "the browser closed the connection")     -- wakes the waiters
       return
     end
-    w = { driver = driver, handles = {}, events = {}, rfd = rfd, wfd = wfd }
+    w = { driver = driver, handles = {}, events = {}, rfd = rfd, wfd = wfd, held = {} }
     self.watches[driver] = w
     w.handles.r = driver:watch(rfd, "r", function(ev)
       if ev ~= "w" then on_readable(self) end
@@ -693,7 +710,7 @@ arm = function(self, driver)
   local efd
   if t.fds then efd = select(3, t:fds()) end
   if efd ~= w.efd then
-    if w.handles.e then driver:unwatch(w.handles.e); w.handles.e = nil end
+    if w.handles.e then driver:unwatch(w.handles.e); w.handles.e = nil; w.held.e = nil end
     w.efd = efd
     if efd then w.handles.e = driver:watch(efd, "r", function() on_readable(self) end) end
   end
@@ -706,7 +723,98 @@ arm = function(self, driver)
     w.handles.w = driver:watch(w.wfd, "w", function() on_writable(self) end)
   elseif not want_w and w.handles.w then
     driver:unwatch(w.handles.w)
-    w.handles.w = nil
+    w.handles.w, w.held.w = nil, nil
+  end
+  -- A standing watch (the resident driver's) keeps the loop alive only
+  -- while a task of that loop waits on the connection.
+  if driver.ref then
+    local held = self.waiting_on[driver] ~= nil
+    for k, h in pairs(w.handles) do
+      if w.held[k] ~= held then
+        driver:ref(h, held)
+        w.held[k] = held
+      end
+    end
+  end
+end
+
+-- ---- the standing watch: served whether or not anyone calls --------------------
+
+-- reside(driver?, host?): the connection keeps a read watch on driver for
+-- as long as it is open (nil: none), so that its events are read whenever
+-- that loop turns (a paused target is resumed, the page's records are
+-- kept) with no call of ours running; the watch keeps the loop alive only
+-- while a task of that loop waits here. host (rt/host.lua): the
+-- connections served beside this one, which its blocking waits serve too.
+function Conn:reside(driver, host)
+  if host ~= nil then self.host = host end
+  if self.resident == driver then return end
+  local old = self.resident
+  self.resident = driver
+  if old and self.watches[old] and not self.waiting_on[old] then
+    unwatch_one(self, self.watches[old])
+    tasks.finish_closes(old)          -- (from outside the old loop: it finishes the close)
+  end
+  if self.in_callback == 0 then rearm(self) end
+end
+
+-- read_fds() -> the descriptors whose readiness means something came (the
+-- browser's messages, a launched one's stderr), or nil once closed
+function Conn:read_fds()
+  local t = self.transport
+  if self.closed or not t then return nil end
+  local rfd, efd
+  if t.fds then
+    local _
+    rfd, _, efd = t:fds()
+  else
+    rfd = t:fd()
+  end
+  if not rfd then return nil end
+  return { rfd, efd }
+end
+
+-- serve(): reads and routes what has arrived, never waiting; the tasks
+-- it has replies for are woken through their loop
+function Conn:serve()
+  self:poll()
+end
+
+-- serve_others(self, others, deadline) -> true once this connection has
+-- something to read, false at the deadline: waits on its descriptors and
+-- the others', serving each of the others that has something meanwhile.
+serve_others = function(self, others, deadline)
+  local mine = self:read_fds() or {}
+  local fds, evs, owner, n = {}, {}, {}, 0
+  for _, fd in ipairs(mine) do
+    n = n + 1
+    fds[n], evs[n] = fd, "r"
+  end
+  local own = n
+  for _, c in ipairs(others) do
+    for _, fd in ipairs(c:read_fds() or {}) do
+      n = n + 1
+      fds[n], evs[n], owner[n] = fd, "r", c
+    end
+  end
+  while true do
+    local left = deadline - now()
+    if left <= 0 then return false end
+    local ready = core.poll(fds, evs, left < math.huge and left or nil)
+    local served, ours = {}, false
+    for i in pairs(ready) do
+      if i <= own then
+        ours = true
+      elseif not served[owner[i]] then
+        served[owner[i]] = true
+        pcall(owner[i].serve, owner[i])
+      end
+    end
+    if ours then return true end
+    if next(served) ~= nil then
+      -- (a connection served may have closed: its descriptors go)
+      return serve_others(self, others, deadline)
+    end
   end
 end
 
