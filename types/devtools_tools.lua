@@ -246,12 +246,30 @@ function Page:tool_groups(opts) end
 ---@param opts? devtools_tools.CallOpts
 ---@return devtools_tools.Tool|nil
 function Page:tool(name, opts) end
----The tool once the page offers it (discovers again as documents change and
----in between); raises `timeout` when the deadline passes first.
+---The tool once the page offers it (discovers again as its tools change and
+---as its activity quietens); raises `timeout` when the deadline passes first,
+---with details.webmcp = {enabled, uses, named} (what its scripts say of WebMCP).
 ---@param name string
 ---@param opts? devtools_tools.CallOpts
 ---@return devtools_tools.Tool
 function Page:wait_for_tool(name, opts) end
+---Waits until the page is ready to be looked at (tools and network quiet,
+---no frame loading, its main thread caught up); false when opts.max (3 s)
+---or opts.timeout came first.
+---@param opts? {timeout?: number, quiet?: number, max?: number, long?: number}
+---@return boolean
+function Page:settle(opts) end
+---True once the CSS selector matches an element of the main frame's
+---document; raises `timeout`, or `js_error` for a selector the page cannot read.
+---@param css string
+---@param opts? devtools_tools.CallOpts
+---@return boolean
+function Page:wait_for_selector(css, opts) end
+---Makes the viewport width x height CSS pixels (through the window's bounds).
+---@param width integer
+---@param height integer
+---@param opts? devtools_tools.CallOpts
+function Page:set_viewport(width, height, opts) end
 ---@param name string
 ---@param args? table named arguments (a JSON object)
 ---@param opts? devtools_tools.CallOpts

@@ -84,6 +84,29 @@ describe("the live page model", function()
     assert(good, err)
   end)
 
+  it("a browser only collected is ended, its connection's standing watch on a luv loop notwithstanding", function()
+    local ok, luv = pcall(require, "luv")
+    if not ok then pending("no luv") return end
+    dt.use_loop(luv)
+    local function use_and_drop()
+      local b = dt.launch()
+      b:new_page(server.url("/tools.html")):call("add", { a = 1, b = 2 })
+      return b.process:pid(), b.user_data_dir
+    end
+    local pid, profile = use_and_drop()
+    if jit then jit.flush() end
+    collectgarbage(); collectgarbage()
+    luv.run("nowait")                      -- (the watch's handle closes on the loop)
+    dt.use_loop(nil)
+    assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 10))
+    -- (the reaper removes it when Chromium took longer than the finalizer's
+    -- 0.2 s to exit: a while, under load)
+    assert.is_true(H.wait_for(function() return not H.exists(profile) end, 20), "the profile is still there")
+    local alive = {}
+    luv.walk(function(h) alive[#alive + 1] = tostring(h) .. (h:is_active() and " active" or "") .. (h:is_closing() and " closing" or "") end)
+    assert.is_false(luv.loop_alive(), table.concat(alive, ", "))
+  end)
+
   it("a blocking wait on another browser serves this one too", function()
     local other = dt.launch()
     local good, err = pcall(function()

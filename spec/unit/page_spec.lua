@@ -1102,3 +1102,128 @@ describe("response bodies kept in every session (fake transport)", function()
     assert.same({ 1234, 5678 }, seen.W1)
   end)
 end)
+
+describe("readiness (fake transport)", function()
+  local core = require "devtools_tools.core"
+
+  -- The probes settle sends (js/idle.js), in order, and each's answer.
+  local function probing(fake, answer)
+    local probes = {}
+    local call = fake.on["Runtime.callFunctionOn"]
+    fake.on["Runtime.callFunctionOn"] = function(p, s, m, f)
+      if p.functionDeclaration:find("devtoolsIdle", 1, true) then
+        probes[#probes + 1] = { ms = p.arguments[1].value, context = p.executionContextId, at = core.now() }
+        return answer(#probes, f, p, s)
+      end
+      if call then return call(p, s, m, f) end
+      return {}
+    end
+    return probes
+  end
+  local function yes() return { result = { type = "boolean", value = true } } end
+
+  it("settles a quiet page once its main thread has caught up, watching its tools from then on", function()
+    local page, fake = open()
+    local probes = probing(fake, yes)
+    assert.is_true(page:settle({ quiet = 0 }))
+    assert.equal(1, #probes)
+    assert.equal(7, probes[1].context)                   -- the main frame's document
+    assert.is_true(probes[1].ms > 0)
+    assert.equal(1, fake:count("Runtime.addBinding"))    -- a listener added or removed tells
+  end)
+
+  it("goes on when something happens before the page answers the probe", function()
+    local page, fake = open()
+    local probes = probing(fake, function(n, f)
+      if n == 1 then
+        f:event("Network.requestWillBeSent", { requestId = "R1", request = { url = "http://127.0.0.1/x",
+          method = "GET" }, timestamp = 1 }, "S1")
+        f:event("Network.loadingFinished", { requestId = "R1", timestamp = 2 }, "S1")
+      end
+      return yes()
+    end)
+    assert.is_true(page:settle({ quiet = 0 }))
+    assert.equal(2, #probes)
+  end)
+
+  it("a frame loading holds the wait until it has loaded; one that never does ends it at max, unprobed", function()
+    local page, fake = open()
+    local stopped = false
+    local probes = probing(fake, function() return { result = { type = "boolean", value = stopped } } end)
+    fake:event("Page.frameStartedLoading", { frameId = "F1" }, "S1")
+    page.conn:poll()
+    assert.is_false(page:settle({ quiet = 0, max = 0.05 }))
+    assert.equal(0, #probes)
+    stopped = true
+    fake.later[#fake.later + 1] = { at = core.now() + 0.05, msg = { method = "Page.frameStoppedLoading",
+      params = { frameId = "F1" }, sessionId = "S1" } }
+    assert.is_true(page:settle({ quiet = 0, max = 5 }))
+    assert.equal(1, #probes)
+    assert.same({}, page.readiness.frames)
+  end)
+
+  it("a request in flight holds the wait until it is `long` old (a long poll holds it no longer)", function()
+    local page, fake = open()
+    local probes = probing(fake, yes)
+    local sent = core.now()
+    fake:event("Network.requestWillBeSent", { requestId = "R9", request = { url = "http://127.0.0.1/poll",
+      method = "GET" }, timestamp = 1 }, "S1")
+    page.conn:poll()
+    assert.is_true(page:settle({ quiet = 0, long = 0.05 }))
+    assert.equal(1, #probes)
+    assert.is_true(probes[1].at - sent >= 0.05)
+  end)
+
+  it("a page busy past the limit is looked at as it is: the probe's timeout stops none of its scripts", function()
+    local page, fake = open()
+    local probes = probing(fake, function() return F.NO_REPLY end)
+    assert.is_false(page:settle({ quiet = 0, max = 0.05 }))
+    assert.equal(1, #probes)
+    fake.on["Runtime.evaluate"] = function() return { result = { type = "number", value = 1 } } end
+    assert.equal(1, page:evaluate("1"))
+    assert.equal(0, fake:count("Runtime.terminateExecution"))
+  end)
+
+  it("wait_for_selector: true when it matches, timeout when it does not, js_error for a bad selector", function()
+    local page, fake = open()
+    local answer
+    fake.on["Runtime.callFunctionOn"] = function(p)
+      assert.truthy(p.functionDeclaration:find("devtoolsWaitSelector", 1, true))
+      assert.equal(7, p.executionContextId)
+      return answer(p.arguments[1].value, p.arguments[2].value)
+    end
+    answer = function(sel, ms)
+      assert.equal("#x", sel)
+      assert.is_true(ms > 0)
+      return { result = { type = "boolean", value = true } }
+    end
+    assert.is_true(page:wait_for_selector("#x"))
+    answer = function() return { result = { type = "boolean", value = false } } end
+    local e = H.error_of(page.wait_for_selector, page, "#none", { timeout = 1 })
+    assert.equal("timeout", e.code)
+    assert.equal("#none", e.details.selector)
+    answer = function()
+      return { result = { type = "object" }, exceptionDetails = { text = "Uncaught",
+        exception = { type = "object", className = "SyntaxError", description = "SyntaxError: '##' is not a valid selector" } } }
+    end
+    e = H.error_of(page.wait_for_selector, page, "##")
+    assert.equal("js_error", e.code)
+    assert.matches("^SyntaxError: '##' is not a valid selector", e.message)
+    assert.equal("bad_argument", H.error_of(page.wait_for_selector, page, 5).code)
+  end)
+
+  it("set_viewport sizes the page's window so that its viewport is what was asked", function()
+    local page, fake = open()
+    local bounds
+    fake.on["Runtime.evaluate"] = function() return { result = { type = "object", value = { 800, 600, 816, 680 } } } end
+    fake.on["Browser.getWindowForTarget"] = function() return { windowId = 3 } end
+    fake.on["Browser.setWindowBounds"] = function(p) bounds = p return {} end
+    page:set_viewport(1280, 800)
+    assert.same({ windowId = 3, bounds = { windowState = "normal", width = 1296, height = 880 } }, bounds)
+    bounds = nil
+    fake.on["Runtime.evaluate"] = function() return { result = { type = "object", value = { 1280, 800, 1296, 880 } } } end
+    page:set_viewport(1280, 800)
+    assert.is_nil(bounds)                                -- already that size
+    assert.equal("bad_argument", H.error_of(page.set_viewport, page, 0, 10).code)
+  end)
+end)

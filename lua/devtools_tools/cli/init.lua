@@ -11,8 +11,6 @@
 --   cli.mcp         the MCP server on stdio
 --   cli.target      the browser and the page a command works on
 --   cli.tabs        the tabs of a running browser: which one, `tabs`
---   cli.settle      waiting until a page's tools and network settle
---   cli.hint        --wait-for, and why a tool did not come
 --   cli.background  browser start|stop|status, where it is recorded
 --   cli.output      stdout, progress, warnings and errors on stderr
 --

@@ -611,6 +611,14 @@ local function discover_quietly(page, left)
   if ok then S.groups, S.warnings = groups, warnings else S.groups = nil end
 end
 
+-- A page just navigated is looked at once it is ready (page:settle: its
+-- tools and network stopped changing, a few seconds at most): an app that
+-- mounts a frame with tools after its load shows them in the first list.
+local function settle(page, left)
+  progress("waiting for the page to settle")
+  page:settle(left())
+end
+
 -- Closes the browser in use (called inside a task, or at exit).
 local function drop_browser()
   local b = S.browser
@@ -641,6 +649,7 @@ function commands.launch(rest)
     if url ~= "about:blank" then  -- the page stays if the url fails: :DevTools open
       progress("opening " .. url)
       S.page:navigate(url, left())
+      settle(S.page, left)
     end
     discover_quietly(S.page, left)
     return b:version(left())
@@ -679,6 +688,7 @@ function commands.open(rest)
     end
     S.groups = nil
     S.page:navigate(rest, left())
+    settle(S.page, left)
     discover_quietly(S.page, left)
     return S.page.url
   end, function(url)

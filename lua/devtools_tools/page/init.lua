@@ -24,6 +24,7 @@ local observe = require "devtools_tools.page.observe"
 local pagejs = require "devtools_tools.tools.pagejs"
 local webmcp = require "devtools_tools.tools.webmcp"
 local screenshot = require "devtools_tools.page.screenshot"
+local ready = require "devtools_tools.page.ready"
 local marshal = require "devtools_tools.tools.marshal"
 local element = require "devtools_tools.tools.element"
 local json = require "devtools_tools.base.json"
@@ -362,8 +363,11 @@ local function on_event(self, method, params, session)
   observe.dispatch(self, method, params, session)
   webmcp.dispatch(self, method, params, session)
   if method == "WebMCP.toolsAdded" or method == "WebMCP.toolsRemoved" then self.epoch = self.epoch + 1 end
-  if self.epoch ~= epoch and self._watching then
-    observe.tools_changed(self, TOOLS_CHANGED[method] or "frames")
+  local r = self.readiness
+  r:dispatch(method, params or {})
+  if self.epoch ~= epoch then
+    r:event()
+    if self._watching then observe.tools_changed(self, TOOLS_CHANGED[method] or "frames") end
   end
 end
 
@@ -396,6 +400,13 @@ function M.attach(browser, target_id, deadline, opts)
   conn:listen(self.session, self._listener)
   -- issue 14: console, network and WebMCP records, enabled with the rest
   local extra = observe.attach_send(self, deadline, (opts and opts.history) or browser.history)
+  -- What happens on the page from now on, for page:settle: its requests
+  -- as the records have them (a document gone ends its own), its frames
+  -- loading, its tools changing (on_event).
+  local r = ready.new()
+  self.readiness = r
+  observe.methods.on(self, "request", function(rec) r:request(rec) end)
+  observe.methods.on(self, "response", function(rec) r:finished(rec) end)
   local res = pipelined(conn, self.session, {
     { "Page.enable" },
     { "Page.setLifecycleEventsEnabled", { enabled = true } },
@@ -895,31 +906,47 @@ function Page:tool(name, opts)
 end
 
 -- wait_for_tool(name, opts?) -> Tool, once the page offers it: discovers
--- again when a document changes and, with growing pauses, in between
--- (a page may register its listener at any time). Raises timeout.
+-- again after each change of the page's tools (a listener came or went, a
+-- document, a frame, WebMCP) and after its activity quietens (a response
+-- it may build tools from: ready.QUIET without another, at most WAIT_MAX
+-- after the first). Raises timeout; what the page's scripts say of WebMCP
+-- is looked at first, in the last tenth of the deadline (at most a
+-- second): details.webmcp = {enabled, uses, named}, for a front end that
+-- says WebMCP would show the tool.
+local WAIT_MAX, LOOK_SHARE, LOOK_MAX = 0.5, 0.1, 1
+
 function Page:wait_for_tool(name, opts)
   opts = options.check(opts, options.TIMEOUT, "wait_for_tool")
   self:_check_open()
   check_name(name, "wait_for_tool")
-  local conn = self.conn
-  local deadline = conn:deadline(opts)
+  self:_watch_tools()                         -- (a listener added or removed tells)
+  local conn, r = self.conn, self.readiness
+  local final = conn:deadline(opts)
+  local deadline = final - math.min(LOOK_MAX, (final - now()) * LOOK_SHARE)
   local gs = groups(self, deadline)
-  local pause = 0.05
   while true do
     local t = discovery.find_in(gs, name)
     if t then return t end
-    local epoch = self.epoch
-    local until_ = now() + pause
-    if until_ > deadline then until_ = deadline end
-    conn:wait_for(function() return self.epoch ~= epoch or self.closed or self.crashed end, until_)
+    local epoch, seen = self.epoch, r.seen
+    conn:wait_for(function() return self.epoch ~= epoch or r.seen ~= seen or self.closed or self.crashed end,
+      deadline)
     self:_check_open()
+    if self.epoch == epoch and r.seen ~= seen then
+      -- activity, not a change of the tools: once it quietens
+      local until_ = math.min(now() + WAIT_MAX, deadline)
+      repeat
+        seen = r.seen
+        conn:wait_for(function() return r.seen ~= seen or self.epoch ~= epoch or self.closed end,
+          math.min(now() + ready.QUIET, until_))
+      until r.seen == seen or self.epoch ~= epoch or now() >= until_
+      self:_check_open()
+    end
     if now() >= deadline then
       local e = discovery.not_found(name, gs, gs.skipped)
-      raise("timeout", "wait_for_tool: " .. e.message .. " before the timeout",
-        { tool = name, details = e.details })
+      local details = e.details
+      details.webmcp = ready.webmcp_usage(self, name, final)
+      raise("timeout", "wait_for_tool: " .. e.message .. " before the timeout", { tool = name, details = details })
     end
-    pause = pause * 2
-    if pause > 0.5 then pause = 0.5 end
     local ok, fresh = errors.catch(discover_now, self, deadline)
     if ok then
       gs = fresh
@@ -928,6 +955,36 @@ function Page:wait_for_tool(name, opts)
     end
     -- (a discovery the deadline cut short: the last one answers below)
   end
+end
+
+local settle_opts = { timeout = true, quiet = "seconds", max = "seconds", long = "seconds" }
+
+-- settle(opts?) -> true once the page is ready to be looked at, false when
+-- opts.max (3 s) or opts.timeout passed first (page/ready.lua has the
+-- rule; opts.quiet, 0.1 s, and opts.long, 1 s, are its figures).
+function Page:settle(opts)
+  opts = options.check(opts, settle_opts, "settle")
+  self:_check_open()
+  local deadline = self.conn:deadline(opts)
+  self:_watch_tools()                         -- (a listener added or removed tells)
+  return ready.settle(self, self.readiness, opts, deadline)
+end
+
+-- wait_for_selector(css, opts?) -> true once css matches an element of
+-- the main frame's document; raises timeout, or js_error for a selector
+-- the page cannot read
+function Page:wait_for_selector(css, opts)
+  opts = options.check(opts, options.TIMEOUT, "wait_for_selector")
+  self:_check_open()
+  return ready.wait_for_selector(self, css, self.conn:deadline(opts))
+end
+
+-- set_viewport(width, height, opts?): the page's viewport made width x
+-- height CSS pixels (through its window's bounds, which outlive the call)
+function Page:set_viewport(width, height, opts)
+  opts = options.check(opts, options.TIMEOUT, "set_viewport")
+  self:_check_open()
+  return ready.set_viewport(self, width, height, self.conn:deadline(opts))
 end
 
 -- wait_until(pred, opts?) -> true once pred() holds, false when opts.timeout

@@ -624,6 +624,7 @@ local function on_writable(self)
 end
 
 local function unwatch_one(self, w)
+  w.done = true
   self.watches[w.driver] = nil
   local d = w.driver
   for _, h in pairs(w.handles) do d:unwatch(h) end
@@ -674,6 +675,19 @@ rearm = function(self)
 end
 
 -- arm(self, driver): the watch of one loop, made or brought up to date.
+-- A watch's callbacks hold the connection weakly, and a sentinel that only
+-- the connection holds takes its watches down when the collector takes
+-- it: a loop's handles must not keep a Browser that the program let go of
+-- (its process object, which ends Chromium, then never would be collected).
+local function sentinel(fn)
+  if newproxy then                    -- (LuaJIT, 5.1: a table's __gc never runs)
+    local p = newproxy(true)
+    getmetatable(p).__gc = fn
+    return p
+  end
+  return setmetatable({}, { __gc = fn })
+end
+
 arm = function(self, driver)
   local t = self.transport
   local w = self.watches[driver]
@@ -684,22 +698,33 @@ arm = function(self, driver)
       lost(self, "the browser closed the connection")     -- wakes the waiters
       return
     end
-    w = { driver = driver, handles = {}, events = {}, rfd = rfd, wfd = wfd, held = {} }
+    w = { driver = driver, handles = {}, events = {}, rfd = rfd, wfd = wfd, held = {},
+      ref = setmetatable({ conn = self }, { __mode = "v" }) }
+    local handles, ref = w.handles, w.ref
+    w.sentinel = sentinel(function()
+      if w.done then return end
+      w.done = true
+      for _, h in pairs(handles) do pcall(driver.unwatch, driver, h) end
+    end)
     self.watches[driver] = w
     w.handles.r = driver:watch(rfd, "r", function(ev)
-      if ev ~= "w" then on_readable(self) end
-      if ev ~= "r" and self.watches[driver] then on_writable(self) end
+      local c = ref.conn
+      if not c then return end
+      if ev ~= "w" then on_readable(c) end
+      if ev ~= "r" and c.watches[driver] then on_writable(c) end
     end)
     w.events.r = "r"
     local proc = self.process
     local xfd = proc and proc.exit_fd and proc:exit_fd()
+    proc = nil
     if xfd then
       w.handles.x = driver:watch(xfd, "r", function()
-        if not proc:running() then
-          on_readable(self)                          -- what it wrote before it went
-          in_callback(self, function()
-            lost(self, "the browser exited")
-            wake_waiters(self, false)
+        local c = ref.conn
+        if c and not c.process:running() then
+          on_readable(c)                             -- what it wrote before it went
+          in_callback(c, function()
+            lost(c, "the browser exited")
+            wake_waiters(c, false)
           end)
         end
       end)
@@ -712,7 +737,8 @@ arm = function(self, driver)
   if efd ~= w.efd then
     if w.handles.e then driver:unwatch(w.handles.e); w.handles.e = nil; w.held.e = nil end
     w.efd = efd
-    if efd then w.handles.e = driver:watch(efd, "r", function() on_readable(self) end) end
+    local ref = w.ref
+    if efd then w.handles.e = driver:watch(efd, "r", function() if ref.conn then on_readable(ref.conn) end end) end
   end
   -- Writing: only while bytes wait in the transport's queue.
   local want_w = t.queued and t:queued() > 0 and w.wfd ~= nil
@@ -720,7 +746,8 @@ arm = function(self, driver)
     local ev = want_w and "rw" or "r"
     if w.events.r ~= ev then driver:modify(w.handles.r, ev); w.events.r = ev end
   elseif want_w and not w.handles.w then
-    w.handles.w = driver:watch(w.wfd, "w", function() on_writable(self) end)
+    local ref = w.ref
+    w.handles.w = driver:watch(w.wfd, "w", function() if ref.conn then on_writable(ref.conn) end end)
   elseif not want_w and w.handles.w then
     driver:unwatch(w.handles.w)
     w.handles.w, w.held.w = nil, nil
