@@ -37,8 +37,8 @@ local WHAT = {
   rt = "tasks and loops: the one wait",
   wire = "CDP routing, remote values",
   schema = "JSON Schema as ajv 6 means it, formats",
-  tools = "Tool, discovery, calls, marshalling, elements, WebMCP, js/",
-  page = "Page, observe, screenshot",
+  tools = "Tool, document handles, discovery, calls, elements, WebMCP, js/",
+  page = "Page: frames, site, navigation, tools, readiness, records, shots",
   browser = "Browser: launch, connect, WebDriver, background",
   facade = "init.lua: the public API",
   present = "what every front end shows",
@@ -122,7 +122,49 @@ local function walk(dir, rel, out)
   end
 end
 
--- modules(root?) -> { [name] = {file =, layer =, requires = {name...}} }
+-- Names that are data, not a module's private parts, though they start
+-- with "_": Lua's own, and the MCP protocol's _meta field.
+M.NOT_PRIVATE = { _VERSION = true, _G = true, _ENV = true, _meta = true }
+
+-- privates_of(code) -> {[name] = true}: the "_"-prefixed fields and methods
+-- the code uses (x._name, x:_name(...), { _name = ... }, function X:_name),
+-- short strings left out; "__" names (metamethods) are no private parts.
+function M.privates_of(code)
+  code = code:gsub('"[^"\n]*"', '""'):gsub("'[^'\n]*'", "''")
+  local out = {}
+  for name in code:gmatch("[%w_%)%]][%.:](_%a[%w_]*)") do out[name] = true end
+  for name in code:gmatch("[{,;]%s*(_%a[%w_]*)%s*=[^=]") do out[name] = true end
+  for name in pairs(M.NOT_PRIVATE) do out[name] = nil end
+  return out
+end
+
+-- private_problems(mods) -> list of strings: each private name (a field or
+-- method starting with "_") that more than one module uses. A module's
+-- private parts are its own: no other module reads or writes its "_"
+-- fields or calls its "_" methods (it is handed a handle, or asks a public
+-- method, instead).
+function M.private_problems(mods)
+  local users = {}
+  for name, m in pairs(mods) do
+    for p in pairs(m.privates or {}) do
+      local l = users[p] or {}
+      users[p] = l
+      l[#l + 1] = name
+    end
+  end
+  local out = {}
+  for p, l in pairs(users) do
+    if #l > 1 then
+      table.sort(l)
+      out[#out + 1] = p .. " is used by " .. table.concat(l, ", ")
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+-- modules(root?) -> { [name] = {file =, layer =, requires = {name...},
+-- privates = {[name] = true}} }
 function M.modules(root)
   root = root or "lua"
   local files = {}
@@ -141,7 +183,7 @@ function M.modules(root)
       end
     end
     table.sort(reqs)
-    mods[name] = { file = f.file, layer = M.layer_of(name), requires = reqs }
+    mods[name] = { file = f.file, layer = M.layer_of(name), requires = reqs, privates = M.privates_of(src) }
   end
   return mods
 end

@@ -1,7 +1,8 @@
 -- The library's layers (tools/layers.lua): each folder one layer, arrows
 -- only downward, front ends on the facade and present/ alone, no require
--- cycle, no require hidden in a function, and the README's drawing of the
--- graph is the graph.
+-- cycle, no require hidden in a function, no module using another's
+-- private ("_") fields or methods, and the README's drawing of the graph
+-- is the graph.
 
 local H = require "helper"
 package.path = "./tools/?.lua;" .. package.path
@@ -47,6 +48,28 @@ describe("the library's layers", function()
     assert.matches("devtools_tools.base.errors (base) requires devtools_tools.wire.cdp (wire)", p, 1, true)
     assert.matches("devtools_tools.cli (a front end) requires devtools_tools.page", p, 1, true)
     assert.matches("require cycle: ", p, 1, true)
+  end)
+
+  it("keep each module's private parts its own: no \"_\" field or method is used by two modules", function()
+    assert.same({}, layers.private_problems(mods))
+  end)
+
+  it("see a module that reads another's \"_\" field, calls its \"_\" method, or makes one in a table", function()
+    local privates = layers.privates_of([[
+      local a = page._tool_cache      -- a foreign read
+      x:_check_open(deadline)         -- a call
+      local t = { _gi = 1, n = 2 }    -- one a constructor makes
+      local s = "._not_code"          -- (text is no code)
+      local m = mt.__index            -- (a metamethod is no private part)
+      local v = dt._VERSION           -- (Lua's own)
+    ]])
+    assert.same({ _tool_cache = true, _check_open = true, _gi = true }, privates)
+    local bad = {
+      ["devtools_tools.page.toolset"] = { layer = "page", requires = {}, privates = { _tool_cache = true } },
+      ["devtools_tools.tools.calls"] = { layer = "tools", requires = {}, privates = { _tool_cache = true, _own = true } },
+    }
+    assert.same({ "_tool_cache is used by devtools_tools.page.toolset, devtools_tools.tools.calls" },
+      layers.private_problems(bad))
   end)
 
   it("hide no edge in a function: every require a module holds runs when it loads", function()

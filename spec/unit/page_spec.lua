@@ -54,7 +54,7 @@ describe("page (fake transport)", function()
     assert.same({ "Network.enable", "Log.enable", "WebMCP.enable", "Page.enable",
       "Page.setLifecycleEventsEnabled", "Runtime.enable", "Target.setAutoAttach",
       "Page.getFrameTree" }, fake:methods("S1"))
-    assert.equal("F1", page.main_frame)
+    assert.equal("F1", page.docs.main_frame)
     assert.equal("http://127.0.0.1/app", page.url)
     assert.equal("Page(http://127.0.0.1/app)", tostring(page))
   end)
@@ -230,12 +230,12 @@ describe("page (fake transport)", function()
     F.with_tools(fake, { ADD })
     local add = page:tool("add")
     assert.equal("called", add{ a = 1 })
-    assert.is_true(page:_is_current("F1", "L1"))
+    assert.is_true(page.docs:is_current("F1", "L1"))
     fake:event("Page.frameNavigated", { frame = { id = "F1", url = "http://127.0.0.1/next",
       securityOrigin = "http://127.0.0.1", loaderId = "L2" } }, "S1")
     local e = H.error_of(add.call, add, { a = 1 })
     assert.equal("stale", e.code)
-    assert.is_false(page:_is_current("F1", "L1"))
+    assert.is_false(page.docs:is_current("F1", "L1"))
     assert.equal("http://127.0.0.1/next", page.url)
   end)
 
@@ -416,8 +416,8 @@ describe("page (fake transport)", function()
       return plain(p, s, m, f)
     end
     fake.on_call = function() return F.NO_REPLY end
-    assert.equal("timeout", H.error_of(page.call, page, "add", { a = 1 }, { timeout = 0.01 }).code)
-    local probe = page._probes[page.session]
+    assert.equal("timeout", H.error_of(page.call, page, "add", { a = 1 }, { timeout = 0.3 }).code)
+    local probe = page.probes.sent[page.session]
     assert.is_number(probe)
     -- Time passes: every request awaiting a reply is now long past its
     -- deadline (what 10 s of awaits would see), then enough awaits on the
@@ -446,8 +446,8 @@ describe("page (fake transport)", function()
     page:discover()
     local element = require("devtools_tools.tools.element")
     local function el(n)
-      return element.new({ backend_node_id = n, description = "div", _page = page, _frame_id = "F1",
-        _loader = "L1", frame = { id = "F1" } })
+      return element.new({ backend_node_id = n, description = "div", frame = { id = "F1" } },
+        page.site:document("S1", nil, { id = "F1" }, "L1"))
     end
     local groups = {}
     fake.on["DOM.resolveNode"] = function(p)
@@ -518,7 +518,7 @@ describe("page (fake transport)", function()
     local groups = page:discover()
     assert.equal(2, #groups)
     local in_iframe = groups[2].tools[1]
-    assert.equal("F2", in_iframe._frame_id)
+    assert.equal("F2", require("devtools_tools.tools.types").document_of(in_iframe).frame_id)
     fake.on_call = function() return { error = { code = -32000, message = "Cannot find context with specified id" } } end
     -- no navigation known: the tool may have run (its iframe removed under it)
     assert.equal("navigated", H.error_of(in_iframe, { a = 1 }).code)
@@ -679,7 +679,7 @@ describe("page (fake transport)", function()
     fake.on["WebMCP.invokeTool"] = function() n = n + 1; return { invocationId = "I" .. n } end
     local function given_up()
       local ids = {}
-      for id in pairs(page._webmcp.given_up) do ids[#ids + 1] = id end
+      for id in pairs(page.webmcp.given_up) do ids[#ids + 1] = id end
       return ids
     end
     for _ = 1, 300 do
@@ -699,7 +699,7 @@ describe("page (fake transport)", function()
     fake:event("Inspector.targetCrashed", {}, "S1")
     assert.equal("disconnected", H.error_of(page.evaluate, page, "1").code)
     assert.equal(0, #given_up())
-    assert.equal(0, page._webmcp.n_given_up)
+    assert.equal(0, page.webmcp.n_given_up)
     for id in pairs(page.conn.deadlines) do
       assert.is_true(tonumber(id:sub(2)) <= 172, id .. " is still in the connection")
     end
@@ -720,7 +720,7 @@ describe("page (fake transport)", function()
     fake.on["WebMCP.invokeTool"] = function() n = n + 1; return { invocationId = "I" .. n } end
     local function given_up()
       local ids = {}
-      for id, g in pairs(page._webmcp.given_up) do ids[#ids + 1] = id .. "@" .. g.session end
+      for id, g in pairs(page.webmcp.given_up) do ids[#ids + 1] = id .. "@" .. g.session end
       return ids
     end
     -- after: the call gives up on a live session, which ends later
@@ -744,7 +744,7 @@ describe("page (fake transport)", function()
     assert.equal("navigated", H.error_of(page.call, page, "slow_S3", {}, { timeout = 5 }).code)
     assert.equal(2, n)
     assert.same({}, given_up())
-    assert.equal(0, page._webmcp.n_given_up)
+    assert.equal(0, page.webmcp.n_given_up)
     assert.is_nil(page.conn.deadlines.I2)
   end)
 

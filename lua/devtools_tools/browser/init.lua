@@ -613,13 +613,13 @@ local function check_open(self)
   end
 end
 
--- _gone() -> nil while the browser may still answer, else why it cannot.
+-- gone_why(self) -> nil while the browser may still answer, else why it cannot.
 -- Found without waiting, for a holder that keeps a browser while idle (the
 -- Neovim plugin): nothing reads the connection then, so a browser killed
 -- meanwhile would seem alive until a call failed. Reads what has arrived
 -- (the end of the connection included) and asks whether a launched
 -- Chromium still runs, which a helper still holding the pipe would hide.
-function Browser:_gone()
+local function gone_why(self)
   if self._closed then return "the browser was closed" end
   local conn = self.conn
   if not conn.closed then pcall(conn.poll, conn) end
@@ -636,9 +636,9 @@ end
 -- alive() -> true while the browser may still answer; false, why once it
 -- cannot (closed, its connection ended, its Chromium exited or was
 -- killed). Never waits: for a holder that keeps a browser while idle (an
--- editor), as _gone above.
+-- editor), as gone_why above.
 function Browser:alive()
-  local why = self:_gone()
+  local why = gone_why(self)
   if why then return false, why end
   return true
 end
@@ -646,8 +646,17 @@ end
 function Browser:_on_event(method, params)
   if method == "Target.detachedFromTarget" then
     local page = self.pages_by_session[params.sessionId]
-    if page then page:_detached() end
+    if page then Page.detached(page) end
   end
+end
+
+-- The browser's list of its pages, by session: a page closed or detached
+-- leaves it (Page.attach's forget).
+local function page_opts(self)
+  local by_session = self.pages_by_session
+  return { forget = function(page)
+    if by_session[page.session] == page then by_session[page.session] = nil end
+  end }
 end
 
 -- cdp(method, params?, opts?) -> result, on the browser target (issue 14)
@@ -710,7 +719,7 @@ function Browser:new_page(url, opts)
     function(msg) close_target(msg.result and msg.result.targetId) end)
   local page
   local ok, err = errors.catch(function()
-    page = Page.attach(self, created.targetId, deadline)
+    page = Page.attach(self, created.targetId, deadline, page_opts(self))
     self.pages_by_session[page.session] = page
     if url and url ~= "about:blank" then
       page:navigate(url, { timeout = math.max(0, deadline - now()) })
@@ -718,7 +727,7 @@ function Browser:new_page(url, opts)
   end)
   if not ok then
     close_target(created.targetId)
-    if page then page:_detached() end
+    if page then Page.detached(page) end
     error(err, 0)
   end
   return page
@@ -731,14 +740,16 @@ function Browser:attach(target_id, opts)
   if type(target_id) ~= "string" then
     raise("bad_argument", "attach: target_id must be a string, got " .. type(target_id))
   end
-  local page = Page.attach(self, target_id, self.conn:deadline(opts))
+  local page = Page.attach(self, target_id, self.conn:deadline(opts), page_opts(self))
   self.pages_by_session[page.session] = page
   return page
 end
 
--- _forget(page): a page closed or detached
-function Browser:_forget(page)
-  if self.pages_by_session[page.session] == page then self.pages_by_session[page.session] = nil end
+-- on_close(b, fn): fn(b, deadline) runs at the end of b:close, within its
+-- deadline (what attached the browser has more to undo: dt.webdriver
+-- deletes its session); an error it raises is raised once all else is done.
+function M.on_close(b, fn)
+  b._after_close = fn
 end
 
 -- The work of close: see below.

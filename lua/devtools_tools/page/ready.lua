@@ -122,7 +122,8 @@ end
 
 -- The main frame's default execution context, or nil while it has none.
 local function main_context(page)
-  local c = page.contexts[page.main_frame]
+  local docs = page.docs
+  local c = docs.contexts[docs.main_frame]
   return c and c.id
 end
 

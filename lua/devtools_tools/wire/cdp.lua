@@ -716,7 +716,6 @@ arm = function(self, driver)
     w.events.r = "r"
     local proc = self.process
     local xfd = proc and proc.exit_fd and proc:exit_fd()
-    proc = nil
     if xfd then
       w.handles.x = driver:watch(xfd, "r", function()
         local c = ref.conn
