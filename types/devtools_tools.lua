@@ -492,6 +492,15 @@ function dt.isatty(fd) end
 ---@return integer|nil columns
 ---@return integer|nil rows
 function dt.term_size(fd) end
+---The one default timeout, in seconds (30).
+dt.TIMEOUT = 30
+---The one cleaner of page text: has(s), hidden(cp), clean(s, rep, bad?).
+---@type {has: fun(s: string): boolean, hidden: fun(cp: integer): boolean, clean: fun(s: string, rep: fun(cp: integer): string|nil, bad?: fun(b: integer): string|nil): string}
+dt.controls = nil
+---True when DEVTOOLS_TOOLS_DEBUG names that log ("cdp", "mcp").
+---@param what string
+---@return boolean
+function dt.debugging(what) end
 ---Called first in a module's main chunk: keeps LuaJIT's trace compiler out of that module's
 ---functions on the builds that miscompile pairs(); a no-op elsewhere.
 function dt.nojit() end

@@ -20,6 +20,9 @@ local cdp = require "devtools_tools.wire.cdp"
 local webdriver = require "devtools_tools.browser.webdriver"
 local background = require "devtools_tools.browser.background"
 local host_mod = require "devtools_tools.rt.host"
+local controls = require "devtools_tools.base.controls"
+local options = require "devtools_tools.base.options"
+local debug_env = require "devtools_tools.base.debug"
 
 local type, tostring = type, tostring
 
@@ -163,6 +166,9 @@ end
 
 local dt = {
   _VERSION = "devtools_tools 0.1.0",
+  -- seconds a call may take by default (every call's opts.timeout, a
+  -- front end's command)
+  TIMEOUT = options.DEFAULT_TIMEOUT,
   now = now,
   left = left,
   isatty = function(fd) return core.fs.isatty(std_fd("isatty", fd)) end,
@@ -170,6 +176,9 @@ local dt = {
   -- when it is none (a pipe, a file) or tells no size
   term_size = function(fd) return core.fs.term_size(std_fd("term_size", fd)) end,
   nojit = require("devtools_tools.base.nojit"),
+  -- the one cleaner of page text (base/controls.lua): has(s), clean(s,
+  -- rep, bad?), hidden(cp), for what a front end shows
+  controls = { has = controls.has, clean = controls.clean, hidden = controls.hidden },
   new_error = new_error,
   launch = launch,
   connect = connect,
@@ -185,6 +194,9 @@ local dt = {
   sleep = function(seconds) return host:sleep(seconds) end,
   current_task = task.current,
   debug = debug,
+  -- debugging(what) -> true when DEVTOOLS_TOOLS_DEBUG names that log
+  -- ("cdp", "mcp"): its one reader (base/debug.lua), for a front end's log
+  debugging = debug_env.wants,
   Task = task.Task,
   Error = errors.Error,
   is_error = errors.is_error,

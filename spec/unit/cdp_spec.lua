@@ -420,7 +420,7 @@ describe("the debug log", function()
   end)
 
   it("leaves plain text as it is, and writes nothing when off", function()
-    local clean = cdp._clean_log
+    local clean = cdp.clean_log
     assert.equal('{"a":"b c","n":1}', clean('{"a":"b c","n":1}'))
     assert.equal("é€😀", clean("é€😀"))
     assert.equal("a\\u0009b\\u000d\\u0000c", clean("a\tb\r\0c"))

@@ -80,6 +80,15 @@ describe("the library's layers", function()
     assert.equal("", out)
   end)
 
+  it("make a require on first use only where allowed by name, for a measured reason (Neovim's start-up)", function()
+    assert.same({}, layers.lazy_problems(mods))
+    local bad = { ["devtools_tools.nvim"] = { layer = "nvim",
+      nested = { "devtools_tools.present.text", "devtools_tools.page" } } }
+    assert.same({ "devtools_tools.nvim -> devtools_tools.page" }, layers.lazy_problems(bad))
+    assert.same({ "devtools_tools.x" }, layers.nested_requires('local a = require "devtools_tools.y"\n'
+      .. 'local function f()\n  return require("devtools_tools.x")\nend\n'))
+  end)
+
   it("open each module with what it is for and what it must never do", function()
     local missing = {}
     for name, m in pairs(mods) do

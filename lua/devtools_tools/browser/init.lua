@@ -241,7 +241,7 @@ function M.launch(opts)
   end
   local history = check_history(opts.history, "launch")
   local exe = find_executable(opts)
-  local timeout = opts.timeout or 30
+  local timeout = opts.timeout or options.DEFAULT_TIMEOUT
   local deadline = now() + timeout
 
   if opts.detached then return M._launch_detached(opts, exe, deadline) end
@@ -546,7 +546,7 @@ function M.connect(url, opts)
   port = port or default_port[scheme]
   local tls = scheme == "https" or scheme == "wss"
   local topts = tls_opts(opts, host)
-  local timeout = opts.timeout or 30
+  local timeout = opts.timeout or options.DEFAULT_TIMEOUT
   local deadline = now() + timeout
   -- Connect by address: "localhost" is resolved here (other names in the
   -- core, within the deadline), and the Host header stays what the URL

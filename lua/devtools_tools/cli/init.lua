@@ -98,7 +98,7 @@ local function command(out, words, state)
     usage("--connect uses a running browser: --headful and --chromium launch one", cmd)
   end
   if opts.debug then dt.debug("cdp") end
-  local timeout = opts.timeout or 30
+  local timeout = opts.timeout or dt.TIMEOUT
   local deadline = dt.now() + timeout
   local function too_late(what)
     return dt.new_error("timeout", "the command did not finish within " .. string.format("%g", timeout)

@@ -61,7 +61,8 @@ local M = {}
 local defaults = {
   executable = nil,        -- Chromium to launch; nil: the library's search (README, API)
   headless = true,         -- :DevTools launch starts a headless browser
-  timeout = 30,            -- seconds: the deadline of one command, all its steps
+  timeout = nil,           -- seconds: the deadline of one command, all its steps
+                           -- (nil: the library's default, dt.TIMEOUT: 30)
   connect = "http://127.0.0.1:9222",   -- :DevTools connect without an endpoint
   keymaps = { open_tool = "<CR>" },    -- in the tool list; false: no mappings
 }
@@ -286,7 +287,8 @@ local function start(label, fn, after, waiting)
   end
   use_loop()
   -- this command; rec.task is its dt Task
-  local rec = { waiting = waiting or (label .. " did not finish"), limit = S.opts.timeout }
+  local limit = S.opts.timeout or dt.TIMEOUT
+  local rec = { waiting = waiting or (label .. " did not finish"), limit = limit }
   S.task = rec
   S.label = label
   echo("devtools_tools: " .. label .. "...", "MoreMsg")
@@ -312,7 +314,7 @@ local function start(label, fn, after, waiting)
       if q then q() end
     end)
   end
-  local deadline = dt.now() + S.opts.timeout
+  local deadline = dt.now() + limit
   local function left() return { timeout = dt.left(deadline) } end
   local ok, task = pcall(dt.async, fn, finish, left)
   if not ok then                -- never leave the session busy for good
@@ -489,17 +491,13 @@ end
 
 -- Calls a tool of an argument buffer; buf is marked written once the call
 -- succeeded (a schema error leaves it modified, as a failed write does).
+-- Through the page: a Tool whose document is gone since the buffer was
+-- opened is the page's tool of that name now (the library's one rule).
 local function call_tool(tool, args, buf)
   local page = S.page
   return start("calling " .. tool.name, function(left)
-    local ok, res = pcall(tool.call, tool, args, left())
-    if not ok and dt.is_error(res) and res.code == "stale" and page and not page.closed then
-      -- The document it came from is gone: the same name in the new one.
-      return page:call(tool.name, args, left())
-    elseif not ok then
-      error(res, 0)
-    end
-    return res
+    if page and not page.closed then return page:call(tool, args, left()) end
+    return tool:call(args, left())
   end, function(res)
     if valid(buf) then api.nvim_buf_set_option(buf, "modified", false) end
     M.show_result(res, "call " .. tool.name)

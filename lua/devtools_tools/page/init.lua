@@ -104,7 +104,8 @@ function M.attach(browser, target_id, deadline, opts)
     session_gone = function(sid) self.observation:session_gone(sid) end,
     -- (WebMCP forgets the session's tools as on the browser's word)
     child_dropped = function(sid) self.webmcp:dispatch("Target.detachedFromTarget", { sessionId = sid }) end,
-    url = function(url) self.url = url end,
+    -- (the main frame's id and URL, as the page has always shown them)
+    url = function(url) self.url, self.main_frame = url, self.docs.main_frame end,
   })
   self.docs = docs
   -- (the frame bookkeeping's tables, as the page has always shown them)

@@ -22,7 +22,7 @@ local json = require "devtools_tools.base.json"
 local remote = require "devtools_tools.wire.remote"
 
 local raise = errors.raise
-local type, tostring, math_max, math_min, error, setmetatable = type, tostring, math.max, math.min, error, setmetatable
+local type, math_max, math_min, error, setmetatable = type, math.max, math.min, error, setmetatable
 
 local M = {}
 

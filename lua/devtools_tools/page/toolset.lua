@@ -14,7 +14,8 @@ require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscomp
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.base.errors"
 local options = require "devtools_tools.base.options"
-local types = require "devtools_tools.tools.types"
+-- (devtools_tools.tools: the Tool and ToolGroup types, with a Tool's call)
+local types = require "devtools_tools.tools"
 local kinds = require "devtools_tools.tools.kinds"
 local discovery = require "devtools_tools.tools.discovery"
 local ready = require "devtools_tools.page.ready"

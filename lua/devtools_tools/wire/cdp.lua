@@ -24,6 +24,9 @@ require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscomp
 
 local errors = require "devtools_tools.base.errors"
 local json = require "devtools_tools.base.json"
+local controls = require "devtools_tools.base.controls"
+local options = require "devtools_tools.base.options"
+local debug_env = require "devtools_tools.base.debug"
 local core = require "devtools_tools.core"
 local tasks = require "devtools_tools.rt.task"
 local wait = require "devtools_tools.rt.wait"
@@ -37,8 +40,7 @@ local encode_out = json.encode_finite
 local current_task = tasks.current
 local type, tonumber, pairs, ipairs, next, setmetatable, getmetatable, tostring, pcall, error =
       type, tonumber, pairs, ipairs, next, setmetatable, getmetatable, tostring, pcall, error
-local sformat, select, byte, sfind = string.format, select, string.byte, string.find
-local concat = table.concat
+local sformat, select, byte = string.format, select, string.byte
 
 local M = {}
 
@@ -46,72 +48,19 @@ local M = {}
 -- message sent or received, on stderr (log.out: anything with a write
 -- method). Off, it costs one field test per message. It is process-wide by
 -- nature, like the environment variable.
-M.log = { on = (os.getenv("DEVTOOLS_TOOLS_DEBUG") or ""):find("cdp", 1, true) ~= nil,
+M.log = { on = debug_env.wants("cdp"),
   width = 400, t0 = now(), out = io.stderr }
-
--- The code point of the UTF-8 sequence at s[i] (lead byte b) and its
--- length; nil for a byte that starts no valid sequence (a stray
--- continuation, an overlong form, a surrogate, past U+10FFFF, cut short).
-local function utf8_at(s, i, b)
-  local c1, c2, c3 = byte(s, i + 1, i + 3)
-  if not c1 or c1 < 0x80 or c1 > 0xBF then return nil end
-  if b >= 0xC2 and b <= 0xDF then return (b - 0xC0) * 64 + (c1 - 0x80), 2 end
-  if not c2 or c2 < 0x80 or c2 > 0xBF then return nil end
-  if b >= 0xE0 and b <= 0xEF then
-    if (b == 0xE0 and c1 < 0xA0) or (b == 0xED and c1 > 0x9F) then return nil end
-    return (b - 0xE0) * 4096 + (c1 - 0x80) * 64 + (c2 - 0x80), 3
-  end
-  if not c3 or c3 < 0x80 or c3 > 0xBF then return nil end
-  if b >= 0xF0 and b <= 0xF4 then
-    if (b == 0xF0 and c1 < 0x90) or (b == 0xF4 and c1 > 0x8F) then return nil end
-    return (b - 0xF0) * 262144 + (c1 - 0x80) * 4096 + (c2 - 0x80) * 64 + (c3 - 0x80), 4
-  end
-  return nil
-end
 
 -- A log line is the JSON of a message, whose strings a page wrote, on a
 -- terminal: what could drive the terminal or disguise the line comes out
--- escaped, visibly. Control characters (C0, tab included: a line is one
--- line, and a tab hides among spaces; DEL; C1, U+0080-009F, CSI among
--- them) and the bidirectional overrides and isolates (U+202A-202E,
--- U+2066-2069) become \uXXXX, which inside a JSON string reads as the same
--- value; a byte that is not UTF-8 becomes \xNN, which JSON never writes.
-local function is_hidden(cp)
-  return cp <= 0x9F and (cp >= 0x7F or cp < 0x20)
-    or (cp >= 0x202A and cp <= 0x202E) or (cp >= 0x2066 and cp <= 0x2069)
-end
-
-local SPECIAL = "[%z\1-\31\127-\255]"
-
+-- escaped, visibly (base/controls.lua): a hidden character as \uXXXX,
+-- which inside a JSON string reads as the same value (a tab too: a line is
+-- one line, and a tab hides among spaces); a byte that is not UTF-8 as
+-- \xNN, which JSON never writes.
 local function clean_log(s)
-  local i = sfind(s, SPECIAL)
-  if not i then return s end
-  local out, n, from, len = {}, 0, 1, #s
-  while i and i <= len do
-    local b = byte(s, i)
-    local size, rep = 1, nil
-    if b < 0x20 or b == 0x7F then
-      rep = sformat("\\u%04x", b)
-    elseif b >= 0x80 then
-      local cp, k = utf8_at(s, i, b)
-      if not cp then
-        rep = sformat("\\x%02x", b)
-      else
-        size = k
-        if is_hidden(cp) then rep = sformat("\\u%04x", cp) end
-      end
-    end
-    if rep then
-      out[n + 1], out[n + 2] = s:sub(from, i - 1), rep
-      n = n + 2
-      from = i + size
-    end
-    i = sfind(s, SPECIAL, i + size)          -- plain ASCII is skipped at once
-  end
-  out[n + 1] = s:sub(from)
-  return concat(out)
+  return controls.clean(s, controls.u_escape, controls.x_escape)
 end
-M._clean_log = clean_log
+M.clean_log = clean_log
 
 local function log_line(dir, session, text)
   local L = M.log
@@ -143,7 +92,7 @@ function M.new(transport, opts)
   return setmetatable({
     transport = transport,
     process = opts.process,
-    timeout = opts.timeout or 30,
+    timeout = opts.timeout or options.DEFAULT_TIMEOUT,
     next_id = 1,
     -- id -> false while waiting, then the reply message (or an Error)
     pending = {},
