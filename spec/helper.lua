@@ -1,7 +1,7 @@
 -- Shared helpers for the specs: build paths, local servers, process checks.
 -- Everything here starts real processes on 127.0.0.1 and cleans them up.
 
-require("devtools_tools.base.nojit")()   -- the specs' helpers too: see lua/devtools_tools/nojit.lua
+require("devtools_tools.base.nojit")()   -- the specs' helpers too: see lua/devtools_tools/base/nojit.lua
 
 local core = require "devtools_tools.core"
 local lfs = require "lfs"

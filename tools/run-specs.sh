@@ -6,7 +6,7 @@
 # VALGRIND, when set, is a command prefix (make valgrind sets it).
 # SPEC_HELPER, when set, is a busted --helper file (make test-gc sets it).
 # LUA_FLAGS, when set, go to the interpreter before busted (make test gives
-# LuaJIT -joff on the builds whose JIT miscompiles pairs(): see nojit.lua).
+# LuaJIT -joff on the builds whose JIT miscompiles pairs(): see lua/devtools_tools/base/nojit.lua).
 #   run-specs.sh --totals FILE  prints the one line for all the runs recorded
 #   in FILE, counting each spec once: the first run's counts, plus each spec
 #   that failed only in a later run (the same specs under LuaJIT) moved from
