@@ -172,7 +172,7 @@ end
 -- removes the hook. fn must not wait.
 function H.on_console(page, text, fn)
   local conn, session = page.conn, page.session
-  local orig = page._listener
+  local orig = conn.listeners[session]          -- (the page's listener: it gets every event still)
   local done = false
   conn:listen(session, function(method, params, s)
     if not done and method == "Runtime.consoleAPICalled" and params.args and params.args[1]
