@@ -161,11 +161,11 @@ end
 -- library cannot load at all, and the plugin says so in one line
 -- (nvim/build.lua) instead of failing as Neovim starts.
 M.LAZY_ALLOWED = {
-  ["devtools_tools.nvim -> devtools_tools.present.text"] = true,
-  ["devtools_tools.nvim -> devtools_tools.present.schema"] = true,
-  ["devtools_tools.nvim -> devtools_tools.present.skeleton"] = true,
-  ["devtools_tools.nvim -> devtools_tools.present.pretty"] = true,
-  ["devtools_tools.nvim -> devtools_tools.present.errors"] = true,
+  ["devtools_tools.nvim.session -> devtools_tools.present.text"] = true,
+  ["devtools_tools.nvim.session -> devtools_tools.present.schema"] = true,
+  ["devtools_tools.nvim.session -> devtools_tools.present.skeleton"] = true,
+  ["devtools_tools.nvim.session -> devtools_tools.present.pretty"] = true,
+  ["devtools_tools.nvim.session -> devtools_tools.present.errors"] = true,
 }
 
 -- lazy_problems(mods) -> list of "a -> b" for each require made inside a
