@@ -82,9 +82,9 @@ describe("the library's layers", function()
 
   it("make a require on first use only where allowed by name, for a measured reason (Neovim's start-up)", function()
     assert.same({}, layers.lazy_problems(mods))
-    local bad = { ["devtools_tools.nvim"] = { layer = "nvim",
+    local bad = { ["devtools_tools.nvim.session"] = { layer = "nvim",
       nested = { "devtools_tools.present.text", "devtools_tools.page" } } }
-    assert.same({ "devtools_tools.nvim -> devtools_tools.page" }, layers.lazy_problems(bad))
+    assert.same({ "devtools_tools.nvim.session -> devtools_tools.page" }, layers.lazy_problems(bad))
     assert.same({ "devtools_tools.x" }, layers.nested_requires('local a = require "devtools_tools.y"\n'
       .. 'local function f()\n  return require("devtools_tools.x")\nend\n'))
   end)
