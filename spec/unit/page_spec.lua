@@ -927,9 +927,10 @@ describe("browser (fake transport)", function()
     end
     local fake = F.new()
     local b = F.browser(fake)
+    local n = #fake.sent                         -- (what a new Browser sends: setDiscoverTargets)
     assert.equal("bad_argument", H.error_of(b.new_page, b, nil, { timout = 1 }).code)
     assert.equal("bad_argument", H.error_of(b.attach, b, 5).code)
-    assert.equal(0, #fake.sent)
+    assert.equal(n, #fake.sent)
   end)
 
   it("names the request that timed out once", function()
@@ -1078,6 +1079,81 @@ describe("iframes their parent removed (fake transport)", function()
     assert.same({}, sent(fake, "Target.detachFromTarget", "S1"))
     page:discover()
     assert.same({ "F1", "T2" }, frame_ids(page))
+  end)
+end)
+
+describe("frames the browser forgot to tell of (fake transport)", function()
+  -- The parent's document tells of an iframe (frameNavigated on the page's
+  -- session), moves it to a process of its own (frameDetached "swap"), and
+  -- the page removes it before its target attached: no attach, no detach.
+  local function swapped_away(fake, id)
+    fake:event("Page.frameNavigated", { frame = { id = id, parentId = "F1", url = "about:blank",
+      securityOrigin = "://", loaderId = "L" .. id } }, "S1")
+    fake:event("Page.frameDetached", { frameId = id, reason = "swap" }, "S1")
+  end
+
+  it("an iframe removed before its target attached goes when the browser destroys the target", function()
+    local page, fake = open()
+    F.with_tools(fake, { ADD })
+    swapped_away(fake, "T5")
+    page.conn:poll()
+    page:discover()
+    assert.same({ "F1", "T5" }, frame_ids(page))       -- (what was kept for good)
+    local epoch = page.docs.epoch
+    -- the browser's word, on the browser's session (iframe targets: the
+    -- browser asked to hear of them as it was made)
+    assert.equal(1, fake:count("Target.setDiscoverTargets"))
+    fake:event("Target.targetDestroyed", { targetId = "T5" })
+    page.conn:poll()
+    assert.same({ "F1" }, frame_ids(page))
+    assert.is_true(page.docs.epoch > epoch)                -- (a cached discovery is out of date)
+    -- the target the browser tells of later is left at once
+    fake:event("Target.attachedToTarget", { sessionId = "S5", waitingForDebugger = true,
+      targetInfo = { type = "iframe", targetId = "T5", url = "http://localhost/frame", parentFrameId = "F1" } }, "S1")
+    page.conn:poll()
+    assert.is_nil(page.child_sessions.S5)
+    assert.same({ "Runtime.runIfWaitingForDebugger" }, fake:methods("S5"))
+  end)
+
+  it("a destroyed target's frame that has a document of ours again stays; an attached one goes with its session", function()
+    local page, fake = open()
+    swapped_away(fake, "T6")
+    -- back in the parent's process: a new document there
+    fake:event("Page.frameNavigated", { frame = { id = "T6", parentId = "F1", url = "http://127.0.0.1/same",
+      securityOrigin = "http://127.0.0.1", loaderId = "L66" } }, "S1")
+    oopif(page, fake, "S2", "T2", 8)
+    page:discover()
+    assert.same({ "F1", "T2", "T6" }, frame_ids(page))
+    fake:event("Target.targetDestroyed", { targetId = "T6" })
+    fake:event("Target.targetDestroyed", { targetId = "T2" })
+    page.conn:poll()
+    assert.same({ "F1", "T6" }, frame_ids(page))
+    assert.is_nil(page.child_sessions.S2)
+    -- (and the page's own target is the browser's to close, not a frame to forget)
+    fake:event("Target.targetDestroyed", { targetId = "F1" })
+    page.conn:poll()
+    assert.same({ "F1", "T6" }, frame_ids(page))
+  end)
+
+  it("an attach that failed (its session answers as one that is gone) forgets the frames its target had", function()
+    local page, fake = open()
+    F.with_tools(fake, { ADD })
+    swapped_away(fake, "T7")
+    local enable = fake.on["Runtime.enable"]
+    fake.on["Runtime.enable"] = function(p, sid, m, f)
+      if sid == "S7" then return { error = { code = -32001, message = "Session with given id not found." } } end
+      return enable(p, sid, m, f)
+    end
+    fake:event("Target.attachedToTarget", { sessionId = "S7", waitingForDebugger = true,
+      targetInfo = { type = "iframe", targetId = "T7", url = "http://localhost/frame", parentFrameId = "F1" } }, "S1")
+    page.conn:poll()
+    assert.is_table(page.child_sessions.S7)
+    assert.same({ "F1", "T7" }, frame_ids(page))
+    local groups = page:discover()
+    assert.equal(1, #groups)
+    assert.is_nil(page.child_sessions.S7)
+    assert.same({ "F1" }, frame_ids(page))
+    assert.equal("called", page:call("add", { a = 1 }))
   end)
 end)
 

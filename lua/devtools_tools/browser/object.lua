@@ -23,8 +23,8 @@ local raise = errors.raise
 local now = core.now
 local check_opts = options.check
 local await_exit, await_removed, cancel_of = chromium.await_exit, chromium.await_removed, chromium.cancel_of
-local type, tostring, ipairs, setmetatable, pcall, error =
-      type, tostring, ipairs, setmetatable, pcall, error
+local type, tostring, ipairs, pairs, setmetatable, pcall, error =
+      type, tostring, ipairs, pairs, setmetatable, pcall, error
 
 local M = {}
 
@@ -44,6 +44,10 @@ function M.new(conn, fields, private)
   b.conn = conn
   b.pages_by_session = {}
   conn:listen(nil, function(method, params) b:_on_event(method, params) end)
+  -- The iframe targets the browser destroys (a page's frame it never told
+  -- of: page/frames.lua); a browser that knows no filter answers with an
+  -- error, dropped, and tells nothing.
+  conn:send_nowait("Target.setDiscoverTargets", { discover = true, filter = { { type = "iframe" } } })
   return b
 end
 
@@ -93,6 +97,10 @@ function Browser:_on_event(method, params)
   if method == "Target.detachedFromTarget" then
     local page = self.pages_by_session[params.sessionId]
     if page then Page.detached(page) end
+  elseif method == "Target.targetDestroyed" and params.targetId ~= nil then
+    local list = {}
+    for _, page in pairs(self.pages_by_session) do list[#list + 1] = page end
+    for _, page in ipairs(list) do Page.target_destroyed(page, params.targetId) end
   end
 end
 

@@ -157,6 +157,13 @@ function M.detached(self)
   self.webmcp:detached()
 end
 
+-- target_destroyed(page, target_id): the browser destroyed a target (its
+-- browser session heard it: browser/object.lua): one of the page's
+-- out-of-process iframes, maybe, that it never told the page of
+function M.target_destroyed(self, target_id)
+  if not self.closed then on_event(self, "Target.targetDestroyed", { targetId = target_id }, nil) end
+end
+
 -- close(opts?): closes the page's target. Idempotent.
 function Page:close(opts)
   opts = options.check(opts, options.TIMEOUT, "close")

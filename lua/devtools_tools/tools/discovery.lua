@@ -223,7 +223,7 @@ function M.discover(site, deadline)
         contextId = ctx.id, objectGroup = group }, ctx.session, deadline) }
     end
   end
-  local trees = {}
+  local trees, failed = {}, {}
   for _, e in ipairs(ids) do
     local ok, r = errors.catch(conn.await, conn, e[2], deadline, e[3] == "tree" and "Page.getFrameTree" or "Runtime.enable")
     if ok then
@@ -231,8 +231,13 @@ function M.discover(site, deadline)
       else docs:session_ready(e[1]) end
     elseif r.code ~= "protocol_error" then
       fail(r)                -- timeout, disconnected: the caller must know
+    elseif e[1] ~= docs.session and remote.session_gone(r) then
+      failed[#failed + 1] = e[1]
     end                      -- a child session that just went away: skip it
   end
+  -- (one that answers as a session that is gone: an attach that failed;
+  -- its frames are forgotten, those its parent's tree listed too)
+  for _, sid in ipairs(failed) do docs:session_failed(sid) end
   -- A page closed meanwhile answers its requests with errors that a frame
   -- going away also gives (and are skipped here): not "no tools".
   local function not_closed()
