@@ -44,10 +44,12 @@ function M.new(conn, fields, private)
   b.conn = conn
   b.pages_by_session = {}
   conn:listen(nil, function(method, params) b:_on_event(method, params) end)
-  -- The iframe targets the browser destroys (a page's frame it never told
-  -- of: page/frames.lua); a browser that knows no filter answers with an
-  -- error, dropped, and tells nothing.
-  conn:send_nowait("Target.setDiscoverTargets", { discover = true, filter = { { type = "iframe" } } })
+  -- The targets the browser destroys (an iframe of a page it never told
+  -- the page of: page/frames.lua). The filter is Target.getTargets' own
+  -- default, which a getTargets without one then takes from discovery:
+  -- an iframe-only filter there made browser:pages() empty.
+  conn:send_nowait("Target.setDiscoverTargets", { discover = true, filter = {
+    { type = "browser", exclude = true }, { type = "tab", exclude = true }, {} } })
   return b
 end
 

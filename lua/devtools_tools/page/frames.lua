@@ -373,7 +373,7 @@ end
 -- and no other detach comes, so the frame stayed in page.frames for good
 -- (3 were kept under three make tests at once). The browser does say
 -- that the target was destroyed (Target.targetDestroyed: the browser asks
--- to hear of iframe targets, browser/object.lua) - then the frame goes,
+-- to hear of its targets, browser/object.lua) - then the frame goes,
 -- with what is inside it and its session if it had one. A frame that
 -- came back into a process of ours (a new document there) is no longer
 -- the target's and stays.
