@@ -270,7 +270,10 @@ function Page:wait_for_selector(css, opts) end
 ---@param height integer
 ---@param opts? devtools_tools.CallOpts
 function Page:set_viewport(width, height, opts) end
----@param name string
+---A tool by name, or a Tool of this page (one whose call did not run - its
+---document gone, the page's tools changed - is called once more as the tool
+---the page holds now under its name).
+---@param name string|devtools_tools.Tool
 ---@param args? table named arguments (a JSON object)
 ---@param opts? devtools_tools.CallOpts
 ---@return any
