@@ -1082,6 +1082,25 @@ describe("iframes their parent removed (fake transport)", function()
   end)
 end)
 
+describe("the one stale-retry rule (fake transport)", function()
+  it("page:call(tool) calls a Tool whose document is gone as the page's tool of its name; tool:call says stale", function()
+    local page, fake = open()
+    local counter = { n = 0 }
+    F.with_tools(fake, { ADD }, counter)
+    local add = page:tool("add")
+    fake:event("Page.frameNavigated", { frame = { id = "F1", url = "http://127.0.0.1/next",
+      securityOrigin = "http://127.0.0.1", loaderId = "L2" } }, "S1")
+    page.conn:poll()
+    assert.equal("stale", H.error_of(add.call, add, { a = 1 }).code)
+    local calls = fake:count_calls()
+    assert.equal("called", page:call(add, { a = 1 }))
+    assert.equal(calls + 1, fake:count_calls())          -- once: the new document's tool
+    assert.equal(2, counter.n)                          -- (discovered again for it)
+    local other = open()
+    assert.equal("bad_argument", H.error_of(other.call, other, page:tool("add"), { a = 1 }).code)
+  end)
+end)
+
 describe("frames the browser forgot to tell of (fake transport)", function()
   -- The parent's document tells of an iframe (frameNavigated on the page's
   -- session), moves it to a process of its own (frameDetached "swap"), and
