@@ -49,8 +49,8 @@ local type, tostring, ipairs, pairs, pcall, error = type, tostring, ipairs, pair
 local defaults = {
   executable = nil,        -- Chromium to launch; nil: the library's search (README, API)
   headless = true,         -- :DevTools launch starts a headless browser
-  timeout = nil,           -- seconds: the deadline of one command, all its steps
-                           -- (nil: the library's default, dt.TIMEOUT: 30)
+  timeout = 30,            -- seconds: the deadline of one command, all its steps (the
+                           -- library's dt.TIMEOUT, which the plugin knows before it loads)
   connect = "http://127.0.0.1:9222",   -- :DevTools connect without an endpoint
   keymaps = { open_tool = "<CR>" },    -- in the tool list; false: no mappings
 }
@@ -275,7 +275,7 @@ local function start(label, fn, after, waiting)
   end
   use_loop()
   -- this command; rec.task is its dt Task
-  local limit = S.opts.timeout or dt.TIMEOUT
+  local limit = S.opts.timeout
   local rec = { waiting = waiting or (label .. " did not finish"), limit = limit }
   S.task = rec
   S.label = label
