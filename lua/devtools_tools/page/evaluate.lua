@@ -23,7 +23,8 @@ local type, tostring, tonumber, ipairs, pcall, error = type, tostring, tonumber,
 
 local M = {}
 
-local evaluate_opts = { timeout = true, context = "number", session = "string", elements = "boolean" }
+local evaluate_opts = { timeout = true, context = "number", session = "string", elements = "boolean",
+  repl = "boolean" }
 
 -- with_elements(page, r, session, frame, deadline) -> the value of the
 -- object r.result, its DOM elements as Element objects (js/evaluate.js
@@ -72,7 +73,10 @@ end
 -- frame); session (the CDP session to send it on, default: the page's);
 -- elements (true: the DOM elements in the value come back as Element
 -- objects, described as a tool's result gives them, where returning by
--- value gives {}; the value is then written as JSON.stringify writes it).
+-- value gives {}; the value is then written as JSON.stringify writes it);
+-- repl (true: read as the DevTools console reads it, CDP's replMode: `await`
+-- at the top level, `let` declared again; a promise the code ends with is
+-- then not awaited).
 function M.evaluate(page, expression, opts)
   opts = options.check(opts, evaluate_opts, "evaluate")
   page.site:check_open()
@@ -87,7 +91,7 @@ function M.evaluate(page, expression, opts)
   local ok, r = errors.catch(function()
     local reply = conn:await(conn:send("Runtime.evaluate", {
       expression = expression, awaitPromise = true, returnByValue = not group,
-      contextId = opts.context, objectGroup = group,
+      contextId = opts.context, objectGroup = group, replMode = opts.repl or nil,
     }, session, deadline), deadline, "Runtime.evaluate")
     if group and not reply.exceptionDetails and type(reply.result) == "table" and reply.result.objectId then
       reply.group = group

@@ -54,11 +54,16 @@ end
 -- is given until the probe is PROBE_AGE old, and at least PROBE_GRACE from
 -- now: a busy machine is slow to answer even an idle page (under three
 -- make tests at once a probe took more than the 50 ms once given, and
--- another task's tool was stopped). And while a request sent before the
--- probe still has a caller waiting for it (another task's tool may be what
--- keeps the page busy), the page is left alone and the probe asked again
--- at the next call. Those requests have deadlines: once they are answered
--- or given up, the page is stopped.
+-- another task's tool was stopped). Every call that comes meanwhile waits
+-- for the same answer, and the first wait to end without one stops the
+-- page: no call goes out to the page before that stop, which Chromium would
+-- carry out on whatever script runs when it arrives (a starved renderer
+-- still running the probe and the calls behind it: another task's call was
+-- stopped, "Internal error", beside two other make tests). And while a
+-- request sent before the probe still has a caller waiting for it (another
+-- task's tool may be what keeps the page busy), the page is left alone and
+-- the probe asked again at the next call. Those requests have deadlines:
+-- once they are answered or given up, the page is stopped.
 local PROBE_GRACE, PROBE_AGE = 0.05, 1
 
 function Probes:unstick(deadline)
@@ -75,10 +80,17 @@ function Probes:unstick(deadline)
       errors.catch(conn.await, conn, id, now())
     elseif not conn:waiting_before(sid, id) then
       local wait = math.max(now() + PROBE_GRACE, (self.at[sid] or 0) + PROBE_AGE)
-      self.sent[sid], self.at[sid] = nil, nil
       if deadline and deadline < wait then wait = deadline end
-      if not errors.catch(conn.await, conn, id, wait, "Runtime.evaluate") then
-        conn:send_nowait("Runtime.terminateExecution", nil, sid)
+      -- (a cancelled or lost wait decides nothing: its error goes on up)
+      conn:wait_for(function() return self.sent[sid] ~= id or not conn:waiting(id) end, wait)
+      if self.sent[sid] == id then           -- (not decided by another task meanwhile)
+        self.sent[sid], self.at[sid] = nil, nil
+        if conn:waiting(id) then
+          conn:forget(id)
+          conn:send_nowait("Runtime.terminateExecution", nil, sid)
+        else
+          errors.catch(conn.await, conn, id, now())
+        end
       end
     end
   end
