@@ -168,7 +168,8 @@ function M.launch(opts, exe, deadline)
       local why = f and f:read("*a") or ""
       if f then f:close() end
       raise(answered and "launch_failed" or "timeout", "launch: Chromium (" .. exe
-        .. ") did not open its debugging port" .. (why ~= "" and ("; its output ends with:\n" .. tail(why, 2000)) or ""),
+        .. ") did not open its debugging port"
+        .. (why ~= "" and ("; its output ends with:\n" .. tail(why, 2000)) or ""),
         { details = { stderr = why, executable = exe } })
     end
     info.starting, info.port = nil, tonumber(port)

@@ -118,7 +118,8 @@ function M.launch(opts)
     local why = proc:stderr()
     proc:close(0, true)
     raise("timeout", "launch: Chromium (" .. exe .. ") did not answer within its timeout ("
-      .. string.format("%g", timeout) .. " s)" .. (why ~= "" and ("; its output ends with:\n" .. chromium.tail(why, 2000)) or ""),
+      .. string.format("%g", timeout) .. " s)"
+      .. (why ~= "" and ("; its output ends with:\n" .. chromium.tail(why, 2000)) or ""),
       { details = { stderr = why, executable = exe } })
   end
   if not ok then

@@ -28,7 +28,7 @@ local endpoint = require "devtools_tools.wire.endpoint"
 
 local raise = errors.raise
 local now = core.now
-local type, tostring, ipairs, tonumber = type, tostring, ipairs, tonumber
+local type, tostring, ipairs = type, tostring, ipairs
 
 local M = {}
 

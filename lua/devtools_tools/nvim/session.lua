@@ -123,26 +123,26 @@ end
 
 -- ---- messages ------------------------------------------------------------------------
 
--- echo(text, hl?): the command line (progress, short results). Looked up on
+-- echo(msg, hl?): the command line (progress, short results). Looked up on
 -- vim.api at each call, so a test can watch it.
-local function echo(text, hl)
-  vim.api.nvim_echo({ { text, hl or "None" } }, false, {})
+local function echo(msg, hl)
+  vim.api.nvim_echo({ { msg, hl or "None" } }, false, {})
 end
 
 -- Progress from inside a task: the task runs in a loop callback, so the
 -- message is shown on the main loop.
-local function progress(text)
-  S.label = text
+local function progress(label)
+  S.label = label
   vim.schedule(function()
-    if S.task then echo("devtools_tools: " .. text .. "...", "MoreMsg") end
+    if S.task then echo("devtools_tools: " .. label .. "...", "MoreMsg") end
   end)
 end
 
 -- Every message goes through nvim.notice: one line that fits the command
 -- line with Neovim's own vim.notify (no "Press ENTER"), the whole text
 -- with a notification plugin. where: how to see what was left out.
-local function notify(text, level, where)
-  notice.say(text, level or levels.INFO, where)
+local function notify(msg, level, where)
+  notice.say(msg, level or levels.INFO, where)
 end
 
 -- ready() -> true once the library is loaded; else the user is told why,

@@ -191,16 +191,16 @@ function V.open_args(tool, given)
   api.nvim_buf_set_option(buf, "bufhidden", "hide")
   api.nvim_buf_set_option(buf, "swapfile", false)
   api.nvim_buf_set_option(buf, "filetype", "json")
-  local start = lib.skeleton.text(tool.input_schema, nil, given)
-  api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(start, "\n", { plain = true }))
+  local skeleton = lib.skeleton.text(tool.input_schema, nil, given)
+  api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(skeleton, "\n", { plain = true }))
   api.nvim_buf_set_option(buf, "modified", false)
   S.arg_bufs[buf] = tool
   local write_cmd
   write_cmd = api.nvim_create_autocmd("BufWriteCmd", { buffer = buf, callback = function(ev)
-    local name = api.nvim_buf_get_name(ev.buf)
-    if ev.match == name and name:sub(1, 16) == "devtools://call/" then return on_write_args(ev.buf) end
+    local bufname = api.nvim_buf_get_name(ev.buf)
+    if ev.match == bufname and bufname:sub(1, 16) == "devtools://call/" then return on_write_args(ev.buf) end
     -- :w other.json, :saveas: a file, not a call
-    local renamed = ev.match == name                 -- (:saveas renamed the buffer first)
+    local renamed = ev.match == bufname                 -- (:saveas renamed the buffer first)
     if not renamed and vim.v.cmdbang == 0 and vim.loop.fs_stat(ev.match) then
       notify("devtools_tools: " .. ev.file .. " exists (add ! to override)", levels.ERROR)
       return

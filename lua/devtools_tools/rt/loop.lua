@@ -194,7 +194,7 @@ function Luv:watch(fd, events, cb)
       .. "): is it watched by another driver of the same loop?")
   end
   local h = { poll = p, cb = cb }
-  p:start(events, function(err, ready) cb(err and "r" or ready) end)
+  p:start(events, function(perr, ready) cb(perr and "r" or ready) end)
   return h
 end
 

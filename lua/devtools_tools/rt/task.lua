@@ -379,7 +379,7 @@ function M.wait_all(list, timeout)
   if type(list) ~= "table" then raise("bad_argument", "wait_all: expected a list of tasks") end
   check_timeout("wait_all", timeout)
   local n = #list
-  for k, t in pairs(list) do
+  for k in pairs(list) do
     if type(k) ~= "number" or k < 1 or k > n or k % 1 ~= 0 then
       raise("bad_argument", "wait_all: expected a list of tasks, found the key "
         .. (type(k) == "string" and ("%q"):format(k:sub(1, 40)) or shown(k)))

@@ -225,7 +225,8 @@ function M.discover(site, deadline)
   end
   local trees, failed = {}, {}
   for _, e in ipairs(ids) do
-    local ok, r = errors.catch(conn.await, conn, e[2], deadline, e[3] == "tree" and "Page.getFrameTree" or "Runtime.enable")
+    local ok, r = errors.catch(conn.await, conn, e[2], deadline,
+      e[3] == "tree" and "Page.getFrameTree" or "Runtime.enable")
     if ok then
       if e[3] == "tree" then trees[e[1]] = r.frameTree
       else docs:session_ready(e[1]) end
@@ -365,9 +366,9 @@ function M.discover(site, deadline)
           make_groups(site, t.frame, t.ctx.id, payload, groups, warnings, where(t), skipped, received)
           local ws = type(payload.warnings) == "table" and payload.warnings or {}
           local why = type(payload.skipped) == "table" and payload.skipped or {}
-          for i, w in ipairs(ws) do
+          for k, w in ipairs(ws) do
             warnings[#warnings + 1] = tostring(w) .. where(t)
-            local s = why[i]
+            local s = why[k]
             skipped[#skipped + 1] = { group = type(s) == "table" and type(s[1]) == "string" and s[1] or nil,
               reason = type(s) == "table" and type(s[2]) == "string" and s[2] or tostring(w),
               frame = t.frame.url }

@@ -24,6 +24,8 @@ local now = core.now
 local current_task = tasks.current
 local type, pairs, ipairs, next, setmetatable, getmetatable, pcall, error, select =
       type, pairs, ipairs, next, setmetatable, getmetatable, pcall, error, select
+-- newproxy: LuaJIT and 5.1 only (nil on Lua 5.4), where a table's __gc never runs
+local newproxy = newproxy
 
 local M = {}
 
