@@ -11,8 +11,6 @@
 --   cli.mcp         the MCP server on stdio
 --   cli.target      the browser and the page a command works on
 --   cli.tabs        the tabs of a running browser: which one, `tabs`
---   cli.settle      waiting until a page's tools and network settle
---   cli.hint        --wait-for, and why a tool did not come
 --   cli.background  browser start|stop|status, where it is recorded
 --   cli.output      stdout, progress, warnings and errors on stderr
 --
@@ -106,7 +104,7 @@ local function command(out, words, state)
     usage("--connect uses a running browser: --headful and --chromium launch one", cmd)
   end
   if opts.debug then dt.debug("cdp") end
-  local timeout = opts.timeout or 30
+  local timeout = opts.timeout or dt.TIMEOUT
   local deadline = dt.now() + timeout
   local function too_late(what)
     return dt.new_error("timeout", "the command did not finish within " .. string.format("%g", timeout)
