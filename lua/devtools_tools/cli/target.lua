@@ -7,8 +7,8 @@
 --
 -- It must never leave a browser it launched running (with_page closes it
 -- on every way out), leave a tab it opened in a running browser when the
--- URL could not be opened, nor connect to a host that is not a loopback
--- one.
+-- URL could not be opened or a signal ended the command, nor connect to a
+-- host that is not a loopback one.
 
 local dt = require "devtools_tools"
 local argv = require "devtools_tools.cli.argv"
@@ -69,7 +69,7 @@ function M.open_browser(ctx)
   local lo = { timeout = left() }
   if opts.headful then lo.headless = false end
   if opts.chromium then lo.executable = opts.chromium end
-  if opts.webmcp then lo.webmcp = true end
+  if opts.webmcp or ctx.launch_webmcp then lo.webmcp = true end
   return dt.launch(lo), "launched"
 end
 
@@ -211,16 +211,25 @@ function M.open_page(ctx, browser, how, url)
   return page, opened
 end
 
+-- interrupted(err): the command was ended by a signal (Ctrl-C, or the
+-- TERM and HUP cli.init catches: the interpreter's "interrupted!")
+local function interrupted(err)
+  return type(err) == "string" and err:match("^[^\n]*interrupted!") ~= nil
+end
+
 -- with_page(ctx, url, fn) -> fn(browser, page)'s result; the browser is
 -- closed (a launched one ended, a connected one left running) on every way
--- out
+-- out, and a tab the command opened in a running browser too when a
+-- signal ended it
 function M.with_page(ctx, url, fn)
   local browser, how = M.open_browser(ctx)
+  local page, opened
   local ok, res = pcall(function()
-    local page = M.open_page(ctx, browser, how, url)
+    page, opened = M.open_page(ctx, browser, how, url)
     return fn(browser, page)
   end)
   ctx.progress:done()
+  if not ok and opened and how == "connected" and interrupted(res) then pcall(page.close, page, { timeout = 1 }) end
   browser:close()
   if not ok then error(res, 0) end
   return res
