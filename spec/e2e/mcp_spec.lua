@@ -655,6 +655,33 @@ describe("devtools-tools mcp: started before the app", function()
     assert.matches("the page is up", err_text, 1, true)
   end)
 
+  it("tries the same tab again in a running browser, and takes no error page for the app", function()
+    local port = free_port()
+    local url = "http://127.0.0.1:" .. port .. "/mcp.html"
+    local b = dt.launch({ detached = true })
+    local ok, err = pcall(function()
+      local n = #b:pages()                                  -- its blank tab, which the server takes
+      local c = spawn(url, { "--connect", b.detached.endpoint })
+      c:initialize()
+      assert.is_true(H.wait_for(function() return select(2, c:stderr():gsub("not up yet", "")) >= 1 end, 20))
+      -- retried a few times (pauses of 0.25, 0.5, 1 s...): still the one tab, still not up
+      assert.is_false(H.wait_for(function() return #b:pages() ~= n end, 3), "another tab was opened")
+      assert.is_true(call(c, "echo", { text = "x" }).isError)
+      local app = start_app_on(port)
+      local ok2, err2 = pcall(function()
+        assert.truthy(c:next_notification("notifications/tools/list_changed", 20), c:stderr())
+        assert.same({ text = "up" }, call(c, "echo", { text = "up" }).structuredContent)
+      end)
+      app.stop()
+      assert(ok2, err2)
+      assert.equal(n, #b:pages())
+    end)
+    local rec = b.detached
+    b:close()
+    dt.stop_detached(rec)
+    assert(ok, err)
+  end)
+
   it("refuses a URL that can never work at the start", function()
     for _, bad in ipairs({ "javascript:alert(1)", "http://[::1/", "http://a:99999/", "chrome://settings" }) do
       local c = spawn(bad)

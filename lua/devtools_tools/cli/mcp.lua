@@ -75,8 +75,24 @@ function M.run(ctx)
   local held = {}                            -- what the opening opened: browser, how, page, opened
   local usage_error
 
-  -- One attempt to bring the page up, inside the server's task; the
-  -- browser is opened once, the page at each attempt.
+  -- One attempt to bring the page up, inside the server's task: the
+  -- browser is opened once; the tab is chosen as every command chooses it,
+  -- once (an open tab attached is kept even when its page did not load:
+  -- ctx.picked), and a tab kept from an attempt that failed is loaded
+  -- again. A tab that shows the browser's own error page is not up (a
+  -- failed navigation leaves the tab's URL as asked, so it would be taken
+  -- for a tab that shows it).
+  ctx.picked = function(page) held.page, held.opened = page, false end
+  local function load_again()
+    local page = held.page
+    local ok, err = pcall(function()
+      if url then page:navigate(url, { timeout = ctx.left() }) else page:reload({ timeout = ctx.left() }) end
+    end)
+    if not ok then
+      if dt.is_error(err) and (err.code == "disconnected" or err.code == "stale") then held.page = nil end
+      error(err, 0)
+    end
+  end
   local function open()
     local deadline = dt.now() + per_attempt
     ctx.left = function()
@@ -86,8 +102,17 @@ function M.run(ctx)
     end
     local ok, err = pcall(function()
       if not held.browser then held.browser, held.how = target.open_browser(ctx) end
-      local page, opened = target.open_page(ctx, held.browser, held.how, url)
-      held.page, held.opened = page, opened
+      if held.page then
+        load_again()
+      else
+        local page, opened = target.open_page(ctx, held.browser, held.how, url)
+        held.page, held.opened = page, opened
+      end
+      local shown = held.page:evaluate("location.href", { timeout = ctx.left() })
+      if type(shown) == "string" and shown:find("^chrome%-error:") then
+        error(dt.new_error("protocol_error", "the tab shows the browser's error page for "
+          .. tostring(url or held.page.url)), 0)
+      end
     end)
     if not ok then
       if getmetatable(err) == argv.Usage then

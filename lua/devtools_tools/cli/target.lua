@@ -143,12 +143,20 @@ local function new_page(ctx, browser, how, url)
   return page, res
 end
 
+-- picked(ctx, page): an open tab was attached (before it is navigated):
+-- ctx.picked(page), when a caller wants the page even if opening it fails
+-- (the MCP server's retries navigate that tab again, not another one)
+local function picked(ctx, page)
+  if ctx.picked then ctx.picked(page) end
+  return page
+end
+
 -- pick_page(ctx, browser, how, url) -> page, opened (a tab the command
 -- made), watch (what settles it, for a page it navigated)
 -- reuse(ctx, browser, p) -> the open tab p as it is (not navigated, so not
 -- settled), its viewport set when asked; recorded as used
 local function reuse(ctx, browser, p)
-  local page = browser:attach(p.id, { timeout = ctx.left() })
+  local page = picked(ctx, browser:attach(p.id, { timeout = ctx.left() }))
   if ctx.opts.viewport then viewport(ctx, page, ctx.opts.viewport) end
   tabs.touch(p.id)
   return page, false, nil
@@ -158,7 +166,7 @@ local function pick_page(ctx, browser, how, url)
   local opts, left = ctx.opts, ctx.left
   if opts.tab then
     local p = tabs.by_text(ctx, browser, opts.tab)
-    local page = browser:attach(p.id, { timeout = left() })
+    local page = picked(ctx, browser:attach(p.id, { timeout = left() }))
     local w = (url or opts.viewport) and prepare(ctx, browser, how, page, false) or nil
     if url then navigate(ctx, page, url) end
     tabs.touch(p.id, url)
@@ -174,7 +182,7 @@ local function pick_page(ctx, browser, how, url)
     if p then return reuse(ctx, browser, p) end
     p = tabs.blank(pages)
     if p then
-      local page = browser:attach(p.id, { timeout = left() })
+      local page = picked(ctx, browser:attach(p.id, { timeout = left() }))
       local w = prepare(ctx, browser, how, page, true)
       navigate(ctx, page, url)
       tabs.touch(p.id, url)
