@@ -684,8 +684,10 @@ end)
 
 describe("mcp.stdio: bounded output", function()
   it("stops reading while more than max_pending bytes wait to be written, and reads again as they go", function()
-    -- our output: a pipe nobody reads yet; our input: a pipe the spec writes
-    local sink, sfds = assert(core.process.spawn({ "/bin/sh", "-c", "read x; cat >/dev/null" }, { stdio = true }))
+    -- our output: a pipe nobody reads until the file go is there; our input: a pipe the spec writes
+    local dir = assert(core.fs.mkdtemp("dt-mcp-stdio-"))
+    local sink, sfds = assert(core.process.spawn({ "/bin/sh", "-c",
+      "while [ ! -e '" .. dir .. "/go' ]; do sleep 0.02; done; cat >/dev/null" }, { stdio = true }))
     local src, ifds = assert(core.process.spawn({ "/bin/cat" }, { stdio = true }))
     local t = stdio.new({ input = ifds.stdout, output = sfds.stdin, max_pending = 256 * 1024 })
     local got = 0
@@ -694,11 +696,12 @@ describe("mcp.stdio: bounded output", function()
     local lines = {}
     for i = 1, 50 do lines[i] = '{"n":' .. i .. "}" end
     assert(core.fd.write(ifds.stdin, table.concat(lines, "\n") .. "\n"))
-    turn_until(function() return false end, 0.5)
+    assert.is_true(turn_until(function() return got >= 2 end, 10))
+    turn_until(function() return got > 6 end, 0.5)
     -- the pipe took its 64 KiB, the queue the rest up to the bound: a few, not 50
-    assert.is_true(got >= 2 and got <= 6, got)
+    assert.is_true(got <= 6, got)
     assert.is_true(t:pending() <= 256 * 1024 + #reply, t:pending())
-    core.fd.write(sfds.stdin, "go\n")                       -- the reader reads now
+    io.open(dir .. "/go", "w"):close()                       -- the reader reads now
     assert.is_true(turn_until(function() return got == 50 end, 10), got)
     assert.is_true(turn_until(function() return t:pending() == 0 end, 10))
     t:close()
@@ -707,5 +710,6 @@ describe("mcp.stdio: bounded output", function()
     sink:close()
     core.fd.close(ifds.stdout)
     core.fd.close(sfds.stdin)
+    core.fs.rmtree(dir)
   end)
 end)

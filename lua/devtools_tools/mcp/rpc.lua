@@ -19,7 +19,7 @@ dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
 local find, sub, byte = string.find, string.sub, string.byte
 local decode, utf8_error = dt.json.decode, dt.json.utf8_error
-local pcall, type = pcall, type
+local pcall, type, tonumber = pcall, type, tonumber
 
 local M = {}
 
@@ -70,6 +70,20 @@ local function same(a, b)
   return a == b or (a ~= a and b ~= b)
 end
 
+-- Does raw, an id's text, decode to want? Plain digits and strings
+-- without escapes (what clients write) are read here; the rest by the codec.
+local function reads_as(raw, want)
+  local tw = type(want)
+  if tw == "string" and byte(raw, 1) == QUOTE and not find(raw, "\\", 2, true) then
+    return sub(raw, 2, -2) == want
+  end
+  if tw == "number" and #raw < 16 and find(raw, "^%-?%d+$") then
+    return tonumber(raw) == want
+  end
+  local ok, v = pcall(decode, raw)
+  return ok and same(v, want)
+end
+
 -- The raw text of member "id" of the object that opens at i (its brace),
 -- whose decoded id is want (the raw text decodes to it: of two members
 -- named id, the codec keeps the last).
@@ -88,8 +102,7 @@ local function id_in(s, i, want)
     local v1 = skip_value(s, v0)
     if key == '"id"' then
       local raw = sub(s, v0, v1 - 1)
-      local ok, v = pcall(decode, raw)
-      if ok and same(v, want) then return raw end
+      if reads_as(raw, want) then return raw end
     end
     j = skip_ws(s, v1)
     if byte(s, j) ~= COMMA then break end

@@ -309,14 +309,15 @@ function Server:_builtin(b, args, ctx)
   else
     r = content.result(v, has_structured(ctx.version))
   end
-  if b.page_data then self:_provenance(r, { url = self.page.url }) end
+  if b.page_data then self:_provenance(r, tools.provenance({ url = self.page.url }, self.trusted)) end
   return r
 end
 
--- The result carries who wrote it in _meta: the page (its frame's origin)
-function Server:_provenance(r, frame)
+-- The result carries who wrote it in _meta: the page (its frame's origin;
+-- a page tool's is the one its descriptor has)
+function Server:_provenance(r, prov)
   local meta = r._meta or {}
-  meta[tools.PROVENANCE] = tools.provenance(frame, self.trusted)
+  meta[tools.PROVENANCE] = prov
   r._meta = meta
   return r
 end
@@ -352,13 +353,13 @@ H["tools/call"] = function(self, ctx)
       ok, v = pcall(again.tool.call, again.tool, args, { timeout = self.timeout })
     end
   end
-  local frame = e.tool.group and e.tool.group.frame
+  local prov = e.descriptor._meta[tools.PROVENANCE]
   if not ok then
     if dt.is_error(v) and v.code == "cancelled" then error(v, 0) end
     if not dt.is_error(v) then error(v, 0) end
-    return self:_provenance(gone_hint(v), frame)
+    return self:_provenance(gone_hint(v), prov)
   end
-  return self:_provenance(content.result(v, has_structured(ctx.version)), frame)
+  return self:_provenance(content.result(v, has_structured(ctx.version)), prov)
 end
 
 H["subscriptions/listen"] = function(self, ctx)
