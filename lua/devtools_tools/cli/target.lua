@@ -221,7 +221,7 @@ end
 
 -- interrupted(err): the command was ended by a signal (Ctrl-C, or the
 -- TERM and HUP cli.init catches: the interpreter's "interrupted!")
-local function interrupted(err)
+function M.interrupted(err)
   return type(err) == "string" and err:match("^[^\n]*interrupted!") ~= nil
 end
 
@@ -237,7 +237,7 @@ function M.with_page(ctx, url, fn)
     return fn(browser, page)
   end)
   ctx.progress:done()
-  if not ok and opened and how == "connected" and interrupted(res) then pcall(page.close, page, { timeout = 1 }) end
+  if not ok and opened and how == "connected" and M.interrupted(res) then pcall(page.close, page, { timeout = 1 }) end
   browser:close()
   if not ok then error(res, 0) end
   return res
