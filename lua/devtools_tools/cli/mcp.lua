@@ -31,8 +31,8 @@ local M = {}
 -- waits for the exit; MCP clients send SIGTERM after a few seconds), and
 -- how long the server's answers and the page's opening are given to end
 -- first: 2 s in all.
-M.CLOSE_TIMEOUT = 1.2
-M.LINGER = 0.6
+M.CLOSE_TIMEOUT = 1.35
+M.LINGER = 0.5
 
 local SIGNALS = { TERM = 15, HUP = 1, INT = 2 }
 
