@@ -24,7 +24,8 @@ local dt = require "devtools_tools"
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
 local tonumber, type, ipairs, floor = tonumber, type, ipairs, math.floor
-local lower, gsub, find, sub, match, format = string.lower, string.gsub, string.find, string.sub, string.match, string.format
+local lower, gsub, find, sub = string.lower, string.gsub, string.find, string.sub
+local match, format = string.match, string.format
 local concat = table.concat
 
 local M = {}
@@ -77,7 +78,6 @@ end
 
 -- ipv6(text) -> a list of 8 numbers | nil
 local function ipv6(s)
-  local groups = {}
   local head, tail = s, nil
   local dc = find(s, "::", 1, true)
   if dc then

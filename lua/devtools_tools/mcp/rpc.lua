@@ -23,8 +23,8 @@ local pcall, type, tonumber = pcall, type, tonumber
 
 local M = {}
 
-local QUOTE, BACKSLASH, LBRACE, RBRACE, LBRACKET, RBRACKET, COLON, COMMA =
-  34, 92, 123, 125, 91, 93, 58, 44
+local QUOTE, BACKSLASH, LBRACE, LBRACKET, RBRACKET, COLON, COMMA =
+  34, 92, 123, 91, 93, 58, 44
 
 local function skip_ws(s, i)
   return (find(s, "[^ \t\r\n]", i)) or #s + 1

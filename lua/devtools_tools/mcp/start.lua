@@ -24,7 +24,7 @@ local text = require "devtools_tools.present.text"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
-local setmetatable, pcall, tostring, type, error = setmetatable, pcall, tostring, type, error
+local setmetatable, pcall, tostring, error = setmetatable, pcall, tostring, error
 local format, min = string.format, math.min
 
 local M = {}

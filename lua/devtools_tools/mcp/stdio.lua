@@ -23,7 +23,7 @@ local dt = require "devtools_tools"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
-local setmetatable, tostring, type = setmetatable, tostring, type
+local setmetatable, tostring = setmetatable, tostring
 local find, sub, byte, concat = string.find, string.sub, string.byte, table.concat
 
 local M = {}

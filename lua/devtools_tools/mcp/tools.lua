@@ -81,7 +81,9 @@ local function derived(tool)
   local g = tool.group or {}
   local base = gsub(tostring(tool.name), "[^%w_%.%-]", "_")
   base = sub(base, 1, 40)
-  if base == "" or reserved(base) then base = "tool" .. (base ~= "" and ("_" .. gsub(base, "^devtools%.", "")) or "") end
+  if base == "" or reserved(base) then
+    base = "tool" .. (base ~= "" and ("_" .. gsub(base, "^devtools%.", "")) or "")
+  end
   base = sub(base, 1, 40)
   return base .. "_" .. hash8(tostring(tool.kind or g.kind or "devtools") .. "\0" .. tostring(g.name)
     .. "\0" .. origin_of(g) .. "\0" .. tostring(tool.name))
@@ -253,7 +255,8 @@ local function entry(tool, name, trusted)
   -- (the frame by its origin: a single-page app's URL changes at each
   -- route, its tools need not)
   local where = "tool " .. dt.json.encode(bounded(text.clean(tool.name), M.MAX_TEXT)) .. " of "
-    .. (tool.kind == "webmcp" and "the page's WebMCP tools" or ("group " .. dt.json.encode(bounded(text.clean(g.name), M.MAX_TEXT))))
+    .. (tool.kind == "webmcp" and "the page's WebMCP tools"
+      or ("group " .. dt.json.encode(bounded(text.clean(g.name), M.MAX_TEXT))))
     .. " in a frame of " .. bounded(text.clean(frame.origin or frame.url), M.MAX_TEXT)
   if renamed then desc = desc .. (desc ~= "" and "\n\n" or "") .. "(On the page: " .. where .. ".)" end
   if note then desc = desc .. (desc ~= "" and "\n\n" or "") .. "(Note: " .. note .. ".)" end
