@@ -392,11 +392,17 @@ function Task:cancel() end
 ---@field array_mt table the metatable of decoded arrays
 ---@field object_mt table the metatable of decoded empty objects
 local json = {}
----NaN and infinities become null, as JSON.stringify writes them; finite = true refuses them.
+---NaN and infinities become null, as JSON.stringify writes them; finite = true refuses them;
+---replace_surrogates = true writes a lone surrogate as U+FFFD (not "\ud800", which strict readers refuse).
 ---@param value any
----@param opts? {max_depth?: integer, finite?: boolean}
+---@param opts? {max_depth?: integer, finite?: boolean, replace_surrogates?: boolean}
 ---@return string
 function json.encode(value, opts) end
+---nil when s is UTF-8 (no overlong form, no surrogate, nothing past U+10FFFF),
+---else the byte offset of the first byte that is not.
+---@param s string
+---@return integer|nil
+function json.utf8_error(s) end
 ---@param text string
 ---@param opts? {max_depth?: integer}
 ---@return any
@@ -537,6 +543,25 @@ function dt.fd_read(fd, max) end
 ---@return integer|nil n
 ---@return string|nil why
 function dt.fd_write(fd, s, from) end
+
+---For a program that owns its process (never the library's own doing): from now on
+---each of names is caught once (a second one of a kind has its default action).
+---opts.raise: the main thread's Lua code also raises "interrupted!", as for Ctrl-C.
+---@param names ("TERM"|"HUP"|"INT")[]
+---@param opts? {raise?: boolean}
+---@return devtools_tools.Signals
+function dt.catch_signals(names, opts) end
+
+---@class devtools_tools.Signals
+local Signals = {}
+---A descriptor that is readable once a signal was caught (watch it on dt.loop()).
+---@return integer
+function Signals:fd() end
+---The oldest caught signal not taken yet.
+---@return "TERM"|"HUP"|"INT"|nil
+function Signals:take() end
+---The dispositions from before.
+function Signals:release() end
 
 ---@class devtools_tools.Background
 ---@field path string the record file

@@ -71,7 +71,7 @@ local controls = require "devtools_tools.base.controls"
 local options = require "devtools_tools.base.options"
 local debug_env = require "devtools_tools.base.debug"
 
-local type, tostring = type, tostring
+local type, tostring, ipairs, setmetatable = type, tostring, ipairs, setmetatable
 
 -- The host's time: the loop new tasks run on (the one thing dt.use_loop
 -- changes) and the browsers' connections it serves between calls
@@ -203,6 +203,40 @@ local function fd_write(fd, s, from)
   return n
 end
 
+-- catch_signals(names, opts?) -> Signals: for a program that owns its
+-- process (a command line, a stdio server), never the library's own
+-- doing. From now on each of names ("TERM", "HUP", "INT") is caught once
+-- (a second one of a kind has its default action, so a clean-up that
+-- hangs can still be ended): signals:fd() becomes readable (watch it on
+-- dt.loop()), and signals:take() gives the oldest caught name, or nil.
+-- opts.raise: Lua code of the main thread also raises "interrupted!" at
+-- once, as the interpreter does for Ctrl-C, for a program that waits
+-- without a loop. signals:release() puts the dispositions back.
+local Signals = {}
+Signals.__index = Signals
+Signals.__name = "devtools_tools.Signals"
+function Signals:fd() return self.read_fd end
+function Signals:take() return core.signal.take() end
+function Signals:release() core.signal.release() end
+
+local SIGNAL_NAMES = { TERM = true, HUP = true, INT = true }
+local function catch_signals(names, opts)
+  if type(names) ~= "table" or #names == 0 then
+    errors.raise("bad_argument", "catch_signals: expected a list of signal names (TERM, HUP, INT)")
+  end
+  for _, n in ipairs(names) do
+    if not SIGNAL_NAMES[n] then
+      errors.raise("bad_argument", "catch_signals: unknown signal " .. tostring(n) .. " (TERM, HUP or INT)")
+    end
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    errors.raise("bad_argument", "catch_signals: opts must be a table")
+  end
+  local fd, why = core.signal.catch(names, opts and opts.raise and true or false)
+  if not fd then errors.raise("bad_argument", "catch_signals: " .. tostring(why)) end
+  return setmetatable({ read_fd = fd }, Signals)
+end
+
 -- std_fd(fname, fd) -> fd when it is 0, 1 or 2; bad_argument otherwise
 local function std_fd(fname, fd)
   if fd ~= 0 and fd ~= 1 and fd ~= 2 then
@@ -252,7 +286,9 @@ local dt = {
   array_mt = core.array_mt,
   array = json.array,
   json = { encode = json.encode, decode = json.decode, null = core.null,
-    array = json.array, array_mt = core.array_mt, object_mt = json.object_mt, kind = json.kind },
+    array = json.array, array_mt = core.array_mt, object_mt = json.object_mt, kind = json.kind,
+    utf8_error = json.utf8_error },
+  catch_signals = catch_signals,
 }
 
 return dt

@@ -8,8 +8,8 @@
 --
 -- It must never leave a browser it launched running (with_page closes it
 -- on every way out), leave a tab it opened in a running browser when the
--- URL could not be opened, nor connect to a host that is not a loopback
--- one.
+-- URL could not be opened or a signal ended the command, nor connect to a
+-- host that is not a loopback one.
 
 local dt = require "devtools_tools"
 local argv = require "devtools_tools.cli.argv"
@@ -68,7 +68,7 @@ function M.open_browser(ctx)
   local lo = { timeout = left() }
   if opts.headful then lo.headless = false end
   if opts.chromium then lo.executable = opts.chromium end
-  if opts.webmcp then lo.webmcp = true end
+  if opts.webmcp or ctx.launch_webmcp then lo.webmcp = true end
   return dt.launch(lo), "launched"
 end
 
@@ -138,12 +138,20 @@ local function new_page(ctx, browser, how, url)
   return page, res
 end
 
+-- picked(ctx, page): an open tab was attached (before it is navigated):
+-- ctx.picked(page), when a caller wants the page even if opening it fails
+-- (the MCP server's retries navigate that tab again, not another one)
+local function picked(ctx, page)
+  if ctx.picked then ctx.picked(page) end
+  return page
+end
+
 -- pick_page(ctx, browser, how, url) -> page, opened (a tab the command
 -- made), settle (true: it navigated the page, which is to settle)
 -- reuse(ctx, browser, p) -> the open tab p as it is (not navigated, so not
 -- settled), its viewport set when asked; recorded as used
 local function reuse(ctx, browser, p)
-  local page = browser:attach(p.id, { timeout = ctx.left() })
+  local page = picked(ctx, browser:attach(p.id, { timeout = ctx.left() }))
   if ctx.opts.viewport then viewport(ctx, page, ctx.opts.viewport) end
   tabs.touch(p.id)
   return page, false, nil
@@ -153,7 +161,7 @@ local function pick_page(ctx, browser, how, url)
   local opts, left = ctx.opts, ctx.left
   if opts.tab then
     local p = tabs.by_text(ctx, browser, opts.tab)
-    local page = browser:attach(p.id, { timeout = left() })
+    local page = picked(ctx, browser:attach(p.id, { timeout = left() }))
     local w = (url or opts.viewport) and prepare(ctx, browser, how, page, false) or nil
     if url then navigate(ctx, page, url) end
     tabs.touch(p.id, url)
@@ -169,7 +177,7 @@ local function pick_page(ctx, browser, how, url)
     if p then return reuse(ctx, browser, p) end
     p = tabs.blank(pages)
     if p then
-      local page = browser:attach(p.id, { timeout = left() })
+      local page = picked(ctx, browser:attach(p.id, { timeout = left() }))
       local w = prepare(ctx, browser, how, page, true)
       navigate(ctx, page, url)
       tabs.touch(p.id, url)
@@ -232,16 +240,25 @@ function M.open_page(ctx, browser, how, url)
   return page, opened
 end
 
+-- interrupted(err): the command was ended by a signal (Ctrl-C, or the
+-- TERM and HUP cli.init catches: the interpreter's "interrupted!")
+function M.interrupted(err)
+  return type(err) == "string" and err:match("^[^\n]*interrupted!") ~= nil
+end
+
 -- with_page(ctx, url, fn) -> fn(browser, page)'s result; the browser is
 -- closed (a launched one ended, a connected one left running) on every way
--- out
+-- out, and a tab the command opened in a running browser too when a
+-- signal ended it
 function M.with_page(ctx, url, fn)
   local browser, how = M.open_browser(ctx)
+  local page, opened
   local ok, res = pcall(function()
-    local page = M.open_page(ctx, browser, how, url)
+    page, opened = M.open_page(ctx, browser, how, url)
     return fn(browser, page)
   end)
   ctx.progress:done()
+  if not ok and opened and how == "connected" and M.interrupted(res) then pcall(page.close, page, { timeout = 1 }) end
   browser:close()
   if not ok then error(res, 0) end
   return res
