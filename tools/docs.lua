@@ -115,6 +115,7 @@ function M.parse(text)
   local vars = {}                     -- local variable -> class name
   local doc, params, returns = {}, {}, {}
   local class, alias                  -- the class (alias) being read
+  local ty                            -- the ---@type of the next assignment
   local function reset() doc, params, returns = {}, {}, {} end
   local n = 0
   for line in (text .. "\n"):gmatch("([^\n]*)\n") do
@@ -149,6 +150,7 @@ function M.parse(text)
     elseif tag then
       -- @meta, @overload, @generic: nothing to show
       if tag == "overload" and class then class.overload = rest end
+      if tag == "type" then ty = rest end
     elseif line:match("^%-%-%-|") then
       local value, comment = line:match('^%-%-%-|%s*(%S+)%s*#?%s*(.*)$')
       assert(alias, "an alias value outside an alias, line " .. n)
@@ -160,6 +162,16 @@ function M.parse(text)
       assert(class, "a class table without a class, line " .. n)
       vars[var] = class.name
       class.var = var
+      reset()
+    elseif line:match("^[%w_]+%.[%w_]+ = ") then
+      -- a field of a module table given a value: its type from ---@type,
+      -- else from the value (dt.TIMEOUT = 30)
+      local var, fname, value = line:match("^([%w_]+)%.([%w_]+) = (.*)$")
+      local cname = assert(vars[var], "a field of an unknown table, line " .. n)
+      local c = model.classes[cname]
+      ty = ty or (tonumber(value) and "number") or (value:match('^"') and "string") or "any"
+      c.fields[#c.fields + 1] = { name = fname, type = ty, desc = table.concat(doc, " ") }
+      ty = nil
       reset()
     elseif line:match("^function ") then
       local var, sep, fname, args = line:match("^function ([%w_]+)([.:])([%w_]+)%((.-)%)")

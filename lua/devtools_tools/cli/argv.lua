@@ -27,11 +27,14 @@ end
 local usage = M.usage
 
 -- The options, as the command line's definition (cli/definition.lua)
--- declares them: those that take a value, the flags, the short names.
-M.VALUE_OPTS, M.FLAG_OPTS = {}, {}
+-- declares them: those that take a value, the flags, the short names, and
+-- those given any number of times, each value a comma-separated list
+-- (LIST_OPTS: opts[name] is the list of all of them).
+M.VALUE_OPTS, M.FLAG_OPTS, M.LIST_OPTS = {}, {}, {}
 local SHORT = {}
 for name, o in pairs(def.options()) do
   if o.arg then M.VALUE_OPTS[name] = true else M.FLAG_OPTS[name] = true end
+  if o.list then M.LIST_OPTS[name] = true end
   if o.short then SHORT[o.short:sub(2)] = name end
 end
 
@@ -55,7 +58,13 @@ function M.parse(argv, cmd)
           if value == nil then usage("--" .. name .. " needs a value", cmd) end
         end
         if value == "" then usage("--" .. name .. " needs a value, not an empty one", cmd) end
-        opts[name] = value
+        if M.LIST_OPTS[name] then
+          local list = opts[name] or {}
+          for v in value:gmatch("[^,]+") do list[#list + 1] = v end
+          opts[name] = list
+        else
+          opts[name] = value
+        end
       elseif M.FLAG_OPTS[name] and value == nil then
         opts[name] = true
       else

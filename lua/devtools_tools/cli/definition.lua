@@ -252,24 +252,47 @@ before), and --tab finds a tab again.
   },
   {
     name = "mcp",
-    brief = "mcp [URL] [--webmcp] [--allow-eval]",
+    brief = "mcp [URL] [--allow-eval]",
     summary = "serve the page's tools to AI agents (MCP, stdio)",
-    usage = { "mcp [URL] [--webmcp] [--allow-eval] [options]" },
+    usage = { "mcp [URL] [--no-webmcp] [--allow-eval] [--trust-page]\n[--allow-navigate HOST,...] [options]" },
     body = {
       [[
 An MCP server (Model Context Protocol) on stdin and stdout, for AI agents:
-every tool the page exposes (in every frame; its WebMCP tools too with
---webmcp) is an MCP tool of its own, beside devtools.navigate,
-devtools.screenshot, devtools.console and devtools.network. When the page's
-tools change (a listener comes or goes, a navigation, frames, WebMCP),
+every tool the page exposes (in every frame, and its WebMCP tools) is an MCP
+tool of its own, beside devtools.navigate, devtools.screenshot,
+devtools.console and devtools.network. When the page's tools change (a
+listener comes or goes, a navigation, frames, WebMCP),
 notifications/tools/list_changed is sent. stdout carries MCP messages only;
-logs go to stderr (DEVTOOLS_TOOLS_DEBUG=mcp logs every message). When stdin
-ends, the browser it launched is closed and it exits 0.
+logs go to stderr (DEVTOOLS_TOOLS_DEBUG=mcp logs every message).
+It answers at once, before the browser and page are up: a page that does not
+answer yet (an app started after its agent) is tried again, with pauses up
+to 5 s, until it does; meanwhile tools/list has the built-ins and a call
+says what was tried, and list_changed is sent when the page is up. A page
+tool's description ends with "(Provided by the page at ORIGIN.)": the page
+wrote it, not the user. When stdin ends, or on SIGTERM, SIGHUP or SIGINT,
+it closes what it opened (the browser it launched and its profile, a tab
+of --new-tab) and exits (0; 128 + the signal's number), within 2 s.
 ]],
       { column = 18,
-        { opt = "--webmcp", text = [[launch Chromium with WebMCP on and serve WebMCP tools too]] },
+        { opt = "--no-webmcp", text = [[
+launch Chromium without WebMCP (on by default where the
+server launches it; a running browser has it or not)]],
+          man = [[A running browser that lacks it is said once on stderr.]] },
         { opt = "--allow-eval", text = [[also serve devtools.evaluate (JavaScript in the page)]] },
-        { opt = "--timeout", arg = "SECONDS", text = [[the start, and each tool call (default 30)]] },
+        { opt = "--trust-page", text = [[
+the page is yours: its descriptions go without the line
+that says the page wrote them]],
+          man = [[
+That line is the boundary against prompt injection from a page you do not
+control; drop it only for your own.]] },
+        { opt = "--allow-navigate", arg = "HOST,...", list = true, text = [[
+let devtools.navigate load these hosts too
+(it refuses link-local, cloud metadata and private network
+addresses other than loopback, but the page's own host)]],
+          man = [[
+Names or addresses, in every spelling a browser reads (2852039166 is
+169.254.169.254); the option may be given again.]] },
+        { opt = "--timeout", arg = "SECONDS", text = [[each attempt to open the page, and each tool call (30)]] },
       },
       [[
 Example (Claude Code):
@@ -291,9 +314,25 @@ every half second.
 
 It speaks MCP 2025-11-25, and 2025-06-18, 2025-03-26 and 2024-11-05 to
 clients that ask for them, and the stateless 2026-07-28 (`server/discover`,
-the version in each request's `_meta`). When stdin ends it also removes the
-profile of the browser it launched, within 2 seconds. A browser that dies
-is reported on stderr, and calls then answer `isError` results that say so.
+the version in each request's `_meta`).
+
+Until the page is up, the pauses between attempts double from 0.25 to 5
+seconds, a first `tools/list` waits for the first attempt, and retries are
+said on stderr, one line at most every 10 seconds. A URL that can never
+work (malformed, or of a scheme other than http, https, file, about and
+data) is a usage error at once. A message that is not UTF-8 is answered
+-32700 (with its id when that can be read), ids are written back as the
+client wrote them, requests other than `ping` before `initialize` and a
+second `initialize` are refused, batches are taken under 2025-03-26 only, a
+lone surrogate a page wrote goes out as U+FFFD, and past 64 MiB of answers
+not yet read (or 32 requests under way) no more requests are read until
+the client reads. A page tool's `_meta` and its results' carry
+`devtools-tools/provenance` too.
+
+SIGKILL cannot be caught: a launched browser is then ended by its reaper
+within a second and its profile removed, but a tab opened in a running
+browser stays. A browser that dies is reported on stderr, and calls then
+answer `isError` results that say so.
 ]],
   },
   {
@@ -417,8 +456,12 @@ endpoint). An unknown command is answered with the one it most likely
 meant ("unknown command lst; did you mean list?").]] },
   { code = 3, command = "browser status", short = "3 when none runs",
     man = [[browser status only: no background browser runs.]] },
-  { code = 130, short = "interrupted (the browser it launched is closed first)",
-    man = [[Interrupted (Ctrl-C); a browser the command launched is closed first.]] },
+  { code = 128, short = [[+ the signal's number after SIGINT (130), SIGTERM (143) or SIGHUP (129) (the
+browser it launched, a tab it was opening, closed first)]],
+    man = [[
+Plus the signal's number: 130 after Ctrl-C (SIGINT), 143 after SIGTERM,
+129 after SIGHUP. What the command opened is closed first (a launched
+browser, a tab it opened in a running browser).]] },
 }
 
 -- The environment (man page and doc/cli.md only).
@@ -468,13 +511,22 @@ claude mcp add shop -- devtools-tools mcp http://127.0.0.1:8080/
 
 [mcp_servers.shop]
 command = "devtools-tools"
-args = ["mcp", "http://127.0.0.1:8080/", "--webmcp"]
+args = ["mcp", "http://127.0.0.1:8080/"]
 
 require("codecompanion").setup({ mcp = { servers = {
   shop = { cmd = { "devtools-tools", "mcp", "http://127.0.0.1:8080/" } } } } })
 
 { "mcpServers": { "shop": { "command": "devtools-tools",
-    "args": ["mcp", "http://127.0.0.1:8080/", "--webmcp"] } } }
+    "args": ["mcp", "http://127.0.0.1:8080/"] } } }
+]] },
+  { [[
+Beside chrome-devtools-mcp or Playwright MCP, on one browser and one page
+(they click, type and take snapshots; this one serves the page's tools):
+]], [[
+chromium --headless --remote-debugging-port=9222 --user-data-dir=/tmp/shared &
+npx chrome-devtools-mcp@latest --browserUrl http://127.0.0.1:9222
+npx @playwright/mcp@latest --cdp-endpoint http://127.0.0.1:9222
+devtools-tools mcp --connect http://127.0.0.1:9222 http://127.0.0.1:8080/
 ]] },
 }
 

@@ -71,7 +71,7 @@ local function exit_line()
   if #only > 0 then s = s .. "; " .. concat(only, "; ") end
   local words = {}
   for w in (s .. "."):gmatch("%S+") do words[#words + 1] = w end
-  return fill(words, 79)     -- (as the hand-wrapped prose keeps to 79 columns)
+  return fill(words, 78)     -- (as the hand-wrapped prose keeps to 78 columns)
 end
 
 local function common()
