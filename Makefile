@@ -219,7 +219,7 @@ conformance-ajv:
 # says: the library and the command line, the specs, the examples and the
 # Neovim plugin.
 LUACHECK ?= luacheck
-lint:
+lint: deps
 	$(LUACHECK) --no-color -q lua spec bin/devtools-tools examples plugin
 
 # Rebuilds the committed fixture apps (spec/fixtures/apps/) from the npm packages tools/fixtures/ locks (needs node and npm).
