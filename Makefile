@@ -57,7 +57,7 @@ SUPPORT_SRCS := $(wildcard spec/support/*.c)
 SUPPORT := $(patsubst spec/support/%.c,$(BUILD)/support/%,$(SUPPORT_SRCS))
 ALL_CFLAGS = -std=c99 -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -I$(LUA_INCDIR)
 
-.PHONY: all deps deps-demo test test-gc check-c demo bench bench-jansson conformance conformance-ajv lint differential fixtures install rock-install uninstall clean asan asan-build fuzz valgrind nvim
+.PHONY: all deps deps-demo test test-gc check-c demo bench bench-doc docs bench-jansson conformance conformance-ajv lint differential fixtures install rock-install uninstall clean asan asan-build fuzz valgrind nvim
 
 all: $(MODULE)
 
@@ -80,6 +80,32 @@ $(BUILD)/support/%: spec/support/%.c
 # and writes bench/results.json (needs chromium; about 2 minutes).
 bench: all $(SUPPORT)
 	DEVTOOLS_TOOLS_BUILD=$(BUILD) $(LUA) bench/bench.lua
+
+# The performance page: BENCH_RUNS runs of the bench, one after the other,
+# recorded in doc/performance.json (the machine, its load, every row), then
+# doc/performance.md written from them (median and range of the runs). A
+# section that fails in a run (a child past its time on a loaded machine)
+# is named on the page; a run that writes no results stops it.
+BENCH_RUNS ?= 3
+bench-doc: all $(SUPPORT)
+	@rm -rf $(BUILD)/bench-doc && mkdir -p $(BUILD)/bench-doc
+	@i=1; while [ $$i -le $(BENCH_RUNS) ]; do \
+		echo "== bench run $$i of $(BENCH_RUNS)"; \
+		BENCH_RESULTS=$(BUILD)/bench-doc/run-$$i.json DEVTOOLS_TOOLS_BUILD=$(BUILD) $(LUA) bench/bench.lua; \
+		test -s $(BUILD)/bench-doc/run-$$i.json || exit 1; \
+		i=$$((i + 1)); \
+	done
+	lua5.4 tools/bench_doc.lua collect $(BUILD)/bench-doc/run-*.json
+	$(MAKE) -s docs
+
+# The parts of README.md and doc/*.md that have their source elsewhere (the
+# API reference from types/, the layers, the performance tables, the command
+# line's reference) and the man page doc/devtools-tools.1 (from the command
+# line's definition, lua/devtools_tools/cli/definition.lua): see
+# tools/docs.lua; spec/unit/docs_spec.lua checks they are current.
+docs:
+	@$(MAKE) -s LUA=lua5.4 all
+	lua5.4 tools/docs.lua
 
 # Seeded generated pages, chrome-devtools-mcp 1.11 (from npm, cached outside the tree) beside our API:
 # the same groups, schemas, verdicts and results, or a divergence (tools/differential; DIFF_SEED, DIFF_PAGES).

@@ -11,6 +11,8 @@
 -- their browsers) is ended on every path.
 --
 -- Run from the repository root: DEVTOOLS_TOOLS_BUILD=build/lua5.4 lua5.4 bench/bench.lua
+-- BENCH_RESULTS names another file to write (`make bench-doc` keeps each
+-- run's, then writes doc/performance.md from them: tools/bench_doc.lua).
 
 local build = os.getenv("DEVTOOLS_TOOLS_BUILD") or "build/lua5.4"
 package.path = "./lua/?.lua;./lua/?/init.lua;./bench/?.lua;" .. package.path
@@ -830,15 +832,47 @@ local function print_table()
   for _, l in ipairs(LEGEND) do io.stdout:write(l, "\n") end
 end
 
+-- The machine the figures are of: its cores and CPU, how loaded it was
+-- (the load average as the run starts and as it ends), and the commit.
+local function first_line(cmd)
+  local p = io.popen(cmd .. " 2>/dev/null")
+  if not p then return nil end
+  local l = p:read("*l")
+  p:close()
+  return l ~= "" and l or nil
+end
+
+local function loadavg()
+  local f = io.open("/proc/loadavg")
+  if not f then return nil end
+  local l = f:read("*l")
+  f:close()
+  return l
+end
+
+local function machine()
+  local cpu
+  local f = io.open("/proc/cpuinfo")
+  if f then
+    for l in f:lines() do
+      cpu = l:match("^model name%s*:%s*(.-)%s*$")
+      if cpu then break end
+    end
+    f:close()
+  end
+  local commit = first_line("git rev-parse --short HEAD")
+  if commit and first_line("git status --porcelain --untracked-files=no") then commit = commit .. "+" end
+  return { cores = tonumber(first_line("nproc")), cpu = cpu, commit = commit,
+    kernel = first_line("uname -sr") }
+end
+
 local function main()
   server = C.start_server("bench/fixtures")
   local have_ws = core.ws.connect ~= nil and core.http.get ~= nil
   browser = dt.launch({ args = have_ws and { "--remote-debugging-port=0" } or nil })
   local version = browser:version()
-  local la = io.open("/proc/loadavg")
   results.meta = { lua = _VERSION, product = version.product, started = os.date("!%Y-%m-%dT%H:%M:%SZ"),
-    loadavg_at_start = la and la:read("*l") }
-  if la then la:close() end
+    loadavg_at_start = loadavg(), machine = machine() }
   local page = browser:new_page(server.url("/add.html"))
   check_add(page)
 
@@ -903,17 +937,20 @@ end
 local elapsed = now() - T0
 results.meta = results.meta or {}
 results.meta.elapsed_s = elapsed
+results.meta.loadavg_at_end = loadavg()
 results.rows = rows
+results.legend = LEGEND
 print_table()
 io.stdout:write(fmt("\n%d rows, %d failed section(s), %.1f s in all%s\n", #rows, failures, elapsed,
   elapsed > BUDGET and " (over the 3-minute budget!)" or ""))
-local f = io.open("bench/results.json", "w")
+local out = os.getenv("BENCH_RESULTS") or "bench/results.json"
+local f = io.open(out, "w")
 if f then
   f:write(json.encode(results), "\n")
   f:close()
-  io.stdout:write("wrote bench/results.json\n")
+  io.stdout:write("wrote ", out, "\n")
 else
-  io.stderr:write("bench: cannot write bench/results.json\n")
+  io.stderr:write("bench: cannot write ", out, "\n")
   failures = failures + 1
 end
 os.exit(failures == 0 and 0 or 1)

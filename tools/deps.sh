@@ -16,9 +16,10 @@ DEMO="libjansson-dev libsqlite3-dev"
 # the fuzzer's fake server); sqlite3 (the app spec); luarocks (the packaging
 # spec); locales (json_spec builds a comma-decimal locale); lua-luv and
 # neovim (the event-loop and Neovim specs); openssl (the remote specs make
-# their own CA) and chromium-driver (dt.webdriver's spec); lua-check (make lint)
+# their own CA) and chromium-driver (dt.webdriver's spec); jq and curl (the
+# CI job of doc/cli.md, which doc_blocks_spec runs); lua-check (make lint)
 TEST="lua-busted lua-cjson lua-socket luajit libluajit-5.1-dev lua5.1 liblua5.1-0-dev \
-sqlite3 luarocks locales lua-luv neovim openssl chromium-driver lua-check"
+sqlite3 luarocks locales lua-luv neovim openssl chromium-driver jq curl lua-check"
 
 if [ "${1:-}" = "--list" ]; then
 	case "${2:-}" in

@@ -1,5 +1,5 @@
 -- tools/faults.lua: how fast each fault of a hostile page or a broken
--- browser becomes an error (the README's "Faults and hostile pages" table).
+-- browser becomes an error (the "Faults and hostile pages" table of doc/errors.md).
 --   lua5.4 tools/faults.lua [build dir]     (needs Chromium and make's support
 --   programs; about 25 s)
 -- Prints one line per fault: what was done, the error code, the time from

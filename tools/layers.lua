@@ -4,8 +4,9 @@
 -- modules of its own layer or of the layers beneath it (the arrows point
 -- down). The command line, Neovim and the MCP server (and what they show,
 -- present/) stand on the facade alone. spec/unit/layers_spec.lua checks
--- the rules and that the README's drawing is what render() gives;
--- `lua5.4 tools/layers.lua` prints that drawing.
+-- the rules and that the drawing in doc/internals.md is what render()
+-- gives (`make docs` writes it there: tools/docs.lua; `lua5.4
+-- tools/layers.lua` prints it).
 --
 -- It reads the files as text: a require is `require "devtools_tools..."`
 -- or `require("devtools_tools...")`, anywhere in the code (comments and
@@ -53,7 +54,7 @@ local WHAT = {
 M.ANYWHERE = { ["devtools_tools.base.nojit"] = true }
 
 -- Front ends and present/ stand on the facade, the public modules beside
--- it (README: devtools_tools.schema, the validator) and their own folder;
+-- it (doc/api.md: devtools_tools.schema, the validator) and their own folder;
 -- a front end may serve one beneath it (the command line's `mcp` command
 -- runs the MCP server, which Neovim may serve next).
 local FRONT = { present = true, cli = true, nvim = true, mcp = true }
@@ -280,7 +281,7 @@ function M.problems(mods)
   return out
 end
 
--- render(mods) -> the drawing for the README: each layer, from the top,
+-- render(mods) -> the drawing for doc/internals.md: each layer, from the top,
 -- with the layers its modules require.
 function M.render(mods)
   local uses = {}

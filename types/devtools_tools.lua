@@ -3,25 +3,29 @@
 -- and check. This file is never loaded: it lives outside lua/, so neither
 -- require() nor Neovim's runtimepath loader can reach it. Point LuaLS at
 -- the plugin directory (workspace.library) to use it.
--- Errors and timeouts: see README.md, "Errors and timeouts".
+-- It is also the source of the API reference in doc/*.md: `make docs`
+-- writes the reference there from these annotations (tools/docs.lua), and
+-- spec/unit/docs_spec.lua checks that what is written is current and that
+-- every public function of the library is annotated here. Errors and
+-- timeouts: doc/errors.md.
 
 ---@alias devtools_tools.ErrorCode
----| "bad_argument"   # a call was given arguments of the wrong kind
----| "launch_failed"  # Chromium is missing or died at start-up
----| "connect_failed" # refused connection, non-loopback host, failed handshake
----| "tool_not_found" # Tool <name> not found
----| "invalid_params" # arguments failed the tool's inputSchema; details: devtools_tools.SchemaError[]
----| "tool_error"     # the tool threw or rejected
----| "js_error"       # an evaluate expression threw
----| "timeout"        # the call did not finish within its timeout
----| "stale"          # a Tool or Element from a document that is gone
----| "navigated"      # the frame navigated during the call
----| "disconnected"   # the browser or page went away
----| "protocol_error" # the browser answered with an error or something unreadable
----| "too_large"      # a message over the transport's limit
----| "cancelled"      # a task's wait was cancelled
+---| "bad_argument"   # a call was given arguments of the wrong kind, or an option it does not know
+---| "launch_failed"  # Chromium is missing or died at start-up (the message names what was tried, with its output)
+---| "connect_failed" # a refused connection, a non-loopback host without `allow_remote`, a failed handshake (an HTTP status such as 401 is in the message and `details.status`), a TLS certificate that does not verify, a WebDriver session that cannot be made, a page's host name that does not resolve (`navigate`, `new_page`: "the host name x was not found (DNS: net::ERR_NAME_NOT_RESOLVED)"; other errors of a navigation are `protocol_error`)
+---| "tool_not_found" # `Tool <name> not found`; `details.available` lists the names the page has, `details.nearest` the closest one, `details.skipped` the groups and frames discovery left out and why
+---| "invalid_params" # `Invalid parameters for tool <name>: ...`: the arguments failed the tool's inputSchema, nothing was sent; `details` lists one SchemaError per failure
+---| "tool_error"     # the tool threw or rejected; `details.message`, `details.stack`
+---| "js_error"       # an `evaluate` expression threw; `details.stack`
+---| "timeout"        # the call did not finish within its timeout (the message says which part ran out; a WebDriver browser's `close`: its session's DELETE got no answer, so the session may still be alive)
+---| "stale"          # a Tool or Element from a document that is gone (nothing ran; `page:call` looks for the tool again, once)
+---| "navigated"      # the frame's document went away during the call: the tool may have run, and is never run a second time
+---| "disconnected"   # the browser or page went away (a renderer crash: "the page crashed")
+---| "protocol_error" # the browser answered with an error or something unreadable (a websocket frame declaring more than 2^40 bytes ends the connection: later calls are `disconnected`); a WebDriver endpoint's session id no URL can carry, or a CDP endpoint of its that is no URL
+---| "too_large"      # a message over the transport's limit (256 MiB), a screenshot over 2^28 pixels, a response body over `history.body` (the browser did not keep it)
+---| "cancelled"      # the task's wait was cancelled (`task:cancel()`)
 
----Every failure the library raises.
+---Every failure the library raises; `tostring(err)` reads well.
 ---@class devtools_tools.Error
 ---@field code devtools_tools.ErrorCode
 ---@field message string
@@ -38,19 +42,21 @@
 ---@field allowed? string for enum and const: what was allowed, rendered short
 ---@field property? string required: the missing property; additionalProperties: the extra one
 
+---Options of every call that may wait.
 ---@class devtools_tools.CallOpts
----@field timeout? number seconds; default: the browser's timeout
+---@field timeout? number seconds, one deadline for all the call's work; default: the browser's timeout
 
+---Options of dt.launch.
 ---@class devtools_tools.LaunchOpts
----@field executable? string Chromium binary (default: $DEVTOOLS_TOOLS_CHROME, then a search of PATH)
+---@field executable? string Chromium binary (default: $DEVTOOLS_TOOLS_CHROME, then /usr/lib/chromium/chromium, then chromium, chromium-browser, google-chrome, google-chrome-stable on PATH); "" is a bad_argument
 ---@field headless? boolean default true
----@field args? string[] extra command-line flags
----@field user_data_dir? string default: a fresh temporary profile, removed on close
+---@field args? string[] extra command-line flags; an --enable-features= or --disable-features= among them is merged into the one dt.launch passes, as Chromium reads only the last
+---@field user_data_dir? string default: a fresh temporary profile, removed on close; "" is a bad_argument
 ---@field timeout? number default deadline of every call, seconds (30)
----@field webmcp? boolean turn Chromium's WebMCP on (--enable-features=WebMCP)
+---@field webmcp? boolean turn Chromium's WebMCP on (--enable-features=WebMCP, merged with args'); default false
 ---@field history? devtools_tools.History
 ---@field detached? boolean a Chromium that outlives us, on a debugging port on 127.0.0.1 (see dt.stop_detached)
----@field on_record? fun(record: devtools_tools.DetachedRecord) detached: called at each step of the start
+---@field on_record? fun(record: devtools_tools.DetachedRecord) detached: called at each step of the start ({starting = true, profile, executable} before Chromium starts, then with its pid, then the whole record)
 
 ---What a detached launch records: enough for another process to end it.
 ---@class devtools_tools.DetachedRecord
@@ -63,23 +69,23 @@
 ---@field port? integer
 ---@field starting? boolean true until it answers
 
+---Options of dt.connect (and dt.webdriver, for both its endpoints).
 ---@class devtools_tools.ConnectOpts
 ---@field allow_remote? boolean accept a non-loopback host
 ---@field timeout? number seconds (30)
----@field headers? table<string, string> sent on /json/version and the websocket handshake
+---@field headers? table<string, string> name = value, sent on every request and the websocket handshake
 ---@field ca_file? string PEM file of the CA that signed the server's certificate
 ---@field insecure? boolean accept any certificate (no chain or name check)
 ---@field history? devtools_tools.History
 
----How many console messages and requests each page keeps (1000 of each),
----and how many bytes of page text each of the two holds at most (16 MiB);
----how many bytes of response bodies the browser keeps for response_body.
+---What each page keeps of its console and network records, and what the
+---browser keeps of response bodies for response_body.
 ---@class devtools_tools.History
----@field console? integer
----@field requests? integer
----@field bytes? integer
----@field bodies? integer bytes of the page's response bodies the browser keeps in all (128 MiB)
----@field body? integer bytes of one response's body the browser keeps at most (64 MiB; larger: too_large)
+---@field console? integer console records kept (1000)
+---@field requests? integer request records kept (1000)
+---@field bytes? integer bytes of page text each of the two rings holds at most (16 MiB); the oldest records go first, the newest stays whatever its size
+---@field bodies? integer bytes of the page's response bodies the browser keeps in all (128 MiB, or body if that is more)
+---@field body? integer bytes of one response's body the browser keeps at most (64 MiB; larger: too_large); over bodies is a bad_argument
 
 ---@class devtools_tools.Location
 ---@field url? string
@@ -101,7 +107,7 @@
 ---@field dialog? devtools_tools.Dialog set for type "dialog"
 ---@field time number core.now() seconds when it was recorded
 
----A JavaScript dialog; answered as it opens (README.md, "Console, network, screenshots").
+---A JavaScript dialog; answered as it opens (doc/api.md, "Events and dialogs").
 ---@class devtools_tools.Dialog
 ---@field type string "alert", "confirm", "prompt" or "beforeunload"
 ---@field message string
@@ -285,6 +291,7 @@ function Page:call(name, args, opts) end
 ---@param opts? devtools_tools.CallManyOpts
 ---@return table results in order, with field n
 function Page:call_many(list, opts) end
+---Closes the tab; calls other tasks still wait for on the page fail at once with disconnected.
 ---@param opts? devtools_tools.CallOpts
 function Page:close(opts) end
 ---@param opts? {since?: integer|table, level?: string|string[], timeout?: number}
@@ -308,8 +315,9 @@ function Page:mark() end
 ---@return devtools_tools.Observed
 ---@return any ...
 function Page:observe(fn, opts) end
----@param event "console"|"request"|"response"|"navigated"|"crashed"|"dialog"
----@param fn function must not wait
+---Calls fn for each event of that kind (doc/api.md, "Events and dialogs").
+---@param event "console"|"request"|"response"|"navigated"|"crashed"|"dialog"|"tools_changed"
+---@param fn function gets the record or event table; must not wait; a "dialog" listener may return the answer
 ---@return fun(): boolean remove
 function Page:on(event, fn) end
 ---@param event string a CDP event, e.g. "Network.requestWillBeSent"
@@ -441,6 +449,7 @@ function dt.connect(url, opts) end
 ---@param opts? devtools_tools.ConnectOpts
 ---@return devtools_tools.Browser
 function dt.webdriver(url, capabilities, opts) end
+---True for a dt.Error (err.code, err.message, err.tool, err.details).
 ---@param x any
 ---@return boolean
 function dt.is_error(x) end
@@ -454,13 +463,15 @@ function dt.is_element(x) end
 ---@return T
 function dt.array(t) end
 ---The loop new tasks run on: a luv-compatible module (vim.uv, vim.loop,
----require "luv"), a driver table of one's own (see README.md, "Plugging in
+---require "luv"), a driver table of one's own (doc/api.md, "Plugging in
 ---another loop"), or nil for the built-in poll loop again.
 ---@param loop? table
 ---@return table driver
 function dt.use_loop(loop) end
 ---Runs fn(...) as a task, at once until its first wait; library calls inside
 ---it yield to the loop instead of blocking. on_done runs on the loop after it ends (never inside async).
+---A task:wait() from a loop callback (on_done, a luv timer) that would have to turn
+---the loop raises bad_argument: Neovim cannot wait there.
 ---@param fn fun(...): any
 ---@param on_done? fun(ok: boolean, result_or_err: any, ...)
 ---@param ... any arguments of fn
@@ -603,10 +614,21 @@ function schema.validate(s, value, opts) end
 ---@param deadline? number core.now() seconds
 ---@return any
 function schema.shape(check, value, deadline) end
+---One line per error (20 at most, each cut at 300 characters): path, message, what was received.
 ---@param errs devtools_tools.SchemaError[]
 ---@param sep? string
 ---@return string
 function schema.format_errors(errs, sep) end
+---The node a local $ref names in the schema root, read as the validator
+---reads pointers (ajv 6's); nil when there is none.
+---@param root table|boolean
+---@param ref string
+---@return any
+function schema.local_target(root, ref) end
+---True for an Element (accepted where a schema accepts an object).
+---@param x any
+---@return boolean
+function schema.is_element(x) end
 
 ---Options of the Neovim plugin; all optional.
 ---@class devtools_tools.nvim.Options
@@ -676,12 +698,14 @@ function nvim.format_error(err) end
 ---@field VERSIONS string[] the protocol versions served, newest first
 local mcp = {}
 
+---What the MCP server is served on: a table with these methods (stdio's is mcp.stdio()).
 ---@class devtools_tools.McpTransport
----@field start fun(self, handlers: {message: fun(text: string), close: fun(why: string), too_long?: fun(limit: integer)})
+---@field start fun(self, handlers: {message: fun(text: string), close: fun(why: string), too_long?: fun(limit: integer)}) handlers.message(text) for each message received, handlers.close(why) once when the peer is gone
 ---@field send fun(self, text: string): boolean? one JSON-RPC message; never waits
 ---@field close? fun(self)
 ---@field pending? fun(self): integer bytes not written yet
 
+---Options of mcp.serve.
 ---@class devtools_tools.McpOpts
 ---@field page devtools_tools.Page the page whose tools are served
 ---@field browser? devtools_tools.Browser reported on when it dies
@@ -709,8 +733,19 @@ function McpServer:tools() end
 ---@return devtools_tools.McpServer
 function mcp.serve(transport, opts) end
 ---The stdio transport: newline-delimited messages on fds 0 and 1.
----@param opts? {input?: integer, output?: integer, loop?: table}
+---@param opts? {input?: integer, output?: integer, loop?: table} defaults: input 0, output 1, loop dt.loop()
 ---@return devtools_tools.McpTransport
 function mcp.stdio(opts) end
+---Whether the server can be started on url (http and https with a host as a browser reads one,
+---file:, about:, data:): one that can never work is refused at start, not retried.
+---@param url string
+---@return true|nil ok
+---@return string? why
+function mcp.check_url(url) end
+---Whether host is one allow_navigate takes.
+---@param host string
+---@return true|nil ok
+---@return string? why
+function mcp.check_host(host) end
 
 return dt

@@ -1,8 +1,8 @@
 -- The library's layers (tools/layers.lua): each folder one layer, arrows
 -- only downward, front ends on the facade and present/ alone, no require
 -- cycle, no require hidden in a function, no module using another's
--- private ("_") fields or methods, and the README's drawing of the graph
--- is the graph.
+-- private ("_") fields or methods, and the drawing of the graph in
+-- doc/internals.md (which `make docs` writes) is the graph.
 
 local H = require "helper"
 package.path = "./tools/?.lua;" .. package.path
@@ -108,12 +108,12 @@ describe("the library's layers", function()
     assert.same({}, missing)
   end)
 
-  it("are drawn in the README as they are", function()
-    local f = assert(io.open("README.md"))
+  it("are drawn in doc/internals.md as they are", function()
+    local f = assert(io.open("doc/internals.md"))
     local text = f:read("*a")
     f:close()
-    local drawn = text:match("<!%-%- layers: tools/layers.lua %-%->\n```\n(.-)```\n")
-    assert.is_string(drawn, "the README has no drawing of the layers")
+    local drawn = text:match("<!%-%- make docs: layers %-%->\n\n```\n(.-)```\n")
+    assert.is_string(drawn, "doc/internals.md has no drawing of the layers")
     assert.equal(layers.render(mods), drawn)
   end)
 end)

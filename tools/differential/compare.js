@@ -13,7 +13,7 @@
 // each read it). A thrown message is compared where the reference has it
 // (it reports a thrown string as "" and a thrown object as "Object").
 //
-// A divergence that README.md lists as deliberate is counted as expected
+// A divergence that doc/page-tools.md lists as deliberate is counted as expected
 // (EXPECTED below says how each is recognised); any other fails the run.
 // Each is printed with the command that makes its page again.
 //
@@ -104,7 +104,7 @@ function asReferenceLists(schema) {
   return s;
 }
 
-// ---- what README.md lists as deliberate ---------------------------------------
+// ---- what doc/page-tools.md lists as deliberate -------------------------------
 // Each: name, and test(x) -> true when a divergence is that one. x: {what:
 // 'groups'|'call', page, ref, ours, tags (the page's and its tools'),
 // toolTags(name), refSchema(name); for a call: call, refOut, ourOut}.
@@ -314,7 +314,7 @@ function main() {
   for (const [, list] of unexpected) total += list.length;
   let expectedTotal = 0;
   for (const [, n] of expected) expectedTotal += n;
-  out.push('  expected differences (README, "Differences from the reference"): ' + expectedTotal);
+  out.push('  expected differences (doc/page-tools.md, "Where devtools_tools and chrome-devtools-mcp differ"): ' + expectedTotal);
   for (const [name, n] of expected) out.push('    ' + n + ' x ' + name);
   out.push('  divergences: ' + total + (stats.consequences ? ' (and ' + stats.consequences + ' calls of tools only one side discovered, counted with their discovery)' : ''));
   for (const [cls, list] of unexpected) {

@@ -8,7 +8,7 @@
 #   DIFF_PAGES  how many pages (default 300); DIFF_FIRST the first page's
 #               index (default 0): DIFF_FIRST=17 DIFF_PAGES=1 makes page 17 alone
 # Pages and both sides' records stay in BUILD/differential/ for a look.
-# Exits 1 on any divergence that README.md does not list as deliberate.
+# Exits 1 on any divergence that doc/page-tools.md does not list as deliberate.
 set -eu
 lua=$1
 build=$2

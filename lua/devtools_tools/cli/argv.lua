@@ -7,10 +7,11 @@
 
 local dt = require "devtools_tools"
 local pargs = require "devtools_tools.present.args"
+local def = require "devtools_tools.cli.definition"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
-local setmetatable, error, tonumber = setmetatable, error, tonumber
+local setmetatable, error, tonumber, pairs = setmetatable, error, tonumber, pairs
 
 local M = {}
 
@@ -25,15 +26,17 @@ end
 
 local usage = M.usage
 
-M.VALUE_OPTS = { chromium = true, connect = true, tab = true, timeout = true, element = true,
-  ["wait-for"] = true, ["wait-for-selector"] = true, viewport = true, ["allow-navigate"] = true }
-M.FLAG_OPTS = { json = true, compact = true, headful = true, quiet = true, debug = true,
-  help = true, version = true, verbose = true, ["full-page"] = true, webmcp = true, ["allow-eval"] = true,
-  ["new-tab"] = true, ["no-settle"] = true, ["no-webmcp"] = true, ["trust-page"] = true }
--- Options given any number of times, each value a comma-separated list:
--- opts[name] is the list of all of them.
-M.LIST_OPTS = { ["allow-navigate"] = true }
-local SHORT = { q = "quiet", h = "help" }
+-- The options, as the command line's definition (cli/definition.lua)
+-- declares them: those that take a value, the flags, the short names, and
+-- those given any number of times, each value a comma-separated list
+-- (LIST_OPTS: opts[name] is the list of all of them).
+M.VALUE_OPTS, M.FLAG_OPTS, M.LIST_OPTS = {}, {}, {}
+local SHORT = {}
+for name, o in pairs(def.options()) do
+  if o.arg then M.VALUE_OPTS[name] = true else M.FLAG_OPTS[name] = true end
+  if o.list then M.LIST_OPTS[name] = true end
+  if o.short then SHORT[o.short:sub(2)] = name end
+end
 
 -- parse(argv, cmd) -> opts, positionals, rest (the words after "--", or nil)
 function M.parse(argv, cmd)

@@ -18,6 +18,7 @@ local pargs = require "devtools_tools.present.args"
 local pretty = require "devtools_tools.present.pretty"
 local mcpcmd = require "devtools_tools.cli.mcp"
 local tabs = require "devtools_tools.cli.tabs"
+local def = require "devtools_tools.cli.definition"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
@@ -432,8 +433,9 @@ function M.mcp(ctx)
   return mcpcmd.run(ctx)
 end
 
--- The commands, in the order help lists them.
-M.NAMES = { "list", "call", "describe", "eval", "run", "screenshot", "tabs", "browser", "mcp" }
+-- The commands, in the order help lists them: those of the command line's
+-- definition (cli/definition.lua), which has a help text for each.
+M.NAMES = def.NAMES
 local COMMANDS = {}
 for _, name in ipairs(M.NAMES) do COMMANDS[name] = true end
 
