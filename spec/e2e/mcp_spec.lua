@@ -804,6 +804,20 @@ describe("devtools-tools mcp: what the page wrote, and where navigate goes", fun
   end)
 end)
 
+describe("devtools-tools mcp: a page whose tools come after its load event", function()
+  it("lists them in a tools/list right after devtools.navigate", function()
+    local c = spawn(server.url("/mcp.html"))
+    c:initialize()
+    assert.is_true(has(names_of(c:request("tools/list", nil, 60)), "pick"))
+    -- settle.html: one group at once, a second once a request made after the load answers (400 ms)
+    local nav = call(c, "devtools.navigate", { url = server.url("/settle.html") })
+    assert.is_nil(nav.isError, result_text(nav))
+    local names = names_of(c:request("tools/list"))
+    assert.is_true(has(names, "one"), table.concat(names, " "))
+    assert.is_true(has(names, "two"), table.concat(names, " "))
+  end)
+end)
+
 describe("the Lua API: require \"devtools_tools.mcp\"", function()
   it("serves a page in-process on a transport passed in", function()
     local mcp = require "devtools_tools.mcp"

@@ -218,7 +218,14 @@ local function fake_page(spec)
     end
     return out
   end
+  p.steps = {}        -- "settle" and "discover", in order
+  function p.settle(_, opts)
+    p.steps[#p.steps + 1] = "settle"
+    p.settle_opts = opts
+    return true
+  end
   function p.discover()
+    p.steps[#p.steps + 1] = "discover"
     local gs = {}
     for i, g in ipairs(spec.groups) do gs[i] = group(g) end
     return gs, {}
@@ -597,6 +604,59 @@ describe("mcp.server: provenance and navigation", function()
       c.close()
     end)
   end
+end)
+
+describe("mcp.server: readiness and calls that did not run", function()
+  it("settles the page before each discovery and after devtools.navigate, within the call's timeout", function()
+    local page = fake_page({ groups = GROUPS })
+    function page.navigate() page.steps[#page.steps + 1] = "navigate" end
+    local c = serve(page, { timeout = 7 })
+    init(c)
+    assert.equal(3, #c.request(2, "tools/list").result.tools - 4)
+    assert.same({ "settle", "discover" }, page.steps)
+    local r = c.request(3, "tools/call", { name = "devtools.navigate", arguments = { url = "http://fake.test/b" } }).result
+    assert.is_nil(r.isError, r.content and r.content[1].text)
+    assert.same({ "settle", "discover", "navigate", "settle" }, page.steps)
+    assert.is_true(page.settle_opts.timeout > 0 and page.settle_opts.timeout <= 7)
+    c.close()
+  end)
+
+  it("calls once more the tool its MCP name names now: a renamed tool of another frame stays that frame's", function()
+    local page = fake_page({ groups = {} })
+    local gen, ran = 0, {}
+    function page.discover()
+      gen = gen + 1
+      local mine = gen
+      local gs = {}
+      for i, origin in ipairs({ "http://fake.test", "http://frame.test" }) do
+        local g = { name = "g", kind = "devtools", frame = { url = origin .. "/", origin = origin }, tools = {} }
+        g.tools[1] = { name = "pick", description = "picks", input_schema = page_json({ type = "object" }),
+          group = g, kind = "devtools",
+          call = function(_, _, opts)
+            assert.is_true(opts.timeout > 0)
+            ran[#ran + 1] = origin .. "#" .. mine
+            if i == 2 and mine == 1 then
+              error(dt.new_error("stale", "its document is gone"), 0)
+            end
+            return origin .. "#" .. mine
+          end }
+        gs[i] = g
+      end
+      return gs, {}
+    end
+    local c = serve(page)
+    init(c)
+    local renamed
+    for _, t in ipairs(c.request(2, "tools/list").result.tools) do
+      if t.name ~= "pick" and t.name:match("^pick_") then renamed = t.name end
+    end
+    assert.is_string(renamed)
+    local r = c.request(3, "tools/call", { name = renamed, arguments = {} }).result
+    assert.is_nil(r.isError, r.content[1].text)
+    assert.matches("http://frame.test#2", r.content[1].text, 1, true)
+    assert.same({ "http://frame.test#1", "http://frame.test#2" }, ran)
+    c.close()
+  end)
 end)
 
 describe("mcp.server: the page comes up after the server", function()

@@ -261,8 +261,9 @@ An MCP server (Model Context Protocol) on stdin and stdout, for AI agents:
 every tool the page exposes (in every frame, and its WebMCP tools) is an MCP
 tool of its own, beside devtools.navigate, devtools.screenshot,
 devtools.console and devtools.network. When the page's tools change (a
-listener comes or goes, a navigation, frames, WebMCP),
-notifications/tools/list_changed is sent. stdout carries MCP messages only;
+listener comes or goes, a navigation, frames, WebMCP), the list is made
+again once the page has settled and notifications/tools/list_changed is
+sent; devtools.navigate answers once the new page has settled. stdout carries MCP messages only;
 logs go to stderr (DEVTOOLS_TOOLS_DEBUG=mcp logs every message).
 It answers at once, before the browser and page are up: a page that does not
 answer yet (an app started after its agent) is tried again, with pauses up

@@ -67,7 +67,8 @@ function navigate.describe()
     description = "Loads a URL in the page whose tools this server serves (http, https or about:blank;"
       .. " other schemes only when the page was opened on one; link-local, cloud metadata and private"
       .. " network addresses other than loopback only on the page's own host or those the user allowed),"
-      .. " or reloads it when no url is given, and waits for its load event. The page's tools change"
+      .. " or reloads it when no url is given, and waits for its load event and for the page to settle"
+      .. " (its tools and network quiet, 3 s at most). The page's tools change"
       .. " with its document: the tool list is sent again (notifications/tools/list_changed).",
     inputSchema = { type = "object", properties = {
       url = { type = "string", description = "the URL to load; absent: reload the page" },
@@ -76,11 +77,26 @@ function navigate.describe()
   }
 end
 
+-- After the load event the page settles (page:settle, the library's
+-- readiness rule), within what is left of the call's timeout, so that a
+-- tools/list right after it lists what the page registers once its data
+-- came. Not settled in time is no failure: the page is listed as it is.
+local function settled(page, deadline)
+  local left = deadline - dt.now()
+  if left <= 0 then return end
+  local ok, err = pcall(page.settle, page, { timeout = left })
+  if not ok and dt.is_error(err) and (err.code == "cancelled" or err.code == "disconnected") then
+    error(err, 0)
+  end
+end
+
 function navigate.run(ctx, args, timeout)
   local page = ctx.page
   local url = args.url
+  local deadline = dt.now() + timeout
   if url == nil then
     page:reload({ timeout = timeout })
+    settled(page, deadline)
     return { url = page.url }
   end
   local s = scheme(url)
@@ -97,6 +113,7 @@ function navigate.run(ctx, args, timeout)
     end
   end
   page:navigate(url, { timeout = timeout })
+  settled(page, deadline)
   return { url = page.url }
 end
 

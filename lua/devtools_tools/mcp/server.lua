@@ -343,14 +343,21 @@ H["tools/call"] = function(self, ctx)
   if not e then
     rpc_error(M.INVALID_PARAMS, "Unknown tool: " .. text.brief(text.clean(name), 200))
   end
+  -- Tool:call is the library's rule for a call that did not run (the
+  -- page's tools changed: the same Tool once more). When its document is
+  -- gone, or the page's list no longer has it, the tool to call instead is
+  -- the one the MCP name names now, not page:call's (which refinds by the
+  -- page's name: the main frame's first, where a name renamed _2 is
+  -- another frame's); once, within the call's one deadline.
   local tool = e.tool
+  local deadline = dt.now() + self.timeout
   local ok, v = pcall(tool.call, tool, args, { timeout = self.timeout })
-  if not ok and dt.is_error(v) and v.code == "stale" then
-    -- its document is gone and nothing ran: the tool of that name now, once
+  if not ok and dt.is_error(v) and (v.code == "stale" or v.code == "tool_not_found") then
     self.watch:stale()
     local again = self.watch:fresh().by_name[name]
-    if again and again.tool ~= tool then
-      ok, v = pcall(again.tool.call, again.tool, args, { timeout = self.timeout })
+    local left = deadline - dt.now()
+    if again and again.tool ~= tool and left > 0 then
+      ok, v = pcall(again.tool.call, again.tool, args, { timeout = left })
     end
   end
   local prov = e.descriptor._meta[tools.PROVENANCE]
@@ -721,8 +728,9 @@ function Server:_attach(page, browser)
   self.page, self.browser = page, browser or self.browser
   self.ctx.page = page
   self.ctx.scheme = (tostring(page.url or ""):match("^(%a[%w+.-]*):") or ""):lower()
-  -- (issue 40: the page settles here - page:settle(), the library's one
-  -- rule - before the first discovery, once the library has it)
+  -- (the page settles before the first discovery - page:settle, the
+  -- library's one readiness rule - in the watch's first refresh, which
+  -- the first tools/list waits for: here it would hold serve()'s caller)
   self.watch = watch.new(page, {
     on_change = function() self:_tools_changed() end,
     on_gone = function(err) self:_gone(err) end,

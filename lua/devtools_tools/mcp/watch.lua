@@ -2,9 +2,10 @@
 -- page - told by page:on("tools_changed") that the page's tools may have
 -- changed (a devtoolstooldiscovery listener came or went, a navigation,
 -- in the document too, frames, WebMCP tools added or removed), it waits
--- until the changes stop for a moment (DEBOUNCE, at most MAX_DELAY after
--- the first), discovers again, and calls on_change(list) only when the
--- list a client sees is another one.
+-- until the page settles (page:settle, the library's one readiness rule,
+-- which counts those changes too), discovers again, and calls
+-- on_change(list) only when the list a client sees is another one. The
+-- first discovery (the list served first) settles the same way.
 --
 -- The page's events are read only while someone waits on its connection,
 -- so a listening task waits on it all along (page:wait_until), which also
@@ -23,8 +24,6 @@ local setmetatable, pcall, tostring, ipairs = setmetatable, pcall, tostring, ipa
 
 local M = {}
 
-M.DEBOUNCE = 0.02        -- seconds without a change before discovering again
-M.MAX_DELAY = 0.1        -- at most this long after the first change
 M.DISCOVER_TIMEOUT = 10  -- seconds one discovery may take
 M.LISTEN = 60            -- seconds of one wait of the listening task
 
@@ -48,18 +47,23 @@ end
 local refresh
 
 -- A refresh: discovers and compares; once more while changes came during it.
-local function run(self, first)
+local function run(self)
   local page, opts = self.page, self.opts
   repeat
-    if not first then
-      -- quiet for DEBOUNCE, or MAX_DELAY after the first change
-      local started = dt.now()
-      repeat
-        local seen = self.events
-        dt.sleep(M.DEBOUNCE)
-      until self.events == seen or dt.now() - started >= M.MAX_DELAY
+    -- the page settles first (page:settle, the library's readiness rule:
+    -- its tools and network quiet, no frame loading, its main thread
+    -- caught up; at most its max): a page that is still registering tools
+    -- is listed once it is done. Not settled in time: discovered as it is.
+    local settled, why = pcall(page.settle, page, { timeout = opts.timeout or M.DISCOVER_TIMEOUT })
+    if self.stopped then return end
+    if not settled then
+      if dt.is_error(why) and why.code == "cancelled" then return end
+      if dt.is_error(why) and why.code == "disconnected" then
+        if opts.on_gone then opts.on_gone(why) end
+        return
+      end
+      if opts.trace then opts.trace("settling failed: " .. tostring(why)) end
     end
-    first = false
     local seen = self.events
     if opts.trace then opts.trace("discovering") end
     local ok, groups, warnings = pcall(page.discover, page, { timeout = opts.timeout or M.DISCOVER_TIMEOUT })
@@ -98,10 +102,10 @@ end
 
 -- (refreshing is cleared by the task itself as it ends, so that an event
 -- after its last look starts the next one)
-refresh = function(self, first)
+refresh = function(self)
   if self.refreshing or self.stopped then return end
   local t = dt.async(function()
-    local ok, err = pcall(run, self, first)
+    local ok, err = pcall(run, self)
     self.refreshing = nil
     if not ok and self.opts.log and not (dt.is_error(err) and err.code == "cancelled") then
       self.opts.log("refreshing the tool list failed: " .. tostring(err))
@@ -117,12 +121,12 @@ function Watch:start()
   self.off = page:on("tools_changed", function(e)
     self.events = self.events + 1
     if self.opts.trace then self.opts.trace("the page's tools may have changed: " .. tostring(e and e.reason)) end
-    if not self.refreshing then refresh(self, false) end
+    if not self.refreshing then refresh(self) end
   end)
   self.off_crash = page:on("crashed", function()
     if self.opts.log then self.opts.log("the page crashed (its renderer died): devtools.navigate reloads it") end
   end)
-  refresh(self, true)
+  refresh(self)
   self.listener = dt.async(function()
     while not self.stopped do
       local ok, err = pcall(page.wait_until, page, function() return self.stopped end, { timeout = M.LISTEN })
@@ -160,7 +164,7 @@ end
 -- that is gone): discover again as for an event
 function Watch:stale()
   self.events = self.events + 1
-  refresh(self, false)
+  refresh(self)
 end
 
 -- stop(): no more events; the tasks end
