@@ -263,8 +263,9 @@ tool of its own, beside devtools.navigate, devtools.screenshot,
 devtools.console and devtools.network. When the page's tools change (a
 listener comes or goes, a navigation, frames, WebMCP), the list is made
 again once the page has settled and notifications/tools/list_changed is
-sent; devtools.navigate answers once the new page has settled. stdout carries MCP messages only;
-logs go to stderr (DEVTOOLS_TOOLS_DEBUG=mcp logs every message).
+sent; devtools.navigate answers once the new page has settled. stdout
+carries MCP messages only; logs go to stderr (DEVTOOLS_TOOLS_DEBUG=mcp logs
+every message).
 It answers at once, before the browser and page are up: a page that does not
 answer yet (an app started after its agent) is tried again, with pauses up
 to 5 s, until it does; meanwhile tools/list has the built-ins and a call
