@@ -19,6 +19,7 @@ local task = require "devtools_tools.rt.task"
 local cdp = require "devtools_tools.wire.cdp"
 local webdriver = require "devtools_tools.browser.webdriver"
 local background = require "devtools_tools.browser.background"
+local trace = require "devtools_tools.trace"
 
 local type, tostring = type, tostring
 
@@ -159,6 +160,24 @@ local function std_fd(fname, fd)
   return fd
 end
 
+-- write_state(path, text) -> true | nil, why: a file of a front end's
+-- private state (the REPL's history) written whole, readable by its owner
+-- only (0600), in directories made as needed (0700)
+local function write_state(path, text)
+  if type(path) ~= "string" or path:sub(1, 1) ~= "/" then
+    errors.raise("bad_argument", "write_state: expected an absolute path, got " .. tostring(path))
+  end
+  if type(text) ~= "string" then errors.raise("bad_argument", "write_state: expected a string, got " .. type(text)) end
+  local dir = path:match("^(.*)/[^/]*$")
+  if dir and dir ~= "" then
+    local ok, why = core.fs.mkdirs(dir, 448)
+    if not ok then return nil, why end
+  end
+  local ok, why = core.fs.write_file(path, text, 384)
+  if not ok then return nil, why end
+  return true
+end
+
 local dt = {
   _VERSION = "devtools_tools 0.1.0",
   now = now,
@@ -167,6 +186,15 @@ local dt = {
   -- term_size(fd) -> columns, rows of the terminal fd (0, 1 or 2) is; nil
   -- when it is none (a pipe, a file) or tells no size
   term_size = function(fd) return core.fs.term_size(std_fd("term_size", fd)) end,
+  -- term_raw(fd) -> mode | nil, why: the terminal fd (0, 1 or 2) gives
+  -- each key as it is typed, without echo, Ctrl-C and Ctrl-Z as bytes;
+  -- mode:restore() (also at collection) puts it back (a line editor's)
+  term_raw = function(fd)
+    local m, why = core.fs.term_raw(std_fd("term_raw", fd))
+    if not m then return nil, why end
+    return m
+  end,
+  write_state = write_state,
   nojit = require("devtools_tools.base.nojit"),
   new_error = new_error,
   launch = browser.launch,
@@ -174,6 +202,13 @@ local dt = {
   stop_detached = browser.stop_detached,
   background = background.new,
   webdriver = webdriver.connect,
+  -- record(page or browser, file or handle, opts?) -> Recorder (trace/record.lua)
+  record = trace.record,
+  -- read, parse, write, diff, replay, lua (export), ignorer, pointer: trace/
+  trace = { read = trace.read, parse = trace.parse, write = trace.write, diff = trace.diff,
+    replay = trace.replay, lua = trace.lua, ignorer = trace.ignorer, pointer = trace.pointer,
+    rebase = trace.rebase, ABSENT = trace.ABSENT, FORMAT = trace.FORMAT, VERSION = trace.VERSION,
+    LIMIT = trace.LIMIT },
   use_loop = use_loop,
   loop = current_loop,
   fd_read = fd_read,

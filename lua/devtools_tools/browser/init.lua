@@ -31,9 +31,10 @@ local json = require "devtools_tools.base.json"
 
 local raise = errors.raise
 local now = core.now
-local type, tostring, ipairs, pairs, setmetatable, tonumber =
-      type, tostring, ipairs, pairs, setmetatable, tonumber
+local type, tostring, ipairs, pairs, setmetatable, tonumber, pcall =
+      type, tostring, ipairs, pairs, setmetatable, tonumber, pcall
 local concat = table.concat
+local unpack = table.unpack or unpack
 
 local M = {}
 
@@ -712,6 +713,7 @@ function Browser:new_page(url, opts)
   local ok, err = errors.catch(function()
     page = Page.attach(self, created.targetId, deadline)
     self.pages_by_session[page.session] = page
+    self:_told_page(page)
     if url and url ~= "about:blank" then
       page:navigate(url, { timeout = math.max(0, deadline - now()) })
     end
@@ -733,7 +735,30 @@ function Browser:attach(target_id, opts)
   end
   local page = Page.attach(self, target_id, self.conn:deadline(opts))
   self.pages_by_session[page.session] = page
+  self:_told_page(page)
   return page
+end
+
+-- on("page", fn) -> remove(): fn(page) for each Page the browser holds
+-- now, at once, and for each it attaches from now on (new_page before it
+-- navigates, attach); fn must not wait (dt.record of a browser listens so)
+function Browser:on(event, fn)
+  if event ~= "page" then raise("bad_argument", "on: unknown event " .. tostring(event) .. " (page)") end
+  if type(fn) ~= "function" then raise("bad_argument", "on: expected a function, got " .. type(fn)) end
+  local list = self._page_listeners or {}
+  self._page_listeners = list
+  list[#list + 1] = fn
+  for _, page in pairs(self.pages_by_session) do fn(page) end
+  return function()
+    for i = #list, 1, -1 do
+      if list[i] == fn then table.remove(list, i) return true end
+    end
+    return false
+  end
+end
+
+function Browser:_told_page(page)
+  for _, fn in ipairs({ unpack(self._page_listeners or {}) }) do pcall(fn, page) end
 end
 
 -- _forget(page): a page closed or detached

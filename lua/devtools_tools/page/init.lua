@@ -967,11 +967,10 @@ end
 -- page's list changed without a new document (another client's discovery,
 -- a page script: tool_not_found), is looked for again, once, unless this
 -- call already discovered.
-function Page:call(name, args, opts)
-  if opts ~= nil then opts = options.check(opts, options.TIMEOUT, "call") end
-  local deadline = self.conn:deadline(opts)
-  self:_check_open(deadline)
+-- (rec: the call's record for page:on("call"), told the Tool; see observe)
+local function call(rec, self, name, args, deadline)
   local t = lookup(self, name, deadline, "call")
+  if rec then rec.tool = t end
   local c = self._tool_cache
   local ok, r = errors.catch(kinds.call, t, args, deadline)
   if ok then return r end
@@ -984,7 +983,16 @@ function Page:call(name, args, opts)
   -- stale: the new document's tools are discovered; not found: the cache
   -- is no good
   if r.code == "tool_not_found" then self._tool_cache = nil end
-  return kinds.call(lookup(self, name, deadline, "call"), args, deadline)
+  t = lookup(self, name, deadline, "call")
+  if rec then rec.tool = t end
+  return kinds.call(t, args, deadline)
+end
+
+function Page:call(name, args, opts)
+  if opts ~= nil then opts = options.check(opts, options.TIMEOUT, "call") end
+  local deadline = self.conn:deadline(opts)
+  self:_check_open(deadline)
+  return observe.observed(self, name, args, call, self, name, args, deadline)
 end
 
 local call_many_opts = { timeout = true, errors = true }
@@ -1014,11 +1022,13 @@ function Page:call_many(list, opts)
   local entries = {}
   for i = 1, #list do
     local ok, t = pcall(entry_tool, self, list[i], i, deadline)
-    if ok then entries[i] = { tool = t, args = list[i][2] }
-    elseif keep and errors.is_error(t) then entries[i] = { err = t }
+    if ok then entries[i] = { tool = t, args = list[i][2], name = t.name }
+    elseif keep and errors.is_error(t) then entries[i] = { err = t, name = list[i][1], args = list[i][2] }
     else error(t, 0) end
   end
-  return kinds.call_many(entries, deadline, keep)
+  return observe.observed_many(self, entries, function(each)
+    return kinds.call_many(entries, deadline, keep, each)
+  end)
 end
 
 -- issue 14: console_messages, network_requests, response_body, on, on_cdp,
@@ -1034,6 +1044,12 @@ function Page:network_requests(opts) return P.network_requests(self, opts) end
 function Page:response_body(rec, opts) return P.response_body(self, rec, opts) end
 function Page:observe(fn, opts) return P.observe(self, fn, opts) end
 function Page:screenshot(opts) return screenshot.screenshot(self, opts) end
+
+-- _observed(name, args, fn, ...) -> fn(rec, ...): a call page:on("call")
+-- hears of (tools/init.lua: tool:call; see observe.observed)
+function Page:_observed(name, args, fn, ...)
+  return observe.observed(self, name, args, fn, ...)
+end
 
 -- _heard(method) -> true when a page:on_cdp listener of that event is there
 -- (tools/webmcp.lua: such a listener wants a WebMCP result whole)

@@ -18,13 +18,9 @@ local tostring, getmetatable = tostring, getmetatable
 
 local Tool, ToolGroup = types.Tool, types.ToolGroup
 
--- call(args?, opts?) -> value. opts: timeout.
-function Tool:call(args, opts)
-  if getmetatable(self) ~= Tool then raise("bad_argument", "call: not a Tool") end
-  opts = options.check(opts, options.TIMEOUT, "tool " .. tostring(self.name))
-  local page = self._page
-  page:_check_open()
-  local deadline = page.conn:deadline(opts)
+-- (rec: the call's record for page:on("call"), which the page keeps)
+local function call(rec, self, args, deadline)
+  if rec then rec.tool = self end
   local ok, r = errors.catch(kinds.call, self, args, deadline)
   if ok then return r end
   -- Nothing ran: the page's tools changed since the discovery its place
@@ -34,6 +30,15 @@ function Tool:call(args, opts)
     return kinds.call(self, args, deadline)
   end
   error(r, 0)
+end
+
+-- call(args?, opts?) -> value. opts: timeout.
+function Tool:call(args, opts)
+  if getmetatable(self) ~= Tool then raise("bad_argument", "call: not a Tool") end
+  opts = options.check(opts, options.TIMEOUT, "tool " .. tostring(self.name))
+  local page = self._page
+  page:_check_open()
+  return page:_observed(self.name, args, call, self, args, page.conn:deadline(opts))
 end
 
 function Tool:__call(args, opts)
