@@ -26,10 +26,14 @@ end
 local usage = M.usage
 
 M.VALUE_OPTS = { chromium = true, connect = true, tab = true, timeout = true, element = true,
-  ["wait-for"] = true, ["wait-for-selector"] = true, viewport = true }
+  ["wait-for"] = true, ["wait-for-selector"] = true, viewport = true, record = true, ignore = true }
 M.FLAG_OPTS = { json = true, compact = true, headful = true, quiet = true, debug = true,
   help = true, version = true, verbose = true, ["full-page"] = true, webmcp = true, ["allow-eval"] = true,
-  ["new-tab"] = true, ["no-settle"] = true }
+  ["new-tab"] = true, ["no-settle"] = true, ["record-observe"] = true, ["record-bodies"] = true,
+  update = true, lua = true }
+-- Options that may be given more than once: opts[name] is the list of
+-- their values.
+M.LIST_OPTS = { ignore = true }
 local SHORT = { q = "quiet", h = "help" }
 
 -- parse(argv, cmd) -> opts, positionals, rest (the words after "--", or nil)
@@ -51,8 +55,14 @@ function M.parse(argv, cmd)
           value = argv[i]
           if value == nil then usage("--" .. name .. " needs a value", cmd) end
         end
-        if value == "" then usage("--" .. name .. " needs a value, not an empty one", cmd) end
-        opts[name] = value
+        if value == "" and not M.LIST_OPTS[name] then usage("--" .. name .. " needs a value, not an empty one", cmd) end
+        if M.LIST_OPTS[name] then
+          local list = opts[name] or {}
+          list[#list + 1] = value
+          opts[name] = list
+        else
+          opts[name] = value
+        end
       elseif M.FLAG_OPTS[name] and value == nil then
         opts[name] = true
       else

@@ -42,6 +42,17 @@ Exit status: 0 success, 1 an error (stderr: "devtools-tools: CODE: message"),
 browser status: 3 when none runs.
 ]]
 
+-- The recording options of run, repl, call and mcp.
+M.RECORD = [[
+  --record FILE       write each tool call (tool, arguments, result or error,
+                      time) and each navigation to FILE, a trace for replay
+                      and export (JSON Lines; a value over 1 MiB is kept as
+                      its SHA-256 and size)
+  --record-observe    also a summary of each console message and request
+                      (method, URL, status: never headers)
+  --record-bodies     with --record-observe, the requests' bodies too
+]]
+
 M.TEXT = {
   main = [[
 Usage: devtools-tools [options] COMMAND [options] ...
@@ -60,6 +71,9 @@ Commands:
   tabs [close ID|TEXT] [--json]          the open pages of a running browser
   browser start|stop|status              keep one headless Chromium in the background
   mcp [URL] [--webmcp] [--allow-eval]    serve the page's tools to AI agents (MCP, stdio)
+  repl [URL]                             Lua in front of the page: its tools as functions
+  replay FILE [URL] [--ignore POINTER]   make a recorded trace's calls again, compare
+  export FILE --lua                      a trace as a Lua recipe for `run`
   help [COMMAND]                         help on a command
 
 ]],
@@ -78,7 +92,7 @@ terminal (or with COLUMNS set) each line is cut to its width.
 
 ]],
   call = [[
-Usage: devtools-tools call [URL] TOOL [JSON | key=value | key:=json ...] [options]
+Usage: devtools-tools call [URL] TOOL [JSON | key=value | key:=json ...] [--record FILE] [options]
 
 Calls one tool and prints its result as indented JSON (`call [URL] TOOL
 --help`: that tool's description and schema, as describe prints them).
@@ -89,8 +103,7 @@ Calls one tool and prints its result as indented JSON (`call [URL] TOOL
               boolean, null when it says null; otherwise a string
   key:=json   one argument as raw JSON, e.g. ids:='[1,2]' or on:=true
   --compact   print the result on one line
-
-]],
+]] .. M.RECORD .. "\n",
   describe = [[
 Usage: devtools-tools describe [URL] TOOL [--json] [options]
 
@@ -111,7 +124,7 @@ it; a DOM element in it is shown as a tool's result shows one:
 
 ]],
   run = [[
-Usage: devtools-tools run SCRIPT.lua [URL] [options] [-- ARGS...]
+Usage: devtools-tools run SCRIPT.lua [URL] [--record FILE] [options] [-- ARGS...]
 
 Runs a Lua script with the globals `dt` (require "devtools_tools"), `browser`
 and `page` set, and `arg` holding SCRIPT.lua as arg[0] and ARGS after it.
@@ -122,8 +135,7 @@ ends the command with status 1 (its code on stderr, then the script's line
 it came through), any other error too (with its traceback).
 The script is not bound by --timeout as a whole: it is the default timeout of
 each call the script makes.
-
-]],
+]] .. M.RECORD .. "\n",
   screenshot = [[
 Usage: devtools-tools screenshot [URL] OUT.png [--full-page | --element SELECTOR] [options]
 
@@ -160,7 +172,7 @@ The endpoint and pid are kept in $XDG_STATE_HOME/devtools-tools/browser.json
 
 ]],
   mcp = [[
-Usage: devtools-tools mcp [URL] [--webmcp] [--allow-eval] [options]
+Usage: devtools-tools mcp [URL] [--webmcp] [--allow-eval] [--record FILE] [options]
 
 An MCP server (Model Context Protocol) on stdin and stdout, for AI agents:
 every tool the page exposes (in every frame; its WebMCP tools too with
@@ -175,6 +187,57 @@ ends, the browser it launched is closed and it exits 0.
   --timeout SECONDS  the start, and each tool call (default 30)
 Example (Claude Code):
   claude mcp add shop -- devtools-tools mcp http://127.0.0.1:8080/
+]] .. M.RECORD .. [[
+An agent's session recorded so becomes a check (replay) or a script (export).
+
+]],
+  repl = [[
+Usage: devtools-tools repl [URL] [--record FILE] [options]
+
+Lua 5.4 in front of the page: `page`, `browser` and `dt` are set, and each
+tool of the page is a function of its name (getCacheStats{}, or
+tools["odd name"]{} for a name that is no Lua identifier). A bare expression
+prints its value as call prints results; a chunk that is not complete waits
+for more lines, as lua -i does; an error shows as the command line shows
+one, and the REPL goes on. When the page's tools change, a line says which
+came and which went. On a terminal: line editing, history (kept in
+$XDG_STATE_HOME/devtools-tools/repl_history), Tab completes tool names,
+argument keys and enum values from the tools' schemas, page: and dt.
+methods; Ctrl-C stops the running call (at the prompt it clears the line),
+Ctrl-D on an empty line exits and closes what the REPL opened. Without a
+terminal it reads lines and prints plain text. Commands: .tools,
+.describe NAME, .record FILE, .stop, .help, .exit.
+]] .. M.RECORD .. "\n",
+  replay = [[
+Usage: devtools-tools replay FILE [URL] [--ignore POINTER]... [--update] [--json] [options]
+
+Makes the calls of a trace (--record, dt.record) again, in order, on a fresh
+page at URL (the recorded one without it), with the navigations recorded
+between them, and compares each outcome with the recorded one. Each
+difference is a line: a JSON pointer with the recorded and the new value
+("call 3 getCacheStats: /misses: 9 -> 17"), or a missing tool, arguments
+the tool's schema refuses now, an error where there was a result (or the
+reverse). Then a summary line. Exit status 0 without differences, 1 with
+(or an error), 2 for a trace that cannot be read (cut short, of a newer
+format) or a usage error. A recorded navigation to the recorded URL's origin
+goes to URL's origin. --timeout is each call's (default 30).
+  --ignore POINTER  leave out differences at or beneath a JSON pointer of a
+                    result ("/ts"; "*" is any one segment: "/items/*/id");
+                    may be repeated
+  --update          write the new outcomes into FILE (exit status 0)
+  --json            {"calls", "navigations", "differing_calls", "differences":
+                    [{"call", "tool", "kind", "path", "recorded", "new",
+                    "message", "error"}]}
+
+]],
+  export = [[
+Usage: devtools-tools export FILE --lua
+
+Prints a Lua recipe that makes the trace's calls in the same order, for
+`devtools-tools run RECIPE.lua [URL]`: each result is printed as a line of
+JSON, a call recorded as failing is made in a pcall, each navigation is
+made again, and the page is taken to the recorded URL when run gives none.
+An agent's MCP session or a REPL session becomes a script.
 
 ]],
 }

@@ -16,6 +16,7 @@ local dt = require "devtools_tools"
 local argv = require "devtools_tools.cli.argv"
 local target = require "devtools_tools.cli.target"
 local mcp = require "devtools_tools.mcp"
+local trace = require "devtools_tools.cli.trace"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
@@ -42,7 +43,7 @@ function M.run(ctx)
       timeout = opts.timeout or nil,
       log = function(line) ctx.out:note("mcp: " .. line) end,
     })
-    server:run()
+    trace.recording(ctx, page, function() server:run() end)
   end)
   if opened and how == "connected" and page then pcall(page.close, page, { timeout = M.CLOSE_TIMEOUT }) end
   pcall(browser.close, browser, { timeout = M.CLOSE_TIMEOUT })

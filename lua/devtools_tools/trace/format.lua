@@ -21,7 +21,8 @@ require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscomp
 local json = require "devtools_tools.base.json"
 local errors = require "devtools_tools.base.errors"
 
-local type, tostring, pcall, pairs, ipairs, setmetatable, select = type, tostring, pcall, pairs, ipairs, setmetatable, select
+local type, tostring, pcall, pairs, ipairs, setmetatable, select =
+      type, tostring, pcall, pairs, ipairs, setmetatable, select
 local raise = errors.raise
 local encode, decode = json.encode, json.decode
 

@@ -31,7 +31,8 @@ local options = require "devtools_tools.base.options"
 local compare = require "devtools_tools.trace.compare"
 local values = require "devtools_tools.trace.values"
 
-local type, tostring, ipairs, pairs, next, error, setmetatable = type, tostring, ipairs, pairs, next, error, setmetatable
+local type, tostring, ipairs, pairs, next, error, setmetatable =
+      type, tostring, ipairs, pairs, next, error, setmetatable
 local floor = math.floor
 local raise = errors.raise
 local now = core.now
