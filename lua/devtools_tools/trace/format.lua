@@ -20,6 +20,7 @@ require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscomp
 
 local json = require "devtools_tools.base.json"
 local errors = require "devtools_tools.base.errors"
+local values = require "devtools_tools.trace.values"
 
 local type, tostring, pcall, pairs, ipairs, setmetatable, select =
       type, tostring, pcall, pairs, ipairs, setmetatable, select
@@ -178,7 +179,8 @@ function M.read(path)
 end
 
 -- write(trace, path): the trace whole, as a new file put in place of path
--- at once (written beside it, then renamed): for --update
+-- at once (written beside it, then renamed): for --update. A result over
+-- the header's limit is written as its digest, as the recorder writes one.
 function M.write(trace, path)
   local tmp = path .. ".tmp"
   local w = M.writer(tmp)
@@ -189,12 +191,17 @@ function M.write(trace, path)
   end
   first.n = #first
   local ok = w:event(first, true)
+  local limit = type(h.limit) == "number" and h.limit or values.LIMIT
   for _, ev in ipairs(trace.events) do
     if not ok then break end
-    local line = ev.line
-    ev.line = nil
-    ok = w:event(ev)
-    ev.line = line
+    local copy = {}
+    for k, v in pairs(ev) do copy[k] = v end
+    copy.line = nil
+    if copy.type == "call" and copy.result ~= nil then
+      local _, digest = values.text(copy.result, limit)
+      if digest then copy.result, copy.result_digest = nil, digest end
+    end
+    ok = w:event(copy)
   end
   w:close()
   if not ok then

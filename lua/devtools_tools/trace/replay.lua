@@ -141,6 +141,8 @@ function Run:outcome(ev, ok, v, ms)
   local new = { ms = ms }
   if ok then
     local plain = values.plain(v == nil and null or v)
+    -- (kept whole for --update: format.write bounds it as a recorder does)
+    new.result = plain
     if want == "error" then
       d({ kind = "result_instead", recorded = ev.error, new = plain })
     elseif want == "digest" then
@@ -156,8 +158,6 @@ function Run:outcome(ev, ok, v, ms)
         d({ kind = "value", path = x.path, recorded = x.recorded, new = x.new })
       end
     end
-    local s, digest = values.text(plain, self.limit)
-    if s then new.result = plain else new.result_digest = digest end
   else
     if fatal(v) then error(v, 0) end
     local e = err_of(v)
@@ -301,7 +301,6 @@ function M.replay(page, trace, opts)
   local self = setmetatable({
     page = page, ignore = compare.ignorer(ignore_list), timeout = opts.timeout,
     on_difference = opts.on_difference, tool_wait = opts.tool_wait or M.TOOL_WAIT,
-    limit = type(header.limit) == "number" and header.limit or values.LIMIT,
     start_recorded = header.url, start = opts.url, differing = {}, updates = {},
     report = { calls = 0, navigations = 0, differences = {}, differing_calls = 0 },
   }, Run)
