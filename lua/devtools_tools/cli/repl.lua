@@ -185,6 +185,11 @@ function Repl:refresh(first)
   local page = self.page
   local t
   t = dt.async(function()
+    -- (the page's changes watched from the first discovery on: its set-up
+    -- waits in this task, not before the prompt)
+    if first and not self.off then
+      self.off = page:on("tools_changed", function() self:refresh(false) end)
+    end
     repeat
       self.again = false
       if not first then dt.sleep(M.DEBOUNCE) end
@@ -585,7 +590,6 @@ function Repl:start()
   if self.ctx.opts.record then
     self.recorder, self.record_file = trace.start(self.ctx, page), self.ctx.opts.record
   end
-  self.off = page:on("tools_changed", function() self:refresh(false) end)
   self:refresh(true)
   self.discovering = self.refreshing
   self:listen()
