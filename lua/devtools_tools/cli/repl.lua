@@ -359,7 +359,7 @@ COMMANDS.describe = function(self, arg)
   self:run(function()
     local tool = self.page:tool(arg, { timeout = M.DISCOVER_TIMEOUT })
     if not tool then self.page:call(arg, nil, { timeout = M.DISCOVER_TIMEOUT }) end   -- tool_not_found
-    self.ctx.out:emit(self.commands.describe_text(self.ctx, tool), "\n")
+    self.ctx.out:emit(self.commands.describe_text(tool), "\n")
   end)
 end
 
