@@ -4,7 +4,8 @@
 -- argument key and an enum value, a multi-line chunk, Ctrl-C during a slow
 -- call and during a loop of the chunk's own, the line that says the tools
 -- changed, the REPL's commands, the history of the session before, Ctrl-D
--- leaving no process behind; the same through a pipe, in plain text. Every
+-- leaving no process behind; the same through a pipe, in plain text, and
+-- --record there (the session's trace replays without a difference). Every
 -- wait is on what the screen or the output shows, with a deadline.
 
 local core = require "devtools_tools.core"
@@ -203,9 +204,10 @@ describe("devtools-tools repl", function()
 
   describe("through a pipe", function()
     -- spawn() -> the REPL with its stdin and stdout on pipes of ours
-    local function spawn(target)
+    local function spawn(target, more)
       local argv = { "/usr/bin/env", H.lua, "bin/devtools-tools", "repl" }
       if target then argv[#argv + 1] = target end
+      for _, a in ipairs(more or {}) do argv[#argv + 1] = a end
       local proc, io_ = assert(core.process.spawn(argv, { stdio = true, stderr_size = 1 << 20, env = {
         TMPDIR = dir .. "/tmp", XDG_STATE_HOME = dir .. "/state", DEVTOOLS_TOOLS_BUILD = H.build } }))
       local p = { proc = proc, stdin = io_.stdin, stdout = io_.stdout, out = "" }
@@ -265,6 +267,30 @@ describe("devtools-tools repl", function()
       assert.not_matches("\27", p.out, 1, true)
       assert.not_matches("\27", p.proc:stderr(), 1, true)
       assert.not_matches("> ", p.out, 1, true)           -- no prompt without a terminal
+    end)
+
+    it("--record: the session's calls and navigations become a trace that replays without a difference", function()
+      local file = dir .. "/pipe.trace"
+      local p = spawn(url(), { "--record", file })
+      local ok, err = pcall(function()
+        p.send("counter{}\npcall(explode, {})\npage:reload()\ncounter{}\ngetState{path = 'user.name'}\n")
+        p.wait_out('"value": "Ada"')
+        p.close_stdin()
+        local how, code = p.wait_exit(30)
+        assert.same({ "exit", 0 }, { how, code })
+      end)
+      if not ok then p.proc:kill() end
+      assert(ok, err)
+      local t = require("devtools_tools").trace.read(file)
+      local got = {}
+      for _, ev in ipairs(t.events) do
+        got[#got + 1] = ev.type .. (ev.tool and (" " .. ev.tool) or "") .. (ev.error and (" " .. ev.error.code) or "")
+      end
+      assert.same({ "call counter", "call explode tool_error", "navigate", "call counter", "call getState", "end" }, got)
+      assert.equal(1, t.calls[3].result.count)
+      local out, rc = H.sh(("(cd %s && %s %s bin/devtools-tools replay %s 2>/dev/null)"):format(shq(ROOT), env(), H.lua, shq(file)))
+      assert.equal(0, rc, out)
+      assert.equal("replayed 4 calls and 1 navigation: no differences\n", out)
     end)
 
     it("SIGINT during a call ends it with status 130, closing the browser", function()
