@@ -44,9 +44,10 @@
  *   poll.c        dt.h                            -                                 core.poll
  *   fdio.c        nopipe.h dt.h                   class codes nopipe                core.fd: read, write...
  *   digest.c      dt.h                            class codes                       core.digest: sha256
+ *   signal.c      dt.h                            class codes                       core.signal
  *   core.c        dt.h                            base64 cdp_decode clock codes     luaopen: every *_open
  *                                                 digest fdio fs http json poll
- *                                                 process regex transport ws
+ *                                                 process regex signal transport ws
  *
  * Each *_open adds its functions (and registers its classes) in the module
  * table on top of the stack. */
@@ -68,5 +69,6 @@ void dt_http_open(lua_State *L);
 void dt_base64_open(lua_State *L);
 void dt_fdio_open(lua_State *L);         /* fdio.c: reads and writes that never wait */
 void dt_digest_open(lua_State *L);       /* digest.c: core.digest.sha256 */
+void dt_signal_open(lua_State *L);       /* signal.c: TERM, HUP, INT for a program's own clean-up */
 
 #endif

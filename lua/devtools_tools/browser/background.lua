@@ -108,7 +108,7 @@ local start_opts = { executable = "string", headless = "boolean", args = true, w
 -- timeout (30: all of it, waiting for another start included).
 function Background:start(opts)
   opts = options.check(opts, start_opts, "background:start")
-  local deadline = now() + (opts.timeout or 30)
+  local deadline = now() + (opts.timeout or options.DEFAULT_TIMEOUT)
   return with_lock(self, deadline, function()
     local state, rec = self:status()
     if state == "running" then return rec, false end

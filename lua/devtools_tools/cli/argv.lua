@@ -26,14 +26,17 @@ end
 local usage = M.usage
 
 M.VALUE_OPTS = { chromium = true, connect = true, tab = true, timeout = true, element = true,
-  ["wait-for"] = true, ["wait-for-selector"] = true, viewport = true, record = true, ignore = true }
+  ["wait-for"] = true, ["wait-for-selector"] = true, viewport = true, record = true, ignore = true,
+  ["allow-navigate"] = true }
 M.FLAG_OPTS = { json = true, compact = true, headful = true, quiet = true, debug = true,
   help = true, version = true, verbose = true, ["full-page"] = true, webmcp = true, ["allow-eval"] = true,
-  ["new-tab"] = true, ["no-settle"] = true, ["record-observe"] = true, ["record-bodies"] = true,
-  update = true, lua = true }
--- Options that may be given more than once: opts[name] is the list of
--- their values.
-M.LIST_OPTS = { ignore = true }
+  ["new-tab"] = true, ["no-settle"] = true, ["no-webmcp"] = true, ["trust-page"] = true,
+  ["record-observe"] = true, ["record-bodies"] = true, update = true, lua = true }
+-- Options given any number of times: opts[name] is the list of all their
+-- values. A COMMA_OPTS value is a comma-separated list itself (a JSON
+-- pointer of --ignore may hold a comma, and "" is the whole value).
+M.LIST_OPTS = { ignore = true, ["allow-navigate"] = true }
+M.COMMA_OPTS = { ["allow-navigate"] = true }
 local SHORT = { q = "quiet", h = "help" }
 
 -- parse(argv, cmd) -> opts, positionals, rest (the words after "--", or nil)
@@ -55,10 +58,16 @@ function M.parse(argv, cmd)
           value = argv[i]
           if value == nil then usage("--" .. name .. " needs a value", cmd) end
         end
-        if value == "" and not M.LIST_OPTS[name] then usage("--" .. name .. " needs a value, not an empty one", cmd) end
+        if value == "" and not (M.LIST_OPTS[name] and not M.COMMA_OPTS[name]) then
+          usage("--" .. name .. " needs a value, not an empty one", cmd)
+        end
         if M.LIST_OPTS[name] then
           local list = opts[name] or {}
-          list[#list + 1] = value
+          if M.COMMA_OPTS[name] then
+            for v in value:gmatch("[^,]+") do list[#list + 1] = v end
+          else
+            list[#list + 1] = value
+          end
           opts[name] = list
         else
           opts[name] = value
