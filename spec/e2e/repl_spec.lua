@@ -257,6 +257,13 @@ describe("devtools-tools repl", function()
         p.send("extraTool{}\ngetState{path = 'x'}\n")
         p.wait_out('"extra"')
         p.wait_err("devtools-tools: invalid_params: Invalid parameters for tool getState")
+        -- a navigation: one line once the new document's tools are there
+        -- (registered after a request of 400 ms), not the page without
+        -- tools between the two documents
+        p.send("page:navigate(" .. ("%q"):format(url(2) .. "&late=400") .. ")\n")
+        p.wait_err("devtools-tools: tools changed: removed extraTool, legacyStats")
+        p.send("getCacheStats{}\n")
+        p.wait_out('"misses": 17')
         p.close_stdin()
         local how, code = p.wait_exit(30)
         assert.same({ "exit", 0 }, { how, code })
@@ -267,6 +274,12 @@ describe("devtools-tools repl", function()
       assert.not_matches("\27", p.out, 1, true)
       assert.not_matches("\27", p.proc:stderr(), 1, true)
       assert.not_matches("> ", p.out, 1, true)           -- no prompt without a terminal
+      local changes = {}
+      for l in p.proc:stderr():gmatch("[^\n]+") do
+        if l:find("tools changed", 1, true) then changes[#changes + 1] = l end
+      end
+      assert.same({ "devtools-tools: tools changed: added extraTool",
+        "devtools-tools: tools changed: removed extraTool, legacyStats" }, changes)
     end)
 
     it("--record: the session's calls and navigations become a trace that replays without a difference", function()

@@ -220,7 +220,8 @@ tools["odd name"]{} for a name that is no Lua identifier). A bare expression
 prints its value as call prints results; a chunk that is not complete waits
 for more lines, as lua -i does; an error shows as the command line shows
 one, and the REPL goes on. When the page's tools change, a line says which
-came and which went. On a terminal: line editing, history (kept in
+came and which went, once the page has settled (as list waits for it). On a
+terminal: line editing, history (kept in
 $XDG_STATE_HOME/devtools-tools/repl_history), Tab completes tool names,
 argument keys and enum values from the tools' schemas, page: and dt.
 methods; Ctrl-C stops the running call (at the prompt it clears the line),

@@ -41,7 +41,7 @@ local clean = text.clean
 
 local M = {}
 
-M.DEBOUNCE = 0.05        -- seconds without a tools_changed event before discovering again
+M.SETTLE_MAX = 3         -- seconds a change may take to settle before discovering again
 M.LISTEN = 60            -- seconds of one wait of the task reading the page's events
 M.DISCOVER_TIMEOUT = 10  -- seconds one discovery may take
 M.SHOW_MAX = 1024 * 1024 -- bytes of a value printed (the whole value is in _)
@@ -175,7 +175,10 @@ function Repl:set_tools(groups, first)
   self:say("tools changed: " .. concat(parts, "; "))
 end
 
--- refresh(first): discovers again, once the changes stop for DEBOUNCE
+-- refresh(first): discovers again once the page has settled after a
+-- change (page:settle, the rule `list` looks at a page by: its tools and
+-- requests quiet, no frame loading; SETTLE_MAX at most), so that a
+-- navigation is one line, not the document without tools between the two
 function Repl:refresh(first)
   if self.closing then return end
   if self.refreshing then
@@ -192,7 +195,12 @@ function Repl:refresh(first)
     end
     repeat
       self.again = false
-      if not first then dt.sleep(M.DEBOUNCE) end
+      if not first then
+        local sok, serr = pcall(page.settle, page, { max = M.SETTLE_MAX, timeout = M.DISCOVER_TIMEOUT })
+        if not sok and dt.is_error(serr) and (serr.code == "cancelled" or serr.code == "disconnected") then
+          return
+        end
+      end
       local ok, groups = pcall(page.discover, page, { timeout = M.DISCOVER_TIMEOUT })
       if self.closing then return end
       if ok then
