@@ -540,10 +540,15 @@ function dt.nojit() end
 ---@param record devtools_tools.DetachedRecord
 ---@param opts? {timeout?: number}
 function dt.stop_detached(record, opts) end
----One detached browser shared by several processes, recorded in the file at path.
----@param path string
+---One detached browser shared by several processes, recorded in the file at path; without
+---path, the one `devtools-tools browser start` records (dt.state_dir() .. "/browser.json").
+---@param path? string
 ---@return devtools_tools.Background
 function dt.background(path) end
+---Where the front ends keep their state: $XDG_STATE_HOME/devtools-tools, else
+---~/.local/state/devtools-tools; nil with neither XDG_STATE_HOME nor HOME set.
+---@return string|nil
+function dt.state_dir() end
 ---The driver new tasks run on (the built-in poll loop unless dt.use_loop chose
 ---another): watch/modify/unwatch/timer/cancel, and step on the built-in loop.
 ---@return table driver

@@ -292,7 +292,12 @@ local dt = {
   launch = launch,
   connect = connect,
   stop_detached = browser.stop_detached,
+  -- background(path?) -> Background (browser/background.lua); without
+  -- path, the browser of `devtools-tools browser start`
   background = background.new,
+  -- state_dir() -> where the front ends keep their state (the background
+  -- browser's record, the REPL's history), or nil (no HOME)
+  state_dir = background.state_dir,
   webdriver = connect_webdriver,
   -- record(page or browser, file or handle, opts?) -> Recorder (trace/record.lua)
   record = trace.record,
