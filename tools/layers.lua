@@ -168,6 +168,7 @@ M.LAZY_ALLOWED = {
   ["devtools_tools.nvim.session -> devtools_tools.present.skeleton"] = true,
   ["devtools_tools.nvim.session -> devtools_tools.present.pretty"] = true,
   ["devtools_tools.nvim.session -> devtools_tools.present.errors"] = true,
+  ["devtools_tools.nvim.session -> devtools_tools.present.diff"] = true,
 }
 
 -- lazy_problems(mods) -> list of "a -> b" for each require made inside a
