@@ -304,8 +304,9 @@ function Toolset:call_many(list, opts)
     local ok, t = pcall(entry_tool, self, list[i], i, deadline)
     if ok then entries[i] = { tool = t, args = list[i][2], name = t.name }
     elseif keep and errors.is_error(t) then
-      local named = list[i] and list[i][1]
-      entries[i] = { err = t, name = types.is_tool(named) and named.name or named, args = list[i] and list[i][2] }
+      local e = type(list[i]) == "table" and list[i] or {}     -- (what a "call" listener hears of it)
+      local named = e[1]
+      entries[i] = { err = t, name = types.is_tool(named) and named.name or named, args = e[2] }
     else error(t, 0) end
   end
   return self.site:observed_many(entries, function(each)
