@@ -50,7 +50,7 @@ OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
 # the MCP server (mcp/, `devtools-tools mcp`).
 # The Neovim plugin's (nvim/, health.lua) are used from the runtimepath
 # only, so `make install` leaves them out.
-LIBDIRS := base rt wire schema tools tools/js page browser present cli mcp
+LIBDIRS := base rt wire schema tools tools/js page browser trace present cli mcp
 LIBFILES := lua/devtools_tools/init.lua \
 	$(foreach d,$(LIBDIRS),$(wildcard lua/devtools_tools/$(d)/*.lua lua/devtools_tools/$(d)/*.js))
 SUPPORT_SRCS := $(wildcard spec/support/*.c)
@@ -164,7 +164,8 @@ LUAJIT_SPECS = spec/unit/nojit_spec.lua spec/unit/json_spec.lua spec/unit/schema
 	spec/integration/lifetime_spec.lua spec/integration/hostile_spec.lua spec/integration/observe_spec.lua \
 	spec/integration/webmcp_spec.lua spec/integration/tls_transport_spec.lua spec/integration/remote_spec.lua \
 	spec/integration/page_shapes_spec.lua spec/integration/apps_spec.lua spec/integration/frontend_api_spec.lua \
-	spec/integration/live_spec.lua
+	spec/integration/live_spec.lua \
+	spec/unit/trace_spec.lua spec/integration/trace_spec.lua spec/unit/repl_spec.lua
 # On the LuaJIT x64 builds whose JIT miscompiles pairs() (Debian 12's: see
 # lua/devtools_tools/base/nojit.lua) the library keeps the JIT out of its own
 # functions, but busted, luassert and penlight have no such guard and their

@@ -54,6 +54,9 @@ local S = {
   -- add/remove rounds for list_changed (the memory marks use memory_calls)
   mcp_warmup = 50, mcp_block = 100, mcp_blocks = 5, mcp_page_calls = 300, mcp_list_rounds = 15,
   mcp_init_rounds = 12, mcp_first_rounds = 4,   -- fresh spawns of ours and the reference, each
+  -- traces and the REPL: blocks of `block` calls with a recorder and without, alternating;
+  -- rounds of a 1,000-call replay against the same calls; completions; REPL starts
+  trace_blocks = 6, replay_calls = 1000, replay_rounds = 5, complete_rounds = 50, repl_rounds = 4,
 }
 
 -- ---- output rows ------------------------------------------------------------------
@@ -616,6 +619,162 @@ local function cli_startup()
   row("devtools-tools list URL", ms(mc), ms(ms_) .. " script", r, "<= 1.15", r <= 1.15)
 end
 
+-- ---- 6c. traces and the REPL (issue 42) ------------------------------------------------------------
+
+-- Recording's cost per call: page:call("add") with a recorder writing to
+-- a file and without, in alternating blocks. Replaying a 1,000-call trace
+-- (read and compared, each call made through tool:call after its lookup
+-- and validation) against the same 1,000 calls through page:call, in
+-- alternating rounds.
+local function trace_bench(b, page)
+  local tdir = assert(core.fs.mkdtemp("dt-bench-trace-"))
+  local ok, err = pcall(function()
+    local n = S.block
+    local plain_t, rec_t = {}, {}
+    local function plain_block()
+      for i = 1, n do
+        local t0 = now()
+        page:call("add", { a = i, b = 2 })
+        plain_t[#plain_t + 1] = now() - t0
+      end
+    end
+    local k = 0
+    local function rec_block()
+      k = k + 1
+      local rec = dt.record(page, tdir .. "/block" .. k .. ".trace")
+      for i = 1, n do
+        local t0 = now()
+        page:call("add", { a = i, b = 2 })
+        rec_t[#rec_t + 1] = now() - t0
+      end
+      assert(rec:stop())
+    end
+    for blk = 1, S.trace_blocks do
+      if blk % 2 == 1 then plain_block(); rec_block() else rec_block(); plain_block() end
+    end
+    local mp, mr = median(plain_t), median(rec_t)
+    local r = ratio(mr, mp)
+    row("recording: tool call median", us(mr), us(mp) .. " plain", r, "<= 1.1", r <= 1.1)
+
+    local file = tdir .. "/replay.trace"
+    local rec = dt.record(page, file)
+    for i = 1, S.replay_calls do page:call("add", { a = i, b = 2 }) end
+    assert(rec:stop())
+    local replay_t, calls_t = {}, {}
+    local differences
+    local function replay_round()
+      local t0 = now()
+      local report = dt.trace.replay(page, dt.trace.read(file), { navigate = false })
+      replay_t[#replay_t + 1] = now() - t0
+      differences = #report.differences
+      if report.calls ~= S.replay_calls then error("the replay made " .. report.calls .. " calls") end
+    end
+    local function calls_round()
+      local t0 = now()
+      for i = 1, S.replay_calls do page:call("add", { a = i, b = 2 }) end
+      calls_t[#calls_t + 1] = now() - t0
+    end
+    for round = 1, S.replay_rounds do
+      if round % 2 == 1 then replay_round(); calls_round() else calls_round(); replay_round() end
+    end
+    if differences ~= 0 then error("the replay found " .. differences .. " differences") end
+    local rp, cp = median(replay_t), median(calls_t)
+    r = ratio(rp, cp)
+    row(fmt("replay of a %d-call trace", S.replay_calls), ms(rp), ms(cp) .. " page:call", r, "<= 1.2", r <= 1.2)
+    results.sections.trace = { plain_call_s = summary(plain_t), recorded_call_s = summary(rec_t),
+      replay_s = summary(replay_t), same_calls_s = summary(calls_t) }
+  end)
+  core.fs.rmtree(tdir)
+  if not ok then error(err, 0) end
+end
+
+-- Tab in the REPL on a page of 1,000 tools (bench/fixtures/many.html): a
+-- name's start shared by 100 tools, one tool's argument keys, the keys
+-- left after one, a quoted name; each the median of complete_rounds.
+local function complete_bench(b)
+  local complete = require "devtools_tools.cli.complete"
+  local page = b:new_page(server.url("/many.html"))
+  local ok, err = pcall(function()
+    local tools = {}
+    for _, g in ipairs(page:discover()) do
+      for _, t in ipairs(g.tools) do tools[#tools + 1] = t end
+    end
+    if #tools ~= 1000 then error("many.html has " .. #tools .. " tools") end
+    local c = complete.new({ tools = function() return tools end, env = {}, globals = _G })
+    local worst = 0
+    for _, line in ipairs({ "g5_tool", "g9_tool99{", "g9_tool99{path = 'x', ", 'tools["g9_tool9' }) do
+      local ts = {}
+      local got
+      for _ = 1, S.complete_rounds do
+        local t0 = now()
+        local _, choices = c(line, #line)
+        ts[#ts + 1] = now() - t0
+        got = choices
+      end
+      if not got or #got == 0 then error("no completion after " .. line) end
+      local m = median(ts)
+      if m > worst then worst = m end
+      row(fmt("  REPL Tab after %s (%d choices)", line, #got), ms(m))
+    end
+    row("REPL Tab completion, 1,000 tools (the slowest)", ms(worst), "-", nil, "< 20 ms", worst < 0.020)
+  end)
+  page:close()
+  if not ok then error(err, 0) end
+end
+
+-- `devtools-tools repl URL` from its start to its prompt, on a terminal
+-- (script(1)), against a script that launches and opens the page and
+-- draws the same prompt (bench/repl_start.lua), alternating; each ends at
+-- a Ctrl-D.
+local function repl_startup()
+  local url = server.url("/add.html")
+  local lua = C.interpreter()
+  local state = assert(core.fs.mkdtemp("dt-bench-repl-"))
+  local env = ("LUA_PATH='./lua/?.lua;./lua/?/init.lua;;' LUA_CPATH='./%s/?.so;;' "):format(build)
+  local function start_to_prompt(cmd)
+    local t0 = now()
+    local proc, io_ = assert(core.process.spawn({ "/usr/bin/script", "-qfec", cmd, "/dev/null" },
+      { stdio = true }))
+    local out, t = "", nil
+    local deadline = now() + 60
+    while now() < deadline do
+      core.poll({ io_.stdout }, { "r" }, 0.5)
+      local s = core.fd.read(io_.stdout)
+      if s == nil then break end
+      out = out .. s
+      if out:find("\r> \27[K", 1, true) then t = now() - t0 break end
+    end
+    core.fd.write(io_.stdin, "\4")
+    local how = proc:wait(now() + 10)
+    if not how then proc:kill() end
+    proc:close(0)
+    core.fd.close(io_.stdin)
+    core.fd.close(io_.stdout)
+    if not t then error("no prompt from " .. cmd .. ":\n" .. out:sub(-500)) end
+    return t
+  end
+  local repl_cmd = ("DEVTOOLS_TOOLS_BUILD=%s XDG_STATE_HOME=%s %s bin/devtools-tools repl %s"):format(build, state,
+    lua, url)
+  local base_cmd = ("%s%s bench/repl_start.lua %s"):format(env, lua, url)
+  local ok, err = pcall(function()
+    start_to_prompt(repl_cmd); start_to_prompt(base_cmd)        -- warm the page cache
+    local tr, tb = {}, {}
+    for i = 1, S.repl_rounds do
+      if i % 2 == 1 then
+        tr[#tr + 1] = start_to_prompt(repl_cmd); tb[#tb + 1] = start_to_prompt(base_cmd)
+      else
+        tb[#tb + 1] = start_to_prompt(base_cmd); tr[#tr + 1] = start_to_prompt(repl_cmd)
+      end
+    end
+    local mr, mb = median(tr), median(tb)
+    results.sections.repl_start = { repl_s = summary(tr), launch_and_page_s = summary(tb) }
+    row("REPL start to prompt", ms(mr), ms(mb) .. " launch+page", ratio(mr, mb), "<= +150 ms",
+      mr - mb <= 0.150)
+  end)
+  core.fs.rmtree(state)
+  if not ok then error(err, 0) end
+end
+
 -- ---- 7. schema validation and JSON ---------------------------------------------------------------
 
 local function schema_bench()
@@ -912,6 +1071,8 @@ local function main()
   section("first discovery", first_discovery)
   section("tasks (luv)", function() tasks_bench(browser, page) end)
   section("mcp", mcp_bench)
+  section("traces", function() trace_bench(browser, page) end)
+  section("REPL completion", function() complete_bench(browser) end)
   page:close()
   section("schema", schema_bench)
   section("json", json_bench)
@@ -921,6 +1082,7 @@ local function main()
   section("start-up", startup)
   section("new page", new_page_cost)
   section("command line start-up", cli_startup)
+  section("REPL start-up", repl_startup)
   section("large results", large)
   section("memory", memory)
   section("fleet", fleet)

@@ -36,17 +36,18 @@
  *   http.c        net.h http.h tls.h nopipe.h     buf class clock codes net nopipe  core.http
  *                 dt.h                            tls
  *   cdp_decode.c  transport.h json.h dt.h         clock codes json transport        transport:recv_cdp
- *   fs.c          fs.h nopipe.h dt.h              class codes nopipe                core.fs, Lock
+ *   fs.c          fs.h nopipe.h dt.h              class codes nopipe                core.fs, Lock, TermMode
  *   process.c     pipe.h ring.h fs.h dt.h         class clock codes fs pipe ring    core.process, Process
  *                                                 transport
  *   regex.c       dt.h                            buf class codes                   core.regex
  *   base64.c      dt.h                            class                             core.base64
  *   poll.c        dt.h                            -                                 core.poll
  *   fdio.c        nopipe.h dt.h                   class codes nopipe                core.fd: read, write...
+ *   digest.c      dt.h                            class codes                       core.digest: sha256
  *   signal.c      dt.h                            class codes                       core.signal
  *   core.c        dt.h                            base64 cdp_decode clock codes     luaopen: every *_open
- *                                                 fdio fs http json poll process
- *                                                 regex signal transport ws
+ *                                                 digest fdio fs http json poll
+ *                                                 process regex signal transport ws
  *
  * Each *_open adds its functions (and registers its classes) in the module
  * table on top of the stack. */
@@ -67,6 +68,7 @@ void dt_poll_open(lua_State *L);
 void dt_http_open(lua_State *L);
 void dt_base64_open(lua_State *L);
 void dt_fdio_open(lua_State *L);         /* fdio.c: reads and writes that never wait */
+void dt_digest_open(lua_State *L);       /* digest.c: core.digest.sha256 */
 void dt_signal_open(lua_State *L);       /* signal.c: TERM, HUP, INT for a program's own clean-up */
 
 #endif

@@ -1,7 +1,8 @@
 /* fs.c - files and directories: temporary directories (create one,
  * remove a tree), directories of private state (mkdirs), writing a file
- * whole, a lock taken with flock, whether a descriptor is a terminal and
- * how wide it is.
+ * whole, a lock taken with flock, whether a descriptor is a terminal, how
+ * wide it is, and its keys read one at a time (term_raw, for a line
+ * editor of the command line).
  *
  * Used for the throw-away Chromium profile and the background browser's
  * record. Removal does not follow symlinks and stays on the directory it
@@ -16,6 +17,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -375,6 +377,73 @@ static int l_lock_tostring(lua_State *L)
 	return 1;
 }
 
+/* ---- TermMode: a terminal read key by key, and put back ------------------- */
+
+#define DT_TERM_MT "devtools_tools.TermMode"
+
+typedef struct {
+	int fd;                 /* the terminal, or -1 once restored */
+	struct termios saved;   /* its settings before term_raw */
+} term_t;
+
+/* core.fs.term_raw(fd) -> TermMode | nil, message, code
+ * Sets the terminal fd so that each key is read as it is typed: no line
+ * buffering, no echo, and Ctrl-C, Ctrl-Z, Ctrl-\, Ctrl-S, Ctrl-Q, Ctrl-V
+ * and CR arrive as bytes (no signal is sent, no flow is stopped); output
+ * is left as it was (a newline still starts the next line).
+ * mode:restore() (also __gc and __close) puts the settings back; it never
+ * waits for output to drain. Installs no signal handler: a process killed
+ * outright leaves the terminal as it was set, which shells put back. */
+static int l_term_raw(lua_State *L)
+{
+	lua_Integer fd = luaL_checkinteger(L, 1);
+	struct termios t;
+	term_t *tm;
+	luaL_argcheck(L, fd >= 0 && fd <= 1 << 20, 1, "not a file descriptor");
+	if (tcgetattr((int)fd, &t) != 0) {
+		int e = errno;
+		return dt_push_failf(L, DT_ESYSTEM, "not a terminal: %s", strerror(e));
+	}
+	tm = (term_t *)lua_newuserdata(L, sizeof *tm);     /* ... mode */
+	tm->fd = -1;
+	tm->saved = t;
+	luaL_getmetatable(L, DT_TERM_MT);
+	lua_setmetatable(L, -2);
+	t.c_lflag &= ~(tcflag_t)(ICANON | ECHO | ISIG | IEXTEN);
+	t.c_iflag &= ~(tcflag_t)(IXON | ICRNL | INLCR | IGNCR | BRKINT | ISTRIP);
+	t.c_cc[VMIN] = 1;
+	t.c_cc[VTIME] = 0;
+	while (tcsetattr((int)fd, TCSANOW, &t) != 0) {
+		int e = errno;
+		if (e == EINTR)
+			continue;
+		return dt_push_failf(L, DT_ESYSTEM, "cannot set the terminal: %s", strerror(e));
+	}
+	tm->fd = (int)fd;                                  /* owns: restoring it */
+	return 1;
+}
+
+static int l_term_restore(lua_State *L)
+{
+	term_t *tm = (term_t *)luaL_checkudata(L, 1, DT_TERM_MT);
+	if (tm->fd >= 0) {
+		while (tcsetattr(tm->fd, TCSANOW, &tm->saved) != 0 && errno == EINTR)
+			;
+		tm->fd = -1;
+	}
+	return 0;
+}
+
+static int l_term_tostring(lua_State *L)
+{
+	term_t *tm = (term_t *)luaL_checkudata(L, 1, DT_TERM_MT);
+	if (tm->fd >= 0)
+		lua_pushfstring(L, "TermMode(raw, fd %d)", tm->fd);
+	else
+		lua_pushliteral(L, "TermMode(restored)");
+	return 1;
+}
+
 void dt_fs_open(lua_State *L)
 {
 	static const luaL_Reg lock_methods[] = {
@@ -382,6 +451,11 @@ void dt_fs_open(lua_State *L)
 		{NULL, NULL}
 	};
 	static const dt_class lock_cls = { DT_LOCK_MT, lock_methods, l_lock_release, l_lock_tostring, NULL };
+	static const luaL_Reg term_methods[] = {
+		{"restore", l_term_restore},
+		{NULL, NULL}
+	};
+	static const dt_class term_cls = { DT_TERM_MT, term_methods, l_term_restore, l_term_tostring, NULL };
 	static const luaL_Reg funcs[] = {
 		{"exists", l_exists},
 		{"is_executable", l_is_executable},
@@ -391,9 +465,11 @@ void dt_fs_open(lua_State *L)
 		{"mkdirs", l_mkdirs},
 		{"isatty", l_isatty},
 		{"term_size", l_term_size},
+		{"term_raw", l_term_raw},
 		{"lock", l_lock},
 		{NULL, NULL}
 	};
 	dt_class_register(L, &lock_cls);
+	dt_class_register(L, &term_cls);
 	dt_open_part(L, "fs", funcs);
 }

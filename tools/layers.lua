@@ -25,6 +25,7 @@ M.LAYERS = {
   { "tools" },
   { "page" },
   { "browser" },
+  { "trace" },
   { "facade" },
   { "present" },
   { "mcp" },
@@ -41,6 +42,7 @@ local WHAT = {
   tools = "Tool, document handles, discovery, calls, elements, WebMCP, js/",
   page = "Page: frames, site, navigation, tools, readiness, records, shots",
   browser = "Browser: launch, connect, WebDriver, background",
+  trace = "record, read, compare, replay, export a session's calls",
   facade = "init.lua: the public API",
   present = "what every front end shows",
   cli = "the command line",
@@ -167,6 +169,7 @@ M.LAZY_ALLOWED = {
   ["devtools_tools.nvim.session -> devtools_tools.present.skeleton"] = true,
   ["devtools_tools.nvim.session -> devtools_tools.present.pretty"] = true,
   ["devtools_tools.nvim.session -> devtools_tools.present.errors"] = true,
+  ["devtools_tools.nvim.session -> devtools_tools.present.diff"] = true,
 }
 
 -- lazy_problems(mods) -> list of "a -> b" for each require made inside a

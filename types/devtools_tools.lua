@@ -204,6 +204,12 @@ function Browser:new_page(url, opts) end
 ---@param opts? devtools_tools.CallOpts
 ---@return devtools_tools.Page
 function Browser:attach(target_id, opts) end
+---"page": fn(page) for each Page the browser holds now, at once, and for each it
+---attaches later (new_page before it navigates, attach); fn must not wait.
+---@param event "page"
+---@param fn fun(page: devtools_tools.Page)
+---@return fun(): boolean remove
+function Browser:on(event, fn) end
 ---A launched browser exits (killed when opts.timeout, 5 s, has passed; its temporary profile
 ---removed); a connected one is disconnected. Idempotent. A WebDriver session's browser then
 ---raises (timeout, connect_failed) when the session's DELETE got no answer: it may still be alive.
@@ -316,10 +322,24 @@ function Page:mark() end
 ---@return any ...
 function Page:observe(fn, opts) end
 ---Calls fn for each event of that kind (doc/api.md, "Events and dialogs").
----@param event "console"|"request"|"response"|"navigated"|"crashed"|"dialog"|"tools_changed"
+---"call": fn(devtools_tools.CallRecord) as each tool call of the page
+---(page:call, tool:call, each entry of call_many) ends.
+---@param event "console"|"request"|"response"|"navigated"|"crashed"|"dialog"|"tools_changed"|"call"
 ---@param fn function gets the record or event table; must not wait; a "dialog" listener may return the answer
 ---@return fun(): boolean remove
 function Page:on(event, fn) end
+
+---What page:on("call") is told.
+---@class devtools_tools.CallRecord
+---@field name string the name called
+---@field tool? devtools_tools.Tool nil when no tool of that name was found
+---@field args any
+---@field ok boolean
+---@field result any
+---@field error? devtools_tools.Error
+---@field ms number from the call's start
+---@field batch? integer the call_many it was an entry of (one number per call_many of the page)
+---@field index? integer its entry's position there
 ---@param event string a CDP event, e.g. "Network.requestWillBeSent"
 ---@param fn fun(params: table, session_id: string)
 ---@return fun(): boolean remove
@@ -531,10 +551,15 @@ function dt.nojit() end
 ---@param record devtools_tools.DetachedRecord
 ---@param opts? {timeout?: number}
 function dt.stop_detached(record, opts) end
----One detached browser shared by several processes, recorded in the file at path.
----@param path string
+---One detached browser shared by several processes, recorded in the file at path; without
+---path, the one `devtools-tools browser start` records (dt.state_dir() .. "/browser.json").
+---@param path? string
 ---@return devtools_tools.Background
 function dt.background(path) end
+---Where the front ends keep their state: $XDG_STATE_HOME/devtools-tools, else
+---~/.local/state/devtools-tools; nil with neither XDG_STATE_HOME nor HOME set.
+---@return string|nil
+function dt.state_dir() end
 ---The driver new tasks run on (the built-in poll loop unless dt.use_loop chose
 ---another): watch/modify/unwatch/timer/cancel, and step on the built-in loop.
 ---@return table driver
@@ -554,6 +579,112 @@ function dt.fd_read(fd, max) end
 ---@return integer|nil n
 ---@return string|nil why
 function dt.fd_write(fd, s, from) end
+
+---Records the tool calls of a page (or of every page of a browser), its
+---navigations, and with opts.observe console and network summaries (never
+---headers; bodies with opts.bodies), to a trace: JSON Lines, each line
+---written whole as it happens. dest: a file name (created or emptied) or a
+---handle with write (and flush), which stays yours.
+---@param target devtools_tools.Page|devtools_tools.Browser
+---@param dest string|file*|{write: function}
+---@param opts? {limit?: integer, observe?: boolean, bodies?: boolean, timeout?: number}
+---@return devtools_tools.Recorder
+function dt.record(target, dest, opts) end
+---The terminal fd (0, 1 or 2) gives each key as it is typed (no echo;
+---Ctrl-C, Ctrl-Z as bytes); mode:restore() puts it back.
+---@param fd integer
+---@return {restore: fun(self)}|nil mode
+---@return string|nil why
+function dt.term_raw(fd) end
+---A file of a front end's private state written whole, mode 0600, its
+---directories made (0700).
+---@param path string absolute
+---@param text string
+---@return true|nil ok
+---@return string|nil why
+function dt.write_state(path, text) end
+
+---@class devtools_tools.Recorder
+---@field calls integer calls written so far
+---@field path? string
+local Recorder = {}
+---Ends the trace (an "end" line); true, or nil and why a write failed.
+---@return true|nil
+---@return string|nil why
+function Recorder:stop() end
+
+---A trace as read: header {format, version, url, browser, time, limit, ...},
+---events (each {type = "call"|"navigate"|"console"|"network"|"end", ...}), calls.
+---@class devtools_tools.Trace
+---@field header table
+---@field events table[]
+---@field calls table[] {call, tool, kind, group, origin, args|args_digest, result|result_digest|error, ms, batch?, index?}
+---@field name string
+
+---A difference a replay found: kind "value" (path, recorded, new), "digest",
+---"missing_tool", "refused" (message, error), "error_instead" (error),
+---"result_instead" (recorded, new), "error_changed" (recorded, error),
+---"unreplayable" (message), "navigation" (url, error).
+---@class devtools_tools.Difference
+---@field call? integer
+---@field tool? string
+---@field kind string
+---@field path? string a JSON pointer
+---@field recorded any
+---@field new any
+---@field message? string
+---@field error? devtools_tools.Error
+
+---@class devtools_tools.ReplayReport
+---@field calls integer
+---@field navigations integer
+---@field differences devtools_tools.Difference[]
+---@field differing_calls integer
+---@field updated devtools_tools.Trace the trace with the new outcomes (dt.trace.write)
+
+---@class devtools_tools.trace
+---@field ABSENT table stands for "no value there" in a difference
+---@field FORMAT string "devtools-tools-trace"
+---@field VERSION integer the newest format version read
+---@field LIMIT integer 1 MiB: a value whose JSON is longer is kept as {sha256, bytes}
+local trace = {}
+---Reads a trace; a file cut in the middle of a line, of another format or of a
+---newer version raises bad_argument naming the file and the line.
+---@param path string
+---@return devtools_tools.Trace
+function trace.read(path) end
+---@param text string
+---@param name? string
+---@return devtools_tools.Trace
+function trace.parse(text, name) end
+---Writes a trace whole, in place of path at once.
+---@param t devtools_tools.Trace
+---@param path string
+function trace.write(t, path) end
+---Makes the trace's calls again on page (navigated to opts.url or the recorded
+---URL first, unless opts.navigate is false), with its navigations, comparing
+---each outcome. opts.ignore: JSON pointers ("*" one segment); opts.timeout:
+---each call's; opts.on_difference(d): told as each is found; opts.tool_wait:
+---seconds a call waits for a tool the page does not have yet (2).
+---@param page devtools_tools.Page
+---@param t devtools_tools.Trace
+---@param opts? {ignore?: string[], url?: string, timeout?: number, on_difference?: fun(d: devtools_tools.Difference), tool_wait?: number, navigate?: boolean}
+---@return devtools_tools.ReplayReport
+function trace.replay(page, t, opts) end
+---A Lua recipe making the trace's calls in order, for `devtools-tools run`.
+---@param t devtools_tools.Trace
+---@return string
+function trace.lua(t) end
+---The differences of two JSON values, as {path, recorded, new}.
+---@param recorded any
+---@param new any
+---@param ignore? function from trace.ignorer
+---@return {path: string, recorded: any, new: any}[]
+function trace.diff(recorded, new, ignore) end
+---@param pointers string[]
+---@return function|nil
+function trace.ignorer(pointers) end
+dt.trace = trace
 
 ---For a program that owns its process (never the library's own doing): from now on
 ---each of names is caught once (a second one of a kind has its default action).

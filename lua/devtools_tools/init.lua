@@ -70,6 +70,7 @@ local host_mod = require "devtools_tools.rt.host"
 local controls = require "devtools_tools.base.controls"
 local options = require "devtools_tools.base.options"
 local debug_env = require "devtools_tools.base.debug"
+local trace = require "devtools_tools.trace"
 
 local type, tostring, ipairs, setmetatable = type, tostring, ipairs, setmetatable
 
@@ -245,6 +246,24 @@ local function std_fd(fname, fd)
   return fd
 end
 
+-- write_state(path, text) -> true | nil, why: a file of a front end's
+-- private state (the REPL's history) written whole, readable by its owner
+-- only (0600), in directories made as needed (0700)
+local function write_state(path, text)
+  if type(path) ~= "string" or path:sub(1, 1) ~= "/" then
+    errors.raise("bad_argument", "write_state: expected an absolute path, got " .. tostring(path))
+  end
+  if type(text) ~= "string" then errors.raise("bad_argument", "write_state: expected a string, got " .. type(text)) end
+  local dir = path:match("^(.*)/[^/]*$")
+  if dir and dir ~= "" then
+    local ok, why = core.fs.mkdirs(dir, 448)
+    if not ok then return nil, why end
+  end
+  local ok, why = core.fs.write_file(path, text, 384)
+  if not ok then return nil, why end
+  return true
+end
+
 local dt = {
   _VERSION = "devtools_tools 0.1.0",
   -- seconds a call may take by default (every call's opts.timeout, a
@@ -256,6 +275,15 @@ local dt = {
   -- term_size(fd) -> columns, rows of the terminal fd (0, 1 or 2) is; nil
   -- when it is none (a pipe, a file) or tells no size
   term_size = function(fd) return core.fs.term_size(std_fd("term_size", fd)) end,
+  -- term_raw(fd) -> mode | nil, why: the terminal fd (0, 1 or 2) gives
+  -- each key as it is typed, without echo, Ctrl-C and Ctrl-Z as bytes;
+  -- mode:restore() (also at collection) puts it back (a line editor's)
+  term_raw = function(fd)
+    local m, why = core.fs.term_raw(std_fd("term_raw", fd))
+    if not m then return nil, why end
+    return m
+  end,
+  write_state = write_state,
   nojit = require("devtools_tools.base.nojit"),
   -- the one cleaner of page text (base/controls.lua): has(s), clean(s,
   -- rep, bad?), hidden(cp), for what a front end shows
@@ -264,8 +292,20 @@ local dt = {
   launch = launch,
   connect = connect,
   stop_detached = browser.stop_detached,
+  -- background(path?) -> Background (browser/background.lua); without
+  -- path, the browser of `devtools-tools browser start`
   background = background.new,
+  -- state_dir() -> where the front ends keep their state (the background
+  -- browser's record, the REPL's history), or nil (no HOME)
+  state_dir = background.state_dir,
   webdriver = connect_webdriver,
+  -- record(page or browser, file or handle, opts?) -> Recorder (trace/record.lua)
+  record = trace.record,
+  -- read, parse, write, diff, replay, lua (export), ignorer, pointer: trace/
+  trace = { read = trace.read, parse = trace.parse, write = trace.write, diff = trace.diff,
+    replay = trace.replay, lua = trace.lua, ignorer = trace.ignorer, pointer = trace.pointer,
+    rebase = trace.rebase, ABSENT = trace.ABSENT, FORMAT = trace.FORMAT, VERSION = trace.VERSION,
+    LIMIT = trace.LIMIT },
   use_loop = use_loop,
   loop = current_loop,
   fd_read = fd_read,

@@ -526,7 +526,8 @@ describe("the Neovim plugin", function()
     assert.same({ "connect", "close", "call", "cancel" }, R.complete_sub)
     local list = table.concat(R.invalid_list, "\n")
     assert.truthy(list:find("\nwarning: Invalid toolGroup", 1, true), list)
-    assert.same({ "launch", "connect", "open", "close", "tools", "list", "call", "eval", "cancel" }, R.complete_all)
+    assert.same({ "launch", "connect", "open", "close", "tools", "list", "call", "eval", "record", "replay",
+      "cancel" }, R.complete_all)
     assert.same({ "slowEcho" }, R.complete_tool)
     assert.equal("about:blank", R.failed_launch.url)
     assert.truthy(R.failed_launch.browser)
@@ -589,6 +590,137 @@ describe("the Neovim plugin", function()
       assert.is_nil(R.closed.browser)
       assert.is_true(proc:running())            -- someone else's browser keeps running
     end)
+  end)
+
+  it(":DevTools record writes the calls; :DevTools replay shows the differences in a buffer and the quickfix list", function()
+    local file = tmp .. "/nvim.trace"
+    local R = nvim([[
+      run("DevTools record stop")                   -- not recording: a warning
+      run("DevTools launch " .. ARGS.v1)
+      run("DevTools record " .. ARGS.file)
+      R.recording = nv.status()
+      run("DevTools call getCacheStats")
+      run("DevTools call explode")                  -- fails at v=1: recorded as its error
+      run('DevTools call getState {"path": "cart.items", "depth": 5}')
+      run("DevTools call legacyStats")
+      run("DevTools record stop")
+      run("DevTools call counter")                  -- after the stop: not in the trace
+      -- against another version: the differences, one quickfix entry per call that differs
+      run("DevTools replay " .. ARGS.file .. " " .. ARGS.v2)
+      R.replay_name = vim.api.nvim_buf_get_name(0)
+      R.replay = lines()
+      R.qf = {}
+      for _, e in ipairs(vim.fn.getqflist()) do
+        R.qf[#R.qf + 1] = { file = vim.api.nvim_buf_get_name(e.bufnr), lnum = e.lnum, text = e.text }
+      end
+      R.qf_title = vim.fn.getqflist({ title = 1 }).title
+      vim.cmd("cfirst")
+      R.jumped = { vim.api.nvim_buf_get_name(0), vim.api.nvim_win_get_cursor(0)[1] }
+      -- against the recorded version: none, and an empty list
+      run("DevTools replay " .. ARGS.file)
+      R.same = lines()
+      R.qf_same = #vim.fn.getqflist()
+      run("DevTools close")
+    ]], { v1 = fixtures.url("/trace.html"), v2 = fixtures.url("/trace.html?v=2"), file = file })
+    local notes = notes_text(R)
+    assert.truthy(notes:find("not recording", 1, true), notes)
+    assert.truthy(notes:find("boom", 1, true), notes)                  -- explode's own failure, told as always
+    assert.truthy(echoed(R, "recording to " .. file), table.concat(R.echoes, "\n"))
+    assert.truthy(echoed(R, "stopped recording: 4 calls in " .. file), table.concat(R.echoes, "\n"))
+    local t = require("devtools_tools").trace.read(file)
+    local tools = {}
+    for _, c in ipairs(t.calls) do tools[#tools + 1] = c.tool end
+    assert.same({ "getCacheStats", "explode", "getState", "legacyStats" }, tools)
+    assert.equal("devtools://replay", R.replay_name)
+    local all = table.concat(R.replay, "\n")
+    for _, l in ipairs({ "call 1 getCacheStats: /misses: 9 -> 17", "call 1 getCacheStats: /entries/0/ts: 1000 -> 2000",
+      'call 2 explode: a result where there was an error (tool_error: boom): {"fixed":true}',
+      "call 4 legacyStats: missing tool", "replayed 4 calls: 5 differences in 3 calls" }) do
+      assert.truthy(all:find(l, 1, true), "the replay buffer lacks " .. l .. ":\n" .. all)
+    end
+    -- one entry per differing call, at its line of the trace (the header is line 1)
+    assert.equal(3, #R.qf)
+    assert.same({ file, file, file }, { R.qf[1].file, R.qf[2].file, R.qf[3].file })
+    assert.same({ t.calls[1].line, t.calls[2].line, t.calls[4].line }, { R.qf[1].lnum, R.qf[2].lnum, R.qf[3].lnum })
+    assert.truthy(R.qf[1].text:find("/misses: 9 -> 17", 1, true), R.qf[1].text)
+    assert.truthy(R.qf[1].text:find("/entries/1/ts", 1, true), R.qf[1].text)
+    assert.truthy(R.qf[3].text:find("call 4 legacyStats: missing tool", 1, true), R.qf[3].text)
+    assert.truthy(R.qf_title:find("nvim.trace", 1, true), R.qf_title)
+    assert.same({ file, t.calls[1].line }, R.jumped)
+    assert.truthy(table.concat(R.same, "\n"):find("replayed 4 calls: no differences", 1, true))
+    assert.equal(0, R.qf_same)
+  end)
+
+  it(":DevTools connect without an endpoint uses the background browser, unless setup{} names one", function()
+    local state = tmp .. "/state"
+    local function cli(args)
+      return H.sh(("cd %s && XDG_STATE_HOME=%s TMPDIR=%s DEVTOOLS_TOOLS_BUILD=%s %s bin/devtools-tools %s")
+        :format(q(root), q(state), q(tmp), H.build, H.lua, args))
+    end
+    local out, rc = cli("browser start")
+    assert.equal(0, rc, out)
+    local bg_port = out:match("^ws://127%.0%.0%.1:(%d+)/")
+    assert.truthy(bg_port, out)
+    local ok, err = pcall(function()
+      with_remote_chromium(function(_, port)
+        local R = nvim([[
+          vim.env.XDG_STATE_HOME = ARGS.state
+          run("DevTools connect")
+          R.background = nv.status().browser
+          run("DevTools close")
+          nv.setup({ connect = "http://127.0.0.1:" .. ARGS.port })
+          run("DevTools connect")
+          R.named = nv.status().browser
+          run("DevTools close")
+        ]], { state = state, port = port })
+        assert.equal("", notes_text(R))
+        assert.truthy(R.background and R.background:find("127.0.0.1:" .. bg_port, 1, true), R.background)
+        assert.truthy(R.named and R.named:find("connected to http://127.0.0.1:" .. port, 1, true), R.named)
+      end)
+    end)
+    out, rc = cli("browser stop")
+    assert(ok, err)
+    assert.equal(0, rc, out)
+  end)
+
+  it("argument buffers reuse one window: a second tool's replaces the first's there", function()
+    local R = nvim([[
+      run("DevTools launch " .. ARGS.url)
+      run("DevTools list")
+      local tools = vim.api.nvim_get_current_buf()
+      local function open(name)
+        vim.api.nvim_set_current_win(vim.fn.bufwinid(tools))
+        for i, l in ipairs(lines(tools)) do
+          if l:match("^  " .. name .. "%(") then
+            vim.api.nvim_win_set_cursor(0, { i, 0 })
+            nv.open_tool_under_cursor()
+            return vim.api.nvim_get_current_buf(), vim.api.nvim_get_current_win()
+          end
+        end
+        error("no line for " .. name)
+      end
+      R.wins0 = #vim.api.nvim_list_wins()
+      local b1, w1 = open("add")
+      R.wins1 = #vim.api.nvim_list_wins()
+      vim.api.nvim_buf_set_lines(b1, 0, -1, false, { '{"a": 1, "b": 2}' })
+      local b2, w2 = open("echo")
+      R.wins2 = #vim.api.nvim_list_wins()
+      R.same_win = w1 == w2
+      R.differ = b1 ~= b2
+      local b3, w3 = open("add")                    -- back: the same buffer, what was typed kept, same window
+      R.wins3 = #vim.api.nvim_list_wins()
+      R.back = b3 == b1 and w3 == w1
+      R.kept = text(b3)
+      run("DevTools close")
+    ]], { url = fixtures.url("/tools.html") })
+    assert.equal("", notes_text(R))
+    assert.equal(R.wins0 + 1, R.wins1)
+    assert.equal(R.wins1, R.wins2)
+    assert.equal(R.wins1, R.wins3)
+    assert.is_true(R.same_win)
+    assert.is_true(R.differ)
+    assert.is_true(R.back)
+    assert.equal('{"a": 1, "b": 2}', R.kept)
   end)
 
   it("a connect that fails leaves the browser in use as it was", function()
@@ -1036,6 +1168,7 @@ describe("the Neovim plugin", function()
     assert.equal("", (H.sh(("git -C %s status --porcelain"):format(q(plug)))))   -- doc/tags is ignored
     for _, t in ipairs({ "devtools_tools", ":DevTools", ":DevTools-launch", ":DevTools-connect", ":DevTools-open",
       ":DevTools-close", ":DevTools-tools", ":DevTools-call", ":DevTools-eval", ":DevTools-cancel",
+      ":DevTools-record", ":DevTools-replay",
       "devtools_tools.setup()", "devtools_tools-executable", "devtools_tools-headless", "devtools_tools-timeout",
       "devtools_tools-connect", "devtools_tools-keymaps", "devtools_tools.launch()", "devtools_tools.connect()",
       "devtools_tools.async()", "devtools_tools.use_loop()", "devtools_tools.wait_all()",

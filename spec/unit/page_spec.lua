@@ -371,6 +371,23 @@ describe("page (fake transport)", function()
     assert.equal(3, res.n)
   end)
 
+  it("call_many with errors = \"return\": an entry that is no {name, args} keeps its bad_argument", function()
+    local page, fake = open()
+    F.with_tools(fake, { ADD })
+    fake.on_call = function() return { result = { type = "string", value = '[{"n":0,"v":3}]' } } end
+    for _, odd in ipairs({ 5, "add", true }) do
+      local res = page:call_many({ { "add", { a = 1 } }, odd }, { errors = "return" })
+      assert.equal(3, res[1])
+      assert.equal("bad_argument", res[2].code)
+      assert.equal("call_many: entry 2 must be {name, args}", res[2].message)
+    end
+    -- heard by a "call" listener as such too
+    local heard = {}
+    page:on("call", function(r) heard[#heard + 1] = { r.name, r.ok, r.error and r.error.code } end)
+    page:call_many({ 7 }, { errors = "return" })
+    assert.same({ { nil, false, "bad_argument" } }, heard)
+  end)
+
   it("a reply whose decoding passes the call's deadline is a timeout naming the tool, and no probe", function()
     local page, fake = open()
     F.with_tools(fake, { { index = 0, name = "g", tools = { ADD.tools[1],

@@ -33,8 +33,32 @@ local Background = {}
 Background.__index = Background
 Background.__name = "devtools_tools.Background"
 
--- new(path) -> Background: the browser recorded at path (maybe none yet)
+-- state_dir() -> the front ends' state directory ($XDG_STATE_HOME/
+-- devtools-tools, else ~/.local/state/devtools-tools), where the command
+-- line records its background browser (browser.json); nil with neither
+-- XDG_STATE_HOME nor HOME set (cron, env -i). A relative XDG_STATE_HOME
+-- is ignored, as the XDG base directory specification says (it would
+-- name another directory in each working directory).
+function M.state_dir()
+  local base = os.getenv("XDG_STATE_HOME")
+  if not base or base:sub(1, 1) ~= "/" then
+    local home = os.getenv("HOME")
+    if not home or home == "" then return nil end
+    base = home .. "/.local/state"
+  end
+  return base .. "/devtools-tools"
+end
+
+-- new(path?) -> Background: the browser recorded at path (maybe none
+-- yet); without path, the command line's (state_dir()/browser.json)
 function M.new(path)
+  if path == nil then
+    local dir = M.state_dir()
+    if not dir then
+      raise("bad_argument", "background: neither XDG_STATE_HOME nor HOME is set: give the path of its record")
+    end
+    path = dir .. "/browser.json"
+  end
   if type(path) ~= "string" or path == "" or path:sub(-1) == "/" then
     raise("bad_argument", "background: expected the path of its record file, got " .. tostring(path))
   end

@@ -25,6 +25,7 @@ local check_opts = options.check
 local await_exit, await_removed, cancel_of = chromium.await_exit, chromium.await_removed, chromium.cancel_of
 local type, tostring, ipairs, pairs, setmetatable, pcall, error =
       type, tostring, ipairs, pairs, setmetatable, pcall, error
+local unpack = table.unpack or unpack
 
 local M = {}
 
@@ -152,6 +153,11 @@ local function own_window(self)
   return type(ua) == "string" and ua:find("HeadlessChrome/", 1, true) ~= nil
 end
 
+-- told_page(b, page): b's "page" listeners (Browser:on) hear of page
+local function told_page(b, page)
+  for _, fn in ipairs({ unpack(b._page_listeners or {}) }) do pcall(fn, page) end
+end
+
 -- new_page(url?, opts?) -> Page, attached, navigated to url (load awaited)
 function Browser:new_page(url, opts)
   opts = check_opts(opts, options.TIMEOUT, "new_page")
@@ -177,6 +183,7 @@ function Browser:new_page(url, opts)
   local ok, err = errors.catch(function()
     page = Page.attach(self, created.targetId, deadline, page_opts(self))
     self.pages_by_session[page.session] = page
+    told_page(self, page)
     if url and url ~= "about:blank" then
       page:navigate(url, { timeout = math.max(0, deadline - now()) })
     end
@@ -199,6 +206,24 @@ function Browser:attach(target_id, opts)
   local page = Page.attach(self, target_id, self.conn:deadline(opts), page_opts(self))
   self.pages_by_session[page.session] = page
   return page
+end
+
+-- on("page", fn) -> remove(): fn(page) for each Page the browser holds
+-- now, at once, and for each it attaches from now on (new_page before it
+-- navigates, attach); fn must not wait (dt.record of a browser listens so)
+function Browser:on(event, fn)
+  if event ~= "page" then raise("bad_argument", "on: unknown event " .. tostring(event) .. " (page)") end
+  if type(fn) ~= "function" then raise("bad_argument", "on: expected a function, got " .. type(fn)) end
+  local list = self._page_listeners or {}
+  self._page_listeners = list
+  list[#list + 1] = fn
+  for _, page in pairs(self.pages_by_session) do fn(page) end
+  return function()
+    for i = #list, 1, -1 do
+      if list[i] == fn then table.remove(list, i) return true end
+    end
+    return false
+  end
 end
 
 -- on_close(b, fn): fn(b, deadline) runs at the end of b:close, within its

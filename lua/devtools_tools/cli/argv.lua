@@ -28,13 +28,15 @@ local usage = M.usage
 
 -- The options, as the command line's definition (cli/definition.lua)
 -- declares them: those that take a value, the flags, the short names, and
--- those given any number of times, each value a comma-separated list
--- (LIST_OPTS: opts[name] is the list of all of them).
-M.VALUE_OPTS, M.FLAG_OPTS, M.LIST_OPTS = {}, {}, {}
+-- those given any number of times (LIST_OPTS: opts[name] is the list of
+-- all their values). A COMMA_OPTS value is a comma-separated list itself
+-- (a JSON pointer of --ignore may hold a comma, and "" is the whole value).
+M.VALUE_OPTS, M.FLAG_OPTS, M.LIST_OPTS, M.COMMA_OPTS = {}, {}, {}, {}
 local SHORT = {}
 for name, o in pairs(def.options()) do
   if o.arg then M.VALUE_OPTS[name] = true else M.FLAG_OPTS[name] = true end
   if o.list then M.LIST_OPTS[name] = true end
+  if o.comma then M.COMMA_OPTS[name] = true end
   if o.short then SHORT[o.short:sub(2)] = name end
 end
 
@@ -57,10 +59,16 @@ function M.parse(argv, cmd)
           value = argv[i]
           if value == nil then usage("--" .. name .. " needs a value", cmd) end
         end
-        if value == "" then usage("--" .. name .. " needs a value, not an empty one", cmd) end
+        if value == "" and not (M.LIST_OPTS[name] and not M.COMMA_OPTS[name]) then
+          usage("--" .. name .. " needs a value, not an empty one", cmd)
+        end
         if M.LIST_OPTS[name] then
           local list = opts[name] or {}
-          for v in value:gmatch("[^,]+") do list[#list + 1] = v end
+          if M.COMMA_OPTS[name] then
+            for v in value:gmatch("[^,]+") do list[#list + 1] = v end
+          else
+            list[#list + 1] = value
+          end
           opts[name] = list
         else
           opts[name] = value

@@ -19,23 +19,18 @@ local function fail(code, message, fields)
   error(dt.new_error(code, message, fields), 0)
 end
 
--- record_path(optional) -> where the background browser is recorded; with
--- neither XDG_STATE_HOME nor HOME set (cron, env -i) there is none: nil
--- when optional (no background browser can be running), else a failure.
--- A relative XDG_STATE_HOME is ignored, as the XDG base directory
--- specification says (it would name another record in each directory).
+-- record_path(optional) -> where the background browser is recorded
+-- (dt.state_dir()/browser.json); with neither XDG_STATE_HOME nor HOME set
+-- (cron, env -i) there is none: nil when optional (no background browser
+-- can be running), else a failure.
 function M.record_path(optional)
-  local base = os.getenv("XDG_STATE_HOME")
-  if not base or base:sub(1, 1) ~= "/" then
-    local home = os.getenv("HOME")
-    if not home or home == "" then
-      if optional then return nil end
-      fail("launch_failed", "neither XDG_STATE_HOME nor HOME is set: the background browser"
-        .. " cannot be recorded")
-    end
-    base = home .. "/.local/state"
+  local dir = dt.state_dir()
+  if not dir then
+    if optional then return nil end
+    fail("launch_failed", "neither XDG_STATE_HOME nor HOME is set: the background browser"
+      .. " cannot be recorded")
   end
-  return base .. "/devtools-tools/browser.json"
+  return dir .. "/browser.json"
 end
 
 -- handle(optional) -> the dt.background of the record (nil: see record_path)

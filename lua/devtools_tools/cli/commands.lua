@@ -1,5 +1,6 @@
 -- devtools_tools.cli.commands: what each command does - list, call,
--- describe, eval, screenshot, run, tabs, browser and mcp - on the public
+-- describe, eval, screenshot, run, tabs, browser and mcp; replay and export
+-- (cli.trace), repl (cli.repl) - on the public
 -- API, showing what it found through present/ (summaries, argument typing,
 -- pretty JSON, text fitted to the terminal).
 --
@@ -19,6 +20,8 @@ local pretty = require "devtools_tools.present.pretty"
 local mcpcmd = require "devtools_tools.cli.mcp"
 local tabs = require "devtools_tools.cli.tabs"
 local def = require "devtools_tools.cli.definition"
+local trace = require "devtools_tools.cli.trace"
+local repl = require "devtools_tools.cli.repl"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
@@ -180,12 +183,10 @@ function M.call(ctx)
     ctx.progress:step("discovering tools")
     local tool = page:tool(name, { timeout = ctx.left() })
     ctx.progress:step("calling " .. name)
-    local result
-    if tool then
-      result = tool:call(args_of(tool.input_schema, words), { timeout = ctx.left() })
-    else
-      result = page:call(name, args, { timeout = ctx.left() })   -- raises tool_not_found
-    end
+    local result = trace.recording(ctx, page, function()
+      if tool then return tool:call(args_of(tool.input_schema, words), { timeout = ctx.left() }) end
+      return page:call(name, args, { timeout = ctx.left() })   -- raises tool_not_found
+    end)
     ctx.progress:done()
     print_json(ctx, result)
     return 0
@@ -373,11 +374,12 @@ function M.run(ctx)
     package.path = (script:match("^(.*)/[^/]*$") or ".") .. "/?.lua;" .. package.path
     -- a script that calls os.exit still closes the browser first
     os.exit = function(code, close)
-      pcall(browser.close, browser)
+      pcall(browser.close, browser)      -- (the trace has every line it will have: each is flushed)
       real_exit(code, close)
     end
     -- the script's own failures keep their traceback; a dt.Error stays one,
     -- and so does Ctrl-C (the interpreter's "interrupted!": status 130)
+    local rec = trace.start(ctx, page)
     local sok, serr = xpcall(function() return chunk(unpack(sarg)) end, function(e)
       if dt.is_error(e) then
         ctx.state.where = script_line(script)
@@ -387,6 +389,7 @@ function M.run(ctx)
       if type(e) == "string" and e:match("^[^\n]*interrupted!$") then return e end
       return setmetatable({ text = debug.traceback(tostring(e), 2) }, M.ScriptError)
     end)
+    trace.stop(ctx, rec)
     if not sok then error(serr, 0) end
   end)
   os.exit = real_exit
@@ -432,6 +435,18 @@ end
 function M.mcp(ctx)
   return mcpcmd.run(ctx)
 end
+
+-- ---- replay, export, repl ---------------------------------------------------------------
+
+M.replay = trace.replay
+M.export = trace.export
+function M.repl(ctx)
+  return repl.run(ctx, M)
+end
+
+-- For the REPL's .tools and .describe: what list and describe print.
+M.print_list = print_list
+M.describe_text = describe_text
 
 -- The commands, in the order help lists them: those of the command line's
 -- definition (cli/definition.lua), which has a help text for each.

@@ -20,7 +20,8 @@
 -- what --help has no room for. A fact is stated in one of them, not both.
 --
 -- An option: {opt = "--name", arg = "VALUE" (it takes a value), short =
--- "-q", text, man}; a form of the positional words: {word = "key=value",
+-- "-q", list = true (it may be given again), comma = true (each value a
+-- comma-separated list), text, man}; a form of the positional words: {word = "key=value",
 -- text, man}. `text` continues at the list's column; a line indented
 -- further keeps the indent.
 
@@ -35,6 +36,7 @@ M.SUMMARY = "list, call and script the developer tools a web page exposes"
 M.METAVARS = {
   "URL", "TOOL", "EXPR", "OUT", "SELECTOR", "ID", "TEXT", "ARGS", "ENDPOINT", "PATH", "SECONDS",
   "CSS", "WxH", "WIDTHxHEIGHT", "COMMAND", "PID", "N", "CODE", "PORT", "SCRIPT.lua",
+  "FILE", "POINTER",
 }
 
 M.USAGE = "[options] COMMAND [options] ..."
@@ -61,6 +63,19 @@ error, only when it is a terminal.
 -- what follows them, in order: texts and lists of options and forms (a
 -- list's `column` is where their texts start; a list may be shared by
 -- several commands).
+-- The recording options of run, repl, call and mcp (a shared list).
+local RECORD = { column = 22,
+  { opt = "--record", arg = "FILE", text = [[
+write each tool call (tool, arguments, result or error,
+time) and each navigation to FILE, a trace for replay
+and export (JSON Lines; a value over 1 MiB is kept as
+its SHA-256 and size)]] },
+  { opt = "--record-observe", text = [[
+also a summary of each console message and request
+(method, URL, status: never headers)]] },
+  { opt = "--record-bodies", text = [[with --record-observe, the requests' bodies too]] },
+}
+
 M.COMMANDS = {
   {
     name = "list",
@@ -95,7 +110,7 @@ declared wrongly are left out and named on standard error.
     name = "call",
     brief = "call [URL] TOOL [JSON | k=v | k:=json]",
     summary = "call one tool, print its result as JSON",
-    usage = { "call [URL] TOOL [JSON | key=value | key:=json ...] [options]" },
+    usage = { "call [URL] TOOL [JSON | key=value | key:=json ...] [--record FILE] [options]" },
     body = {
       [[
 Calls one tool and prints its result as indented JSON (`call [URL] TOOL
@@ -113,6 +128,7 @@ boolean, null when it says null; otherwise a string]],
         { word = "key:=json", text = [[one argument as raw JSON, e.g. ids:='[1,2]' or on:=true]] },
         { opt = "--compact", text = [[print the result on one line]] },
       },
+      RECORD,
     },
     man = [[
 The arguments are checked against the tool's schema before the call: each
@@ -167,7 +183,7 @@ With --compact, the value is printed on one line.
     name = "run",
     brief = "run SCRIPT.lua [URL] [ARGS]",
     summary = "run a Lua script with dt, browser, page set",
-    usage = { "run SCRIPT.lua [URL] [ARGS...] [options] [-- ARGS...]" },
+    usage = { "run SCRIPT.lua [URL] [ARGS...] [--record FILE] [options] [-- ARGS...]" },
     body = {
       [[
 Runs a Lua script with the globals `dt` (require "devtools_tools"), `browser`
@@ -182,6 +198,7 @@ it came through), any other error too (with its traceback).
 The script is not bound by --timeout as a whole: it is the default timeout of
 each call the script makes.
 ]],
+      RECORD,
     },
   },
   {
@@ -254,7 +271,9 @@ before), and --tab finds a tab again.
     name = "mcp",
     brief = "mcp [URL] [--allow-eval]",
     summary = "serve the page's tools to AI agents (MCP, stdio)",
-    usage = { "mcp [URL] [--no-webmcp] [--allow-eval] [--trust-page]\n[--allow-navigate HOST,...] [options]" },
+    usage = {
+      "mcp [URL] [--no-webmcp] [--allow-eval] [--trust-page]\n[--allow-navigate HOST,...] [--record FILE] [options]",
+    },
     body = {
       [[
 An MCP server (Model Context Protocol) on stdin and stdout, for AI agents:
@@ -287,7 +306,7 @@ that says the page wrote them]],
           man = [[
 That line is the boundary against prompt injection from a page you do not
 control; drop it only for your own.]] },
-        { opt = "--allow-navigate", arg = "HOST,...", list = true, text = [[
+        { opt = "--allow-navigate", arg = "HOST,...", list = true, comma = true, text = [[
 let devtools.navigate load these hosts too
 (it refuses link-local, cloud metadata and private network
 addresses other than loopback, but the page's own host)]],
@@ -299,6 +318,10 @@ Names or addresses, in every spelling a browser reads (2852039166 is
       [[
 Example (Claude Code):
   claude mcp add shop -- devtools-tools mcp http://127.0.0.1:8080/
+]],
+      RECORD,
+      [[
+An agent's session recorded so becomes a check (replay) or a script (export).
 ]],
     },
     man = [[
@@ -336,6 +359,80 @@ within a second and its profile removed, but a tab opened in a running
 browser stays. A browser that dies is reported on stderr, and calls then
 answer `isError` results that say so.
 ]],
+  },
+  {
+    name = "repl",
+    brief = "repl [URL]",
+    summary = "Lua in front of the page: its tools as functions",
+    usage = { "repl [URL] [--record FILE] [options]" },
+    body = {
+      [[
+Lua 5.4 in front of the page: `page`, `browser` and `dt` are set, and each
+tool of the page is a function of its name (getCacheStats{}, or
+tools["odd name"]{} for a name that is no Lua identifier). A bare expression
+prints its value as call prints results; a chunk that is not complete waits
+for more lines, as lua -i does; an error shows as the command line shows
+one, and the REPL goes on. When the page's tools change, a line says which
+came and which went, once the page has settled (as list waits for it). On a
+terminal: line editing, history (kept in
+$XDG_STATE_HOME/devtools-tools/repl_history), Tab completes tool names,
+argument keys and enum values from the tools' schemas, page: and dt.
+methods; Ctrl-C stops the running call (at the prompt it clears the line),
+Ctrl-D on an empty line exits and closes what the REPL opened. Without a
+terminal it reads lines and prints plain text. Commands: .tools,
+.describe NAME, .record FILE, .stop, .help, .exit.
+]],
+      RECORD,
+    },
+  },
+  {
+    name = "replay",
+    brief = "replay FILE [URL] [--ignore POINTER]",
+    summary = "make a recorded trace's calls again, compare",
+    usage = { "replay FILE [URL] [--ignore POINTER]... [--update] [--json] [options]" },
+    body = {
+      [[
+Makes the calls of a trace (--record, dt.record) again, in order, on a fresh
+page at URL (the recorded one without it), with the navigations recorded
+between them, and compares each outcome with the recorded one. Each
+difference is a line: a JSON pointer with the recorded and the new value
+("call 3 getCacheStats: /misses: 9 -> 17"), or a missing tool, arguments
+the tool's schema refuses now, an error where there was a result (or the
+reverse). Then a summary line. Exit status 0 without differences, 1 with
+(or an error), 2 for a trace that cannot be read (cut short, of a newer
+format) or a usage error. A recorded navigation to the recorded URL's origin
+goes to URL's origin. --timeout is each call's (default 30).
+]],
+      { column = 20,
+        { opt = "--ignore", arg = "POINTER", list = true, text = [[
+leave out differences at or beneath a JSON pointer of a
+result ("/ts"; "*" is any one segment: "/items/*/id");
+may be repeated]] },
+        { opt = "--update", text = [[write the new outcomes into FILE (exit status 0)]] },
+        { opt = "--json", text = [[
+{"calls", "navigations", "differing_calls", "differences":
+[{"call", "tool", "kind", "path", "recorded", "new",
+"message", "error"}]}]] },
+      },
+    },
+  },
+  {
+    name = "export",
+    brief = "export FILE --lua",
+    summary = "a trace as a Lua recipe for `run`",
+    usage = { "export FILE --lua" },
+    body = {
+      [[
+Prints a Lua recipe that makes the trace's calls in the same order, for
+`devtools-tools run RECIPE.lua [URL]`: each result is printed as a line of
+JSON, a call recorded as failing is made in a pcall, each navigation is
+made again, and the page is taken to the recorded URL when run gives none.
+An agent's MCP session or a REPL session becomes a script.
+]],
+      { column = 10,
+        { opt = "--lua", text = [[print the recipe as Lua (the one format today)]] },
+      },
+    },
   },
   {
     name = "help",

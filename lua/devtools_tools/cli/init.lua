@@ -7,8 +7,11 @@
 -- on the public API (require "devtools_tools") and present/ only:
 --   cli.argv        the words: command, options, usage errors
 --   cli.help        the help texts
---   cli.commands    list, call, describe, eval, screenshot, run, tabs, browser, mcp
+--   cli.commands    list, call, describe, eval, screenshot, run, tabs, browser, mcp,
+--                   replay, export, repl
 --   cli.mcp         the MCP server on stdio
+--   cli.trace       --record, replay, export
+--   cli.repl        the REPL (cli.edit its line editor, cli.complete its Tab)
 --   cli.target      the browser and the page a command works on
 --   cli.tabs        the tabs of a running browser: which one, `tabs`
 --   cli.background  browser start|stop|status, where it is recorded
@@ -97,9 +100,19 @@ local function command(out, words, state)
   end
   if opts.help then out:emit(help.text(cmd)) return 0 end
   if opts.version then return version(out) end     -- (after the command too, as the man page says)
-  if opts.json and cmd ~= "list" and cmd ~= "tabs" and cmd ~= "describe" then
-    usage("--json is an option of list, describe and tabs", cmd)
+  if opts.json and cmd ~= "list" and cmd ~= "tabs" and cmd ~= "describe" and cmd ~= "replay" then
+    usage("--json is an option of list, describe, tabs and replay", cmd)
   end
+  if opts.record and cmd ~= "run" and cmd ~= "repl" and cmd ~= "call" and cmd ~= "mcp" then
+    usage("--record is an option of run, repl, call and mcp", cmd)
+  end
+  if (opts["record-observe"] or opts["record-bodies"]) and not opts.record then
+    usage("--record-observe and --record-bodies go with --record FILE", cmd)
+  end
+  if (opts.ignore or opts.update) and cmd ~= "replay" then
+    usage("--ignore and --update are options of replay", cmd)
+  end
+  if opts.lua and cmd ~= "export" then usage("--lua is an option of export", cmd) end
   if (opts["full-page"] or opts.element) and cmd ~= "screenshot" then
     usage("--full-page and --element are options of screenshot", cmd)
   end

@@ -10,6 +10,8 @@
 -- closes what it opened (a launched browser ended and its profile
 -- removed; a page it opened in a running browser closed) and exits: 0 at
 -- the end of stdin, 128 + the signal's number after one.
+-- With --record FILE, the page's tool calls (an agent's) are written to
+-- a trace (cli.trace) from the first time the page is up.
 --
 -- It must never write anything on stdout itself (stdout carries MCP
 -- messages only: what it says goes to stderr), leave a browser it
@@ -20,6 +22,7 @@ local dt = require "devtools_tools"
 local argv = require "devtools_tools.cli.argv"
 local target = require "devtools_tools.cli.target"
 local mcp = require "devtools_tools.mcp"
+local trace = require "devtools_tools.cli.trace"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
@@ -122,6 +125,8 @@ function M.run(ctx)
       error(err, 0)
     end
     if held.how == "connected" and not opts["no-webmcp"] then webmcp_note(ctx, held.page, held) end
+    -- --record: the calls of the page from the first time it is up
+    if not held.rec then held.rec = trace.start(ctx, held.page) end
     return held.page, held.browser
   end
 
@@ -146,6 +151,7 @@ function M.run(ctx)
       end
     end)
     server:run(M.LINGER)
+    trace.stop(ctx, held.rec)
     loop:unwatch(w)
   end)
   if server then pcall(server.close, server, "error") end     -- (closed already, but on an error)

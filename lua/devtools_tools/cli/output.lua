@@ -57,6 +57,12 @@ function Out:width()
   return self.cols or nil
 end
 
+-- plain(): no colours and no progress from now on, whatever stderr is
+-- (the REPL reading a pipe prints plain text)
+function Out:plain()
+  self.tty = false
+end
+
 function Out:stderr_is_tty()
   if self.tty == nil then self.tty = dt.isatty(2) end
   return self.tty

@@ -1,6 +1,7 @@
 -- devtools_tools.nvim.commands: the subcommands of :DevTools (launch,
--- connect, open, close, cancel, tools, list, call, eval), each a command of
--- the session (nvim/session.lua) on the public API, and their completion.
+-- connect, open, close, cancel, tools, list, call, eval, record, replay),
+-- each a command of the session (nvim/session.lua) on the public API, and
+-- their completion.
 --
 -- It must never wait in the editor (each runs as the session's one task),
 -- nor complete from the browser (completion reads the last discovery).
@@ -43,8 +44,26 @@ local function settle(page, left)
   page:settle(left())
 end
 
--- Closes the browser in use (called inside a task, or at exit).
+-- stop_recording() -> calls, file, why (the trace cut short) | nil when
+-- not recording. Never waits.
+local function stop_recording()
+  local rec, file = S.recorder, S.record_file
+  if not rec then return nil end
+  S.recorder, S.record_file = nil, nil
+  local ok, why = rec:stop()
+  return rec.calls, file, not ok and tostring(why) or nil
+end
+
+-- Closes the browser in use (called inside a task, or at exit); a
+-- recording of its page ends with it.
 local function drop_browser()
+  local calls, file = stop_recording()
+  if file then
+    vim.schedule(function()
+      notify(("devtools_tools: stopped recording (%d calls in %s): the browser closed"):format(calls, file),
+        levels.WARN)
+    end)
+  end
   local b = S.browser
   S.browser, S.page, S.groups = nil, nil, nil
   S.tool_lines = {}
@@ -82,9 +101,23 @@ function commands.launch(rest)
   end)
 end
 
+-- The endpoint of the browser `devtools-tools browser start` keeps in the
+-- background (its record in dt.state_dir()), when it runs; never waits.
+local function background_endpoint()
+  local ok, bg = pcall(lib.dt.background)
+  if not ok then return nil end
+  local oks, state, rec = pcall(bg.status, bg)
+  if oks and state == "running" and type(rec) == "table" and type(rec.endpoint) == "string" then
+    return rec.endpoint
+  end
+end
+
+-- Without an endpoint: the connect option when setup{} named it, else the
+-- background browser when one runs, else the option's default (9222), as
+-- the command line uses the background browser unless told --connect.
 usage.connect = "connect [endpoint]"
 function commands.connect(rest)
-  local url = rest ~= "" and rest or S.opts.connect
+  local url = rest ~= "" and rest or (not S.connect_set and background_endpoint()) or S.opts.connect
   return start("connecting to " .. url, function(left)
     -- The browser in use is dropped once the new one answers: a mistyped
     -- endpoint leaves the session as it was.
@@ -253,7 +286,73 @@ function commands.eval(rest)
   end, "the page did not answer")
 end
 
-local order = { "launch", "connect", "open", "close", "tools", "list", "call", "eval", "cancel" }
+-- record {file} / record stop: every tool call of the page (and its
+-- navigations) written to file as a trace (dt.record), until stop, the
+-- browser's end or the editor's.
+usage.record = "record {file} | record stop"
+function commands.record(rest)
+  if rest == "" then return notify("devtools_tools: usage: :DevTools " .. usage.record, levels.ERROR) end
+  if rest == "stop" then
+    local calls, file, why = stop_recording()
+    if not file then return notify("devtools_tools: not recording (:DevTools record {file} starts)", levels.WARN) end
+    if why then
+      return notify(("devtools_tools: the trace %s is cut short: %s"):format(oneline(file), oneline(why)),
+        levels.ERROR)
+    end
+    echo(("devtools_tools: stopped recording: %d calls in %s"):format(calls, oneline(file)))
+    return true
+  end
+  if S.recorder then
+    return notify("devtools_tools: already recording to " .. oneline(S.record_file)
+      .. " (:DevTools record stop first)", levels.ERROR)
+  end
+  if not need_page() then return end
+  local file = vim.fn.expand(rest)
+  local page = S.page
+  return start("recording to " .. file, function(left)
+    S.recorder, S.record_file = lib.dt.record(page, file, left()), file   -- (the header: browser:version)
+    return file
+  end, function(f)
+    echo("devtools_tools: recording to " .. oneline(f) .. " (:DevTools record stop ends it)")
+  end)
+end
+
+-- replay {file} [url]: the trace's calls made again in a new tab of the
+-- browser in use (one is launched without), at url or the recorded URL,
+-- then each compared with the recording (dt.trace.replay): the
+-- differences in devtools://replay and the quickfix list.
+usage.replay = "replay {file} [url]"
+function commands.replay(rest)
+  if rest == "" then return notify("devtools_tools: usage: :DevTools " .. usage.replay, levels.ERROR) end
+  local file, given = rest:match("^(.-)%s+(%a[%w+.-]*://%S+)$")
+  if not file then file, given = rest, nil end
+  file = vim.fn.expand(file)
+  local ok, trace = pcall(lib.dt.trace.read, file)
+  if not ok then return report(trace) end
+  local url = given or trace.header.url
+  if type(url) ~= "string" or url == "" then url = "about:blank" end
+  return start("replaying " .. #trace.calls .. " calls of " .. file, function(left)
+    if not (S.browser and S.page and not S.page.closed) then launch_browser(left) end
+    progress("opening " .. url)
+    local page = S.browser:new_page(nil, left())
+    local done, res = pcall(function()
+      if url ~= "about:blank" then
+        page:navigate(url, left())
+        page:settle(left())
+      end
+      progress("replaying " .. #trace.calls .. " calls")
+      return lib.dt.trace.replay(page, trace, { url = given, navigate = false, timeout = left().timeout })
+    end)
+    pcall(page.close, page, { timeout = 1 })
+    if not done then error(res, 0) end
+    return { report = res, trace = trace, file = file, url = url }
+  end, function(r)
+    V.show_replay(r)
+  end, "the replay of " .. oneline(file) .. " did not finish")
+end
+
+local order = { "launch", "connect", "open", "close", "tools", "list", "call", "eval", "record", "replay",
+  "cancel" }
 
 -- command(line): runs ":DevTools <line>".
 function C.command(line)
@@ -307,7 +406,14 @@ function C.complete(arglead, cmdline)
       end
     end
   elseif pos == 3 and words[2] == "connect" then
+    local bg = not S.connect_set and background_endpoint()
+    if bg then offer(bg) end
     offer(S.opts.connect)
+  elseif pos == 3 and words[2] == "record" then
+    if S.recorder then offer("stop") end
+    for _, f in ipairs(vim.fn.getcompletion(arglead, "file")) do out[#out + 1] = f end
+  elseif pos == 3 and words[2] == "replay" then
+    for _, f in ipairs(vim.fn.getcompletion(arglead, "file")) do out[#out + 1] = f end
   end
   return out
 end
@@ -315,5 +421,6 @@ end
 
 -- the session's browser is dropped (the editor exits): see init.lua
 C.drop_browser = drop_browser
+C.stop_recording = stop_recording
 
 return C

@@ -84,6 +84,7 @@ end
 -- blocking close is fine now).
 function M._on_exit()
   pcall(P.cancel_running)
+  pcall(C.stop_recording)                        -- (the trace ends with its "end" line)
   local b = S.browser
   S.browser, S.page = nil, nil
   if b then pcall(b.close, b) end

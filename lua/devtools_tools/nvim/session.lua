@@ -20,7 +20,7 @@ local M = { lib = {} }
 -- options (a plugin manager calls it when Neovim starts), and without the
 -- C core (no `make nvim` yet) the library cannot load - a command then
 -- says so in one line (nvim.build), and loads it once it is built.
-local dt, text, pschema, skeleton, pretty, perrors
+local dt, text, pschema, skeleton, pretty, perrors, pdiff
 
 -- (P.lib: the same, for the plugin's other modules)
 local function loaded()
@@ -32,9 +32,11 @@ local function loaded()
   skeleton = require "devtools_tools.present.skeleton"
   pretty = require "devtools_tools.present.pretty"
   perrors = require "devtools_tools.present.errors"
+  pdiff = require "devtools_tools.present.diff"
   dt = l
   local lib = M.lib
   lib.dt, lib.text, lib.pschema, lib.skeleton, lib.pretty, lib.perrors = dt, text, pschema, skeleton, pretty, perrors
+  lib.pdiff = pdiff
   return true
 end
 
@@ -51,7 +53,8 @@ local defaults = {
   headless = true,         -- :DevTools launch starts a headless browser
   timeout = 30,            -- seconds: the deadline of one command, all its steps (the
                            -- library's dt.TIMEOUT, which the plugin knows before it loads)
-  connect = "http://127.0.0.1:9222",   -- :DevTools connect without an endpoint
+  connect = "http://127.0.0.1:9222",   -- :DevTools connect without an endpoint, when no
+                                       -- background browser runs (unless set: then always)
   keymaps = { open_tool = "<CR>" },    -- in the tool list; false: no mappings
 }
 
@@ -82,9 +85,12 @@ local S = {
   untold = nil,                -- an error for devtools://error, not written there yet
   groups = nil,                -- the last discovery (completion, tool list)
   warnings = nil,
-  bufs = { tools = nil, result = nil, error = nil },
+  bufs = { tools = nil, result = nil, error = nil, replay = nil },
   tool_lines = {},             -- line number in the tool list -> Tool
   arg_bufs = {},               -- bufnr -> Tool of an argument buffer
+  recorder = nil,              -- :DevTools record's Recorder, and its file
+  record_file = nil,
+  connect_set = false,         -- setup{} named connect: :DevTools connect uses it, not the background browser
   loop_set = false,
 }
 
@@ -118,6 +124,7 @@ function M.setup(opts)
     end
   end
   S.opts = o
+  S.connect_set = opts.connect ~= nil
   return M
 end
 

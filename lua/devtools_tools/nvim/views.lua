@@ -1,7 +1,9 @@
 -- devtools_tools.nvim.views: the plugin's buffers - the result
 -- (devtools://result, pretty JSON), the tool list (devtools://tools), the
--- picker (vim.ui.select) and the argument buffers (devtools://call/...,
--- a JSON skeleton of the tool's inputSchema; :w calls the tool).
+-- picker (vim.ui.select), the argument buffers (devtools://call/..., a
+-- JSON skeleton of the tool's inputSchema; :w calls the tool; one window
+-- for them all) and a replay's differences (devtools://replay, and the
+-- quickfix list).
 --
 -- It must never show page text uncleaned or unbounded, nor let a name a
 -- page provides become a key of one of our tables (tools are looked up by
@@ -129,7 +131,78 @@ function V.pick(groups)
   end)
 end
 
+-- ---- a replay's differences ------------------------------------------------------------------
+
+-- show_replay(r): what :DevTools replay found (r: {report, trace, file,
+-- url}) in devtools://replay - a line per difference (present.diff, as
+-- `devtools-tools replay` prints them), then the summary - and in the
+-- quickfix list, one entry per call that differs, at that call's line of
+-- the trace (its differences in one text); a navigation that failed is
+-- an entry of its own.
+function V.show_replay(r)
+  if not ready() then return end
+  local pdiff, rep = lib.pdiff, r.report
+  local line_of = {}                       -- call number -> its line in the trace
+  for _, c in ipairs(r.trace.calls) do
+    if type(c.call) == "number" and c.line then line_of[c.call] = c.line end
+  end
+  local lines = { "devtools_tools: replay of " .. oneline(r.file) .. " at " .. oneline(r.url), "" }
+  local items, item_of = {}, {}
+  for _, d in ipairs(rep.differences) do
+    local l = pdiff.line(d)
+    lines[#lines + 1] = l
+    local it = type(d.call) == "number" and item_of[d.call]
+    if it then
+      it.parts[#it.parts + 1] = (l:gsub("^call %d+ [^:]*: ", "", 1))
+    else
+      it = { filename = r.file, lnum = type(d.call) == "number" and line_of[d.call] or 1, parts = { l } }
+      items[#items + 1] = it
+      if type(d.call) == "number" then item_of[d.call] = it end
+    end
+  end
+  for _, it in ipairs(items) do
+    it.text = lib.text.brief(concat(it.parts, " | "), MAX_TEXT)
+    it.parts = nil
+  end
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = pdiff.summary(rep)
+  vim.fn.setqflist({}, " ", { title = "DevTools replay " .. oneline(r.file), items = items })
+  local buf = S.bufs.replay
+  if not valid(buf) then
+    buf = scratch("devtools://replay", nil)
+    api.nvim_buf_set_option(buf, "buftype", "nofile")
+    S.bufs.replay = buf
+  end
+  set_lines(buf, lines)
+  api.nvim_buf_set_option(buf, "modifiable", false)
+  show(buf)
+  echo("devtools_tools: " .. pdiff.summary(rep) .. (#items > 0 and " (:copen lists the calls)" or ""))
+  return buf
+end
+
 -- ---- argument buffers ---------------------------------------------------------------------
+
+-- show_args(buf): an argument buffer in the window that shows one already
+-- (the one shown last), so that opening tool after tool reuses it; else
+-- where show() puts a buffer. (A buffer left there stays, hidden, with
+-- what was typed in it.)
+local function show_args(buf)
+  local wins = api.nvim_list_wins()
+  for _, win in ipairs(wins) do
+    if api.nvim_win_get_buf(win) == buf then
+      api.nvim_set_current_win(win)
+      return win
+    end
+  end
+  for _, win in ipairs(wins) do
+    if S.arg_bufs[api.nvim_win_get_buf(win)] then
+      api.nvim_set_current_win(win)
+      api.nvim_win_set_buf(win, buf)
+      return win
+    end
+  end
+  return show(buf)
+end
 
 -- Calls a tool of an argument buffer; buf is marked written once the call
 -- succeeded (a schema error leaves it modified, as a failed write does).
@@ -179,7 +252,7 @@ function V.open_args(tool, given)
         api.nvim_buf_set_lines(b, 0, -1, false, vim.split(lib.skeleton.text(tool.input_schema, nil, given), "\n",
           { plain = true }))
       end
-      show(b)
+      show_args(b)
       return b
     end
   end
@@ -220,7 +293,7 @@ function V.open_args(tool, given)
     notify("devtools_tools: wrote " .. ev.file, levels.INFO)
   end })
   api.nvim_create_autocmd("BufWipeout", { buffer = buf, callback = function(ev) S.arg_bufs[ev.buf] = nil end })
-  show(buf)
+  show_args(buf)
   return buf
 end
 

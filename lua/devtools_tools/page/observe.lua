@@ -2,7 +2,8 @@
 -- messages (uncaught exceptions and browser log entries included) and
 -- network requests, kept in a bounded ring per page; listeners on those
 -- events (page:on) and on raw CDP events (page:on_cdp); page:observe(fn),
--- which brackets one action; raw CDP commands (page:cdp, browser:cdp).
+-- which brackets one action; raw CDP commands (page:cdp, browser:cdp);
+-- and the end of each tool call, told to page:on("call") (observed).
 --
 -- Its state is an Observation, which Page holds (page.observation) and
 -- feeds every event of its sessions (dispatch); Page's methods of the same
@@ -127,7 +128,7 @@ end
 local function key(session, id) return (session or "") .. "\0" .. tostring(id) end
 
 local EVENTS = { console = true, request = true, response = true, navigated = true, crashed = true,
-  dialog = true, tools_changed = true }
+  dialog = true, tools_changed = true, call = true }
 
 -- The domains a page enables beside the library's own: WebMCP is
 -- experimental, and a browser without it answers with an error, which
@@ -186,6 +187,7 @@ function M.new(site, history)
   local st
   st = {
     seq = 0,
+    batches = 0,            -- call_many's heard by "call" listeners (observed_many)
     console = ring(history.console or M.DEFAULT_HISTORY, bytes, function(old) release_later(st, old) end),
     release = {},           -- session, object ids, ...: of records that fell out (see hold)
     requests = ring(history.requests or M.DEFAULT_HISTORY, bytes, function(old)
@@ -569,6 +571,60 @@ function Observation:tools_changed(reason)
   emit(self, self.listeners.tools_changed, "tools_changed", { reason = reason })
 end
 
+-- ---- tool calls ------------------------------------------------------------------
+
+-- observed(name, args, fn, ...) -> fn(rec, ...)'s value. Each tool call
+-- of the page (page:call; tool:call through its document's site) runs
+-- through here. With no
+-- "call" listener fn runs as it is (rec nil); with one, fn puts the Tool
+-- in rec.tool once it has it, and the listeners are told, as the call
+-- ends, {name, tool, args, ok, result | error, ms}. A failure that is no
+-- dt.Error (a bug, an interrupt) is told to nobody.
+function Observation:observed(name, args, fn, ...)
+  local st = self
+  local l = st.listeners.call
+  if not l or #l == 0 then return fn(nil, ...) end
+  local rec = { name = name, args = args }
+  local t0 = now()
+  local ok, r = pcall(fn, rec, ...)
+  rec.ms = (now() - t0) * 1000
+  if not ok and not errors.is_error(r) then error(r, 0) end
+  rec.ok = ok
+  if ok then rec.result = r else rec.error = r end
+  emit(st, l, "call", rec)
+  if not ok then error(r, 0) end
+  return r
+end
+
+-- observed_many(entries, fn) -> fn(each)'s value, for call_many:
+-- entries[i] is {name, tool, args} or {name, err}; fn is given each(i, ok,
+-- value) (nil with no listener), to say each entry's outcome as it is
+-- known. Once fn ends, the listeners are told of those entries, in their
+-- order: as above, with batch (one number per call_many of the page) and
+-- index i; ms is each entry's time from the start.
+function Observation:observed_many(entries, fn)
+  local st = self
+  local l = st.listeners.call
+  if not l or #l == 0 then return fn(nil) end
+  st.batches = st.batches + 1
+  local batch, t0, told = st.batches, now(), {}
+  local function tell()
+    for i = 1, #entries do
+      local r = told[i]
+      if r then emit(st, l, "call", r) end
+    end
+  end
+  local ok, r = pcall(fn, function(i, ok_i, v)
+    local e = entries[i]
+    if not ok_i and not errors.is_error(v) then return end
+    told[i] = { name = e.name, tool = e.tool, args = e.args, ok = ok_i, result = ok_i and v or nil,
+      error = not ok_i and v or nil, ms = (now() - t0) * 1000, batch = batch, index = i }
+  end)
+  tell()
+  if not ok then error(r, 0) end
+  return r
+end
+
 -- ---- the dispatcher hook ---------------------------------------------------------
 
 
@@ -625,13 +681,14 @@ end
 -- ({url, frame}), "crashed" ({url}), "dialog" ({type, message,
 -- default_prompt, url, frame}; fn may return the answer: see dialogs
 -- above), "tools_changed" ({reason}: the page's tools may have changed;
--- see page.lua). Listeners run inside the connection's reader and must
+-- see page.lua), "call" (a tool call ended: see observed above).
+-- Listeners run inside the connection's reader (or the call) and must
 -- not wait.
 function Observation:on(event, fn)
   local st = state(self)
   if type(event) ~= "string" or not EVENTS[event] then
     raise("bad_argument", "on: unknown event " .. tostring(event)
-      .. " (console, request, response, navigated, crashed, dialog, tools_changed)")
+      .. " (console, request, response, navigated, crashed, dialog, tools_changed, call)")
   end
   local remove = listen(st.listeners, event, fn, "on")
   if event == "tools_changed" then st.docs:watch_tools() end

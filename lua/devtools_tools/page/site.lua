@@ -84,6 +84,11 @@ function Site:tools_changed()
 end
 
 function Site:heard(method) return self.page.observation:heard(method) end
+
+-- observed(name, args, fn, ...) -> fn(rec, ...): a tool call (Tool:call),
+-- for page:on("call") (page/observe.lua)
+function Site:observed(name, args, fn, ...) return self.page.observation:observed(name, args, fn, ...) end
+function Site:observed_many(entries, fn) return self.page.observation:observed_many(entries, fn) end
 function Site:webmcp() return self.page.webmcp end
 
 -- document(session, context, frame, loader) -> the handle of a document

@@ -234,6 +234,15 @@ local function refind(err, x)
   return lookup(self, name, deadline, "call")
 end
 
+-- refind, and the tool it names is the one page:on("call") hears of (x[6]:
+-- the call's record, when a listener hears)
+local function refind_told(err, x)
+  local t = refind(err, x)
+  local rec = x[6]
+  if rec and t then rec.tool = t end
+  return t
+end
+
 -- call(name or Tool, args?, opts?) -> value. A tool that did not run - its
 -- document gone (the events saying so were not read yet: stale), the
 -- page's tools changed since it was found, or the page's list no longer
@@ -241,10 +250,9 @@ end
 -- looked for again by its name, and called once more: a Tool given (one
 -- kept from an earlier discovery), the tool the page holds now under its
 -- name; a name, unless this call already discovered.
-function Toolset:call(name, args, opts)
-  if opts ~= nil then opts = options.check(opts, options.TIMEOUT, "call") end
-  local deadline = self.conn:deadline(opts)
-  self.site:check_open(deadline)
+-- (rec: the call's record for page:on("call"), told the Tool that runs;
+-- see page/observe.lua)
+local function call(rec, self, name, args, deadline)
   local t, given
   if types.is_tool(name) then
     t, given = name, true
@@ -253,7 +261,16 @@ function Toolset:call(name, args, opts)
   else
     t = lookup(self, name, deadline, "call")
   end
-  return kinds.call_again(t, args, deadline, refind, { self, name, deadline, self.cache, given })
+  if rec then rec.tool = t end
+  return kinds.call_again(t, args, deadline, refind_told, { self, name, deadline, self.cache, given, rec })
+end
+
+function Toolset:call(name, args, opts)
+  if opts ~= nil then opts = options.check(opts, options.TIMEOUT, "call") end
+  local deadline = self.conn:deadline(opts)
+  self.site:check_open(deadline)
+  local shown = types.is_tool(name) and name.name or name
+  return self.site:observed(shown, args, call, self, name, args, deadline)
 end
 
 local call_many_opts = { timeout = true, errors = true }
@@ -285,11 +302,16 @@ function Toolset:call_many(list, opts)
   local entries = {}
   for i = 1, #list do
     local ok, t = pcall(entry_tool, self, list[i], i, deadline)
-    if ok then entries[i] = { tool = t, args = list[i][2] }
-    elseif keep and errors.is_error(t) then entries[i] = { err = t }
+    if ok then entries[i] = { tool = t, args = list[i][2], name = t.name }
+    elseif keep and errors.is_error(t) then
+      local e = type(list[i]) == "table" and list[i] or {}     -- (what a "call" listener hears of it)
+      local named = e[1]
+      entries[i] = { err = t, name = types.is_tool(named) and named.name or named, args = e[2] }
     else error(t, 0) end
   end
-  return kinds.call_many(entries, deadline, keep)
+  return self.site:observed_many(entries, function(each)
+    return kinds.call_many(entries, deadline, keep, each)
+  end)
 end
 
 return M

@@ -16,13 +16,16 @@
 --   doc:navigating() -> true once a navigation of its frame has begun
 --   doc:crashed() -> true when its session's renderer crashed
 --   doc:same_page(other) -> true when other is a document of the same page
+--   doc:observed(name, args, fn, ...) -> fn(rec, ...): a tool call, told to
+--                       the page's page:on("call") listeners as it ends
 --
 -- The site a page gives (page/site.lua) answers: is_current(frame_id,
 -- loader, context), timed_out(session), check_open(deadline),
 -- navigating(frame_id), session_crashed(session), and for a Tool kept
 -- from an earlier discovery latest_groups(), current_groups(deadline),
 -- in_latest(group), tools_changed(); heard(method) (a page:on_cdp listener
--- of that event), webmcp() (the page's WebMCP registry).
+-- of that event), webmcp() (the page's WebMCP registry); observed(name,
+-- args, fn, ...) (a tool call, for page:on("call")).
 --
 -- What it must never do: hold the page itself (only its site's answers),
 -- or change what it names (a new document is a new handle).
@@ -77,6 +80,13 @@ function Document:bare()
     self.bare_doc = b
   end
   return b
+end
+
+-- observed(name, args, fn, ...) -> fn(rec, ...): a tool call of this
+-- document's page, which its page:on("call") listeners hear of as it ends
+-- (page/observe.lua: Observation:observed)
+function Document:observed(name, args, fn, ...)
+  return self.site:observed(name, args, fn, ...)
 end
 
 function Document:same_page(other)

@@ -25,14 +25,19 @@ local function same_if_changed(err, self)
   if kinds.changed(err) then return self end
 end
 
+-- (rec: the call's record for page:on("call"), which the page keeps)
+local function call(rec, self, args, deadline)
+  if rec then rec.tool = self end
+  return kinds.call_again(self, args, deadline, same_if_changed, self)
+end
+
 -- call(args?, opts?) -> value. opts: timeout.
 function Tool:call(args, opts)
   if getmetatable(self) ~= Tool then raise("bad_argument", "call: not a Tool") end
   opts = options.check(opts, options.TIMEOUT, "tool " .. tostring(self.name))
   local doc = types.document_of(self)
   doc:check_open()
-  local deadline = doc.conn:deadline(opts)
-  return kinds.call_again(self, args, deadline, same_if_changed, self)
+  return doc:observed(self.name, args, call, self, args, doc.conn:deadline(opts))
 end
 
 function Tool:__call(args, opts)

@@ -67,12 +67,13 @@ function M.call_again(tool, args, deadline, refind, x)
   return M.call(again, args, deadline)
 end
 
--- call_many(entries, deadline, keep) -> results. entries[i] is {tool =,
--- args =} or {err = a dt.Error} (a name that could not be resolved). Every
--- entry is prepared (checked) first, then every kind's requests are
--- written, then the answers awaited in order. keep: failed entries hold
--- their dt.Error instead of raising the first one.
-function M.call_many(entries, deadline, keep)
+-- call_many(entries, deadline, keep, each?) -> results. entries[i] is
+-- {tool =, args =} or {err = a dt.Error} (a name that could not be
+-- resolved). Every entry is prepared (checked) first, then every kind's
+-- requests are written, then the answers awaited in order. keep: failed
+-- entries hold their dt.Error instead of raising the first one. each(i,
+-- ok, value or dt.Error) is told each entry's outcome as it is known.
+function M.call_many(entries, deadline, keep, each)
   local results, n = {}, #entries
   local order, lists, calls_of = {}, {}, {}
   for i = 1, n do
@@ -96,6 +97,7 @@ function M.call_many(entries, deadline, keep)
       end
     end
     if not ok then
+      if each then each(i, false, c) end
       if not keep then error(c, 0) end
       results[i] = c
     end
@@ -111,6 +113,7 @@ function M.call_many(entries, deadline, keep)
     local e = calls_of[i]
     if e then
       local ok, v = errors.catch(e.kind.finish, e.c, deadline)
+      if each then each(i, ok, v) end
       if not ok then first_err = first_err or v end
       results[i] = v
     end
