@@ -14,7 +14,8 @@
  *   ring.h        base.h                          -                                 stderr ring
  *   json.h        base.h                          -                                 JSON codec
  *   transport.h   base.h                          -                                 Transport class
- *   pipe.h        transport.h ring.h              -                                 pipe transport
+ *   pipe.h        transport.h ring.h              -                                 pipe transport (and
+ *                                                                                   over a socket)
  *   net.h         base.h                          -                                 sockets
  *   tls.h         base.h                          -                                 TLS clients
  *   http.h        base.h                          -                                 HTTP responses
@@ -43,9 +44,11 @@
  *   base64.c      dt.h                            class                             core.base64
  *   poll.c        dt.h                            -                                 core.poll
  *   fdio.c        nopipe.h dt.h                   class codes nopipe                core.fd: read, write...
+ *   unix.c        pipe.h dt.h                     class clock codes pipe transport  core.unix: Unix sockets,
+ *                                                                                   peer uids, Listener
  *   core.c        dt.h                            base64 cdp_decode clock codes     luaopen: every *_open
  *                                                 fdio fs http json poll process
- *                                                 regex transport ws
+ *                                                 regex transport unix ws
  *
  * Each *_open adds its functions (and registers its classes) in the module
  * table on top of the stack. */
@@ -66,5 +69,6 @@ void dt_poll_open(lua_State *L);
 void dt_http_open(lua_State *L);
 void dt_base64_open(lua_State *L);
 void dt_fdio_open(lua_State *L);         /* fdio.c: reads and writes that never wait */
+void dt_unix_open(lua_State *L);         /* unix.c: Unix sockets, who is at the other end */
 
 #endif
