@@ -28,6 +28,7 @@ local endpoint = require "devtools_tools.wire.endpoint"
 local Page = require "devtools_tools.page"
 local observe = require "devtools_tools.page.observe"
 local json = require "devtools_tools.base.json"
+local holder = require "devtools_tools.browser.holder"
 
 local raise = errors.raise
 local now = core.now
@@ -185,7 +186,7 @@ end
 
 local launch_opts = { executable = "string", headless = "boolean", args = true,
   user_data_dir = "string", timeout = true, webmcp = "boolean", history = true,
-  detached = "boolean", on_record = "function" }
+  detached = "boolean", on_record = "function", socket = "string", port = "number" }
 
 -- issue 14: {console = n, requests = n}, how many of each a page keeps,
 -- and bytes = n, how much page text each of the two holds at most; issue
@@ -246,6 +247,9 @@ function M.launch(opts)
 
   if opts.detached then return M._launch_detached(opts, exe, deadline) end
   if opts.on_record ~= nil then raise("bad_argument", "launch: on_record goes with detached = true") end
+  if opts.socket ~= nil or opts.port ~= nil then
+    raise("bad_argument", "launch: socket and port go with detached = true")
+  end
 
   local dir, cleanup = opts.user_data_dir, nil
   if dir == nil then
@@ -413,16 +417,28 @@ function M.stop_detached(info, opts)
 end
 
 -- launch{detached = true}: Chromium with its debugging port on 127.0.0.1
--- (port 0: the one it binds is read from its profile), in a session of its
--- own, none of our children: our exit does not end it, nor does closing
--- the Browser (which only disconnects). opts.on_record(info) is called
+-- (opts.port, default 0: the one it binds is read from its profile), in a
+-- session of its own, none of our children: our exit does not end it, nor
+-- does closing the Browser (which only disconnects). With opts.socket (a
+-- path) it opens no port: a holder process (browser/holder.lua) runs it
+-- on the pipe and serves it on a Unix socket at that path to this user
+-- only (endpoint "unix:PATH"; the holder's is the pid recorded, and the
+-- browser ends with it). opts.on_record(info) is called
 -- with what there is to record at each step - {starting = true, profile,
 -- executable, headless, webmcp} before Chromium starts, then with its pid
 -- - so a caller killed meanwhile leaves a record that stop_detached can
 -- end; the Browser's .detached is the final record {pid, profile,
--- executable, headless, webmcp, endpoint, port}. A launch that fails ends
--- what it started.
+-- executable, headless, webmcp, endpoint, port | socket}. A launch that
+-- fails ends what it started.
 function M._launch_detached(opts, exe, deadline)
+  local socket = opts.socket
+  if socket ~= nil and opts.port ~= nil then raise("bad_argument", "launch: socket or port, not both") end
+  if opts.port ~= nil and (opts.port < 0 or opts.port > 65535 or opts.port % 1 ~= 0) then
+    raise("bad_argument", "launch: port must be a whole number from 0 to 65535")
+  end
+  if socket ~= nil and (socket:sub(1, 1) ~= "/" or core.fs.exists(socket)) then
+    raise("bad_argument", "launch: socket must be an absolute path where nothing is yet, got " .. socket)
+  end
   local made = opts.user_data_dir == nil
   local dir = opts.user_data_dir or new_profile(DETACHED_PREFIX)
   local info = { starting = true, profile = dir, executable = exe, headless = opts.headless ~= false,
@@ -438,12 +454,17 @@ function M._launch_detached(opts, exe, deadline)
     record()
     local argv = M.chromium_args(opts.headless)
     table.insert(argv, 1, exe)
-    argv[#argv + 1] = "--remote-debugging-port=0"
-    argv[#argv + 1] = "--remote-debugging-address=127.0.0.1"
+    if socket then
+      argv[#argv + 1] = "--remote-debugging-pipe"
+    else
+      argv[#argv + 1] = "--remote-debugging-port=" .. string.format("%d", opts.port or 0)
+      argv[#argv + 1] = "--remote-debugging-address=127.0.0.1"
+    end
     argv[#argv + 1] = "--user-data-dir=" .. dir
     for _, a in ipairs(opts.args or {}) do add_features(argv, a) end
     if opts.webmcp then add_features(argv, "--enable-features=WebMCP") end
     argv[#argv + 1] = "about:blank"
+    if socket then argv = holder.command(argv, socket) end
     -- its temporary files and crash database in the profile, removed with it
     local env = made and { XDG_CONFIG_HOME = dir .. "/.config", XDG_CACHE_HOME = dir .. "/.cache",
       TMPDIR = dir } or nil
@@ -454,24 +475,45 @@ function M._launch_detached(opts, exe, deadline)
     record()
     local port, path
     local answered = until_or(function()
+      if socket then
+        local st = core.fs.lstat(socket)
+        return (st and st.type == "socket") or not alive(pid)
+      end
       local f = io.open(dir .. "/DevToolsActivePort", "rb")
       local text = f and f:read("*a") or ""
       if f then f:close() end
       port, path = text:match("^(%d+)\n(/devtools/browser/[%w-]+)")
       return port ~= nil or not alive(pid)
     end, deadline)
-    if not port then
+    local function failed(code, what)
       local f = io.open(log, "rb")
       local why = f and f:read("*a") or ""
       if f then f:close() end
-      raise(answered and "launch_failed" or "timeout", "launch: Chromium (" .. exe
-        .. ") did not open its debugging port" .. (why ~= "" and ("; its output ends with:\n" .. tail(why, 2000)) or ""),
+      raise(code, "launch: Chromium (" .. exe .. ") " .. what
+        .. (why ~= "" and ("; its output ends with:\n" .. tail(why, 2000)) or ""),
         { details = { stderr = why, executable = exe } })
     end
-    info.starting, info.port = nil, tonumber(port)
-    info.endpoint = "ws://127.0.0.1:" .. port .. path
+    if socket and not (answered and alive(pid)) then
+      failed(answered and "launch_failed" or "timeout", "did not start, or its holder did not listen")
+    elseif not socket and not port then
+      failed(answered and "launch_failed" or "timeout", "did not open its debugging port")
+    end
+    info.starting = nil
+    if socket then
+      info.socket, info.endpoint = socket, "unix:" .. socket
+    else
+      info.port, info.endpoint = tonumber(port), "ws://127.0.0.1:" .. port .. path
+    end
     record()
-    local b = M.connect(info.endpoint, { timeout = math.max(0, deadline - now()), history = opts.history })
+    local ok_b, b = errors.catch(M.connect, info.endpoint, { timeout = math.max(0, deadline - now()),
+      history = opts.history })
+    if not ok_b then
+      -- (through the holder: Chromium died starting, or did not answer)
+      if socket and b.code ~= "cancelled" then
+        failed(b.code == "timeout" and "timeout" or "launch_failed", "did not answer: " .. b.message)
+      end
+      error(b, 0)
+    end
     local final = {}
     for k, v in pairs(info) do final[k] = v end
     b.detached = final
@@ -488,6 +530,8 @@ function M._launch_detached(opts, exe, deadline)
     end
     pcall(M.stop_detached, { pid = info.pid, profile = dir }, { timeout = 5 })
     if made then core.fs.rmtree(dir) end
+    local st = socket and core.fs.lstat(socket)
+    if st and st.type == "socket" then os.remove(socket) end     -- (a holder killed leaves it)
     error(res, 0)
   end
   return res
@@ -500,7 +544,6 @@ local connect_opts = { allow_remote = "boolean", timeout = true, history = true,
 
 local default_port = endpoint.DEFAULT_PORT
 local parse_url, is_loopback, http = endpoint.parse, endpoint.is_loopback, endpoint.http
-
 M.check_history = check_history
 
 -- The TLS and header options of connect, as the C core takes them.
@@ -508,10 +551,6 @@ local function tls_opts(opts, host)
   return { ca_file = opts.ca_file, insecure = opts.insecure == true, server_name = host }
 end
 
--- connect(url, opts?) -> Browser. url: http(s)://host:port (resolved
--- through /json/version) or ws(s)://host:port/devtools/browser/<id>.
--- opts: allow_remote, timeout, history, headers (on every request and the
--- handshake), ca_file (a private CA, PEM), insecure (no certificate check).
 -- A refused websocket handshake's HTTP status, as details (the C core
 -- writes it "the server answered HTTP 401 (...)"), or nil.
 local function handshake_details(message)
@@ -519,12 +558,58 @@ local function handshake_details(message)
   return status and { details = { status = tonumber(status) } } or nil
 end
 
+-- greet(transport, url, timeout, deadline, history) -> Browser: the
+-- connection's first call answered (the browser's version), or a
+-- connect_failed that says why.
+local function greet(transport, url, timeout, deadline, history)
+  local conn = cdp.new(transport, { timeout = timeout })
+  local ok, version = errors.catch(conn.call, conn, "Browser.getVersion", nil,
+    { timeout = math.max(0, deadline - now()) })
+  if not ok then
+    -- A handshake that failed on the loop (async) says why itself.
+    local state, why
+    if transport.state then state, why = transport:state() end
+    conn:close()
+    if version.code == "cancelled" then error(version, 0) end
+    local message = version.message
+    if state == "closed" and why and version.code ~= "timeout" then message = why end
+    error(errors.c_failure(version.code, "connect: " .. url .. ": " .. message, "connect_failed",
+      handshake_details(message)), 0)
+  end
+  return new_browser(conn, { timeout = timeout, launched = false, url = url,
+    _version = version, history = history })
+end
+
+-- connect("unix:PATH"): the private background browser's holder
+-- (browser/holder.lua) at the socket PATH (absolute), served by a
+-- process of this user only. opts: timeout, history.
+local function connect_unix(url, opts, history)
+  local path = url:sub(6)
+  if path:sub(1, 2) == "//" then path = path:sub(3) end                   -- (unix:///path too)
+  if path:sub(1, 1) ~= "/" then
+    local problem = "expected unix:/absolute/path/of/a/socket"
+    raise("bad_argument", "connect: " .. problem .. ", got " .. url, { details = { problem = problem, url = url } })
+  end
+  for _, k in ipairs({ "headers", "ca_file", "insecure", "allow_remote" }) do
+    if opts[k] ~= nil then raise("bad_argument", "connect: " .. k .. " does not apply to a unix: socket") end
+  end
+  local timeout = opts.timeout or 30
+  local deadline = now() + timeout
+  return greet(holder.connect(path, deadline), url, timeout, deadline, history)
+end
+
+-- connect(url, opts?) -> Browser. url: http(s)://host:port (resolved
+-- through /json/version), ws(s)://host:port/devtools/browser/<id>, or
+-- unix:/path of a private background browser's socket.
+-- opts: allow_remote, timeout, history, headers (on every request and the
+-- handshake), ca_file (a private CA, PEM), insecure (no certificate check).
 function M.connect(url, opts)
   opts = check_opts(opts, connect_opts, "connect")
   local history = check_history(opts.history, "connect")
   if type(url) ~= "string" then
     raise("bad_argument", "connect: url must be a string, got " .. type(url))
   end
+  if url:sub(1, 5) == "unix:" then return connect_unix(url, opts, history) end
   local headers = endpoint.check_headers(opts.headers, "connect")
   local scheme, host, port, path = parse_url(url)
   -- (details.problem: what is wrong with the url, for a front end that
@@ -587,22 +672,7 @@ function M.connect(url, opts)
     error(errors.c_failure(code, "connect: " .. url .. ": " .. tostring(err), "connect_failed",
       handshake_details(err)), 0)
   end
-  local conn = cdp.new(transport, { timeout = timeout })
-  local ok, version = errors.catch(conn.call, conn, "Browser.getVersion", nil,
-    { timeout = math.max(0, deadline - now()) })
-  if not ok then
-    -- A handshake that failed on the loop (async) says why itself.
-    local state, why
-    if transport.state then state, why = transport:state() end
-    conn:close()
-    if version.code == "cancelled" then error(version, 0) end
-    local message = version.message
-    if state == "closed" and why and version.code ~= "timeout" then message = why end
-    error(errors.c_failure(version.code, "connect: " .. url .. ": " .. message, "connect_failed",
-      handshake_details(message)), 0)
-  end
-  return new_browser(conn, { timeout = timeout, launched = false, url = url,
-    _version = version, history = history })
+  return greet(transport, url, timeout, deadline, history)
 end
 
 -- ---- Browser ------------------------------------------------------------------
