@@ -69,11 +69,19 @@ function M.interpreter()
   return on_path(jit and "luajit" or (_VERSION == "Lua 5.1" and "lua5.1" or "lua5.4"))
 end
 
+-- This file, and the lua/ directory it is in (lua/devtools_tools/browser/).
+local SCRIPT = (debug.getinfo(1, "S").source or ""):match("^@(.+)$")
+local LUADIR = SCRIPT and (SCRIPT:match("^(.*)/devtools_tools/browser/[^/]+$") or
+  SCRIPT:match("^devtools_tools/browser/[^/]+$") and ".")
+
 -- command(chromium_argv, socket) -> argv: the holder, run by the
 -- interpreter with this process's package.path and cpath (its
 -- environment's LUA_* ignored: -E), serving chromium_argv on socket.
--- Chromium's arguments stay whole on its command line, so the processes
--- that name the profile are the holder and its browser.
+-- The library's own lua/ directory comes last on both (Neovim finds it
+-- through its runtimepath, where package.path does not look; a core.so
+-- there is the one `make nvim` built). Chromium's arguments stay whole on
+-- its command line, so the processes that name the profile are the
+-- holder and its browser.
 function M.command(chromium_argv, socket)
   local lua = M.interpreter()
   if not lua then
@@ -81,13 +89,17 @@ function M.command(chromium_argv, socket)
       .. " (looked for " .. (rawget(_G, "jit") and "luajit" or "lua" .. _VERSION:match("%d+%.%d+"))
       .. " on PATH)")
   end
-  local script = package.searchpath(M.NAME, package.path)
-  if not script then raise("launch_failed", "cannot find " .. M.NAME .. " on package.path") end
+  if not SCRIPT then raise("launch_failed", "cannot tell where " .. M.NAME .. " is") end
+  local path, cpath = package.path, package.cpath
+  if LUADIR then
+    path = path .. ";" .. LUADIR .. "/?.lua;" .. LUADIR .. "/?/init.lua"
+    cpath = cpath .. ";" .. LUADIR .. "/?.so"
+  end
   local argv = { lua }
   if rawget(_G, "jit") or _VERSION ~= "Lua 5.1" then argv[#argv + 1] = "-E" end
   argv[#argv + 1] = "-e"
-  argv[#argv + 1] = format("package.path=%q package.cpath=%q", package.path, package.cpath)
-  argv[#argv + 1] = script
+  argv[#argv + 1] = format("package.path=%q package.cpath=%q", path, cpath)
+  argv[#argv + 1] = SCRIPT
   argv[#argv + 1] = "--serve"
   argv[#argv + 1] = socket
   argv[#argv + 1] = "--"

@@ -26,7 +26,7 @@ end
 local usage = M.usage
 
 M.VALUE_OPTS = { chromium = true, connect = true, tab = true, timeout = true, element = true,
-  ["wait-for"] = true, ["wait-for-selector"] = true, viewport = true }
+  ["wait-for"] = true, ["wait-for-selector"] = true, viewport = true, port = true }
 M.FLAG_OPTS = { json = true, compact = true, headful = true, quiet = true, debug = true,
   help = true, version = true, verbose = true, ["full-page"] = true, webmcp = true, ["allow-eval"] = true,
   ["new-tab"] = true, ["no-settle"] = true }
@@ -73,6 +73,11 @@ function M.parse(argv, cmd)
       usage("--timeout needs a positive number of seconds (a finite one)", cmd)
     end
     opts.timeout = t
+  end
+  if opts.port then
+    local n = opts.port:match("^%d+$") and tonumber(opts.port)
+    if not n or n > 65535 then usage("--port needs a TCP port number from 0 to 65535 (0: any free one)", cmd) end
+    opts.port = n
   end
   if opts.viewport then
     local w, h = opts.viewport:match("^(%d+)[xX](%d+)$")
