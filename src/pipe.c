@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "pipe.h"
@@ -102,13 +103,23 @@ static int read_some(pipe_t *p)
 	return DT_OK;
 }
 
+/* One write of what is queued: a socket's send says EPIPE without a
+ * SIGPIPE (MSG_NOSIGNAL), a pipe's write needs nopipe.h around it. */
+static ssize_t write_once(pipe_t *p)
+{
+	if (p->sock)
+		return send(p->wfd, p->out.data + p->out_off, p->out.len - p->out_off, MSG_NOSIGNAL);
+	return write(p->wfd, p->out.data + p->out_off, p->out.len - p->out_off);
+}
+
 /* Writes queued bytes until the pipe is full. Returns -1 if the pipe broke. */
 static int write_some(pipe_t *p)
 {
 	dt_nopipe np;
-	dt_nopipe_begin(&np);               /* a browser gone: EPIPE, not SIGPIPE */
+	if (!p->sock)
+		dt_nopipe_begin(&np);           /* a browser gone: EPIPE, not SIGPIPE */
 	while (p->out_off < p->out.len) {
-		ssize_t n = write(p->wfd, p->out.data + p->out_off, p->out.len - p->out_off);
+		ssize_t n = write_once(p);
 		if (n > 0) {
 			p->out_off += (size_t)n;
 			continue;
@@ -116,15 +127,18 @@ static int write_some(pipe_t *p)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			dt_nopipe_end(&np, 0);
+			if (!p->sock)
+				dt_nopipe_end(&np, 0);
 			return 0;
 		}
-		dt_nopipe_end(&np, n < 0 && errno == EPIPE);
+		if (!p->sock)
+			dt_nopipe_end(&np, n < 0 && errno == EPIPE);
 		dt_transport_fail(&p->base, DT_ECLOSED, "writing to %s: %s",
 		                  WHO(p), n < 0 ? strerror(errno) : "short write");
 		return -1;
 	}
-	dt_nopipe_end(&np, 0);
+	if (!p->sock)
+		dt_nopipe_end(&np, 0);
 	p->out.len = p->out_off = 0;
 	if (p->out.cap > ((size_t)4 << 20))
 		dt_buf_free(&p->out);

@@ -153,35 +153,42 @@ end
 local ATTACH = { ["Target.attachToTarget"] = true, ["Target.attachToBrowserTarget"] = true,
   ["Target.autoAttachRelated"] = true }
 
+-- start(argv) -> proc, transport: Chromium on its pipe, once it answered
+-- its first call; nil after saying why (its output with it) in the log.
+local function start(argv)
+  local proc, browser = core.process.spawn(argv, { pipe = true })
+  if not proc then
+    log("cannot start Chromium: ", tostring(browser))
+    return nil
+  end
+  local function failed(why)
+    log("Chromium did not start: ", tostring(why))
+    browser:close()
+    local out = proc:stderr()
+    if out ~= "" then io.stderr:write(out, out:sub(-1) == "\n" and "" or "\n") end
+    proc:close(2)
+  end
+  local sent, why = browser:send(encode({ id = 0, method = "Browser.getVersion" }), -1)
+  if not sent then return failed(why) end
+  repeat
+    local text, code
+    text, why, code = browser:recv(-1)
+    if not text and code ~= "interrupted" and code ~= "too_large" then return failed(why) end
+  until text and head_of(text) == 0
+  return proc, browser
+end
+
 -- serve(socket, "--", argv...) -> exit status. Runs Chromium (argv) on the
--- pipe, listens on socket, and serves until the browser is gone.
+-- pipe, listens on socket once it answers (who starts the holder waits
+-- for the socket: a start killed before leaves a record that says so),
+-- and serves until the browser is gone.
 function M.serve(socket, sep, ...)
   if type(socket) ~= "string" or sep ~= "--" or select("#", ...) == 0 then
     log("usage: holder.lua --serve SOCKET -- CHROMIUM ARGS...")
     return 2
   end
-  local proc, browser = core.process.spawn({ ... }, { pipe = true })
-  if not proc then
-    log("cannot start Chromium: ", tostring(browser))
-    return 1
-  end
-  -- The socket is there once the browser answers: who starts it waits
-  -- for the socket (a start killed before it leaves a record that says so).
-  local function gone(why_)
-    log("Chromium did not start: ", tostring(why_))
-    browser:close()
-    local out = proc:stderr()
-    if out ~= "" then io.stderr:write(out, out:sub(-1) == "\n" and "" or "\n") end
-    proc:close(2)
-    return 1
-  end
-  local sent, err = browser:send(encode({ id = 0, method = "Browser.getVersion" }), -1)
-  if not sent then return gone(err) end
-  repeat
-    local text, code
-    text, err, code = browser:recv(-1)
-    if not text and code ~= "interrupted" and code ~= "too_large" then return gone(err) end
-  until text and head_of(text) == 0
+  local proc, browser = start({ ... })
+  if not proc then return 1 end
   local listener, why = core.unix.listen(socket)
   if not listener then
     log(tostring(why))
@@ -194,7 +201,6 @@ function M.serve(socket, sep, ...)
   local owner = {}           -- sessionId -> the client that attached it
   local pending = {}         -- our id -> {client, id, method} | {own = fn}
   local last_id = 0
-  local HOLDER = {}
 
   local function to_browser(text)
     local ok, err, code = browser:send(text, 0)
@@ -202,7 +208,7 @@ function M.serve(socket, sep, ...)
     return true
   end
 
-  local function drop(c, why_)
+  local function drop(c, reason)
     if c.closed then return end
     c.closed = true
     c.t:close()
@@ -216,7 +222,7 @@ function M.serve(socket, sep, ...)
       to_browser(encode({ id = last_id, method = "Target.detachFromTarget",
         params = { sessionId = c.session } }))
     end
-    if why_ then log("client ", c.name, " dropped: ", why_) end
+    if reason then log("client ", c.name, " dropped: ", reason) end
   end
 
   local function to_client(c, text)
@@ -350,10 +356,10 @@ function M.serve(socket, sep, ...)
       -- the root session's events: only those of the holder's own calls
       if method == "Target.detachedFromTarget" then
         local ok, m = pcall(decode, text)
-        local gone = ok and type(m) == "table" and type(m.params) == "table" and m.params.sessionId
-        local c = gone and owner[gone]
-        if c and c.session == gone then
-          owner[gone] = nil
+        local sid_gone = ok and type(m) == "table" and type(m.params) == "table" and m.params.sessionId
+        local c = sid_gone and owner[sid_gone]
+        if c and c.session == sid_gone then
+          owner[sid_gone] = nil
           c.session = false            -- (it detached its own browser session)
         end
       end
@@ -376,15 +382,12 @@ function M.serve(socket, sep, ...)
     if p.client then reply_error(p.client, p.id, -32000, tostring(message)) end
   end
 
+  -- Reading: each end is read when poll says it is readable, and again
+  -- while a whole message waits in its buffer (a send may read as it
+  -- writes: then no poll would tell). One syscall per message each way,
+  -- and one poll per turn.
   local gone_why
-  local function turn()
-    -- new connections
-    while true do
-      local t, uid, pid = listener:accept()
-      if not t then break end
-      connected(t, uid, pid)
-    end
-    -- what the browser wrote
+  local function browser_read()
     while true do
       local text, err, code, head = browser:recv(0)
       if text then
@@ -392,63 +395,109 @@ function M.serve(socket, sep, ...)
       elseif code == "too_large" then
         too_large(head, err)
       elseif code == "timeout" or code == "interrupted" then
-        break
+        return true
       else
         gone_why = err
         return false
       end
+      if not browser:pending() then return true end
     end
-    -- what the clients wrote (not while the browser has too much to read)
-    local live = {}
-    for _, c in ipairs(clients) do
-      while not c.closed and browser:queued() <= M.BROWSER_BACKLOG do
-        local text, _, code, head = c.t:recv(0)
-        if text then
-          request(c, text)
-        elseif code == "too_large" then
-          local id = tonumber(tostring(head or ""):match('"id":(%d+)'))
-          if id then reply_error(c, id, -32000, "message over the holder's limit") end
-        elseif code == "timeout" or code == "interrupted" then
-          break
-        else
-          drop(c)
-        end
+  end
+
+  local function reading() return browser:queued() <= M.BROWSER_BACKLOG end
+
+  local function client_read(c)
+    while not c.closed and reading() do
+      local text, _, code, head = c.t:recv(0)
+      if text then
+        request(c, text)
+      elseif code == "too_large" then
+        local id = tonumber(tostring(head or ""):match('"id":(%d+)'))
+        if id then reply_error(c, id, -32000, "message over the holder's limit") end
+      elseif code == "timeout" or code == "interrupted" then
+        return
+      else
+        return drop(c)
       end
-      if not c.closed then
-        if c.t:queued() > 0 then
-          local ok, _, code = c.t:flush(0)
-          if not ok and code ~= "timeout" then drop(c) end
-        end
-        if not c.closed then live[#live + 1] = c end
-      end
+      if not c.t:pending() then return end
     end
-    clients = live
-    if browser:queued() > 0 then
-      local ok, err, code = browser:flush(0)
-      if not ok and code ~= "timeout" then gone_why = err return false end
-    end
-    return true
+  end
+
+  local function flush(t)
+    local ok, err, code = t:flush(0)
+    return ok or code == "timeout", err
   end
 
   local exit_fd = proc:exit_fd()
-  while turn() do
-    local fds, evs = { listener:fd() }, { "r" }
-    local rfd, wfd, efd = browser:fds()
-    if rfd then fds[#fds + 1], evs[#evs + 1] = rfd, "r" end
-    if wfd and browser:queued() > 0 then fds[#fds + 1], evs[#evs + 1] = wfd, "w" end
-    if efd then fds[#fds + 1], evs[#evs + 1] = efd, "r" end
-    if exit_fd then fds[#fds + 1], evs[#evs + 1] = exit_fd, "r" end
-    local reading = browser:queued() <= M.BROWSER_BACKLOG
-    for _, c in ipairs(clients) do
-      local fd = c.t:fd()
-      if fd then
-        local ev = (reading and "r" or "") .. (c.t:queued() > 0 and "w" or "")
-        if ev ~= "" then fds[#fds + 1], evs[#evs + 1] = fd, ev end
+  local fds, evs, who = {}, {}, {}
+  local LISTENER, BROWSER, EXIT = {}, {}, {}
+  while true do
+    -- what is buffered already
+    local more = true
+    while more do
+      more = false
+      if browser:pending() then
+        if not browser_read() then break end
+        more = true
+      end
+      for _, c in ipairs(clients) do
+        if not c.closed and reading() and c.t:pending() then
+          client_read(c)
+          more = true
+        end
       end
     end
-    core.poll(fds, evs, (exit_fd and 60 or 1))
-    if not proc:running() then
-      turn()                       -- (what it wrote before it went)
+    if gone_why then break end
+    local live = {}
+    for _, c in ipairs(clients) do
+      if not c.closed then live[#live + 1] = c end
+    end
+    clients = live
+    -- what to wait for
+    local n = 0
+    local function watch(fd, ev, w)
+      if fd and ev ~= "" then
+        n = n + 1
+        fds[n], evs[n], who[n] = fd, ev, w
+      end
+    end
+    watch(listener:fd(), "r", LISTENER)
+    local rfd, wfd, efd = browser:fds()
+    watch(rfd, "r", BROWSER)
+    if browser:queued() > 0 then watch(wfd, "w", BROWSER) end
+    watch(efd, "r", BROWSER)
+    watch(exit_fd, "r", EXIT)
+    local r = reading() and "r" or ""
+    for _, c in ipairs(clients) do
+      watch(c.t:fd(), r .. (c.t:queued() > 0 and "w" or ""), c)
+    end
+    for i = n + 1, #fds do fds[i], evs[i], who[i] = nil, nil, nil end
+    local ready = core.poll(fds, evs, exit_fd and -1 or 1)
+    local ended = not exit_fd and not proc:running()
+    for i, got in pairs(ready) do
+      local w = who[i]
+      if w == LISTENER then
+        while true do
+          local t, uid, pid = listener:accept()
+          if not t then break end
+          connected(t, uid, pid)
+        end
+      elseif w == EXIT then
+        ended = true
+      elseif w == BROWSER then
+        if got ~= "w" and not browser_read() then break end
+        if got ~= "r" then
+          local ok, err = flush(browser)
+          if not ok then gone_why = err break end
+        end
+      elseif not w.closed then
+        if got ~= "w" then client_read(w) end
+        if got ~= "r" and not w.closed and not flush(w.t) then drop(w) end
+      end
+    end
+    if gone_why then break end
+    if ended and not proc:running() then
+      browser_read()                -- (what it wrote before it went)
       gone_why = gone_why or "Chromium exited"
       break
     end
