@@ -8,7 +8,8 @@ local M = {}
 
 M.COMMON = [[
 Browser and page (shared by every command; options may also come before it):
-  --connect ENDPOINT  use a running browser (http://127.0.0.1:PORT or ws://...)
+  --connect ENDPOINT  use a running browser (http://127.0.0.1:PORT, ws://...,
+                      or unix:PATH of a private background browser)
   --tab TEXT          use the open page whose ID starts with TEXT or whose URL
                       or title contains it (the most recently used of several)
   --new-tab           open URL in a new tab even if one shows it already
@@ -146,16 +147,25 @@ recently used first (the one a command without URL or --tab uses).
 
 ]],
   browser = [[
-Usage: devtools-tools browser start|stop|status [options]
+Usage: devtools-tools browser start|stop|status [--port PORT] [options]
 
-  start    start a headless Chromium in the background (debugging port on
-           127.0.0.1 only, a fresh profile) and print its endpoint; later
-           commands use it, so pages they open stay open for --tab
+  start    start a headless Chromium in the background (a fresh profile)
+           and print its endpoint; later commands use it, so pages they open
+           stay open for --tab. It is private: it opens no port, and a small
+           holder serves it on a Unix socket to you only (its endpoint,
+           unix:PATH, is what --connect, mcp --connect and Neovim's
+           :DevTools connect take)
   stop     stop it and remove its profile
   status   print "running pid PID ENDPOINT" (exit status 0), or "not
            running: ..." and why (exit status 3)
+  --port PORT  (start) open Chromium's own debugging port on 127.0.0.1
+           instead (0: any free one), for tools that need a port
+           (chrome-devtools-mcp --browserUrl, Playwright): then every local
+           user can drive the browser, read its pages and cookies and run
+           code in them
 The endpoint and pid are kept in $XDG_STATE_HOME/devtools-tools/browser.json
-(default ~/.local/state), readable by you only.
+(default ~/.local/state). That directory must be yours and 0700, and each
+file in it yours and 0600: anything else is refused, not used.
   --headful, --chromium PATH, --webmcp as for other commands (start only)
 
 ]],
