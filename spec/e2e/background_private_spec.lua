@@ -131,7 +131,8 @@ open(%q, "w").write("connected")
         executable = "/bin/sh", headless = true, port = tonumber(port),
         endpoint = "ws://127.0.0.1:" .. port .. "/devtools/browser/x" }), 384))
       assert(os.execute("chown nobody " .. shq(state("browser.json"))))
-      local out, err, rc = run("eval 'document.title'")
+      local _, out, err, rc
+      out, err, rc = run("eval 'document.title'")
       assert.equal(1, rc)
       assert.equal("", out)
       assert.equal(("devtools-tools: connect_failed: refusing the background browser's state %s: it belongs"
