@@ -157,18 +157,22 @@ static int l_connect(lua_State *L)
 }
 
 /* core.unix.listen(path) -> Listener | nil, message, code
- * A socket bound at path (nothing may be there: "system" otherwise) and
- * made 0600, listening. Its directory is what keeps others out: the
- * caller makes it 0700 and checks each peer's uid. */
+ * A socket bound at path (nothing may be there: "system" otherwise),
+ * 0600, listening. It is bound, made 0600 and listening under a name of
+ * its own first, then linked at path: who sees path can connect at once
+ * (a socket bound but not yet listening refuses). Its directory is what
+ * keeps others out: the caller makes it 0700 and checks each peer's uid. */
 static int l_listen(lua_State *L)
 {
 	const char *path = luaL_checkstring(L, 1);
 	struct sockaddr_un sa;
 	struct stat st;
 	listener_t *l;
+	char tmp[sizeof l->path + 32];
 	int fd, dirfd, e;
 	luaL_argcheck(L, strlen(path) < sizeof l->path, 1, "path too long");
-	if (address(path, &sa, &dirfd) != 0) {
+	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+	if (address(tmp, &sa, &dirfd) != 0) {
 		e = errno;
 		return dt_push_failf(L, DT_ESYSTEM, "cannot listen at %s: %s", path, strerror(e));
 	}
@@ -179,6 +183,10 @@ static int l_listen(lua_State *L)
 			close(dirfd);
 		return dt_push_failf(L, DT_ESYSTEM, "cannot make a socket: %s", strerror(e));
 	}
+	/* (a socket left at our name by a process of this pid killed before
+	 * it linked: ours to remove; anything else there stays, and bind says) */
+	if (lstat(tmp, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_uid == geteuid())
+		unlink(tmp);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
 		e = errno;
 		if (dirfd >= 0)
@@ -190,12 +198,13 @@ static int l_listen(lua_State *L)
 		close(dirfd);
 	/* (fchmod does not reach a socket's file: the path does; the 0700
 	 * directory keeps others out meanwhile) */
-	if (chmod(path, 0600) != 0 || lstat(path, &st) != 0 || listen(fd, 64) != 0) {
+	if (chmod(tmp, 0600) != 0 || lstat(tmp, &st) != 0 || listen(fd, 64) != 0 || link(tmp, path) != 0) {
 		e = errno;
-		unlink(path);
+		unlink(tmp);
 		close(fd);
 		return dt_push_failf(L, DT_ESYSTEM, "cannot listen at %s: %s", path, strerror(e));
 	}
+	unlink(tmp);
 	l = (listener_t *)lua_newuserdata(L, sizeof *l);   /* ... l */
 	l->fd = fd;                                        /* owns: fd, now l's */
 	l->dev = st.st_dev;

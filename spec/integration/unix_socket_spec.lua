@@ -26,6 +26,9 @@ describe("core.unix", function()
   it("frames messages both ways and tells each end who the other is", function()
     local path = dir .. "/s.sock"
     local l, c, s, who = pair(path)
+    -- (bound and listening under a name of its own first, then linked at
+    -- path: nothing else is left in the directory)
+    assert.equal("s.sock\n", (H.sh("ls -A " .. dir)))
     -- the socket file: 0600
     local st = core.fs.lstat(path)
     assert.equal("socket", st.type)
@@ -104,6 +107,29 @@ describe("core.unix", function()
     assert.is_false(core.fs.exists(path))
   end)
 
+  it("is connectable the moment its path exists (a listen() held back: the path comes after)", function()
+    -- A listener in a child whose listen() strace holds back 0.5 s: bound
+    -- at the path first, the path would be there, refusing, meanwhile.
+    local function which(name) return (assert((H.sh("command -v " .. name)):match("^(/%S+)"))) end
+    local path = dir .. "/s.sock"
+    local script = ("package.path = %q; package.cpath = %q\n"
+      .. "local l = assert(require('devtools_tools.core').unix.listen(%q)); io.read('*a'); l:close()")
+      :format(package.path, package.cpath, path)
+    local child, io_ = core.process.spawn({ which("strace"), "-f", "-qq", "-o", "/dev/null",
+      "-e", "trace=listen", "-e", "inject=listen:delay_enter=500000", which(H.lua),
+      "-e", script }, { stdio = true })
+    assert(child, io_)
+    assert.is_true(H.wait_for(function() return core.fs.exists(path) end, 20))
+    local c, why = core.unix.connect(path, soon())
+    assert(c, why)
+    c:close()
+    assert.equal("s.sock\n", (H.sh("ls -A " .. dir)))   -- (its own name gone)
+    core.fd.close(io_.stdin)                              -- its io.read ends: it closes, exits
+    core.fd.close(io_.stdout)
+    child:close(5)
+    assert.equal("", (H.sh("ls -A " .. dir)))               -- closed: its file removed
+  end)
+
   it("says why it cannot connect or listen", function()
     local none, why, code = core.unix.connect(dir .. "/nothing.sock", soon())
     assert.is_nil(none)
@@ -114,11 +140,12 @@ describe("core.unix", function()
     none, why, code = core.unix.connect(dir .. "/plain", soon())
     assert.is_nil(none)
     assert.equal("connect_failed", code)
+    assert.matches("refused", why)
     -- something already there
     none, why, code = core.unix.listen(dir .. "/plain")
     assert.is_nil(none)
     assert.equal("system", code)
-    assert.matches("in use", why)
+    assert.matches("File exists", why)
     -- a socket nobody listens on any more (its listener gone, the file left)
     local l = assert(core.unix.listen(dir .. "/s.sock"))
     assert(os.rename(dir .. "/s.sock", dir .. "/kept.sock"))
@@ -155,6 +182,7 @@ describe("core.unix", function()
     local ok, why, code = core.fs.chmod(dir .. "/link", 420)      -- a link is not followed
     assert.is_nil(ok)
     assert.equal("system", code)
+    assert.matches("symbolic links", why)
     assert.equal(384, core.fs.lstat(dir .. "/f").mode)
     ok, why, code = core.fs.lstat(dir .. "/none")
     assert.is_nil(ok)
