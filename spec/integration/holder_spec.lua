@@ -197,10 +197,12 @@ describe("the holder of a private detached browser", function()
       -- a client: a socket where another user listens
       local theirs = dir .. "/theirs"
       assert(os.execute(("mkdir %s && chown nobody %s && chmod 755 %s"):format(shq(theirs), shq(theirs), shq(dir))))
+      -- (listening under another name first, then renamed: the path is
+      -- there only once it listens, or the connect might be refused)
       local listener = assert(core.process.spawn({ "/bin/su", "nobody", "-s", "/bin/sh", "-c",
-        ("exec python3 -c %s"):format(shq(("import socket, time; s = socket.socket(socket.AF_UNIX);"
-          .. " s.bind(%q); s.listen(); print('listening', flush=True); c, _ = s.accept(); time.sleep(10)")
-          :format(theirs .. "/b.sock"))) }))
+        ("exec python3 -c %s"):format(shq(("import os, socket, time; s = socket.socket(socket.AF_UNIX);"
+          .. " s.bind(%q); s.listen(); os.rename(%q, %q); c, _ = s.accept(); time.sleep(10)")
+          :format(theirs .. "/b.tmp", theirs .. "/b.tmp", theirs .. "/b.sock"))) }))
       assert.is_true(H.wait_for(function() return H.exists(theirs .. "/b.sock") end, 10))
       local err = H.error_of(dt.connect, "unix:" .. theirs .. "/b.sock", { timeout = 5 })
       listener:close(0)
