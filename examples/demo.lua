@@ -2,17 +2,23 @@
 -- port, launches headless Chromium, runs the multi-step workflow against the
 -- app and prints its report; stops everything it started, also on failure.
 --
---   lua5.4 examples/demo.lua [path/to/app/server]
--- Runs from any directory, under Lua 5.4 or LuaJIT, against the installed
--- module or, when this file sits in a checkout, the checkout's lua/ and
--- build/<interpreter>/ (make, or make LUA=luajit; DEVTOOLS_TOOLS_BUILD
--- overrides the build directory).
+--   lua5.4 examples/demo.lua [path/to/app/server]     (make demo)
+--   lua5.4 examples/demo.lua http://127.0.0.1:8080/   (an app already running)
+--   devtools-tools run --webmcp examples/demo.lua http://127.0.0.1:8080/
+-- Given the URL of an app already running (it changes the app's data: see
+-- workflow.lua), it starts no server; through `devtools-tools run` it works
+-- on the page the command opened. Runs from any directory, under Lua 5.4 or
+-- LuaJIT, against the installed module or, when this file sits in a
+-- checkout, the checkout's lua/ and build/<interpreter>/ (make, or make
+-- LUA=luajit; DEVTOOLS_TOOLS_BUILD overrides the build directory).
 dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/checkout.lua")
 local dt = require "devtools_tools"
 local core = require "devtools_tools.core"
 local workflow = require "workflow"
 
-local server_bin = arg[1] or "build/app/server"
+-- a URL (what `devtools-tools run` gives first), or the server to start
+local app_url = arg[1] and arg[1]:match("^%a[%w+.-]*://") and arg[1] or nil
+local server_bin = not app_url and arg[1] or "build/app/server"
 
 local function say(fmt, ...) io.stdout:write(fmt:format(...), "\n"); io.stdout:flush() end
 
@@ -22,8 +28,8 @@ local function cleanup()
   if server then pcall(server.close, server, 5) end      -- SIGTERM, then SIGKILL after 5 s
 end
 
-local ok, err = xpcall(function()
-  say("devtools_tools demo")
+-- The backend on a free port: its process and its URL.
+local function start_server()
   say("- starting the sample app backend (%s --port 0)", server_bin)
   local proc, e = core.process.spawn({ server_bin, "--port", "0" })
   if not proc then error(e, 0) end
@@ -39,14 +45,22 @@ local ok, err = xpcall(function()
   until url or core.now() > deadline
   if not url then error("the app server did not start within 10 s: " .. proc:stderr(), 0) end
   say("  app at %s", url)
+  return url
+end
 
-  say("- launching headless Chromium")
-  local t0 = core.now()
-  browser = dt.launch({ webmcp = true })      -- the app registers a WebMCP tool too
-  say("  %s in %.0f ms", browser:version().product, (core.now() - t0) * 1000)
+local ok, err = xpcall(function()
+  say("devtools_tools demo")
+  local url = app_url or start_server()
 
-  say("- opening the app")
-  local page = browser:new_page(url)
+  local page = rawget(_G, "page")             -- devtools-tools run: the page it opened
+  if not page then
+    say("- launching headless Chromium")
+    local t0 = core.now()
+    browser = dt.launch({ webmcp = true })    -- the app registers a WebMCP tool too
+    say("  %s in %.0f ms", browser:version().product, (core.now() - t0) * 1000)
+    say("- opening the app")
+    page = browser:new_page(url)
+  end
   say("  %s", page.url)
 
   local findings = workflow.run(page, { log = function(s) say("%s", s) end })

@@ -2,13 +2,16 @@
 -- browsers, from one Lua process: one task per page (dt.async), all
 -- awaited with dt.wait_all. Prints one line per page and a summary.
 --
---   lua5.4 examples/fleet.lua [--pages N] [--browsers M] [APP_URL]
---   lua5.4 examples/fleet.lua --connect http://127.0.0.1:9222 --connect wss://h/... APP_URL
---   lua5.4 examples/fleet.lua --webdriver http://127.0.0.1:4444 --browsers 3 APP_URL
+--   lua5.4 examples/fleet.lua [APP_URL] [--pages N] [--browsers M]
+--   lua5.4 examples/fleet.lua APP_URL --connect http://127.0.0.1:9222 --connect wss://h/...
+--   lua5.4 examples/fleet.lua APP_URL --webdriver http://127.0.0.1:4444 --browsers 3
+--   devtools-tools run examples/fleet.lua APP_URL -- --pages 4 --browsers 1
 --
--- Browsers are launched (default), attached with dt.connect (--connect,
--- repeatable; --header "Name: value", --ca-file PEM for wss:// endpoints) or
--- made as WebDriver sessions (--webdriver URL, M of them). Without APP_URL
+-- Browsers are launched (default: 2 of them, 6 pages), attached with
+-- dt.connect (--connect, repeatable; --header "Name: value", --ca-file PEM
+-- for wss:// endpoints) or made as WebDriver sessions (--webdriver URL, M
+-- of them). Through `devtools-tools run` the command's browser is the
+-- first of the M (and stays open: the command closes it). Without APP_URL
 -- the sample app's backend (build/app/server, `make app`) is started on a
 -- free port and stopped at the end. Runs from any directory, in Lua 5.4
 -- and LuaJIT. As a module it exports run(opts) and workflow(page).
@@ -176,11 +179,13 @@ local function main(argv)
     else o.url = a; i = i + 1 end
   end
   if o.bad or not o.pages or o.pages < 1 or not o.nbrowsers or o.nbrowsers < 1 then
-    io.stderr:write(o.bad and (o.bad .. "\n") or "", "usage: fleet.lua [--pages N] [--browsers M]"
-      .. " [--connect URL]... [--webdriver URL] [APP_URL]\n")
+    io.stderr:write(o.bad and (o.bad .. "\n") or "", "usage: fleet.lua [APP_URL] [--pages N] [--browsers M]"
+      .. " [--connect URL]... [--webdriver URL]\n")
     os.exit(2)
   end
   local app, browsers = nil, {}
+  -- devtools-tools run: its browser is the first (the command closes it)
+  local given = #o.connect == 0 and not o.webdriver and rawget(_G, "browser") or nil
   local ok, err = pcall(function()
     if not o.url then app, o.url = start_app() end
     -- the browsers, made side by side too
@@ -188,7 +193,9 @@ local function main(argv)
     local n = #o.connect > 0 and #o.connect or o.nbrowsers
     for k = 1, n do
       makers[k] = dt.async(function()
-        if #o.connect > 0 then
+        if k == 1 and given then
+          return given
+        elseif #o.connect > 0 then
           return dt.connect(o.connect[k], { headers = o.headers, ca_file = o.ca_file })
         elseif o.webdriver then
           return dt.webdriver(o.webdriver, nil, { headers = o.headers, ca_file = o.ca_file })
@@ -205,7 +212,9 @@ local function main(argv)
     local _, s = M.run({ url = o.url, pages = o.pages, browsers = browsers })
     if s.failed > 0 or s.all_bugs < s.pages then error("not every page found the three bugs", 0) end
   end)
-  for _, b in ipairs(browsers) do pcall(b.close, b) end
+  for _, b in ipairs(browsers) do
+    if b ~= given then pcall(b.close, b) end
+  end
   if app then app:close(5) end
   if not ok then
     io.stderr:write("fleet: ", tostring(err), "\n")

@@ -2,14 +2,18 @@
 -- requests, next to its tools and their state: everything an agent sees in
 -- DevTools for agents, side by side.
 --
+--   devtools-tools run --webmcp examples/page_health.lua URL [tool ...]
 --   lua5.4 examples/page_health.lua URL [tool ...]
 --
 -- Opens URL (WebMCP on), lists the page's tool groups of both kinds, calls
 -- each named tool without arguments and prints what it returned (its state,
 -- or its error), then the console messages of warning level and above and
 -- the requests that failed or answered 4xx/5xx since the page opened.
--- Exits 1 when it found any of those, so it can gate a smoke test. Runs
--- from any directory, under Lua 5.4 or LuaJIT (see checkout.lua).
+-- Exits 1 when it found any of those, so it can gate a smoke test.
+-- Through `devtools-tools run` it works on the page the command opened
+-- (--webmcp shows the page's WebMCP tools too); alone it launches headless
+-- Chromium, WebMCP on. Runs from any directory, under Lua 5.4 or LuaJIT
+-- (see checkout.lua).
 dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/checkout.lua")
 local dt = require "devtools_tools"
 local report = require "report"
@@ -17,10 +21,12 @@ local report = require "report"
 local url = arg[1]
 if not url then io.stderr:write("usage: lua5.4 examples/page_health.lua URL [tool ...]\n") os.exit(2) end
 
-local browser = dt.launch({ webmcp = true })  -- Lua 5.4: local browser <close> = ...
+-- `devtools-tools run` gives the page it opened; alone, launch Chromium
+-- (Lua 5.4: local browser <close> = ...; this form also runs on LuaJIT)
+local browser = not rawget(_G, "page") and dt.launch({ webmcp = true }) or nil
 local found = false
 local ok, err = pcall(function()
-  local page = browser:new_page(url)
+  local page = rawget(_G, "page") or browser:new_page(url)
 
   -- Tools, both kinds
   local groups = page:discover()
@@ -50,7 +56,8 @@ local ok, err = pcall(function()
   print(("== console: %d warning(s) and error(s)"):format(#msgs))
   rows = {}
   for _, m in ipairs(msgs) do
-    local where = m.location and m.location.url and (m.location.url:match("[^/]*$") .. ":" .. tostring((m.location.line or 0) + 1)) or ""
+    local loc = m.location
+    local where = loc and loc.url and (loc.url:match("[^/]*$") .. ":" .. tostring((loc.line or 0) + 1)) or ""
     -- a browser log entry says where it comes from (network, violation, ...)
     local kind = m.type == "entry" and m.source or m.type
     rows[#rows + 1] = { m.level, kind, (m.text:gsub("\n.*", " ...")), where }
@@ -72,6 +79,6 @@ local ok, err = pcall(function()
 
   found = #msgs > 0 or #bad > 0
 end)
-browser:close()
+if browser then browser:close() end
 if not ok then io.stderr:write(tostring(err), "\n") os.exit(1) end
 if found then os.exit(1) end

@@ -3,8 +3,8 @@
 -- cart.items -> rows of orders -> a diagnosis that names each bug with the
 -- numbers that prove it.
 --
+--   devtools-tools run --webmcp examples/workflow.lua http://127.0.0.1:8080/
 --   lua5.4 examples/workflow.lua http://127.0.0.1:8080/
---   devtools-tools run examples/workflow.lua http://127.0.0.1:8080/
 --
 -- Written against the sample app (examples/app); copy the steps for your
 -- own pages. Used as a module (`require "workflow"`) it exports run(page),
@@ -14,10 +14,12 @@
 -- an order. The database is rebuilt from seed.sql when the server starts, so
 -- run it against a freshly started server (as `make demo` does) to get the
 -- same diagnosis every time.
--- Runs from any directory, under Lua 5.4 or LuaJIT, against the installed
--- module or, when this file sits in a checkout, the checkout's lua/ and
--- build/<interpreter>/ (make, or make LUA=luajit; DEVTOOLS_TOOLS_BUILD
--- overrides the build directory).
+-- Through `devtools-tools run` it works on the page the command opened
+-- (--webmcp lets it see the app's WebMCP tool); alone it launches headless
+-- Chromium, WebMCP on. Runs from any directory, under Lua 5.4 or LuaJIT,
+-- against the installed module or, when this file sits in a checkout, the
+-- checkout's lua/ and build/<interpreter>/ (make, or make LUA=luajit;
+-- DEVTOOLS_TOOLS_BUILD overrides the build directory).
 dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/checkout.lua")
 local dt = require "devtools_tools"
 local report = require "report"
@@ -184,8 +186,8 @@ function M.run(page, opts)
     end
     if #ids > 0 then
       findings[#findings + 1] = { bug = "backend-taxes-shipping-history", line = (
-        "orders %s were overcharged the same way (each pays shipping); orders with free shipping (%s) are right"):format(
-        table.concat(ids, ", "), table.concat(free, ", ")) }
+        "orders %s were overcharged the same way (each pays shipping); "
+        .. "orders with free shipping (%s) are right"):format(table.concat(ids, ", "), table.concat(free, ", ")) }
     end
   end
 

@@ -3,6 +3,8 @@
 -- place of busted's wall of dots; then busted's own summary and the
 -- details of each failure, as plainTerminal writes them (tools/run-specs.sh
 -- reads that summary line). Loaded with busted -o tools/busted_files.lua.
+-- SPEC_LABEL, when set, follows the file's name (run-specs.sh names the
+-- interpreter of a second run so).
 
 local plain = require "busted.outputHandlers.plainTerminal"
 
@@ -16,6 +18,8 @@ return function(options)
   options.deferPrint = true              -- (plainTerminal then prints no dot per test)
   local handler = plain(options)
   local file, started, counts
+  local label = os.getenv("SPEC_LABEL") or ""
+  if label ~= "" then label = " " .. label end
 
   local function test_end(_, _, status)
     if counts then counts[status] = (counts[status] or 0) + 1 end
@@ -32,7 +36,7 @@ return function(options)
   end
   local function file_end()
     if not counts then return nil, true end
-    local line = string.format("%-36s %4d passed, %d failed", tostring(file), counts.success or 0,
+    local line = string.format("%-44s %4d passed, %d failed", tostring(file) .. label, counts.success or 0,
       (counts.failure or 0) + (counts.error or 0))
     if (counts.pending or 0) > 0 then line = line .. ", " .. counts.pending .. " skipped" end
     io.write(line, string.format("  %6.1f s\n", wall() - started))

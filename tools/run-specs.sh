@@ -1,18 +1,29 @@
 #!/bin/sh
-# run-specs.sh LUA BUSTED BUILD [spec files...] - runs busted under the given
-# interpreter, one line per spec file as it ends (tools/busted_files.lua),
-# and ends with one plain line: "N passed, N failed[, N skipped]" (not when
-# SPEC_TOTALS records the run for a total: then --totals prints it).
+# run-specs.sh LUA BUSTED BUILD [spec files...] [--also LUA BUILD [spec files...]]...
+# runs each spec file in a busted of its own under the given interpreter
+# (LUA may carry flags: "luajit -joff"), SPEC_JOBS files at a time (default:
+# the number of cores plus one, as most of a browser spec's time is spent
+# waiting), the longest first (by their times in BUILD/spec-times, which
+# each run updates; else by a guess from folder and size). Each --also adds
+# a run of the same busted under another interpreter and build, whose files
+# share the same slots and whose lines carry the interpreter's name (make
+# test: the library's specs again under LuaJIT). Without spec files, a run
+# takes every spec/**/*_spec.lua.
+# Prints one line per spec file as it ends (tools/busted_files.lua), then the
+# details of each failure, the ten slowest files, and one plain line: "N
+# passed, N failed[, N skipped]", each spec counted once (the first run's
+# counts, with a spec that fails only in a later run moved from passed to
+# failed). A spec file that crashes or prints no summary counts as a failure.
+# When SPEC_TOTALS names a file, the runs are appended to it instead of that
+# line (see --totals), so that a caller can add runs of its own.
 # VALGRIND, when set, is a command prefix (make valgrind sets it).
 # SPEC_HELPER, when set, is a busted --helper file (make test-gc sets it).
-# LUA_FLAGS, when set, go to the interpreter before busted (make test gives
-# LuaJIT -joff on the builds whose JIT miscompiles pairs(): see nojit.lua).
 #   run-specs.sh --totals FILE  prints the one line for all the runs recorded
 #   in FILE, counting each spec once: the first run's counts, plus each spec
 #   that failed only in a later run (the same specs under LuaJIT) moved from
 #   passed to failed. Fails if any failed or none ran. Each run appends to
-#   FILE when SPEC_TOTALS names it: "C<TAB>passed failed skipped" and one
-#   "F<TAB>file<TAB>spec name" per failure.
+#   FILE: "C<TAB>passed failed skipped" and one "F<TAB>file<TAB>spec name"
+#   per failure.
 set -u
 if [ "${1:-}" = "--totals" ]; then
 	[ -f "$2" ] || { echo "0 passed, 1 failed (no spec run recorded)"; exit 1; }
@@ -38,46 +49,153 @@ if [ "${1:-}" = "--totals" ]; then
 		exit (f > 0 || p == 0) ? 1 : 0 }' "$2"
 	exit $?
 fi
-lua=$1; busted=$2; build=$3; shift 3
-out=$(mktemp)
-rcfile=$(mktemp)
-trap 'rm -f "$out" "$rcfile"' EXIT INT TERM
-{
-	DEVTOOLS_TOOLS_BUILD=$build ${VALGRIND:-} "$lua" ${LUA_FLAGS:-} "$busted" -o tools/busted_files.lua \
+
+# The summary busted prints, "N successes / N failures / N errors / N
+# pending : T seconds", as "passed errors+failures skipped" (nothing if none).
+busted_counts() {
+	sed -n -E 's#^([0-9]+) success(es)? / ([0-9]+) failures? / ([0-9]+) errors? / ([0-9]+) pending.*#\1 \3 \4 \5#p' "$1" |
+		tail -n 1 | awk '{ print $1, $2 + $3, $4 }'
+}
+
+if [ "${1:-}" = "--job" ]; then
+	# (internal) --job RUN N FILE: one spec file of run RUN, as job N; its
+	# output goes to $SPEC_DIR/N.out and its exit status to N.rc; what it
+	# printed before busted's summary (its line) is shown when it ends
+	run=$2; n=$3; file=$4
+	eval "lua=\$SPEC_LUA_$run; build=\$SPEC_BUILD_$run; label=\$SPEC_LABEL_$run"
+	out=$SPEC_DIR/$n.out
+	SPEC_LABEL=$label DEVTOOLS_TOOLS_BUILD=$build ${VALGRIND:-} $lua "$SPEC_BUSTED" -o tools/busted_files.lua \
 		${SPEC_HELPER:+--helper="$SPEC_HELPER"} \
 		--lpath='./lua/?.lua;./lua/?/init.lua;./spec/?.lua' \
-		--cpath="./$build/?.so" "$@" 2>&1
-	echo $? > "$rcfile"
-} | tee "$out" | grep --line-buffered -v -E '^[0-9]+ success(es)? / [0-9]+ failures? / '
-# (busted's own count is read from $out below; what is shown is the
-# per-file lines, the failures' details and this script's one line)
-brc=$(cat "$rcfile")
-# busted prints "N successes / N failures / N errors / N pending : T seconds"
-line=$(sed -n -E 's#^([0-9]+) success(es)? / ([0-9]+) failures? / ([0-9]+) errors? / ([0-9]+) pending.*#\1 \3 \4 \5#p' "$out" | tail -n 1)
-if [ -z "$line" ]; then
-	echo "0 passed, 1 failed (busted printed no summary; exit status $brc)"
-	[ -n "${SPEC_TOTALS:-}" ] && printf 'C\t0 1 0\n' >> "$SPEC_TOTALS"
-	exit 1
-fi
-set -- $line
-failed=$(($2 + $3))
-if [ "$failed" -eq 0 ] && [ "$brc" -ne 0 ]; then
-	# every spec passed but the run itself failed (valgrind, a crash at exit)
-	failed=1
-	echo "the run exited with status $brc although every spec passed"
-fi
-if [ -n "${SPEC_TOTALS:-}" ]; then
-	printf 'C\t%s %s %s\n' "$1" "$failed" "$4" >> "$SPEC_TOTALS"
-	# "Failure -> spec/x_spec.lua @ 12" or "Error -> ...", then the spec's name
-	awk '/^(Failure|Error) -> / { sub(/^[A-Za-z]+ -> /, ""); sub(/ @ [0-9]+$/, ""); file = $0; getline
-		printf "F\t%s\t%s\n", file, $0 }' "$out" >> "$SPEC_TOTALS"
-fi
-# Recorded for a total (make test): that line alone is printed, once, at the end.
-if [ -z "${SPEC_TOTALS:-}" ]; then
-	if [ "$4" -gt 0 ]; then
-		echo "$1 passed, $failed failed, $4 skipped"
+		--cpath="./$build/?.so" "$file" >"$out" 2>&1 </dev/null
+	rc=$?
+	echo "$rc" >"$SPEC_DIR/$n.rc"
+	if [ -n "$(busted_counts "$out")" ]; then
+		shown=$(sed -E '/^[0-9]+ success(es)? \/ [0-9]+ failures? \/ /,$d' "$out")
 	else
-		echo "$1 passed, $failed failed"
+		shown=$(printf '%-44s busted printed no summary (exit status %s)' "$file${label:+ $label}" "$rc")
 	fi
+	printf '%s\n' "$shown" >"$SPEC_DIR/$n.line"
+	printf '%s\n' "$shown"
+	exit 0
 fi
-[ "$failed" -eq 0 ] && [ "$1" -gt 0 ]
+
+lua1=$1; busted=$2; build1=$3; shift 3
+set -- "$lua1" "$build1" "$@"
+nproc=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+jobs=${SPEC_JOBS:-$((nproc + 1))}
+case $jobs in ''|*[!0-9]*|0) jobs=1 ;; esac     # (xargs -P 0 would start them all)
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+trap 'exit 130' INT TERM
+tab=$(printf '\t')
+
+# The runs: SPEC_LUA_r, SPEC_BUILD_r, SPEC_LABEL_r (none for the first), and
+# one "r<TAB>file" line per spec file in $dir/files.
+runs=0
+while [ $# -gt 0 ]; do
+	runs=$((runs + 1))
+	lua=$1; build=$2; shift 2
+	label=""
+	[ "$runs" -gt 1 ] && label="[$(basename "${lua%% *}")]"
+	eval "SPEC_LUA_$runs=\$lua; SPEC_BUILD_$runs=\$build; SPEC_LABEL_$runs=\$label"
+	export "SPEC_LUA_$runs" "SPEC_BUILD_$runs" "SPEC_LABEL_$runs"
+	files=""
+	while [ $# -gt 0 ] && [ "$1" != "--also" ]; do
+		files="$files $1"; shift
+	done
+	[ $# -gt 0 ] && shift                            # (the --also)
+	[ -n "$files" ] || files=$(find spec -name '*_spec.lua' | sort)
+	for f in $files; do printf '%s\t%s\n' "$runs" "$f"; done >>"$dir/files"
+done
+[ -s "$dir/files" ] || { echo "0 passed, 1 failed (no spec file)"; exit 1; }
+
+# The longest first, so that no long file starts last: by the time it took
+# the last time (BUILD/spec-times, written below), else by a guess from its
+# folder and size (an end-to-end spec runs a command, a Neovim or an MCP
+# server per spec; an integration spec a browser per file; a unit spec
+# neither).
+times=$build1/spec-times
+while IFS=$tab read -r run f; do
+	eval "label=\$SPEC_LABEL_$run"
+	t=$(awk -F '\t' -v k="$f${label:+ $label}" '$1 == k { print int($2 * 100) }' "$times" 2>/dev/null | tail -n 1)
+	if [ -z "$t" ]; then
+		case $f in
+		*/e2e/*) w=3 ;;
+		*/integration/*) w=6 ;;
+		*) w=200 ;;
+		esac
+		t=$(($(wc -c <"$f") / w))
+	fi
+	printf '%s\t%s\t%s\n' "$t" "$run" "$f"
+done <"$dir/files" | sort -t "$tab" -k1,1nr -k2,2n -k3,3 |
+	awk -F '\t' '{ print $2, NR, $3 }' >"$dir/jobs"
+
+export SPEC_DIR="$dir" SPEC_BUSTED="$busted"
+xargs -P "$jobs" -L 1 sh "$0" --job <"$dir/jobs"
+
+# Each run's counts and failures (the details busted printed after its
+# summary), file by file.
+totals=${SPEC_TOTALS:-$dir/totals}
+status=0
+sort -k1,1n -k3,3 "$dir/jobs" >"$dir/byfile"
+r=1
+while [ "$r" -le "$runs" ]; do
+	eval "label=\$SPEC_LABEL_$r"
+	p=0; fl=0; s=0
+	while read -r run n f; do
+		[ "$run" = "$r" ] || continue
+		out=$dir/$n.out
+		rc=$(cat "$dir/$n.rc" 2>/dev/null || echo "none")
+		set -- $(busted_counts "$out")
+		if [ $# -eq 0 ]; then
+			echo
+			echo "== $f${label:+ $label}: busted printed no summary (exit status $rc); its last lines:"
+			tail -n 30 "$out"
+			fl=$((fl + 1))
+			continue
+		fi
+		p=$((p + $1)); s=$((s + $3))
+		if [ "$2" -gt 0 ]; then
+			fl=$((fl + $2))
+			echo
+			echo "== $f${label:+ $label}: $2 failed"
+			sed -n -E '/^[0-9]+ success(es)? \/ [0-9]+ failures? \/ /,$p' "$out" | sed 1d
+			# "Failure -> spec/x_spec.lua @ 12" or "Error -> ...", then the spec's name
+			awk '/^(Failure|Error) -> / { sub(/^[A-Za-z]+ -> /, ""); sub(/ @ [0-9]+$/, ""); file = $0; getline
+				printf "F\t%s\t%s\n", file, $0 }' "$out" >>"$dir/failures.$r"
+		elif [ "$rc" != 0 ]; then
+			# every spec passed but the run itself failed (valgrind, a crash at exit)
+			echo "$f${label:+ $label}: the run exited with status $rc although every spec passed"
+			fl=$((fl + 1))
+		fi
+	done <"$dir/byfile"
+	printf 'C\t%s %s %s\n' "$p" "$fl" "$s" >>"$totals"
+	{ [ "$fl" -gt 0 ] || { [ "$r" = 1 ] && [ "$p" = 0 ]; }; } && status=1
+	[ -f "$dir/failures.$r" ] && cat "$dir/failures.$r" >>"$totals"
+	r=$((r + 1))
+done
+
+# The ten slowest files (their lines end in "T s"); each file's time kept
+# for the next run's order
+while read -r run n f; do
+	eval "label=\$SPEC_LABEL_$run"
+	awk -v k="$f${label:+ $label}" '/ passed, [0-9]+ failed/ && $NF == "s" { printf "%s\t%s\n", k, $(NF - 1) }' \
+		"$dir/$n.line" 2>/dev/null
+done <"$dir/byfile" >"$dir/times"
+if [ -d "$build1" ]; then
+	# (this run's times over the last ones, for files that are still there)
+	cat "$times" "$dir/times" 2>/dev/null | awk -F '\t' '{ t[$1] = $2 } END { for (k in t) print k "\t" t[k] }' |
+		while IFS=$tab read -r k t; do
+			if [ -f "${k%% *}" ]; then printf '%s\t%s\n' "$k" "$t"; fi
+		done >"$times.tmp" && mv -f "$times.tmp" "$times"
+fi
+echo "the ten slowest files:"
+cat "$dir"/*.line 2>/dev/null | awk '/ passed, [0-9]+ failed/ && $NF == "s" { print $(NF - 1) "\t" $0 }' |
+	sort -t "$tab" -k1,1nr | head -n 10 | cut -f 2- | sed 's/^/  /'
+
+if [ -z "${SPEC_TOTALS:-}" ]; then
+	sh "$0" --totals "$totals"
+	exit $?
+fi
+exit $status

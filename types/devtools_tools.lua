@@ -230,8 +230,10 @@ function Page:reload(opts) end
 ---opts.context: an execution context id (default: the main frame's); opts.session: the CDP
 ---session id to send it on (default: the page's). opts.elements: DOM elements in the value
 ---come back as Elements (by value they are {}), the value written as JSON.stringify writes it.
+---opts.repl: read as the DevTools console reads it (top-level await, `let` declared again);
+---a promise the code ends with is then not awaited.
 ---@param expression string
----@param opts? {timeout?: number, context?: integer, session?: string, elements?: boolean}
+---@param opts? {timeout?: number, context?: integer, session?: string, elements?: boolean, repl?: boolean}
 ---@return any
 function Page:evaluate(expression, opts) end
 ---Fresh discovery in every frame.

@@ -10,6 +10,53 @@
 
 require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
+-- A directory as a person reads it: from $PWD when relative, "a/.." gone.
+local function shown_dir(d)
+  local pwd = os.getenv("PWD")
+  if d:sub(1, 1) ~= "/" and pwd and pwd:sub(1, 1) == "/" then d = pwd .. "/" .. d end
+  local parts = {}
+  for seg in d:gmatch("[^/]+") do
+    if seg == ".." and #parts > 0 and parts[#parts] ~= ".." then parts[#parts] = nil
+    elseif seg ~= "." then parts[#parts + 1] = seg end
+  end
+  local s = table.concat(parts, "/")
+  if d:sub(1, 1) == "/" then return "/" .. s end
+  return s ~= "" and s or "."
+end
+
+-- Raises, when this interpreter cannot load the C core, an error whose first
+-- line says which build it needs and where to run it (a checkout's
+-- `make LUA=luajit` before a script runs under LuaJIT, as Neovim's
+-- plugin names `make nvim`), require's own message below it.
+local function check_core()
+  local ok, err = pcall(require, "devtools_tools.core")
+  if ok then return end
+  local why = tostring(err)
+  local luajit = rawget(_G, "jit") ~= nil
+  local engine = luajit and "LuaJIT" or _VERSION
+  local build = luajit and "make LUA=luajit" or ({ ["Lua 5.4"] = "make", ["Lua 5.1"] = "make LUA=lua5.1" })[_VERSION]
+  if rawget(_G, "vim") then engine, build = "this Neovim", "make nvim" end    -- (nvim/build.lua says it too)
+  local head
+  if not build then
+    head = "devtools_tools runs on Lua 5.4 and LuaJIT, not " .. _VERSION
+  else
+    local what = why:find("module 'devtools_tools.core' not found", 1, true) and "is not built for "
+      or (why:find("undefined symbol", 1, true) or why:find("wrong ELF", 1, true)) and "was built for another Lua than "
+      or "does not load in "
+    -- a checkout: this file is ROOT/lua/devtools_tools/init.lua beside ROOT/Makefile
+    local luadir = debug.getinfo(1, "S").source:match("^@(.-)/?devtools_tools/init%.lua$")
+    local root = luadir and ((luadir == "" and "." or luadir) .. "/..")
+    local mk = root and io.open(root .. "/Makefile")
+    if mk then mk:close() end
+    head = "devtools_tools: the C core " .. what .. engine .. ": "
+      .. (mk and ("run `" .. build .. "` in " .. shown_dir(root))
+          or ("build and install it for " .. engine .. " (`" .. build .. (rawget(_G, "vim") and "" or " install")
+            .. "` in its source tree)"))
+  end
+  error(head .. "\n" .. why, 0)
+end
+
+check_core()
 local core = require "devtools_tools.core"
 local errors = require "devtools_tools.base.errors"
 local json = require "devtools_tools.base.json"

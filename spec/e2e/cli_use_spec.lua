@@ -86,6 +86,28 @@ describe("devtools-tools as people use it", function()
       assert.equal('{"n":[1,2.5,null]}\n', out)
     end)
 
+    it("eval takes await at the top level, as the DevTools console does", function()
+      local out, err, rc = run("eval " .. app.url .. " 'await fetch(\"/api/products\").then(r => r.status)'")
+      assert.equal(0, rc, err)
+      assert.equal("200\n", out)
+      -- statements: the value of the last one
+      out, err, rc = run("eval --compact " .. app.url
+        .. " 'const r = await fetch(\"/api/products\"); const j = await r.json(); [r.ok, typeof j]'")
+      assert.equal(0, rc, err)
+      assert.equal('[true,"object"]\n', out)
+      -- without await, a promise is awaited as before
+      out, err, rc = run("eval " .. app.url .. " 'fetch(\"/api/products\").then(r => r.status)'")
+      assert.equal(0, rc, err)
+      assert.equal("200\n", out)
+      -- a real syntax error is still one, and so is what the awaited promise rejects with
+      out, err, rc = run("eval " .. app.url .. " 'await fetch(('")
+      assert.equal(1, rc)
+      assert.matches("^devtools%-tools: js_error: SyntaxError", err)
+      out, err, rc = run("eval " .. app.url .. " 'await Promise.reject(new Error(\"nope\"))'")
+      assert.equal(1, rc)
+      assert.matches("^devtools%-tools: js_error: Error: nope", err)
+    end)
+
     it("a dt.Error a run script raises shows the script's line, and its schema errors", function()
       local script = inst.dir .. "/raises.lua"
       local f = assert(io.open(script, "w"))
@@ -311,6 +333,28 @@ describe("devtools-tools as people use it", function()
       assert.is_true(longest > 150, out)
     end)
 
+    it("in a pipe, prints each line whole: every first sentence uncut, as the docs say", function()
+      local out, err, rc = run("list " .. app.url, { env = "env -u COLUMNS" })
+      assert.equal(0, rc, err)
+      local js
+      js, err, rc = run("list --json " .. app.url)
+      assert.equal(0, rc, err)
+      local first = require("devtools_tools.present.text").first_sentence
+      local n, long = 0, 0
+      for _, g in ipairs(dt.json.decode(js)) do
+        local texts = { type(g.description) == "string" and g.description or nil }
+        for _, t in ipairs(g.tools) do texts[#texts + 1] = t.description end
+        for _, d in ipairs(texts) do
+          local s = first(d, math.huge)
+          n = n + 1
+          if #s > 100 then long = long + 1 end
+          assert.truthy(out:find(s .. "\n", 1, true), s)      -- each ends its line, whole
+        end
+      end
+      assert.is_true(n > 10 and long >= 3, n .. " sentences, " .. long .. " over 100 bytes")
+      assert.is_nil(out:find("...\n", 1, true), out)
+    end)
+
     it("call TOOL --help and describe print one tool's description and whole schema", function()
       local out, err, rc = run("call " .. url .. " types --help")
       assert.equal(0, rc, err)
@@ -534,12 +578,12 @@ describe("devtools-tools as people use it", function()
     it("records its profile by an absolute path: a relative TMPDIR is taken from where it started", function()
       local a = inst.dir .. "/a"
       assert(os.execute("mkdir -p " .. shq(a .. "/rel")))
-      local out, err, rc = run("browser start", { cwd = a, tmpdir = "rel" })
+      local _, err, rc = run("browser start", { cwd = a, tmpdir = "rel" })
       assert.equal(0, rc, err)
       local st = dt.json.decode(cli.slurp(inst.dir .. "/state/devtools-tools/browser.json"))
       assert.equal(a .. "/rel/", st.profile:sub(1, #a + 5))
       assert.is_true(H.exists(st.profile))
-      out, err, rc = run("browser stop", { cwd = "/tmp" })     -- elsewhere
+      _, err, rc = run("browser stop", { cwd = "/tmp" })     -- elsewhere
       assert.equal(0, rc, err)
       assert.is_true(H.wait_for(function() return #H.live_with_arg(st.profile) == 0 end, 10))
       assert.is_false(H.exists(st.profile))

@@ -1,8 +1,14 @@
 -- The recipes in examples/ run from any directory, under Lua 5.4 and
--- LuaJIT, finding the library in the checkout they sit in.
+-- LuaJIT, finding the library in the checkout they sit in, and each
+-- through `devtools-tools run NAME.lua URL [ARGS]` as well as alone; when
+-- the C core is not built for the interpreter, they say which build it
+-- needs.
 
+local core = require "devtools_tools.core"
 local app_server = require "support.app_server"
 local H = require "helper"
+
+local function shq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
 local root = io.popen("pwd"):read("*l")
 
@@ -53,8 +59,82 @@ describe("recipes run without their arguments", function()
     end
     local out, rc = H.sh(("cd / && lua5.4 %s/examples/fleet.lua --bogus </dev/null"):format(root))
     assert.equal(2, rc, out)
-    assert.equal("unknown option --bogus\nusage: fleet.lua [--pages N] [--browsers M] [--connect URL]..."
-      .. " [--webdriver URL] [APP_URL]\n", out)
+    assert.equal("unknown option --bogus\nusage: fleet.lua [APP_URL] [--pages N] [--browsers M] [--connect URL]..."
+      .. " [--webdriver URL]\n", out)
+  end)
+end)
+
+describe("every recipe through devtools-tools run NAME.lua URL [ARGS]", function()
+  -- each against a fresh app (some change its data), in a browser the
+  -- command launches, with TMPDIR of its own: what it leaves is found there
+  local server, tmp
+  before_each(function()
+    server = assert(app_server.start())
+    tmp = assert(core.fs.mkdtemp("dt-recipes-"))
+  end)
+  after_each(function()
+    server:stop()
+    H.wait_for(function() return #H.live_with_arg(tmp) == 0 end, 5)
+    assert.same({}, H.live_with_arg(tmp))
+    core.fs.rmtree(tmp)
+  end)
+
+  -- run(args) -> output (stdout and stderr), exit status
+  local function run(args)
+    return H.sh(("cd / && env -u DEVTOOLS_TOOLS_BUILD TMPDIR=%s XDG_STATE_HOME=/nonexistent timeout 120 lua5.4 "
+      .. "%s/bin/devtools-tools run %s"):format(shq(tmp), root, args:gsub("URL", server.url)))
+  end
+
+  -- the recipe's page is the command's: no second browser, and its own
+  -- arguments come after the URL (or after --), defaults without them
+  local cases = {
+    { "feature_flags.lua URL", "feature flags of user 1", "beta%-search%-v2 +true +server" },
+    { "db_query.lua URL", "^orders: 5 rows\n" },
+    { "db_query.lua URL leads 2", "^leads: 2 rows\n" },
+    { "state_path.lua URL", '^auth%.user = {.*"name":"Dana Whitfield"' },
+    { "state_path.lua URL -- cart.items", "^cart%.items = %[%]\n$" },
+    { "cache_stats.lua URL", "^reassigned lead 101 %(Northwind Traders%) from Ava Chen to ", "\n  change +0 +8 " },
+    { "cache_stats.lua URL 103", "^reassigned lead 103 " },
+    { "--webmcp page_health.lua URL getFeatureFlags", "\n  webmcp +webmcp ", "\ngetFeatureFlags %-> {",
+      "== console: 0 warning", "== failed requests: 0\n$" },
+    { "--webmcp workflow.lua URL", "== diagnosis", "the badge counts line items, not quantities" },
+    { "--webmcp demo.lua URL", "the backend taxes shipping", "demo finished" },
+    { "fleet.lua URL -- --pages 2 --browsers 1", "^1 browsers ready; running the workflow on 2 pages at ",
+      "2 pages on 1 browsers: 2 found all 3 bugs, 0 failed" },
+  }
+  for _, c in ipairs(cases) do
+    it(c[1], function()
+      local out, rc = run(c[1]:gsub("(%S+%.lua)", root .. "/examples/%1", 1))
+      assert.equal(0, rc, out)
+      for i = 2, #c do assert.matches(c[i], out) end
+    end)
+  end
+end)
+
+describe("recipes without the C core built for their interpreter", function()
+  -- a copy of the checkout with nothing built in it
+  local dir
+  setup(function()
+    dir = assert(core.fs.mkdtemp("dt-nocore-"))
+    local out, rc = H.sh(("cp -r %s/lua %s/examples %s/Makefile %s/"):format(root, root, root, dir))
+    assert.equal(0, rc, out)
+  end)
+  teardown(function() core.fs.rmtree(dir) end)
+
+  it("name the build each needs and where to run it", function()
+    local env = "env -u DEVTOOLS_TOOLS_BUILD -u LUA_PATH -u LUA_CPATH"
+    for _, c in ipairs({ { "luajit", "LuaJIT", "make LUA=luajit" }, { "lua5.4", "Lua 5.4", "make" } }) do
+      local out, rc = H.sh(("cd / && %s %s %s/examples/feature_flags.lua http://127.0.0.1:1/"):format(env, c[1], dir))
+      assert.equal(1, rc, out)
+      assert.matches(c[1] .. ": devtools_tools: the C core is not built for " .. c[2] .. ": run `" .. c[3]
+        .. "` in " .. dir .. "\nmodule 'devtools_tools.core' not found:", out, 1, true)
+    end
+    -- a core built for another Lua: said so
+    local out, rc = H.sh(("cd / && DEVTOOLS_TOOLS_BUILD=%s/build/lua5.4 luajit %s/examples/state_path.lua "
+      .. "http://127.0.0.1:1/"):format(root, dir))
+    assert.equal(1, rc, out)
+    assert.matches("luajit: devtools_tools: the C core was built for another Lua than LuaJIT: run "
+      .. "`make LUA=luajit` in " .. dir .. "\n", out, 1, true)
   end)
 end)
 

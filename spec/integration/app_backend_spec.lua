@@ -425,7 +425,7 @@ describe("sample app backend", function()
 					.. "\r\nTransfer-Encoding: chunked\r\n\r\n" .. size .. hidden .. "\r\n0\r\n\r\n"))
 				local raw = {}
 				repeat
-					local data, err, partial = c:receive(8192)
+					local data, _, partial = c:receive(8192)
 					raw[#raw + 1] = data or partial
 				until not data
 				c:close()

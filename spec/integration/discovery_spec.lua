@@ -452,10 +452,10 @@ describe("hostile pages", function()
     local g = groups[1]
     assert.equal("__index", g.name)
     assert.equal("__gc", g.description)
-    local names = { "__index", "call", "__gc", "tool", "constructor", "__proto__", "__call", "__newindex", "name",
+    local odd = { "__index", "call", "__gc", "tool", "constructor", "__proto__", "__call", "__newindex", "name",
       'q"uo\\te', "it's", "line\226\128\168sep\nnl", "caf\195\169 \226\156\147", "</script>${x}`" }
-    assert.equal(#names, #g.tools)
-    for _, n in ipairs(names) do
+    assert.equal(#odd, #g.tools)
+    for _, n in ipairs(odd) do
       assert.equal("ran " .. n, page:call(n))
       local t = g:tool(n)
       assert.equal(n, t.name)

@@ -64,19 +64,19 @@ function F.new(on)
       m = table.remove(self.later, 1).msg
     end
     if m and m.result == F.DECODE_LATE then
-      local deadline = ids and ids[m.id]
-      if type(deadline) ~= "number" then deadline = deadlines and deadlines[m.id] end
-      if type(deadline) == "number" then
-        self.late_deadline = deadline
+      local late = ids and ids[m.id]
+      if type(late) ~= "number" then late = deadlines and deadlines[m.id] end
+      if type(late) == "number" then
+        self.late_deadline = late
         return nil, F.LATE_MESSAGE, "timeout", m.id
       end
       m.result = { result = { type = "string", value = '{"n":0,"v":"decoded"}' } }
     end
     local p = m and m.method == "WebMCP.toolResponded" and m.params
     if p and p.output == F.DECODE_LATE then
-      local deadline = deadlines and deadlines[p.invocationId]
-      if type(deadline) == "number" then
-        self.late_deadline = deadline
+      local late = deadlines and deadlines[p.invocationId]
+      if type(late) == "number" then
+        self.late_deadline = late
         return nil, F.LATE_MESSAGE, "timeout", p.invocationId
       end
       p.output = "decoded"

@@ -762,6 +762,22 @@ describe("$ref", function()
             { "/b", "type", "must be string" })
   end)
 
+  -- the draft-07 suite's ref.json, "$ref to boolean schema false": the
+  -- pointer's target is the value false, which is a schema, not a miss
+  it("to a boolean schema: false fails every value, true passes it", function()
+    for _, v in ipairs({ 1, "x", null, A {}, { a = 1 } }) do
+      local errs = invalid({ allOf = A { { ["$ref"] = "#/definitions/bool" } }, definitions = { bool = false } }, v,
+                           { "", "false schema", "boolean schema is false" })
+      assert.are.equal("#/definitions/bool", errs[1].schema_path)
+      valid({ allOf = A { { ["$ref"] = "#/definitions/bool" } }, definitions = { bool = true } }, v)
+      invalid({ properties = { a = { ["$ref"] = "#/definitions/no" } }, definitions = { no = false } }, { a = v },
+              { "/a", "false schema", "boolean schema is false" })
+    end
+    -- front ends read the target as the validator does (present/schema.lua)
+    assert.is_false(schema.local_target({ definitions = { bool = false } }, "#/definitions/bool"))
+    assert.is_nil(schema.local_target({ definitions = { bool = false } }, "#/definitions/bool/x"))
+  end)
+
   it("into tuple items by index", function()
     local s = { items = A { { type = "integer" }, { ["$ref"] = "#/items/0" } } }
     valid(s, A { 1, 2 })

@@ -51,23 +51,78 @@ describe("run-specs.sh --totals", function()
 end)
 
 describe("run-specs.sh's output", function()
-  it("is one line per spec file as it ends, the failures' details, and one count at the end", function()
-    local dir = assert(core.fs.mkdtemp("devtools_tools-files-"))
-    write(dir .. "/a_spec.lua", 'it("passes", function() end)\nit("passes too", function() end)\n')
-    write(dir .. "/b_spec.lua", 'it("fails", function() assert.equal(1, 2) end)\npending("later")\n')
-    -- (not recorded in the total of a make test this spec may run in)
-    local out, rc = H.sh("env -u SPEC_TOTALS sh tools/run-specs.sh lua5.4 /usr/bin/busted " .. H.build .. " "
-      .. dir .. "/a_spec.lua " .. dir .. "/b_spec.lua")
-    core.fs.rmtree(dir)
-    assert.are.equal(1, rc)
+  local dir
+  before_each(function() dir = assert(core.fs.mkdtemp("devtools_tools-files-")) end)
+  after_each(function() core.fs.rmtree(dir) end)
+
+  -- runs run-specs.sh on the given arguments (spec files named by their
+  -- base name, in dir), not recorded in the total of a make test this spec
+  -- may run in; returns its lines and exit status
+  local function run_specs(args)
+    local out, rc = H.sh("env -u SPEC_TOTALS SPEC_JOBS=2 sh tools/run-specs.sh "
+      .. args:gsub("(%S+_spec%.lua)", dir .. "/%1"))
     local lines = {}
     for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
-    assert.matches("a_spec%.lua +2 passed, 0 failed +[%d.]+ s$", lines[1])
-    assert.matches("b_spec%.lua +0 passed, 1 failed, 1 skipped +[%d.]+ s$", lines[2])
-    assert.truthy(out:find("Failure -> ", 1, true))
+    return lines, rc, out
+  end
+
+  -- the line of each file, by the file's name and label
+  local function file_lines(lines)
+    local t = {}
+    for _, l in ipairs(lines) do
+      local name = l:match("^%S*/([%w_]+_spec%.lua %[%w+%]) +%d+ passed")
+        or l:match("^%S*/([%w_]+_spec%.lua) +%d+ passed")
+        or l:match("^%S*/([%w_]+_spec%.lua) +busted printed no summary")
+      if name and not t[name] then t[name] = l end
+    end
+    return t
+  end
+
+  it("is one line per spec file as it ends, the failures' details, the slowest and one count at the end", function()
+    write(dir .. "/a_spec.lua", 'it("passes", function() end)\nit("passes too", function() end)\n')
+    write(dir .. "/b_spec.lua", 'it("fails", function() assert.equal(1, 2) end)\npending("later")\n')
+    local lines, rc, out = run_specs("lua5.4 /usr/bin/busted " .. H.build .. " a_spec.lua b_spec.lua")
+    assert.are.equal(1, rc)
+    local files = file_lines(lines)
+    assert.matches("a_spec%.lua +2 passed, 0 failed +[%d.]+ s$", files["a_spec.lua"])
+    assert.matches("b_spec%.lua +0 passed, 1 failed, 1 skipped +[%d.]+ s$", files["b_spec.lua"])
+    assert.truthy(out:find("Failure -> " .. dir .. "/b_spec.lua @ 1\nfails\n", 1, true))
     assert.is_nil(out:find("successes /", 1, true))          -- busted's own count is not shown
+    -- the slowest files (here both), each line as it was shown, before the count
+    assert.are.equal("the ten slowest files:", lines[#lines - 3])
+    local slow = { lines[#lines - 2]:match("^  (.*)$"), lines[#lines - 1]:match("^  (.*)$") }
+    table.sort(slow)
+    local shown = { files["a_spec.lua"], files["b_spec.lua"] }
+    table.sort(shown)
+    assert.are.same(shown, slow)
     assert.are.equal("2 passed, 1 failed, 1 skipped", lines[#lines])
     assert.is_nil(out:find("+++", 1, true))
+  end)
+
+  it("counts a file whose busted crashed or printed no summary as a failure, and shows its end", function()
+    write(dir .. "/a_spec.lua", 'it("passes", function() end)\n')
+    write(dir .. "/c_spec.lua", 'it("exits", function() print("on its way out"); os.exit(3) end)\n')
+    write(dir .. "/d_spec.lua", 'it("passes", function() end)\n')
+    local lines, rc, out = run_specs("lua5.4 /usr/bin/busted " .. H.build .. " a_spec.lua c_spec.lua d_spec.lua")
+    assert.are.equal(1, rc)
+    assert.matches("c_spec%.lua +busted printed no summary %(exit status 3%)$", file_lines(lines)["c_spec.lua"])
+    assert.truthy(out:find(dir .. "/c_spec.lua: busted printed no summary (exit status 3); its last lines:\n"
+      .. "on its way out\n", 1, true))
+    assert.are.equal("2 passed, 1 failed", lines[#lines])
+  end)
+
+  it("runs the files of a second interpreter beside the first, counting each spec once", function()
+    write(dir .. "/a_spec.lua", 'it("passes", function() end)\n')
+    write(dir .. "/j_spec.lua", 'it("passes", function() end)\nit("needs 5.4", function() assert.is_nil(jit) end)\n')
+    local lines, rc, out = run_specs("lua5.4 /usr/bin/busted " .. H.build .. " a_spec.lua j_spec.lua"
+      .. " --also 'luajit -joff' build/luajit j_spec.lua")
+    assert.are.equal(1, rc)
+    local files = file_lines(lines)
+    assert.matches("j_spec%.lua +2 passed, 0 failed +[%d.]+ s$", files["j_spec.lua"])
+    assert.matches("j_spec%.lua %[luajit%] +1 passed, 1 failed +[%d.]+ s$", files["j_spec.lua [luajit]"])
+    assert.truthy(out:find("== " .. dir .. "/j_spec.lua [luajit]: 1 failed\n", 1, true))
+    -- the spec that failed under LuaJIT only moves from passed to failed
+    assert.are.equal("2 passed, 1 failed", lines[#lines])
   end)
 end)
 
@@ -177,12 +232,6 @@ describe("src/dt.h's map of the C core", function()
       end
     end
     return rows
-  end
-
-  local function set_of(list)
-    local t = {}
-    for _, x in ipairs(list) do t[x] = true end
-    return t
   end
 
   local function keys(t)

@@ -843,7 +843,7 @@ local function close_now(self, deadline)
       -- Removing a profile takes 40-250 ms of work: the reaper does it,
       -- and the task waits on the loop, which goes on turning.
       proc:close(0, true)
-      stop = await_removed(self._temp_profile, soon(2))
+      stop = await_removed(self._temp_profile, deadline)   -- (the last step: all that is left)
     else
       proc:close(left)
     end

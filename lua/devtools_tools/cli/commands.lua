@@ -39,11 +39,13 @@ end
 
 -- ---- list ----------------------------------------------------------------------------
 
--- The table shows a description's first sentence, cut to the terminal's
--- width (at most 100 bytes where the output is no terminal: the whole text
--- is in --json); a summary of arguments wider than 40 columns does not
--- widen the column for the others; a name is bounded too.
-local MAX_DESC, MAX_ARGS, MAX_NAME = 100, 40, 200
+-- The table shows a description's first sentence: each line cut to the
+-- terminal's width (or COLUMNS), and whole where the output is no terminal
+-- (a pipe, a file: what grep and cut are given), a sentence being bounded
+-- only against a page's flood (2000 bytes; the whole text is in --json); a
+-- summary of arguments wider than 40 columns does not widen the column for
+-- the others; a name is bounded too.
+local MAX_DESC, MAX_ARGS, MAX_NAME = 2000, 40, 200
 
 local function print_list(ctx, groups)
   if #groups == 0 then
@@ -51,7 +53,6 @@ local function print_list(ctx, groups)
     return
   end
   local cols = ctx.out:width()
-  local max_desc = cols and 2000 or MAX_DESC
   -- each tool's schema on a budget of its own, all within one second: a
   -- hostile schema is cut without cutting the others
   local deadline = dt.now() + 1
@@ -61,7 +62,7 @@ local function print_list(ctx, groups)
     for _, t in ipairs(g.tools) do
       local row = { name = (text.bounded(clean(t.name), MAX_NAME)),
         args = pschema.summary(t.input_schema, pschema.budget({ deadline = deadline })),
-        desc = text.first_sentence(t.description, max_desc) }
+        desc = text.first_sentence(t.description, MAX_DESC) }
       rows[t] = row
       wname = math.max(wname, width(row.name))
       local n = width(row.args)
@@ -74,7 +75,7 @@ local function print_list(ctx, groups)
     if i > 1 then lines[#lines + 1] = "" end
     local head = text.bounded(clean(g.name), MAX_NAME)
     if type(g.description) == "string" and g.description ~= "" then
-      head = head .. " - " .. text.first_sentence(g.description, max_desc)
+      head = head .. " - " .. text.first_sentence(g.description, MAX_DESC)
     end
     lines[#lines + 1] = fit(head, cols)
     lines[#lines + 1] = fit("  frame " .. text.bounded(clean(g.frame and g.frame.url), 2000), cols)
@@ -162,7 +163,9 @@ local function url_and_tool(words, cmd)
     url = as_url(table.remove(words, 1))
   end
   local name = table.remove(words, 1)
-  if not name then usage("which tool? devtools-tools " .. cmd .. " [URL] TOOL" .. (cmd == "call" and " [ARGS]" or ""), cmd) end
+  if not name then
+    usage("which tool? devtools-tools " .. cmd .. " [URL] TOOL" .. (cmd == "call" and " [ARGS]" or ""), cmd)
+  end
   return url, name
 end
 
@@ -193,7 +196,7 @@ end
 -- its whole input schema.
 local MAX_TEXT = 20000
 
-local function describe_text(ctx, tool)
+local function describe_text(tool)
   local g = tool.group or {}
   local lines = { clean(tool.name) .. "  (" .. (tool.kind or g.kind or "devtools") .. " tool of group "
     .. text.brief(clean(g.name), 200) .. ", frame " .. text.brief(clean(g.frame and g.frame.url), 300) .. ")", "" }
@@ -226,7 +229,8 @@ local function describe_text(ctx, tool)
           if i > 200 then vals[#vals + 1] = "... (" .. (#enum - 200) .. " more)" break end
           vals[#vals + 1] = pretty.encode(v, { indent = false })
         end
-        lines[#lines + 1] = "  " .. pad("", wname) .. "  allowed: " .. clean(text.bounded(table.concat(vals, ", "), MAX_TEXT))
+        lines[#lines + 1] = "  " .. pad("", wname) .. "  allowed: "
+          .. clean(text.bounded(table.concat(vals, ", "), MAX_TEXT))
       end
       if rawget(s, "default") ~= nil then
         local ok, dv = pcall(pretty.encode, rawget(s, "default"), { indent = false })
@@ -260,7 +264,7 @@ function M.describe(ctx)
         inputSchema = tool.input_schema, annotations = tool.annotations,
         group = { name = g.name, kind = g.kind, frame = { url = g.frame and g.frame.url } } })
     else
-      ctx.out:emit(describe_text(ctx, tool), "\n")
+      ctx.out:emit(describe_text(tool), "\n")
     end
     return 0
   end)
@@ -297,6 +301,22 @@ function M.screenshot(ctx)
   end)
 end
 
+-- Top-level await, as in the DevTools console: an expression that does
+-- not parse as a script and uses `await` is read again in the console's
+-- way (nothing ran the first time: a syntax error stops a script before
+-- it starts). Not every time, since that way a promise the code ends with
+-- is not awaited (`fetch(u).then(r => r.status)` gives {}).
+local function evaluate(ctx, page, expr)
+  -- (DOM elements in the value shown as a tool's result shows them)
+  local ok, v = pcall(page.evaluate, page, expr, { timeout = ctx.left(), elements = true })
+  if ok then return v end
+  if dt.is_error(v) and v.code == "js_error" and tostring(v.message):match("^SyntaxError")
+      and expr:find("%f[%w_$]await%f[^%w_$]") then
+    return page:evaluate(expr, { timeout = ctx.left(), elements = true, repl = true })
+  end
+  error(v, 0)
+end
+
 function M.eval(ctx)
   local words = words_of(ctx)
   local url, expr
@@ -306,8 +326,7 @@ function M.eval(ctx)
   need_target(ctx, url, "eval")
   return with_page(ctx, url, function(_, page)
     ctx.progress:step("evaluating")
-    -- (DOM elements in the value shown as a tool's result shows them)
-    local v = page:evaluate(expr, { timeout = ctx.left(), elements = true })
+    local v = evaluate(ctx, page, expr)
     ctx.progress:done()
     print_json(ctx, v)
     return 0
@@ -329,11 +348,14 @@ local function script_line(script)
   end
 end
 
+-- The script runs as `lua SCRIPT.lua URL ARGS...` would: arg[1] is the
+-- page's URL (the one given, else that of the page chosen), the script's
+-- own arguments after it (those after URL, then those after --), so one
+-- script reads the same arguments either way.
 function M.run(ctx)
   local pos, rest, progress = ctx.pos, ctx.rest, ctx.progress
   local script, url = pos[1], as_url(pos[2])
-  if not script then usage("which script? devtools-tools run SCRIPT.lua [URL] [-- ARGS]", "run") end
-  if #pos > 2 then usage("run takes SCRIPT.lua [URL]; put the script's own arguments after --", "run") end
+  if not script then usage("which script? devtools-tools run SCRIPT.lua [URL] [ARGS] [-- ARGS]", "run") end
   local chunk, err = loadfile(script)
   if not chunk then usage("cannot load " .. script .. ": " .. tostring(err), "run") end
   local browser, how = target.open_browser(ctx)
@@ -341,8 +363,9 @@ function M.run(ctx)
   local ok, res = pcall(function()
     local page = target.open_page(ctx, browser, how, url)
     progress:done()
-    local sarg = { [0] = script }
-    for i, a in ipairs(rest or {}) do sarg[i] = a end
+    local sarg = { [0] = script, url or page.url }
+    for i = 3, #pos do sarg[#sarg + 1] = pos[i] end
+    for _, a in ipairs(rest or {}) do sarg[#sarg + 1] = a end
     _G.dt, _G.browser, _G.page, _G.arg = dt, browser, page, sarg
     -- modules next to the script load as in a plain `lua SCRIPT.lua` run from there
     package.path = (script:match("^(.*)/[^/]*$") or ".") .. "/?.lua;" .. package.path
@@ -381,7 +404,9 @@ function M.browser(ctx)
   elseif sub == "stop" then return background.stop(ctx)
   elseif sub == "status" then return background.status(ctx)
   end
-  usage("unknown browser command " .. sub .. " (start, stop or status)", "browser")
+  local meant = text.nearest(sub, { "start", "stop", "status" })
+  usage("unknown browser command " .. clean(sub) .. (meant and ("; did you mean " .. meant .. "?") or "")
+    .. " (start, stop or status)", "browser")
 end
 
 -- ---- tabs --------------------------------------------------------------------------------
@@ -402,12 +427,14 @@ function M.mcp(ctx)
   return mcpcmd.run(ctx)
 end
 
+-- The commands, in the order help lists them.
+M.NAMES = { "list", "call", "describe", "eval", "run", "screenshot", "tabs", "browser", "mcp" }
+local COMMANDS = {}
+for _, name in ipairs(M.NAMES) do COMMANDS[name] = true end
+
 -- get(name) -> the command of that name, or nil
 function M.get(name)
-  if name == "list" or name == "call" or name == "eval" or name == "run" or name == "screenshot"
-      or name == "browser" or name == "mcp" or name == "describe" or name == "tabs" then
-    return M[name]
-  end
+  if COMMANDS[name] then return M[name] end
 end
 
 return M

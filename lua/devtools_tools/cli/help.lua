@@ -56,7 +56,7 @@ Commands:
   call [URL] TOOL [JSON | k=v | k:=json] call one tool, print its result as JSON
   describe [URL] TOOL [--json]           one tool: its description and whole schema
   eval [URL] EXPR                        evaluate JavaScript in the page
-  run SCRIPT.lua [URL] [-- ARGS]         run a Lua script with dt, browser, page set
+  run SCRIPT.lua [URL] [ARGS]            run a Lua script with dt, browser, page set
   screenshot [URL] OUT.png|.jpg|.webp    an image of the page (or of one element)
   tabs [close ID|TEXT] [--json]          the open pages of a running browser
   browser start|stop|status              keep one headless Chromium in the background
@@ -71,7 +71,8 @@ Discovers the tools of the page (in every frame) and prints, per group, its
 frame and its tools with the first sentence of their descriptions and a
 one-line summary of their arguments ([name: type] is optional, {...} takes
 any object, an enum shows its values or 'one of N: "a", "b", ...'). On a
-terminal (or with COLUMNS set) each line is cut to its width.
+terminal (or with COLUMNS set) each line is cut to its width; in a pipe or
+a file, lines are whole.
   --json   a JSON array of groups:
            [{"name", "kind", "description", "frame": {"url"},
              "tools": [{"name", "description", "inputSchema", "annotations"}]}]
@@ -108,14 +109,18 @@ Usage: devtools-tools eval [URL] EXPR [--compact] [options]
 Evaluates a JavaScript expression in the page's main frame (a promise is
 awaited) and prints its value as indented JSON, as JSON.stringify writes
 it; a DOM element in it is shown as a tool's result shows one:
-"Element(div#cart)".
+"Element(div#cart)". `await` may stand at the top level, as in the
+DevTools console ('const r = await fetch("/api"); r.status'); then a
+promise the code ends with is not awaited.
 
 ]],
   run = [[
-Usage: devtools-tools run SCRIPT.lua [URL] [options] [-- ARGS...]
+Usage: devtools-tools run SCRIPT.lua [URL] [ARGS...] [options] [-- ARGS...]
 
 Runs a Lua script with the globals `dt` (require "devtools_tools"), `browser`
-and `page` set, and `arg` holding SCRIPT.lua as arg[0] and ARGS after it.
+and `page` set, and `arg` as `lua SCRIPT.lua URL ARGS` sets it: SCRIPT.lua
+as arg[0], the page's URL as arg[1] (the one given, else that of the page
+chosen), then ARGS (an ARG that starts with a dash goes after --).
 The page is chosen as for the other commands (URL, --tab, the page used
 last), a blank one when there is none; it is not waited for to settle.
 Modules next to the script can be required. A dt.Error the script raises

@@ -26,11 +26,12 @@ local dt = require "devtools_tools"
 local argv = require "devtools_tools.cli.argv"
 local help = require "devtools_tools.cli.help"
 local output = require "devtools_tools.cli.output"
+local text = require "devtools_tools.present.text"
 local commands = require "devtools_tools.cli.commands"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
-local getmetatable, tostring, type, xpcall, error = getmetatable, tostring, type, xpcall, error
+local getmetatable, tostring, type, xpcall, error, ipairs = getmetatable, tostring, type, xpcall, error, ipairs
 local unpack = table.unpack or unpack
 local usage = argv.usage
 
@@ -71,7 +72,12 @@ local function command(out, words, state)
     return 0
   end
   local fn = commands.get(cmd)
-  if not fn then usage("unknown command " .. cmd) end
+  if not fn then
+    local names = { "help" }
+    for i, n in ipairs(commands.NAMES) do names[i + 1] = n end
+    local meant = text.nearest(cmd, names)
+    usage("unknown command " .. text.clean(cmd) .. (meant and ("; did you mean " .. meant .. "?") or ""))
+  end
   local opts, pos, rest = argv.parse({ unpack(words, 2) }, cmd)
   state.verbose = opts.verbose
   local described_call = false

@@ -504,11 +504,16 @@ end
 -- given until the probe is PROBE_AGE old, and at least PROBE_GRACE from
 -- now: a busy machine is slow to answer even an idle page (under three make
 -- tests at once a probe took more than the 50 ms once given, and another
--- task's tool was stopped). And while a request sent before the probe still
--- has a caller waiting for it (another task's tool may be what keeps the
--- page busy), the page is left alone and the probe asked again at the next
--- call. Those requests have deadlines: once they are answered or given up,
--- the page is stopped.
+-- task's tool was stopped). Every call that comes meanwhile waits for the
+-- same answer, and the first wait to end without one stops the page: no
+-- call goes out to the page before that stop, which Chromium would carry
+-- out on whatever script runs when it arrives (a starved renderer still
+-- running the probe and the calls behind it: another task's call was
+-- stopped, "Internal error", beside two other make tests). And while a
+-- request sent before the probe still has a caller waiting for it (another
+-- task's tool may be what keeps the page busy), the page is left alone and
+-- the probe asked again at the next call. Those requests have deadlines:
+-- once they are answered or given up, the page is stopped.
 local PROBE_GRACE, PROBE_AGE = 0.05, 1
 
 function Page:_unstick(deadline)
@@ -525,10 +530,17 @@ function Page:_unstick(deadline)
       errors.catch(conn.await, conn, id, now())
     elseif not conn:waiting_before(sid, id) then
       local wait = math.max(now() + PROBE_GRACE, (self._probe_sent[sid] or 0) + PROBE_AGE)
-      self._probes[sid], self._probe_sent[sid] = nil, nil
       if deadline and deadline < wait then wait = deadline end
-      if not errors.catch(conn.await, conn, id, wait, "Runtime.evaluate") then
-        conn:send_nowait("Runtime.terminateExecution", nil, sid)
+      -- (a cancelled or lost wait decides nothing: its error goes on up)
+      conn:wait_for(function() return self._probes[sid] ~= id or not conn:waiting(id) end, wait)
+      if self._probes[sid] == id then        -- (not decided by another task meanwhile)
+        self._probes[sid], self._probe_sent[sid] = nil, nil
+        if conn:waiting(id) then
+          conn:forget(id)
+          conn:send_nowait("Runtime.terminateExecution", nil, sid)
+        else
+          errors.catch(conn.await, conn, id, now())
+        end
       end
     end
   end
@@ -604,7 +616,8 @@ end
 
 -- ---- evaluate ------------------------------------------------------------------
 
-local evaluate_opts = { timeout = true, context = "number", session = "string", elements = "boolean" }
+local evaluate_opts = { timeout = true, context = "number", session = "string", elements = "boolean",
+  repl = "boolean" }
 
 -- The frame whose execution context is id (nil: the main frame's).
 local function frame_of_context(self, id)
@@ -660,7 +673,10 @@ end
 -- frame); session (the CDP session to send it on, default: the page's);
 -- elements (true: the DOM elements in the value come back as Element
 -- objects, described as a tool's result gives them, where returning by
--- value gives {}; the value is then written as JSON.stringify writes it).
+-- value gives {}; the value is then written as JSON.stringify writes it);
+-- repl (true: read as the DevTools console reads it, CDP's replMode: `await`
+-- at the top level, `let` declared again; a promise the code ends with is
+-- then not awaited).
 function Page:evaluate(expression, opts)
   opts = options.check(opts, evaluate_opts, "evaluate")
   self:_check_open()
@@ -675,7 +691,7 @@ function Page:evaluate(expression, opts)
   local ok, r = errors.catch(function()
     local reply = conn:await(conn:send("Runtime.evaluate", {
       expression = expression, awaitPromise = true, returnByValue = not group,
-      contextId = opts.context, objectGroup = group,
+      contextId = opts.context, objectGroup = group, replMode = opts.repl or nil,
     }, session, deadline), deadline, "Runtime.evaluate")
     if group and not reply.exceptionDetails and type(reply.result) == "table" and reply.result.objectId then
       reply.group = group

@@ -20,8 +20,8 @@ local schema = require "devtools_tools.schema"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
-local type, rawget, ipairs, pairs, tonumber, tostring, setmetatable =
-      type, rawget, ipairs, pairs, tonumber, tostring, setmetatable
+local type, rawget, ipairs, pairs, tostring, setmetatable =
+      type, rawget, ipairs, pairs, tostring, setmetatable
 local concat, sort = table.concat, table.sort
 local kind, now = dt.json.kind, dt.now
 
@@ -229,23 +229,23 @@ function M.type_of(s, root, b, depth)
   return t ~= nil and tostring(t) or "any"
 end
 
--- summary(schema, b?) -> one cleaned line: required arguments first, in
+-- summary(root, b?) -> one cleaned line: required arguments first, in
 -- the order the schema lists them ("name: type"), then optional ones in
 -- [...], then {...} when other names are allowed too; "..." at the end
 -- when the budget ran out.
-function M.summary(schema, b)
+function M.summary(root, b)
   b = budget_of(b)
-  if type(schema) ~= "table" then return "" end
+  if type(root) ~= "table" then return "" end
   local parts = {}
-  local ps = M.params(schema, schema, "all", b)
+  local ps = M.params(root, root, "all", b)
   for _, p in ipairs(ps) do
-    local t = M.type_of(p.schema, schema, b)
+    local t = M.type_of(p.schema, root, b)
     parts[#parts + 1] = p.required and (p.name .. ": " .. t) or ("[" .. p.name .. ": " .. t .. "]")
     if b.cut then break end
   end
   if b.cut then
     parts[#parts + 1] = "..."
-  elseif #ps == 0 and rawget(schema, "additionalProperties") ~= false then
+  elseif #ps == 0 and rawget(root, "additionalProperties") ~= false then
     parts[#parts + 1] = "{...}"
   end
   return text.clean(concat(parts, ", "))

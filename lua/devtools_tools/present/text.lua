@@ -16,7 +16,8 @@ local dt = require "devtools_tools"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
-local tostring, byte, sub, rep, format = tostring, string.byte, string.sub, string.rep, string.format
+local tostring, type, ipairs, byte, sub, rep, format =
+      tostring, type, ipairs, string.byte, string.sub, string.rep, string.format
 
 local M = {}
 
@@ -171,6 +172,55 @@ function M.first_sentence(s, max)
   s = s:match("^(.-[^%.%s][^%.%s]%.)%s") or s
   if #s > max then s = M.cut(s, max - 3) .. "..." end
   return s
+end
+
+-- The edits between a and b: insertions, deletions, changes, and two
+-- neighbours swapped ("lsit" is one edit from "list").
+local function edits(a, b)
+  local prev2, prev = nil, {}
+  for j = 0, #b do prev[j] = j end
+  for i = 1, #a do
+    local cur = { [0] = i }
+    local ai = byte(a, i)
+    for j = 1, #b do
+      local bj = byte(b, j)
+      local v = prev[j - 1] + (ai == bj and 0 or 1)
+      if prev[j] + 1 < v then v = prev[j] + 1 end
+      if cur[j - 1] + 1 < v then v = cur[j - 1] + 1 end
+      if prev2 and i > 1 and j > 1 and ai == byte(b, j - 1) and byte(a, i - 1) == bj
+          and prev2[j - 2] + 1 < v then
+        v = prev2[j - 2] + 1
+      end
+      cur[j] = v
+    end
+    prev2, prev = prev, cur
+  end
+  return prev[#b]
+end
+
+-- nearest(word, names) -> the name of the list a person most likely meant
+-- by word (a "did you mean"), or nil when none is close: the only name
+-- word begins with (3 letters at least), else the fewest edits away
+-- (ignoring case; the first of equals), at most 2 and fewer than word has
+-- letters. A word of more than 64 bytes is compared with nothing.
+function M.nearest(word, names)
+  if type(word) ~= "string" or #word > 64 then return nil end
+  local w = word:lower()
+  local best, best_d = nil, 3
+  if #w >= 3 then
+    for _, n in ipairs(names) do
+      if n:lower():sub(1, #w) == w then
+        if best then best = nil break end
+        best = n
+      end
+    end
+    if best then return best end
+  end
+  for _, n in ipairs(names) do
+    local d = edits(w, n:lower())
+    if d < best_d and d < #w then best, best_d = n, d end
+  end
+  return best
 end
 
 return M

@@ -170,7 +170,9 @@ end
 -- Registers the $ids (base URIs and plain-name anchors) of a document.
 function Compiler:scan(node, outer, depth)
   depth = (depth or 0) + 1
-  if depth > MAX_NESTING then bad(outer ~= "" and outer or "#", "schemas nested more than " .. MAX_NESTING .. " deep") end
+  if depth > MAX_NESTING then
+    bad(outer ~= "" and outer or "#", "schemas nested more than " .. MAX_NESTING .. " deep")
+  end
   if type(node) ~= "table" or self.scanned[node] then return end
   self.scanned[node] = true
   local inner = outer
@@ -267,15 +269,17 @@ local function pointer_tokens(frag)
   return toks
 end
 
--- step(node, raw) -> "skip" | child, decoded token | nil (nothing there) |
--- false (the token is not percent-encoded UTF-8): one token, as ajv 6
--- takes it (see Compiler:pointer).
+-- step(node, raw) -> SKIP | child, decoded token | nil (nothing there) |
+-- MALFORMED (the token is not percent-encoded UTF-8): one token, as ajv 6
+-- takes it (see Compiler:pointer). The two answers are tables of their own,
+-- since a child may be any JSON value: the boolean schema false is one.
+local SKIP, MALFORMED = {}, {}
 local function pointer_step(node, raw)
   if raw == "" and not (type(node) == "table" and not is_arrayish(node) and node[""] ~= nil) then
-    return "skip"
+    return SKIP
   end
   local tok = decode_component(raw)
-  if tok == nil then return false end
+  if tok == nil then return MALFORMED end
   tok = sgsub(sgsub(tok, "~1", "/"), "~0", "~")
   if type(node) ~= "table" then return nil end
   local child
@@ -294,10 +298,10 @@ function Compiler:pointer(res, frag, loc, ref, hops)
   for k = 1, #toks do
     local raw = toks[k]
     local child, tok = pointer_step(node, raw)
-    if child == false then
+    if child == MALFORMED then
       bad(loc, "$ref \"" .. ref .. "\": \"" .. raw .. "\" is not percent-encoded UTF-8 (URI malformed)")
     end
-    if child ~= "skip" then
+    if child ~= SKIP then
       if child == nil then return nil end
       base = inner_base(node, base)
       node = child
@@ -333,8 +337,8 @@ function M.local_target(root, ref, hops)
   local toks = pointer_tokens(frag)
   for k = 1, #toks do
     local child, tok = pointer_step(node, toks[k])
-    if not child then return nil end
-    if child ~= "skip" then
+    if child == nil or child == MALFORMED then return nil end
+    if child ~= SKIP then
       node = child
       local target = type(node) == "table" and rawget(node, "$ref")
       if type(target) == "string" and not NAMES_HERE[tok] and k < #toks then

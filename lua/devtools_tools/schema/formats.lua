@@ -220,7 +220,8 @@ local function decoder(s, pos)
   local u, b, n, len = {}, {}, 0, #s
   local function units(k)
     while n < k and pos <= len do
-      local c, cp = sbyte(s, pos), nil
+      local c = sbyte(s, pos)
+      local cp
       b[n + 1] = pos
       if c < 0x80 then
         cp, pos = c, pos + 1

@@ -316,7 +316,9 @@ function Gen:object(n, x, nest)
         if not trivial(resolved(nodes[i])) then
           local p = gen:var("p")
           gen:emit("do local " .. p .. " = " .. y .. "[" .. lit(keys[i]) .. "]")
-          if nums[i] then gen:emit("if " .. p .. " == nil then " .. p .. " = " .. y .. "[" .. lit(nums[i]) .. "] end") end
+          if nums[i] then
+            gen:emit("if " .. p .. " == nil then " .. p .. " = " .. y .. "[" .. lit(nums[i]) .. "] end")
+          end
           gen:emit("if " .. p .. " ~= nil then")
           gen:check(nodes[i], p, depth + 1)
           gen:emit("end end")
@@ -497,8 +499,12 @@ function Gen:collect(n, j)
   recs(n.obj)
   self:emit("end")
   self:emit('if k == "array" or k == "empty" then')
-  if n.maxItems then self:emit("if #v > " .. lit(n.maxItems[1]) .. " then " .. fail("maxItems", n.maxItems, "v") .. " end") end
-  if n.minItems then self:emit("if #v < " .. lit(n.minItems[1]) .. " then " .. fail("minItems", n.minItems, "v") .. " end") end
+  if n.maxItems then
+    self:emit("if #v > " .. lit(n.maxItems[1]) .. " then " .. fail("maxItems", n.maxItems, "v") .. " end")
+  end
+  if n.minItems then
+    self:emit("if #v < " .. lit(n.minItems[1]) .. " then " .. fail("minItems", n.minItems, "v") .. " end")
+  end
   if n.items and not trivial(resolved(n.items)) then
     self:emit("for i = 1, #v do local x = v[i]; if x == nil then x = null end")
     self:emit("if not " .. call(n.items, "i - 1", "x") .. " then ok = false end end")
