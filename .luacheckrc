@@ -11,8 +11,10 @@ std = "min"
 -- `local unpack = table.unpack or unpack`, `local load = loadstring or load`,
 -- `local math_type = math.type  -- nil on LuaJIT`; and `jit`, nil outside
 -- LuaJIT, to tell which interpreter runs (bin/devtools-tools picks its build).
+-- `newproxy` likewise (LuaJIT and 5.1 only: wire/waiting.lua's sentinel,
+-- a __gc a table cannot have there).
 read_globals = {
-  "unpack", "loadstring", "rawlen", "jit",
+  "unpack", "loadstring", "rawlen", "jit", "newproxy",
   table = { fields = { "unpack" } },
   math = { fields = { "tointeger", "type" } },
 }

@@ -17,7 +17,7 @@ WARN       ?= -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -W
 # flag that builds a loadable module
 LIBFLAG    ?= -shared
 LWS_LIBS   ?= $(shell $(PKG_CONFIG) --libs libwebsockets 2>/dev/null || echo -lwebsockets)
-# OpenSSL: https for /json/version and WebDriver (stream.c)
+# OpenSSL: https for /json/version and WebDriver (src/tls.c, src/http.c)
 SSL_LIBS   ?= $(shell $(PKG_CONFIG) --libs openssl 2>/dev/null || echo -lssl -lcrypto)
 PCRE_LIBS  ?= $(shell $(PKG_CONFIG) --libs libpcre2-8 2>/dev/null || echo -lpcre2-8)
 # libraries of the sample app's server (examples/app)
@@ -133,14 +133,14 @@ deps-demo:
 LUAJIT_SPECS = spec/unit/nojit_spec.lua spec/unit/json_spec.lua spec/unit/schema_spec.lua \
 	spec/unit/regex_spec.lua spec/unit/cdp_spec.lua spec/unit/page_spec.lua spec/integration/task_spec.lua \
 	spec/unit/observe_spec.lua spec/unit/present_spec.lua spec/unit/wait_spec.lua \
-	spec/unit/marshal_spec.lua spec/unit/endpoint_spec.lua spec/unit/mcp_spec.lua \
+	spec/unit/marshal_spec.lua spec/unit/endpoint_spec.lua spec/unit/mcp_spec.lua spec/unit/signal_spec.lua \
 	spec/integration/pipe_transport_spec.lua spec/integration/discovery_spec.lua \
 	spec/integration/lifetime_spec.lua spec/integration/hostile_spec.lua spec/integration/observe_spec.lua \
 	spec/integration/webmcp_spec.lua spec/integration/tls_transport_spec.lua spec/integration/remote_spec.lua \
 	spec/integration/page_shapes_spec.lua spec/integration/apps_spec.lua spec/integration/frontend_api_spec.lua \
-	spec/integration/unix_socket_spec.lua spec/integration/holder_spec.lua
+	spec/integration/live_spec.lua spec/integration/unix_socket_spec.lua spec/integration/holder_spec.lua
 # On the LuaJIT x64 builds whose JIT miscompiles pairs() (Debian 12's: see
-# lua/devtools_tools/nojit.lua) the library keeps the JIT out of its own
+# lua/devtools_tools/base/nojit.lua) the library keeps the JIT out of its own
 # functions, but busted, luassert and penlight have no such guard and their
 # traces crashed runs too: there the LuaJIT run is interpreted throughout
 # (spec/unit/nojit_spec.lua checks the guard in a LuaJIT of its own, JIT on).
@@ -193,7 +193,7 @@ conformance-ajv:
 # says: the library and the command line, the specs, the examples and the
 # Neovim plugin.
 LUACHECK ?= luacheck
-lint:
+lint: deps
 	$(LUACHECK) --no-color -q lua spec bin/devtools-tools examples plugin
 
 # Rebuilds the committed fixture apps (spec/fixtures/apps/) from the npm packages tools/fixtures/ locks (needs node and npm).
@@ -212,7 +212,7 @@ SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_
 	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)"
 C_SPECS = spec/unit/json_spec.lua spec/integration/pipe_transport_spec.lua spec/unit/cdp_spec.lua spec/unit/regex_spec.lua \
 	spec/unit/schema_spec.lua spec/integration/ws_transport_spec.lua spec/integration/tls_transport_spec.lua \
-	spec/unit/mcp_spec.lua spec/integration/unix_socket_spec.lua
+	spec/unit/mcp_spec.lua spec/unit/signal_spec.lua spec/integration/unix_socket_spec.lua
 asan-build:
 	$(MAKE) -s BUILD=build/asan CFLAGS="-O1 -g $(SANITIZE)" LIBFLAG="-shared $(SANITIZE)" all $(patsubst spec/support/%.c,build/asan/support/%,$(SUPPORT_SRCS))
 asan: asan-build

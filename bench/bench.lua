@@ -51,6 +51,7 @@ local S = {
   -- the MCP section: tools/call blocks through the SDK client, page:call before and after,
   -- add/remove rounds for list_changed (the memory marks use memory_calls)
   mcp_warmup = 50, mcp_block = 100, mcp_blocks = 5, mcp_page_calls = 300, mcp_list_rounds = 15,
+  mcp_init_rounds = 12, mcp_first_rounds = 4,   -- fresh spawns of ours and the reference, each
   -- the background section: private (holder, Unix socket) against --port (TCP), turn about
   bg_blocks = 6, bg_large_rounds = 3, bg_connect_rounds = 10, bg_start_rounds = 3,
 }
@@ -737,6 +738,22 @@ local function mcp_bench()
     row(fmt("mcp: server RSS after %d calls", b.calls), mib(b.rss_kib), mib(a.rss_kib) .. " @1k",
       b.rss_kib / a.rss_kib, "flat (+<=1 MiB)", grow <= 1024)
   end
+  local st = r.startup
+  if st then
+    local oi, ci = st.initialize.ours, st.initialize.cdm
+    local o50, o95 = median(oi), percentile(oi, 95)
+    local c50, c95 = median(ci), percentile(ci, 95)
+    local of, cf = median(st.first_tool.ours), median(st.first_tool.cdm)
+    results.sections.mcp.startup = { initialize = { ours = { median = o50, p95 = o95, n = #oi },
+      cdm = { median = c50, p95 = c95, n = #ci } },
+      first_tool = { ours = { median = of, n = #st.first_tool.ours }, cdm = { median = cf, n = #st.first_tool.cdm } } }
+    row(fmt("mcp: spawn to initialize answered, median of %d", #oi), ms(o50), ms(c50) .. " cdm",
+      ratio(o50, c50), "<= 100 ms", o50 <= 0.1)
+    row(fmt("  p95 of %d", #oi), ms(o95), ms(c95) .. " cdm", ratio(o95, c95), "<= 100 ms", o95 <= 0.1)
+    local x = ratio(of, cf)
+    row(fmt("mcp: spawn to the page's tool listed, median of %d", #st.first_tool.ours), ms(of),
+      ms(cf) .. " cdm", x, "<= 0.6 x cdm", x and x <= 0.6)
+  end
 end
 
 -- The background browser (bench/background.lua): private, behind the
@@ -801,7 +818,9 @@ local LEGEND = {
   "mcp: tools/call of `add` through the official MCP SDK client (node) to `devtools-tools mcp`, to",
   "  a browserless server answering at once (floor) and to chrome-devtools-mcp 1.11.0's",
   "  execute_3p_developer_tool, blocks taking turns; page:call's median measured before and after,",
-  "  on the same page alone in a browser of its own (as the server's is).",
+  "  on the same page alone in a browser of its own (as the server's is). Start-up: each server",
+  "  spawned afresh, taking turns (floor: cdm); to the tool listed: ours tools/list, cdm",
+  "  navigate_page then list_3p_developer_tools, each from the spawn.",
   "fleet: a child Lua process with its own browsers; one page's rate is one task's sequential",
   "  calls alone, the fleet's all tasks at once on the built-in loop (best of 2 rounds each).",
   "background: two detached browsers, the private one (Chromium on its pipe behind the holder,",

@@ -8,8 +8,11 @@
 -- the same page. page:call's own median on that page is measured here,
 -- before and after. Then the time from a tool that adds (or removes) a
 -- devtoolstooldiscovery listener to notifications/tools/list_changed at
--- the client, and our server's resident memory after 1,000 and 10,000
--- calls.
+-- the client, our server's resident memory after 1,000 and 10,000
+-- calls, and the start-up of ours and the reference, each spawned afresh:
+-- spawn to initialize answered, and spawn to the first list that names
+-- the page's tool (ours: tools/list; the reference: navigate_page, then
+-- list_3p_developer_tools).
 --
 -- The SDK and chrome-devtools-mcp come from `make differential`'s cache
 -- (~/.cache/devtools_tools/differential) when it holds those versions,
@@ -119,6 +122,14 @@ function M.measure(S, url, dir, browser)
       add = { name = "register", arguments = {} }, remove = { name = "unregister", arguments = {} } },
     memory = { server = "ours", marks = { 1000, S.memory_calls } },
   }
+  -- start-up: ours and the reference spawned afresh for each round (a
+  -- profile of its own each: the reference's --isolated, ours a launch)
+  local ours, cdm = plan.servers.ours, plan.servers.cdm
+  plan.startup = { url = url, tool = "add", init_rounds = S.mcp_init_rounds, first_rounds = S.mcp_first_rounds,
+    servers = {
+      ours = { command = ours.command, args = ours.args, env = ours.env, first = "list" },
+      cdm = { command = cdm.command, args = cdm.args, env = cdm.env, first = "navigate" },
+    } }
   local planfile = tmp .. "/plan.json"
   local f = assert(io.open(planfile, "w"))
   f:write(json.encode(plan))

@@ -3,12 +3,15 @@
 //   node bench/mcp_client.mjs PLAN.json
 // PLAN: {sdk, servers: {NAME: {command, args, env, setup: [{name, arguments}],
 // call: {name, arguments}, expect}}, warmup, block, blocks, list_changed:
-// {server, rounds, add, remove}, memory: {server, calls, marks}}.
+// {server, rounds, add, remove}, memory: {server, calls, marks}, startup:
+// {servers: {NAME: {command, args, env, first: "list" | "navigate"}}, url,
+// tool, init_rounds, first_rounds}}.
 // Every server is started at once; blocks of `block` tools/call requests go
 // to each in turn (so noise on a shared machine hits all alike), each
 // request timed from the call to its answer. Prints one JSON object:
 // {calls: {NAME: [seconds...]}, list_changed: [seconds...], memory:
-// [{calls, rss_kib}]} and closes every server (stdin's end).
+// [{calls, rss_kib}], startup: {initialize: {NAME: [seconds...]},
+// first_tool: {NAME: [seconds...]}}} and closes every server (stdin's end).
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -77,6 +80,66 @@ try {
         await e.client.callTool(step);
         out.list_changed.push((await got) - t0);
         await e.client.listTools();
+      }
+    }
+  }
+  // start-up, each server spawned afresh, taking turns: the time from the
+  // spawn to initialize answered (the SDK's connect), and to the first
+  // list that holds the page's tool (ours: tools/list, then after
+  // list_changed if it lacked it; the reference: navigate_page, then
+  // list_3p_developer_tools until it names the tool)
+  if (plan.startup) {
+    const st = plan.startup;
+    out.startup = { initialize: {}, first_tool: {} };
+    const spawnOne = async (name) => {
+      const s = st.servers[name];
+      const transport = new StdioClientTransport({ command: s.command, args: s.args, stderr: 'pipe',
+        env: { ...process.env, ...(s.env || {}) } });
+      const client = new Client({ name: 'devtools-tools-bench-startup', version: '1' });
+      let changed = null;
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => { if (changed) changed(); });
+      const t0 = now();
+      await client.connect(transport);
+      return { transport, client, t0, init: now() - t0, onChange: (fn) => { changed = fn; } };
+    };
+    const firstTool = async (name, e) => {
+      const s = st.servers[name];
+      const deadline = now() + 60;
+      if (s.first === 'list') {
+        for (;;) {
+          const waiting = new Promise((resolve) => e.onChange(resolve));
+          const r = await e.client.listTools();
+          if (r.tools.some((t) => t.name === st.tool)) return now() - e.t0;
+          if (now() > deadline) throw new Error(name + ': no ' + st.tool + ' listed in 60 s');
+          await Promise.race([waiting, new Promise((resolve) => setTimeout(resolve, 5000))]);
+        }
+      }
+      await e.client.callTool({ name: 'navigate_page', arguments: { type: 'url', url: st.url } });
+      for (;;) {
+        const r = await e.client.callTool({ name: 'list_3p_developer_tools', arguments: {} });
+        if (JSON.stringify(r).includes(st.tool)) return now() - e.t0;
+        if (now() > deadline) throw new Error(name + ': no ' + st.tool + ' listed in 60 s');
+      }
+    };
+    const names = Object.keys(st.servers);
+    for (const name of names) { out.startup.initialize[name] = []; out.startup.first_tool[name] = []; }
+    for (let i = 0; i < st.init_rounds; i++) {
+      for (let k = 0; k < names.length; k++) {
+        const name = names[(i + k) % names.length];
+        const e = await spawnOne(name);
+        out.startup.initialize[name].push(e.init);
+        try { await e.client.close(); } catch (_) { /* gone */ }
+      }
+    }
+    for (let i = 0; i < st.first_rounds; i++) {
+      for (let k = 0; k < names.length; k++) {
+        const name = names[(i + k) % names.length];
+        const e = await spawnOne(name);
+        try {
+          out.startup.first_tool[name].push(await firstTool(name, e));
+        } finally {
+          try { await e.client.close(); } catch (_) { /* gone */ }
+        }
       }
     }
   }

@@ -1,7 +1,7 @@
 -- Shared helpers for the specs: build paths, local servers, process checks.
 -- Everything here starts real processes on 127.0.0.1 and cleans them up.
 
-require("devtools_tools.base.nojit")()   -- the specs' helpers too: see lua/devtools_tools/nojit.lua
+require("devtools_tools.base.nojit")()   -- the specs' helpers too: see lua/devtools_tools/base/nojit.lua
 
 local core = require "devtools_tools.core"
 local lfs = require "lfs"
@@ -192,7 +192,7 @@ end
 -- removes the hook. fn must not wait.
 function H.on_console(page, text, fn)
   local conn, session = page.conn, page.session
-  local orig = page._listener
+  local orig = conn.listeners[session]          -- (the page's listener: it gets every event still)
   local done = false
   conn:listen(session, function(method, params, s)
     if not done and method == "Runtime.consoleAPICalled" and params.args and params.args[1]

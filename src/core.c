@@ -62,6 +62,7 @@ int luaopen_devtools_tools_core(lua_State *L)
 	dt_http_open(L);
 	dt_base64_open(L);
 	dt_fdio_open(L);
+	dt_signal_open(L);
 	dt_unix_open(L);
 	return 1;
 }

@@ -44,11 +44,12 @@
  *   base64.c      dt.h                            class                             core.base64
  *   poll.c        dt.h                            -                                 core.poll
  *   fdio.c        nopipe.h dt.h                   class codes nopipe                core.fd: read, write...
+ *   signal.c      dt.h                            class codes                       core.signal
  *   unix.c        pipe.h dt.h                     class clock codes pipe transport  core.unix: Unix sockets,
  *                                                                                   peer uids, Listener
  *   core.c        dt.h                            base64 cdp_decode clock codes     luaopen: every *_open
  *                                                 fdio fs http json poll process
- *                                                 regex transport unix ws
+ *                                                 regex signal transport unix ws
  *
  * Each *_open adds its functions (and registers its classes) in the module
  * table on top of the stack. */
@@ -69,6 +70,7 @@ void dt_poll_open(lua_State *L);
 void dt_http_open(lua_State *L);
 void dt_base64_open(lua_State *L);
 void dt_fdio_open(lua_State *L);         /* fdio.c: reads and writes that never wait */
+void dt_signal_open(lua_State *L);       /* signal.c: TERM, HUP, INT for a program's own clean-up */
 void dt_unix_open(lua_State *L);         /* unix.c: Unix sockets, who is at the other end */
 
 #endif

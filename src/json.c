@@ -943,6 +943,7 @@ typedef struct jenc {
 	int levels_slot;        /* stack slot: userdata behind levels (when spilled) */
 	int code;               /* DT_EBADVALUE, DT_ETOODEEP or DT_ENOMEM once failed */
 	int finite;             /* NaN and +-Infinity fail instead of writing null */
+	int replace_surrogates; /* a lone surrogate written as U+FFFD, not \udXXX */
 	char err[160];
 } jenc;
 
@@ -1097,7 +1098,9 @@ static const char hexdig[] = "0123456789abcdef";
 
 /* Writes s[0..len) as a JSON string. Valid UTF-8 passes through; the
  * 3-byte surrogate forms (ED A0..BF xx) become \udXXX so that a decoded
- * lone surrogate round-trips; anything else invalid is bad_value. */
+ * lone surrogate round-trips (or U+FFFD with replace_surrogates, for a
+ * reader that refuses lone surrogates whole); anything else invalid is
+ * bad_value. */
 static int enc_string(jenc *e, const unsigned char *s, size_t len)
 {
 	dt_buf *b = e->b;
@@ -1167,7 +1170,11 @@ static int enc_string(jenc *e, const unsigned char *s, size_t len)
 					goto invalid;
 				cp = (cp << 6) | (s[i + k] & 0x3F);
 			}
-			if (cp >= 0xD800 && cp < 0xE000) {      /* a surrogate's own form */
+			if (cp >= 0xD800 && cp < 0xE000 && e->replace_surrogates) {
+				PUTC(b, 0xEF);                  /* U+FFFD, what strict parsers take */
+				PUTC(b, 0xBF);
+				PUTC(b, 0xBD);
+			} else if (cp >= 0xD800 && cp < 0xE000) {   /* a surrogate's own form */
 				PUTC(b, '\\');
 				PUTC(b, 'u');
 				PUTC(b, 'd');
@@ -1471,7 +1478,9 @@ static int opt_max_depth(lua_State *L, int arg)
 	return depth;
 }
 
-/* core.json.encode(value [, opts]) -> string | nil, message, code */
+/* core.json.encode(value [, opts]) -> string | nil, message, code
+ * opts: max_depth; finite (NaN and +-Infinity fail); replace_surrogates
+ * (a lone surrogate is written as U+FFFD) */
 static int l_json_encode(lua_State *L)
 {
 	jenc e;
@@ -1488,7 +1497,9 @@ static int l_json_encode(lua_State *L)
 	if (lua_istable(L, 2)) {
 		lua_getfield(L, 2, "finite");               /* v opts mt levels buf f */
 		e.finite = lua_toboolean(L, -1);
-		lua_pop(L, 1);                              /* v opts mt levels buf */
+		lua_getfield(L, 2, "replace_surrogates");   /* v opts mt levels buf f r */
+		e.replace_surrogates = lua_toboolean(L, -1);
+		lua_pop(L, 2);                              /* v opts mt levels buf */
 	}
 	e.L = L;
 	e.b = b;
@@ -1527,6 +1538,54 @@ static int l_json_decode(lua_State *L)
 	return dt_push_fail(L, code, err);
 }
 
+/* core.json.utf8_error(s) -> nil when s is UTF-8 as RFC 3629 has it (no
+ * overlong form, no surrogate, nothing past U+10FFFF), else the 1-based
+ * offset of the first byte that is not: what a JSON text must be before
+ * anything of it is trusted (the decoder itself passes other bytes
+ * through, as a page's strings may hold them). */
+static int l_json_utf8_error(lua_State *L)
+{
+	size_t len, i = 0;
+	const unsigned char *s = (const unsigned char *)luaL_checklstring(L, 1, &len);
+	while (i < len) {
+		unsigned c, c1;
+		size_t n, k;
+		uint64_t v;
+		while (len - i >= 8 && (memcpy(&v, s + i, 8), (v & HIGHS) == 0))
+			i += 8;
+		if (i >= len)
+			break;
+		c = s[i];
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		c1 = i + 1 < len ? s[i + 1] : 0;
+		if (c >= 0xC2 && c <= 0xDF)
+			n = 2;
+		else if (c >= 0xE0 && c <= 0xEF)
+			n = 3;
+		else if (c >= 0xF0 && c <= 0xF4)
+			n = 4;
+		else
+			break;
+		if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0) ||   /* overlong; surrogate */
+		    (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90) ||   /* overlong; past U+10FFFF */
+		    len - i < n)
+			break;
+		for (k = 1; k < n; k++)
+			if ((s[i + k] & 0xC0) != 0x80)
+				break;
+		if (k < n)
+			break;
+		i += n;
+	}
+	if (i >= len)
+		return 0;
+	lua_pushinteger(L, (lua_Integer)i + 1);
+	return 1;
+}
+
 /* core.json.kind(t) -> "array" | "object" | "empty": what the encoder
  * makes of table t (see table_kind); "empty" is a plain {}, written as {}
  * and, for the schema validator, either an empty array or an empty object. */
@@ -1545,6 +1604,7 @@ void dt_json_open(lua_State *L)
 	static const luaL_Reg funcs[] = {
 		{"encode", l_json_encode},
 		{"decode", l_json_decode},
+		{"utf8_error", l_json_utf8_error},
 		{NULL, NULL}
 	};
 	luaL_newmetatable(L, JSON_OBJECT_MT);           /* M omt */

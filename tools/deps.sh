@@ -16,10 +16,10 @@ DEMO="libjansson-dev libsqlite3-dev"
 # the fuzzer's fake server); sqlite3 (the app spec); luarocks (the packaging
 # spec); locales (json_spec builds a comma-decimal locale); lua-luv and
 # neovim (the event-loop and Neovim specs); openssl (the remote specs make
-# their own CA), chromium-driver (dt.webdriver's spec) and strace (the
-# unix socket spec holds a listen() back with it)
+# their own CA), chromium-driver (dt.webdriver's spec), lua-check (make lint)
+# and strace (the unix socket spec holds a listen() back with it)
 TEST="lua-busted lua-cjson lua-socket luajit libluajit-5.1-dev lua5.1 liblua5.1-0-dev \
-sqlite3 luarocks locales lua-luv neovim openssl chromium-driver strace"
+sqlite3 luarocks locales lua-luv neovim openssl chromium-driver lua-check strace"
 
 if [ "${1:-}" = "--list" ]; then
 	case "${2:-}" in

@@ -3,7 +3,10 @@
 -- and the HTTP GET that finds a browser's websocket, against fake peers,
 -- the schema validator and the base64 decoder; and the front ends' walks
 -- of a page's schema (present/: skeleton, summary, parameters, typing),
--- each within a time limit per schema.
+-- each within a time limit per schema; and the MCP server fed JSON-RPC
+-- frames (tools/fuzz/mcp_target.lua: framing, ids, methods, params,
+-- invalid UTF-8, batches, cancel races), which counts the requests it
+-- checked and those left unanswered.
 --
 --   lua5.4 tools/fuzz.lua            (make fuzz runs it on the ASan/UBSan build)
 -- Environment:
@@ -12,7 +15,7 @@
 --   FUZZ_ITERATIONS       cases per target
 --   FUZZ_SECONDS          time for all targets together (default 60 when
 --                         FUZZ_ITERATIONS is not set either)
---   FUZZ_TARGETS          comma list of json, pipe, ws, http, schema, base64, present (default all)
+--   FUZZ_TARGETS          comma list of json, pipe, ws, http, schema, base64, present, mcp (default all)
 --   FUZZ_CASE             run only this case (with FUZZ_SEED and one target)
 --   FUZZ_CASE_TIMEOUT     seconds one case may take before it is a hang (20)
 -- Cases run in batches in child processes (tools/fuzz/runner.lua); a child
@@ -30,7 +33,7 @@ package.cpath = "./" .. build .. "/?.so;" .. package.cpath
 
 local core = require "devtools_tools.core"
 
-local ALL = { "json", "pipe", "ws", "http", "schema", "base64", "present" }
+local ALL = { "json", "pipe", "ws", "http", "schema", "base64", "present", "mcp" }
 
 local function env_int(name)
   local v = os.getenv(name)
@@ -122,8 +125,11 @@ end
 
 -- Runs cases first.. of target until the count or the time is used up;
 -- returns the next case number.
+local tallies = {}            -- target -> name -> n (what ctx.count told)
+
 local function run_batch(target, first, count, until_t)
   os.remove(status_path)
+  os.remove(status_path .. ".counts")
   os.remove(failures_path)
   local proc, err = core.process.spawn({ lua, runner, "run", target, tostring(seed), tostring(first),
     tostring(count), ("%.3f"):format(math.min(until_t, 1e12)), status_path, failures_path },
@@ -149,6 +155,9 @@ local function run_batch(target, first, count, until_t)
   proc:close(0)
   local st = read_file(status_path)
   local done = tonumber(st:match("^done (%d+)"))
+  local t = tallies[target] or {}
+  tallies[target] = t
+  for name, n in read_file(status_path .. ".counts"):gmatch("(%S+) (%d+)") do t[name] = (t[name] or 0) + tonumber(n) end
   for line in read_file(failures_path):gmatch("[^\n]+") do
     local i, what = line:match("^(%d+)\t(.*)$")
     totals.failed = totals.failed + 1
@@ -189,7 +198,12 @@ for n, target in ipairs(targets) do
   if totals.crashes + totals.hangs + totals.failed - problems_before >= MAX_PROBLEMS then
     io.write(("fuzz: %s stopped after %d problems\n"):format(target, MAX_PROBLEMS))
   end
-  io.write(("fuzz: %-6s %6d inputs in %.1f s\n"):format(target, totals.tried - tried_before, core.now() - t0))
+  local t = tallies[target]
+  local extra = ""
+  if t and t.requests then
+    extra = (" (%d requests, %d unanswered)"):format(t.requests, t.unanswered or 0)
+  end
+  io.write(("fuzz: %-6s %6d inputs in %.1f s%s\n"):format(target, totals.tried - tried_before, core.now() - t0, extra))
   io.flush()
 end
 

@@ -37,8 +37,8 @@ local WHAT = {
   rt = "tasks and loops: the one wait",
   wire = "CDP routing, remote values",
   schema = "JSON Schema as ajv 6 means it, formats",
-  tools = "Tool, discovery, calls, marshalling, elements, WebMCP, js/",
-  page = "Page, observe, screenshot",
+  tools = "Tool, document handles, discovery, calls, elements, WebMCP, js/",
+  page = "Page: frames, site, navigation, tools, readiness, records, shots",
   browser = "Browser: launch, connect, WebDriver, background",
   facade = "init.lua: the public API",
   present = "what every front end shows",
@@ -122,7 +122,94 @@ local function walk(dir, rel, out)
   end
 end
 
--- modules(root?) -> { [name] = {file =, layer =, requires = {name...}} }
+-- Names that are data, not a module's private parts, though they start
+-- with "_": Lua's own, and the MCP protocol's _meta field.
+M.NOT_PRIVATE = { _VERSION = true, _G = true, _ENV = true, _meta = true }
+
+-- privates_of(code) -> {[name] = true}: the "_"-prefixed fields and methods
+-- the code uses (x._name, x:_name(...), { _name = ... }, function X:_name),
+-- short strings left out; "__" names (metamethods) are no private parts.
+function M.privates_of(code)
+  code = code:gsub('"[^"\n]*"', '""'):gsub("'[^'\n]*'", "''")
+  local out = {}
+  for name in code:gmatch("[%w_%)%]][%.:](_%a[%w_]*)") do out[name] = true end
+  for name in code:gmatch("[{,;]%s*(_%a[%w_]*)%s*=[^=]") do out[name] = true end
+  for name in pairs(M.NOT_PRIVATE) do out[name] = nil end
+  return out
+end
+
+-- nested_requires(code) -> the modules the code requires on an indented
+-- line (inside a function: a require made on first use, not on load)
+function M.nested_requires(code)
+  local out = {}
+  for line in (code .. "\n"):gmatch("([^\n]*)\n") do
+    if line:match("^%s+%S") then
+      -- (not the word inside a string: "require 'devtools_tools' failed")
+      for dep in (" " .. line):gmatch("[^%w_\"']require%s*%(?%s*[\"'](devtools_tools[%w_.]*)[\"']") do
+        out[#out + 1] = dep
+      end
+    end
+  end
+  return out
+end
+
+-- The requires Neovim's plugin makes on first use, each for its reason. The
+-- plugin loads when Neovim starts (a plugin manager calls setup()), and the
+-- library and present/ took 118-282 ms more to load there (measured in
+-- headless Neovim 0.7 on the 2-core machine, three runs, against 2.5 ms for
+-- the plugin's own modules); without the C core (no `make nvim` yet) the
+-- library cannot load at all, and the plugin says so in one line
+-- (nvim/build.lua) instead of failing as Neovim starts.
+M.LAZY_ALLOWED = {
+  ["devtools_tools.nvim.session -> devtools_tools.present.text"] = true,
+  ["devtools_tools.nvim.session -> devtools_tools.present.schema"] = true,
+  ["devtools_tools.nvim.session -> devtools_tools.present.skeleton"] = true,
+  ["devtools_tools.nvim.session -> devtools_tools.present.pretty"] = true,
+  ["devtools_tools.nvim.session -> devtools_tools.present.errors"] = true,
+}
+
+-- lazy_problems(mods) -> list of "a -> b" for each require made inside a
+-- function (on an indented line) that LAZY_ALLOWED does not name. For the
+-- modules lazy() cannot load (Neovim's), by their text.
+function M.lazy_problems(mods)
+  local out = {}
+  for name, m in pairs(mods) do
+    for _, dep in ipairs(m.layer == "nvim" and m.nested or {}) do
+      local edge = name .. " -> " .. dep
+      if not M.LAZY_ALLOWED[edge] then out[#out + 1] = edge end
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+-- private_problems(mods) -> list of strings: each private name (a field or
+-- method starting with "_") that more than one module uses. A module's
+-- private parts are its own: no other module reads or writes its "_"
+-- fields or calls its "_" methods (it is handed a handle, or asks a public
+-- method, instead).
+function M.private_problems(mods)
+  local users = {}
+  for name, m in pairs(mods) do
+    for p in pairs(m.privates or {}) do
+      local l = users[p] or {}
+      users[p] = l
+      l[#l + 1] = name
+    end
+  end
+  local out = {}
+  for p, l in pairs(users) do
+    if #l > 1 then
+      table.sort(l)
+      out[#out + 1] = p .. " is used by " .. table.concat(l, ", ")
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+-- modules(root?) -> { [name] = {file =, layer =, requires = {name...},
+-- privates = {[name] = true}} }
 function M.modules(root)
   root = root or "lua"
   local files = {}
@@ -141,7 +228,8 @@ function M.modules(root)
       end
     end
     table.sort(reqs)
-    mods[name] = { file = f.file, layer = M.layer_of(name), requires = reqs }
+    mods[name] = { file = f.file, layer = M.layer_of(name), requires = reqs, privates = M.privates_of(src),
+      nested = M.nested_requires(src) }
   end
   return mods
 end

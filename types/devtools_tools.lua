@@ -251,13 +251,34 @@ function Page:tool_groups(opts) end
 ---@param opts? devtools_tools.CallOpts
 ---@return devtools_tools.Tool|nil
 function Page:tool(name, opts) end
----The tool once the page offers it (discovers again as documents change and
----in between); raises `timeout` when the deadline passes first.
+---The tool once the page offers it (discovers again as its tools change and
+---as its activity quietens); raises `timeout` when the deadline passes first,
+---with details.webmcp = {enabled, uses, named} (what its scripts say of WebMCP).
 ---@param name string
 ---@param opts? devtools_tools.CallOpts
 ---@return devtools_tools.Tool
 function Page:wait_for_tool(name, opts) end
----@param name string
+---Waits until the page is ready to be looked at (tools and network quiet,
+---no frame loading, its main thread caught up); false when opts.max (3 s)
+---or opts.timeout came first.
+---@param opts? {timeout?: number, quiet?: number, max?: number, long?: number}
+---@return boolean
+function Page:settle(opts) end
+---True once the CSS selector matches an element of the main frame's
+---document; raises `timeout`, or `js_error` for a selector the page cannot read.
+---@param css string
+---@param opts? devtools_tools.CallOpts
+---@return boolean
+function Page:wait_for_selector(css, opts) end
+---Makes the viewport width x height CSS pixels (through the window's bounds).
+---@param width integer
+---@param height integer
+---@param opts? devtools_tools.CallOpts
+function Page:set_viewport(width, height, opts) end
+---A tool by name, or a Tool of this page (one whose call did not run - its
+---document gone, the page's tools changed - is called once more as the tool
+---the page holds now under its name).
+---@param name string|devtools_tools.Tool
 ---@param args? table named arguments (a JSON object)
 ---@param opts? devtools_tools.CallOpts
 ---@return any
@@ -374,11 +395,17 @@ function Task:cancel() end
 ---@field array_mt table the metatable of decoded arrays
 ---@field object_mt table the metatable of decoded empty objects
 local json = {}
----NaN and infinities become null, as JSON.stringify writes them; finite = true refuses them.
+---NaN and infinities become null, as JSON.stringify writes them; finite = true refuses them;
+---replace_surrogates = true writes a lone surrogate as U+FFFD (not "\ud800", which strict readers refuse).
 ---@param value any
----@param opts? {max_depth?: integer, finite?: boolean}
+---@param opts? {max_depth?: integer, finite?: boolean, replace_surrogates?: boolean}
 ---@return string
 function json.encode(value, opts) end
+---nil when s is UTF-8 (no overlong form, no surrogate, nothing past U+10FFFF),
+---else the byte offset of the first byte that is not.
+---@param s string
+---@return integer|nil
+function json.utf8_error(s) end
 ---@param text string
 ---@param opts? {max_depth?: integer}
 ---@return any
@@ -448,7 +475,8 @@ function dt.async(fn, on_done, ...) end
 ---@param timeout? number seconds
 ---@return any[]
 function dt.wait_all(tasks, timeout) end
----Suspends the running task for seconds (blocks outside a task).
+---Suspends the running task for seconds (blocks outside a task, reading the open browsers'
+---connections meanwhile: a page's new frames go on).
 ---@param seconds number
 function dt.sleep(seconds) end
 ---The task running now, or nil outside tasks.
@@ -479,6 +507,15 @@ function dt.isatty(fd) end
 ---@return integer|nil columns
 ---@return integer|nil rows
 function dt.term_size(fd) end
+---The one default timeout, in seconds (30).
+dt.TIMEOUT = 30
+---The one cleaner of page text: has(s), hidden(cp), clean(s, rep, bad?).
+---@type {has: fun(s: string): boolean, hidden: fun(cp: integer): boolean, clean: fun(s: string, rep: fun(cp: integer): string|nil, bad?: fun(b: integer): string|nil): string}
+dt.controls = nil
+---True when DEVTOOLS_TOOLS_DEBUG names that log ("cdp", "mcp").
+---@param what string
+---@return boolean
+function dt.debugging(what) end
 ---Called first in a module's main chunk: keeps LuaJIT's trace compiler out of that module's
 ---functions on the builds that miscompile pairs(); a no-op elsewhere.
 function dt.nojit() end
@@ -513,6 +550,25 @@ function dt.fd_read(fd, max) end
 ---@return integer|nil n
 ---@return string|nil why
 function dt.fd_write(fd, s, from) end
+
+---For a program that owns its process (never the library's own doing): from now on
+---each of names is caught once (a second one of a kind has its default action).
+---opts.raise: the main thread's Lua code also raises "interrupted!", as for Ctrl-C.
+---@param names ("TERM"|"HUP"|"INT")[]
+---@param opts? {raise?: boolean}
+---@return devtools_tools.Signals
+function dt.catch_signals(names, opts) end
+
+---@class devtools_tools.Signals
+local Signals = {}
+---A descriptor that is readable once a signal was caught (watch it on dt.loop()).
+---@return integer
+function Signals:fd() end
+---The oldest caught signal not taken yet.
+---@return "TERM"|"HUP"|"INT"|nil
+function Signals:take() end
+---The dispositions from before.
+function Signals:release() end
 
 ---@class devtools_tools.Background
 ---@field path string the record file

@@ -4,7 +4,8 @@
 --
 -- What it must never do: re-export raw core functions (everything a user
 -- can call raises dt.Error objects: see README, "Errors and timeouts"),
--- hold state beyond the loop new tasks run on, or be skipped by a front
+-- hold state beyond the host's time (the loop new tasks run on, the
+-- connections it serves: rt/host.lua), or be skipped by a front
 -- end (the command line, Neovim and the MCP server stand on it alone,
 -- with present/).
 
@@ -61,51 +62,55 @@ local core = require "devtools_tools.core"
 local errors = require "devtools_tools.base.errors"
 local json = require "devtools_tools.base.json"
 local browser = require "devtools_tools.browser"
-local loop = require "devtools_tools.rt.loop"
 local task = require "devtools_tools.rt.task"
 local cdp = require "devtools_tools.wire.cdp"
 local webdriver = require "devtools_tools.browser.webdriver"
 local background = require "devtools_tools.browser.background"
+local host_mod = require "devtools_tools.rt.host"
+local controls = require "devtools_tools.base.controls"
+local options = require "devtools_tools.base.options"
+local debug_env = require "devtools_tools.base.debug"
 
-local type, tostring = type, tostring
+local type, tostring, ipairs, setmetatable = type, tostring, ipairs, setmetatable
 
--- The loop new tasks run on: the one thing dt.use_loop changes. It lives
--- here, in the facade, so the modules beneath take their driver from the
--- task they run in and hold no such setting themselves.
-local state = { driver = nil, builtin = nil }
-
--- The built-in loop is one: tasks started before and after a use_loop(nil)
--- are driven together (two would each wait for the other's tasks).
-local function builtin()
-  if not state.builtin then state.builtin = loop.builtin() end
-  return state.builtin
-end
+-- The host's time: the loop new tasks run on (the one thing dt.use_loop
+-- changes) and the browsers' connections it serves between calls
+-- (rt/host.lua). It lives here, in the facade, so the modules beneath take
+-- their driver from the task they run in and hold no such setting
+-- themselves.
+local host = host_mod.new()
 
 local function driver()
-  local d = state.driver
-  if not d then
-    d = builtin()
-    state.driver = d
-  end
-  return d
+  return host:driver()
 end
 
 -- use_loop(loop?) -> driver. loop: a luv-compatible module (require "luv",
 -- vim.uv, vim.loop) or a driver of one's own (see devtools_tools.rt.loop);
 -- nil goes back to the built-in poll loop. Tasks already running keep the
--- loop they started on.
+-- loop they started on; the open browsers' connections are watched on the
+-- new one.
 local function use_loop(l)
-  if l == nil then
-    state.driver = builtin()
-    return state.driver
-  end
-  local d = loop.as_driver(l)
-  if not d then
-    errors.raise("bad_argument", "use_loop: expected a luv-compatible loop (require 'luv',"
-      .. " vim.uv, vim.loop) or a driver with watch/unwatch/modify/timer/cancel, got " .. type(l))
-  end
-  state.driver = d
-  return d
+  return host:use(l)
+end
+
+-- served(browser) -> browser, whose connection the host serves from now on
+local function served(b)
+  if type(b) == "table" and type(b.conn) == "table" and b.conn.reside then host:serve(b.conn) end
+  return b
+end
+
+local function launch(opts)
+  local b = browser.launch(opts)
+  -- (a detached launch's Browser is only its record, without a connection)
+  return served(b)
+end
+
+local function connect(url, opts)
+  return served(browser.connect(url, opts))
+end
+
+local function connect_webdriver(url, capabilities, opts)
+  return served(webdriver.connect(url, capabilities, opts))
 end
 
 -- loop() -> the driver new tasks run on (the built-in poll loop unless
@@ -198,6 +203,40 @@ local function fd_write(fd, s, from)
   return n
 end
 
+-- catch_signals(names, opts?) -> Signals: for a program that owns its
+-- process (a command line, a stdio server), never the library's own
+-- doing. From now on each of names ("TERM", "HUP", "INT") is caught once
+-- (a second one of a kind has its default action, so a clean-up that
+-- hangs can still be ended): signals:fd() becomes readable (watch it on
+-- dt.loop()), and signals:take() gives the oldest caught name, or nil.
+-- opts.raise: Lua code of the main thread also raises "interrupted!" at
+-- once, as the interpreter does for Ctrl-C, for a program that waits
+-- without a loop. signals:release() puts the dispositions back.
+local Signals = {}
+Signals.__index = Signals
+Signals.__name = "devtools_tools.Signals"
+function Signals:fd() return self.read_fd end
+function Signals:take() return core.signal.take() end
+function Signals:release() core.signal.release() end
+
+local SIGNAL_NAMES = { TERM = true, HUP = true, INT = true }
+local function catch_signals(names, opts)
+  if type(names) ~= "table" or #names == 0 then
+    errors.raise("bad_argument", "catch_signals: expected a list of signal names (TERM, HUP, INT)")
+  end
+  for _, n in ipairs(names) do
+    if not SIGNAL_NAMES[n] then
+      errors.raise("bad_argument", "catch_signals: unknown signal " .. tostring(n) .. " (TERM, HUP or INT)")
+    end
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    errors.raise("bad_argument", "catch_signals: opts must be a table")
+  end
+  local fd, why = core.signal.catch(names, opts and opts.raise and true or false)
+  if not fd then errors.raise("bad_argument", "catch_signals: " .. tostring(why)) end
+  return setmetatable({ read_fd = fd }, Signals)
+end
+
 -- std_fd(fname, fd) -> fd when it is 0, 1 or 2; bad_argument otherwise
 local function std_fd(fname, fd)
   if fd ~= 0 and fd ~= 1 and fd ~= 2 then
@@ -208,6 +247,9 @@ end
 
 local dt = {
   _VERSION = "devtools_tools 0.1.0",
+  -- seconds a call may take by default (every call's opts.timeout, a
+  -- front end's command)
+  TIMEOUT = options.DEFAULT_TIMEOUT,
   now = now,
   left = left,
   isatty = function(fd) return core.fs.isatty(std_fd("isatty", fd)) end,
@@ -215,21 +257,27 @@ local dt = {
   -- when it is none (a pipe, a file) or tells no size
   term_size = function(fd) return core.fs.term_size(std_fd("term_size", fd)) end,
   nojit = require("devtools_tools.base.nojit"),
+  -- the one cleaner of page text (base/controls.lua): has(s), clean(s,
+  -- rep, bad?), hidden(cp), for what a front end shows
+  controls = { has = controls.has, clean = controls.clean, hidden = controls.hidden },
   new_error = new_error,
-  launch = browser.launch,
-  connect = browser.connect,
+  launch = launch,
+  connect = connect,
   stop_detached = browser.stop_detached,
   background = background.new,
-  webdriver = webdriver.connect,
+  webdriver = connect_webdriver,
   use_loop = use_loop,
   loop = current_loop,
   fd_read = fd_read,
   fd_write = fd_write,
   async = async,
   wait_all = task.wait_all,
-  sleep = task.sleep,
+  sleep = function(seconds) return host:sleep(seconds) end,
   current_task = task.current,
   debug = debug,
+  -- debugging(what) -> true when DEVTOOLS_TOOLS_DEBUG names that log
+  -- ("cdp", "mcp"): its one reader (base/debug.lua), for a front end's log
+  debugging = debug_env.wants,
   Task = task.Task,
   Error = errors.Error,
   is_error = errors.is_error,
@@ -238,7 +286,9 @@ local dt = {
   array_mt = core.array_mt,
   array = json.array,
   json = { encode = json.encode, decode = json.decode, null = core.null,
-    array = json.array, array_mt = core.array_mt, object_mt = json.object_mt, kind = json.kind },
+    array = json.array, array_mt = core.array_mt, object_mt = json.object_mt, kind = json.kind,
+    utf8_error = json.utf8_error },
+  catch_signals = catch_signals,
 }
 
 return dt

@@ -2,7 +2,8 @@
 -- @modelcontextprotocol/sdk 1.x, the version spec/support/mcp-sdk/ locks)
 -- against `devtools-tools mcp` on a real page: initialize, tools/list, a
 -- call's result, isError, an unknown tool, a list change, a cancelled
--- call, and the close. The SDK is installed into a cache outside the tree
+-- call, and the close; and a server started before its app (a port
+-- nothing listens on, then node's own HTTP server on it). The SDK is installed into a cache outside the tree
 -- (~/.cache/devtools_tools/mcp-sdk, or MCP_SDK_CACHE) with `npm ci` when
 -- it is not there yet; node 20 and the npm registry are needed (CI has
 -- both), and without node the spec fails, saying so.
@@ -42,14 +43,14 @@ describe("the official MCP SDK's client against devtools-tools mcp", function()
     local cwd = os.getenv("PWD") or H.sh("pwd"):gsub("\n$", "")
     local out, rc = H.sh(("TMPDIR=%s DEVTOOLS_TOOLS_BUILD=%s node spec/support/mcp_interop.mjs '%s' '%s' '%s/bin/devtools-tools'")
       :format(tmp, H.build, dir, server.url("/mcp.html"), cwd))
-    H.wait_for(function() return #H.live_with_arg(tmp) == 0 end, 3)
+    H.wait_for(function() return #H.live_with_arg(tmp) == 0 end, 10)   -- (a loaded machine)
     local left = H.live_with_arg(tmp)
     core.fs.rmtree(tmp)
     assert.equal(0, rc, out)
     local r = dt.json.decode(out:match("([^\n]+)\n*$"))
     local s = r.steps
     for _, name in ipairs({ "initialize", "list", "call", "webmcp", "isError", "unknown", "list_changed",
-        "cancel", "close" }) do
+        "cancel", "close", "start_before_app" }) do
       assert.is_true(s[name] and s[name].ok, name .. ": " .. tostring(s[name] and s[name].error))
     end
     -- initialize: the SDK took our answer (its latest version, 2025-11-25)
@@ -85,6 +86,16 @@ describe("the official MCP SDK's client against devtools-tools mcp", function()
     -- close: the server exited (the SDK's close ends stdin), leaving no process
     assert.is_true(s.close.value.exited)
     assert.is_true(s.close.value.ms < 2000, s.close.value.ms)
+    -- started before the app: the SDK connected (initialize answered) while nothing
+    -- listened, listed the built-ins, got isError for a page tool saying why, then
+    -- list_changed when the app came up, and listed and called the page's tool
+    local late = s.start_before_app.value
+    assert.same({ "devtools.navigate", "devtools.screenshot", "devtools.console", "devtools.network" }, late.before)
+    assert.is_true(late.notUp.isError)
+    assert.matches("The page is not up yet", late.notUp.text, 1, true)
+    assert.is_true(late.changes >= 1)
+    assert.equal("hello", late.after[1])
+    assert.same({ result = "hello late" }, late.called)
     assert.same({}, left)
   end)
 end)

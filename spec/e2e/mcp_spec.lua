@@ -82,14 +82,17 @@ describe("devtools-tools mcp: the lifecycle", function()
     assert.equal("devtools-tools", r.serverInfo.name)
     assert.matches("^%d+%.%d+", r.serverInfo.version)
     assert.matches("mcp.html", r.instructions, 1, true)
-    for _, v in ipairs({ "2025-06-18", "2025-03-26" }) do
-      assert.equal(v, c:request("initialize", { protocolVersion = v, capabilities = {},
-        clientInfo = { name = "spec", version = "1" } }).protocolVersion)
-    end
-    -- a version it does not know: its own latest
-    assert.equal("2025-11-25", c:request("initialize", { protocolVersion = "1999-01-01", capabilities = {},
-      clientInfo = { name = "spec", version = "1" } }).protocolVersion)
     assert.same({}, c:request("ping"))
+    -- once: a second initialize is refused, the session keeps its version
+    local again = c:call("initialize", { protocolVersion = "2025-06-18", capabilities = {},
+      clientInfo = { name = "spec", version = "1" } })
+    assert.equal(-32600, again.error.code)
+    -- a session of each version (a version it does not know: its own latest)
+    for v, want in pairs({ ["2025-06-18"] = "2025-06-18", ["2025-03-26"] = "2025-03-26", ["1999-01-01"] = "2025-11-25" }) do
+      local one = spawn(server.url("/mcp.html"))
+      assert.equal(want, one:initialize(v, { list = false }).protocolVersion)
+      one:close_stdin()
+    end
   end)
 
   it("gives what a version has: structuredContent and _meta from 2025-06-18 on, batches in 2025-03-26", function()
@@ -110,9 +113,10 @@ describe("devtools-tools mcp: the lifecycle", function()
     for _, x in ipairs(m) do got[x.id] = x.result end
     assert.same({}, got.a)
     assert.equal("42", result_text(got.b))
-    c:initialize("2025-06-18")
-    assert.same({ result = 42 }, call(c, "scalar").structuredContent)
-    assert.equal("main", by_name(c:request("tools/list")).echo._meta["devtools-tools/page"].group)
+    local c2 = spawn(server.url("/mcp.html"))
+    c2:initialize("2025-06-18")
+    assert.same({ result = 42 }, call(c2, "scalar").structuredContent)
+    assert.equal("main", by_name(c2:request("tools/list")).echo._meta["devtools-tools/page"].group)
   end)
 
   it("answers what is not a valid request with JSON-RPC's errors, and carries only messages on stdout", function()
@@ -290,7 +294,7 @@ describe("devtools-tools mcp: the tools", function()
       assert.matches(k:match("^(.*)/"), x.description, 1, true)
       assert.equal(k:match("^(.*)/"), x.title)
     end
-    assert.equal("The first dup", t.dup.description)
+    assert.equal("The first dup", t.dup.description:match("^[^\n]*"))
     assert.equal("The second dup", renamed["dup/second"].description:match("^[^\n]*"))
     assert.equal("child echo", result_text(call(c, renamed["echo/child"].name)):match('^"(.*)"$'))
     assert.equal('"mine"', result_text(call(c, renamed["devtools.navigate/main"].name)))
@@ -314,7 +318,7 @@ describe("devtools-tools mcp: the tools", function()
     local c = spawn(server.url("/mcp.html"))
     c:initialize()
     local t = by_name(c:request("tools/list"))
-    assert.equal("Returns its arguments", t.echo.description)
+    assert.equal("Returns its arguments\n\n(Provided by the page at " .. server.url("") .. ".)", t.echo.description)
     assert.same({ type = "object", additionalProperties = false,
       properties = { text = { type = "string" }, n = { type = "integer", minimum = 0 } } }, t.echo.inputSchema)
     assert.same({ type = "object", properties = { a = { type = "string" } }, required = { "a" } }, t.untyped.inputSchema)
@@ -601,6 +605,202 @@ describe("devtools-tools mcp: which page", function()
     b:close()
     dt.stop_detached(rec)
     assert(ok, err)
+  end)
+end)
+
+-- A port nothing listens on yet (a static server started on a free one,
+-- then stopped): the app an agent's host starts after its MCP servers.
+local function free_port()
+  local s = H.start_server()
+  local port = s.port
+  s.stop()
+  return port
+end
+
+local function start_app_on(port)
+  local proc = H.start_port_program({ H.support("static_server"), "--port", tostring(port), "--root", "spec/fixtures" })
+  return { stop = function() proc:close(0) end }
+end
+
+describe("devtools-tools mcp: started before the app", function()
+  it("answers at once, serves the built-ins, says what it tried, and lists the page's tools once it is up", function()
+    local port = free_port()
+    local url = "http://127.0.0.1:" .. port .. "/mcp.html"
+    local c = spawn(url)
+    local r = c:initialize()
+    assert.matches(url, r.instructions, 1, true)
+    -- the first attempt found nothing listening: the built-ins only
+    local names = c:tool_names()
+    assert.same({ "devtools.navigate", "devtools.screenshot", "devtools.console", "devtools.network" }, names)
+    local e = call(c, "echo", { text = "x" })
+    assert.is_true(e.isError)
+    assert.matches("The page is not up yet: " .. url, result_text(e), 1, true)
+    assert.matches("ERR_CONNECTION_REFUSED", result_text(e), 1, true)
+    assert.is_nil(c:wait_exit(0))                                   -- still serving
+    -- the app comes up: the server finds it, says so, and serves its tools
+    local app = start_app_on(port)
+    local ok, err = pcall(function()
+      assert.truthy(c:next_notification("notifications/tools/list_changed", 20), c:stderr())
+      assert.is_true(has(c:tool_names(), "echo"))
+      assert.same({ text = "up" }, call(c, "echo", { text = "up" }).structuredContent)
+    end)
+    c:close_stdin()
+    assert.same({ "exit", 0 }, { c:wait_exit(5) })
+    app.stop()
+    assert(ok, err)
+    -- what was tried is said on stderr, a line at first and when it is up (not one per attempt)
+    local err_text = c:stderr()
+    local _, lines = err_text:gsub("not up yet", "")
+    assert.is_true(lines >= 1 and lines <= 3, err_text)
+    assert.matches("the page is up", err_text, 1, true)
+  end)
+
+  it("tries the same tab again in a running browser, and takes no error page for the app", function()
+    local port = free_port()
+    local url = "http://127.0.0.1:" .. port .. "/mcp.html"
+    local b = dt.launch({ detached = true })
+    local ok, err = pcall(function()
+      local n = #b:pages()                                  -- its blank tab, which the server takes
+      local c = spawn(url, { "--connect", b.detached.endpoint })
+      c:initialize()
+      assert.is_true(H.wait_for(function() return select(2, c:stderr():gsub("not up yet", "")) >= 1 end, 20))
+      -- retried a few times (pauses of 0.25, 0.5, 1 s...): still the one tab, still not up
+      assert.is_false(H.wait_for(function() return #b:pages() ~= n end, 3), "another tab was opened")
+      assert.is_true(call(c, "echo", { text = "x" }).isError)
+      local app = start_app_on(port)
+      local ok2, err2 = pcall(function()
+        assert.truthy(c:next_notification("notifications/tools/list_changed", 20), c:stderr())
+        assert.same({ text = "up" }, call(c, "echo", { text = "up" }).structuredContent)
+      end)
+      app.stop()
+      assert(ok2, err2)
+      assert.equal(n, #b:pages())
+    end)
+    local rec = b.detached
+    b:close()
+    dt.stop_detached(rec)
+    assert(ok, err)
+  end)
+
+  it("refuses a URL that can never work at the start", function()
+    for _, bad in ipairs({ "javascript:alert(1)", "http://[::1/", "http://a:99999/", "chrome://settings" }) do
+      local c = spawn(bad)
+      assert.same({ "exit", 2 }, { c:wait_exit(5) })
+      assert.matches("mcp: ", c:stderr(), 1, true)
+    end
+  end)
+
+  it("exits within 2 s when stdin ends during the start, against a slow site", function()
+    local c = spawn(server.url("/mcp.html?delay=20000"), { "--timeout", "20" }, { DEVTOOLS_TOOLS_DEBUG = "cdp" })
+    c:initialize(nil, { list = false })
+    -- the navigation is under way (the site answers in 20 s)
+    assert.is_true(H.wait_for(function() return c:stderr():find("Page.navigate", 1, true) ~= nil end, 20))
+    local started = core.now()
+    c:close_stdin()
+    local how, code = c:wait_exit(2)
+    assert.same({ "exit", 0 }, { how, code }, "still running 2 s after the end of stdin")
+    assert.is_true(core.now() - started < 2)
+    -- (its Chromium ended: the last of its processes may take a while on a loaded machine)
+    H.wait_for(function() return #H.live_with_arg(c.tmp) == 0 end, 20)
+    assert.same({}, H.live_with_arg(c.tmp))
+  end)
+end)
+
+describe("devtools-tools mcp: any bytes", function()
+  it("answers what is not UTF-8 and goes on; writes ids back as they were sent", function()
+    local c = spawn(server.url("/mcp.html"))
+    c:initialize()
+    c:send_raw('{"jsonrpc":"2.0","id":"x\255","method":"ping"}\n')
+    local m = c:next_message(10)
+    assert.same({ -32700, dt.null }, { m.error.code, m.id })
+    c:send_raw('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ad\255d"}}\n')
+    assert.equal(-32700, c:answer(7).error.code)
+    c:send_raw('{"jsonrpc":"2.0","id":1e999,"method":"ping"}\n{"jsonrpc":"2.0","id":12345678901234567890,"method":"ping"}\n')
+    assert.truthy(c:wait_for(function(x) return x.result and x.id ~= 7 end, 10))
+    assert.truthy(c:wait_for(function(x) return x.result and x.id ~= 7 end, 10))
+    local seen = table.concat(c.raw, "\n")
+    assert.truthy(seen:find('{"jsonrpc":"2.0","id":1e999,"result":{}}', 1, true), seen)
+    assert.truthy(seen:find('{"jsonrpc":"2.0","id":12345678901234567890,"result":{}}', 1, true), seen)
+    -- a page's lone surrogates go out as U+FFFD
+    call(c, "lone")
+    local line = c.raw[#c.raw]
+    assert.is_nil(line:find("\\ud8", 1, true), line)
+    assert.is_nil(dt.json.utf8_error(line))
+    assert.same({ result = "a\239\191\189b\239\191\189c" }, dt.json.decode(line).result.structuredContent)
+    assert.same({}, c:request("ping"))
+    c:close_stdin()
+    assert.same({ "exit", 0 }, { c:wait_exit(5) })
+  end)
+
+  it("stops reading requests while its answers are not read, so its memory stays bounded", function()
+    local c = spawn(server.url("/mcp.html"), nil, { DEVTOOLS_TOOLS_DEBUG = "mcp" })
+    c:initialize()
+    assert.truthy(call(c, "blob", { bytes = 16 }).structuredContent)
+    -- 120 requests for answers of 2 MiB (a 1 MiB string twice: text and structuredContent), none read
+    local n = 120
+    for i = 1, n do
+      c:send_raw(('{"jsonrpc":"2.0","id":"b%d","method":"tools/call","params":{"name":"blob",'
+        .. '"arguments":{"bytes":1048576}}}\n'):format(i))
+    end
+    local function read_so_far()
+      return select(2, c:stderr():gsub('<%- {"jsonrpc":"2.0","id":"b', ""))
+    end
+    local function peak()
+      local f = io.open("/proc/" .. c.proc:pid() .. "/status")
+      local st = f and f:read("a") or ""
+      if f then f:close() end
+      return tonumber(st:match("VmHWM:%s*(%d+)")) or 0
+    end
+    -- it reads until 64 MiB wait to be written, and no further while nobody reads them
+    assert.is_true(H.wait_for(function() return read_so_far() >= 16 end, 30), c:stderr():sub(-2000))
+    assert.is_false(H.wait_for(function() return read_so_far() >= n end, 5),
+      "read every request while no answer was read")
+    local high = peak()
+    -- now read: every request gets its answer
+    for got = 1, n do
+      assert.truthy(c:wait_for(function(x) return type(x.id) == "string" and x.id:sub(1, 1) == "b" end, 60),
+        "answers stopped after " .. (got - 1))
+    end
+    -- (64 MiB of answers waiting and 32 requests under way; unbounded, 240 MiB waited)
+    assert.is_true(high < 400 * 1024, ("a peak of %d KiB"):format(high))
+    c:close_stdin()
+    assert.same({ "exit", 0 }, { c:wait_exit(5) })
+  end)
+end)
+
+describe("devtools-tools mcp: what the page wrote, and where navigate goes", function()
+  it("ends page tools' descriptions with their provenance, and marks results; --trust-page drops the line", function()
+    local c = spawn(server.url("/mcp.html"))
+    c:initialize()
+    local t = by_name(c:request("tools/list"))
+    local line = "(Provided by the page at " .. server.url("") .. ".)"
+    assert.equal(line, t.pick.description:match("[^\n]*$"))
+    assert.same({ source = "page", page = server.url(""), trusted = false }, t.pick._meta["devtools-tools/provenance"])
+    assert.is_nil(t["devtools.navigate"].description:find("Provided by the page", 1, true))
+    local r = call(c, "pick", { colour = "red" })
+    assert.equal("page", r._meta["devtools-tools/provenance"].source)
+    local own = spawn(server.url("/mcp.html"), { "--trust-page" })
+    own:initialize()
+    local t2 = by_name(own:request("tools/list"))
+    assert.equal("Picks a colour", t2.pick.description)
+    assert.is_true(t2.pick._meta["devtools-tools/provenance"].trusted)
+  end)
+
+  it("refuses to navigate to link-local, metadata and private addresses unless allowed", function()
+    local c = spawn(server.url("/mcp.html"), { "--allow-navigate", "10.255.255.1" })
+    c:initialize()
+    for _, url in ipairs({ "http://169.254.169.254/latest/meta-data/", "http://2852039166/", "http://[fe80::1]/",
+        "http://metadata.google.internal/", "http://192.168.0.1/" }) do
+      local r = call(c, "devtools.navigate", { url = url })
+      assert.is_true(r.isError, url)
+      assert.matches("is refused", result_text(r), 1, true)
+    end
+    -- allowed: the page's own host, loopback, and what --allow-navigate names (10.255.255.1
+    -- is then tried: the browser fails to load it, which is not a refusal)
+    local ok = call(c, "devtools.navigate", { url = server.url("/spa.html") })
+    assert.is_nil(ok.isError, result_text(ok))
+    local tried = call(c, "devtools.navigate", { url = "http://10.255.255.1:9/" }, 60)
+    assert.is_nil(result_text(tried):find("is refused", 1, true), result_text(tried))
   end)
 end)
 

@@ -302,6 +302,35 @@ describe("the Neovim plugin", function()
     assert.is_false(alive(R.pid))                 -- close ended Chromium
   end)
 
+  it("an idle editor lets a page go on: a frame mounted after load is in the first :DevTools list", function()
+    -- The page mounts a cross-origin iframe with tools 2 s after load; the
+    -- editor runs no command for 4 s at least (vim.wait: its loop turns),
+    -- longer only while the frame's script has not told the beacon it ran.
+    local file = os.tmpname()
+    local proc, port = H.start_port_program({ "/usr/bin/lua5.4", "spec/support/beacon.lua", file })
+    local ok, R = pcall(nvim, [[
+      run("DevTools launch " .. ARGS.url)
+      local t0 = vim.loop.hrtime()
+      local function ran()
+        local f = io.open(ARGS.beacon)
+        local s = f and f:read("*a") or ""
+        if f then f:close() end
+        return s:find("/ran", 1, true) ~= nil
+      end
+      R.ran = vim.wait(20000, function() return (vim.loop.hrtime() - t0) / 1e9 >= 4 and ran() end, 50)
+      run("DevTools list")
+      R.tools = lines()
+      run("DevTools close")
+    ]], { url = fixtures.url("/live_frame.html?beacon=" .. port), beacon = file })
+    proc:close(0)
+    os.remove(file)
+    assert(ok, R)
+    assert.is_true(R.ran, "the frame's script did not run while the editor was idle: its target was left paused")
+    local all = table.concat(R.tools, "\n")
+    assert.truthy(all:find("2 groups", 1, true), all)
+    assert.truthy(all:find("inner  [frame", 1, true), all)
+  end)
+
   it("the argument buffer: <CR> on a tool, a JSON skeleton, :w calls it; a schema error lists each path", function()
     local R = nvim([[
       nv.setup({ keymaps = { open_tool = "<CR>" }, timeout = 20 })

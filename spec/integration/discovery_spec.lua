@@ -164,7 +164,7 @@ describe("discovery", function()
   it("leaves out an iframe whose renderer crashed; the others' tools answer", function()
     local page = open("/oopif.html")
     page:wait_for_tool("slow", { timeout = 10 })
-    local sid = page:tool("slow")._session
+    local sid = require("devtools_tools.tools.types").document_of(page:tool("slow")).session
     page.conn:send_nowait("Page.crash", nil, sid)
     -- (was: every discovery from then on timed out on the crashed frame)
     assert.is_true(H.wait_for(function()
@@ -182,8 +182,7 @@ describe("discovery", function()
     page:evaluate("document.getElementById('cross').src += '&again=1'; true")
     assert(H.wait_for(function()
       page.conn:poll()
-      return page.frames[cross_tool._frame_id] == nil
-        or page.frames[cross_tool._frame_id].loader_id ~= cross_tool._loader
+      return not require("devtools_tools.tools.types").document_of(cross_tool):is_current()
     end, 5))
     assert.equal("stale", H.error_of(cross_tool.call, cross_tool).code)
     assert.equal("main", main_tool())

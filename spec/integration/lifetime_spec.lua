@@ -125,7 +125,7 @@ describe("lifetime", function()
         page:navigate(server.url("/frames.html?" .. i))
         page:wait_for_tool("where-cross", { timeout = 10 })     -- (discovers in every session)
       end
-      local kept = count(page._webmcp.enabled)
+      local kept = count(page.webmcp.enabled)
       assert.is_true(kept <= count(page.child_sessions), "sessions kept: " .. kept)
       -- and the iframe there now is served as before
       assert.equal(server.url("", "localhost"), page:call("where-cross"))

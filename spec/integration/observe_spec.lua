@@ -49,7 +49,7 @@ describe("console messages", function()
     assert.equal(dt.array_mt, getmetatable(m.args))
     assert.equal(server.url("/observe.html"), m.location.url)
     assert.equal(7, m.location.line)          -- 0-based, as CDP counts
-    assert.equal(page.main_frame, m.frame)
+    assert.equal(page.docs.main_frame, m.frame)
     page:close()
   end)
 

@@ -265,7 +265,7 @@ describe("frames that come and go", function()
     local function left()
       local urls = {}
       for id, f in pairs(page.frames) do
-        if id ~= page.main_frame then urls[#urls + 1] = f.url end
+        if id ~= page.docs.main_frame then urls[#urls + 1] = f.url end
       end
       return urls
     end

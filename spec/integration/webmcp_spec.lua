@@ -197,8 +197,8 @@ describe("WebMCP tools", function()
     assert.is_nil(next(page.conn.deadlines))
     -- read the result the way the connection does, its caller's deadline past
     local conn, now = page.conn, require("devtools_tools.core").now
-    local r = conn:await(conn:send("WebMCP.invokeTool", { frameId = rows._frame_id, toolName = "rows",
-      input = { n = 40000 } }, rows._session, now() + 10), now() + 10)
+    local r = conn:await(conn:send("WebMCP.invokeTool", { frameId = require("devtools_tools.tools.types").document_of(rows).frame_id, toolName = "rows",
+      input = { n = 40000 } }, require("devtools_tools.tools.types").document_of(rows).session, now() + 10), now() + 10)
     local m, err, code, id
     repeat
       m, err, code, id = conn.transport:recv_cdp(now() + 10, {}, { [r.invocationId] = now() - 1 },
@@ -238,7 +238,7 @@ describe("WebMCP tools", function()
     local t0 = require("devtools_tools.core").now()
     local task = dt.async(function() return never() end)
     page:evaluate("1")                             -- the invocation is under way
-    page.conn:send_nowait("Page.crash", nil, never._session)
+    page.conn:send_nowait("Page.crash", nil, require("devtools_tools.tools.types").document_of(never).session)
     local ok, e = pcall(task.wait, task, 20)
     assert.is_false(ok)
     assert.equal("disconnected", e.code)
@@ -262,7 +262,7 @@ describe("WebMCP tools", function()
     local now = require("devtools_tools.core").now
     for round = 1, 3 do
       local never = cross_group(page):tool("frameNever")
-      local sid = never._session
+      local sid = require("devtools_tools.tools.types").document_of(never).session
       assert.is_table(page.child_sessions[sid])
       local invoked
       local off = page:on_cdp("WebMCP.toolInvoked", function(p) invoked = p.invocationId end)
@@ -275,7 +275,7 @@ describe("WebMCP tools", function()
       assert.equal("navigated", e.code)
       -- once its session has ended, nothing of the invocation is kept
       assert.is_true(page.conn:wait_for(function() return page.child_sessions[sid] == nil end, now() + 10))
-      assert.is_nil(next(page._webmcp.given_up), "round " .. round)
+      assert.is_nil(next(page.webmcp.given_up), "round " .. round)
       assert.is_nil(page.conn.deadlines[invoked])
       -- the iframe again, for the next round
       page:evaluate("{ const f = document.createElement('iframe'); f.id = 'cross'; f.allow = 'tools';"

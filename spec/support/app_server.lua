@@ -5,7 +5,7 @@
 -- with SIGKILL as a last resort, and every server gets its own temporary
 -- directory (log, database) that stop() removes. Requests are written byte
 -- for byte as given (no path normalisation), so specs can send hostile input.
-require("devtools_tools.base.nojit")()   -- the specs' helpers too: see lua/devtools_tools/nojit.lua
+require("devtools_tools.base.nojit")()   -- the specs' helpers too: see lua/devtools_tools/base/nojit.lua
 
 local socket = require "socket"
 local cjson = require "cjson.safe"

@@ -4,7 +4,7 @@
 -- the processes it leaves (none, it must) are found by that path.
 --
 -- It must never leave the directory behind: remove() takes it away.
-require("devtools_tools.base.nojit")()   -- the specs' helpers too: see lua/devtools_tools/nojit.lua
+require("devtools_tools.base.nojit")()   -- the specs' helpers too: see lua/devtools_tools/base/nojit.lua
 
 local core = require "devtools_tools.core"
 local H = require "helper"

@@ -6,7 +6,7 @@
 -- unless fake.later holds {at = time, msg = message}: one that "arrives" at
 -- that time, so a read whose deadline reaches it gets it.
 
-require("devtools_tools.base.nojit")()   -- the specs' helpers too: see lua/devtools_tools/nojit.lua
+require("devtools_tools.base.nojit")()   -- the specs' helpers too: see lua/devtools_tools/base/nojit.lua
 
 local json = require "devtools_tools.base.json"
 local cdp = require "devtools_tools.wire.cdp"

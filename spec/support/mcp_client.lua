@@ -131,10 +131,15 @@ function Client:notify(method, params)
   self:send({ jsonrpc = "2.0", method = method, params = params })
 end
 
-function Client:initialize(version)
+-- initialize(version?, opts?): the handshake, then a first tools/list, as
+-- clients do: answered once the server's first attempt to open the page
+-- ended (it may take a while on a loaded machine: 60 s), so that a spec
+-- goes on with the page up when it can be. opts.list = false: no list.
+function Client:initialize(version, opts)
   local r = self:request("initialize", { protocolVersion = version or "2025-11-25",
     capabilities = {}, clientInfo = { name = "spec", version = "1" } }, 60)
   self:notify("notifications/initialized")
+  if not (opts and opts.list == false) then self:request("tools/list", nil, 60) end
   return r
 end
 

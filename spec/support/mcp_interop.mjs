@@ -7,6 +7,8 @@
 // names the step.
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { createServer } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 
 const [sdkDir, url, bin] = process.argv.slice(2);
 const require = createRequire(join(sdkDir, 'package.json'));
@@ -93,5 +95,52 @@ await step('close', async () => {
   }
   return { pid, exited: false };
 });
+// Started before the app: a server on a port nothing listens on yet
+// answers initialize, lists its built-ins, and once the app listens sends
+// list_changed; the SDK lists the page's tools then and calls one.
+const APP = `<!doctype html><meta charset="utf-8"><title>late app</title><script>
+window.addEventListener('devtoolstooldiscovery', (e) => e.respondWith({ name: 'late', tools: [
+  { name: 'hello', description: 'Says hello', inputSchema: { type: 'object', properties: { who: { type: 'string' } } },
+    execute: ({ who }) => 'hello ' + who },
+] }));
+</script>`;
+const freePort = () => new Promise((resolve) => {
+  const s = createNetServer();
+  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+});
+let app = null;
+await step('start_before_app', async () => {
+  const port = await freePort();
+  const late = new StdioClientTransport({
+    command: bin, args: ['mcp', `http://127.0.0.1:${port}/app.html`], stderr: 'pipe', env: { ...process.env },
+  });
+  let lateErr = '';
+  late.stderr?.on('data', (d) => { lateErr += d; });
+  const c2 = new Client({ name: 'devtools-tools-interop-late', version: '1.0.0' });
+  let notify = null;
+  let changes = 0;
+  c2.setNotificationHandler(ToolListChangedNotificationSchema, () => { changes += 1; if (notify) notify(); });
+  try {
+    const t0 = Date.now();
+    await c2.connect(late);
+    const initMs = Date.now() - t0;
+    const before = (await c2.listTools()).tools.map((t) => t.name);
+    const notUp = await c2.callTool({ name: 'hello', arguments: { who: 'early' } });
+    const changed = new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error('no list_changed in 30 s; stderr: ' + lateErr.slice(-1000))), 30000);
+      notify = () => { clearTimeout(t); resolve(true); };
+    });
+    app = createServer((req, res) => { res.writeHead(200, { 'content-type': 'text/html' }); res.end(APP); });
+    await new Promise((resolve) => app.listen(port, '127.0.0.1', resolve));
+    await changed;
+    const after = (await c2.listTools()).tools.map((t) => t.name);
+    const called = await c2.callTool({ name: 'hello', arguments: { who: 'late' } });
+    return { initMs, before, notUp: { isError: notUp.isError ?? false, text: notUp.content[0].text },
+      changes, after, called: called.structuredContent ?? null };
+  } finally {
+    await c2.close().catch(() => {});
+  }
+});
+if (app) app.close();
 out.stderr = stderr.slice(-4000);
 process.stdout.write(JSON.stringify(out) + '\n');

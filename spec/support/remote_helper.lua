@@ -3,7 +3,7 @@
 -- (openssl), and spec/support/tls_proxy in front of the browser (TLS and a
 -- required header, as a hosted endpoint has). Everything listens on
 -- 127.0.0.1; every process started here is ended by its owner.
-require("devtools_tools.base.nojit")()   -- the specs' helpers too: see lua/devtools_tools/nojit.lua
+require("devtools_tools.base.nojit")()   -- the specs' helpers too: see lua/devtools_tools/base/nojit.lua
 
 local core = require "devtools_tools.core"
 local H = require "helper"

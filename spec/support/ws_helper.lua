@@ -2,7 +2,7 @@
 -- specs, and the small socket tricks they need (a port nobody listens on, a
 -- listener that never answers). Never leaves a server process behind: stop()
 -- reaps it and reports whether its pid is still alive.
-require("devtools_tools.base.nojit")()   -- the specs' helpers too: see lua/devtools_tools/nojit.lua
+require("devtools_tools.base.nojit")()   -- the specs' helpers too: see lua/devtools_tools/base/nojit.lua
 
 local core = require("devtools_tools.core")
 local socket = require("socket")

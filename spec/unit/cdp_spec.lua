@@ -204,6 +204,99 @@ describe("cdp.Connection", function()
   end)
 end)
 
+-- A driver of the spec's own with ref (rt/loop.lua): it records watches,
+-- whether each holds the loop, and timers; the spec fires them by hand.
+local function ref_driver()
+  local d = { watches = {}, timers = {} }
+  function d:watch(fd, events, cb)
+    local h = { fd = fd, events = events, cb = cb, held = true }
+    self.watches[h] = true
+    return h
+  end
+  function d:modify(h, events) h.events = events end
+  function d:unwatch(h) self.watches[h] = nil end
+  function d:ref(h, yes) h.held = yes end
+  function d:timer(_, cb) local h = { cb = cb }; self.timers[h] = true; return h end
+  function d:cancel(h) self.timers[h] = nil end
+  function d:list()
+    local out = {}
+    for h in pairs(self.watches) do out[#out + 1] = h end
+    return out
+  end
+  function d:fire_read() for _, h in ipairs(self:list()) do if self.watches[h] then h.cb("r") end end end
+  function d:fire_timers()
+    local l = {}
+    for h in pairs(self.timers) do l[#l + 1] = h end
+    for _, h in ipairs(l) do if self.timers[h] then self.timers[h] = nil; h.cb() end end
+  end
+  return d
+end
+
+describe("the standing watch (a connection served between calls)", function()
+  local task = require "devtools_tools.rt.task"
+  local host_mod = require "devtools_tools.rt.host"
+
+  local function transport()
+    local t = fake({})
+    function t:fd() return 42 end
+    return t
+  end
+
+  it("watches the connection while it is open, holding the loop only while a task waits on it", function()
+    local d, t = ref_driver(), transport()
+    local c = cdp.new(t)
+    local events = {}
+    c:listen("S1", function(method) events[#events + 1] = method end)
+    c:reside(d)
+    local w = d:list()
+    assert.equal(1, #w)
+    assert.equal(42, w[1].fd)
+    assert.is_false(w[1].held)                 -- nothing waits: the loop may end
+    -- an event while nobody calls: read through the watch, its listener told
+    t.queue[#t.queue + 1] = { method = "Target.attachedToTarget", params = {}, sessionId = "S1" }
+    d:fire_read()
+    assert.same({ "Target.attachedToTarget" }, events)
+    -- a task waiting on it: the same watch holds the loop, and lets go after
+    local reply
+    local tk = task.spawn(d, function() reply = c:call("X.y", nil, { timeout = 5 }) end)
+    assert.is_false(tk.done)
+    assert.same({ w[1] }, d:list())
+    assert.is_true(w[1].held)
+    t.queue[#t.queue + 1] = { id = t.sent[1].id, result = {} }
+    d:fire_read()
+    d:fire_timers()
+    assert.is_true(tk.done, tostring(tk.error))
+    assert.same({}, reply)
+    assert.same({ w[1] }, d:list())
+    assert.is_false(w[1].held)
+    -- no standing watch any more, then closed: nothing watched
+    c:reside(nil)
+    assert.same({}, d:list())
+    c:reside(d)
+    assert.equal(1, #d:list())
+    c:close()
+    assert.same({}, d:list())
+  end)
+
+  it("the host moves the watches of the connections it serves to the loop in use", function()
+    local a, b, t = ref_driver(), ref_driver(), transport()
+    local h = host_mod.new()
+    local c = cdp.new(t)
+    h:use(a)
+    h:serve(c)
+    assert.equal(1, #a:list())
+    h:use(b)
+    assert.same({}, a:list())
+    assert.equal(1, #b:list())
+    local plain = { watch = a.watch, unwatch = a.unwatch, modify = a.modify, timer = a.timer,
+      cancel = a.cancel, watches = {}, timers = {} }         -- a driver without ref: no standing watch
+    h:use(plain)
+    assert.same({}, b:list())
+    assert.is_nil(next(plain.watches))
+    c:close()
+  end)
+end)
+
 describe("errors", function()
   it("are tables with code and message, and print well", function()
     local e = errors.new("timeout", "too slow", { tool = "t" })
@@ -327,7 +420,7 @@ describe("the debug log", function()
   end)
 
   it("leaves plain text as it is, and writes nothing when off", function()
-    local clean = cdp._clean_log
+    local clean = cdp.clean_log
     assert.equal('{"a":"b c","n":1}', clean('{"a":"b c","n":1}'))
     assert.equal("é€😀", clean("é€😀"))
     assert.equal("a\\u0009b\\u000d\\u0000c", clean("a\tb\r\0c"))

@@ -647,6 +647,44 @@ describe("devtools_tools.base.json", function()
   it("decodes null at the top level to json.null, not nil", function()
     assert.are.equal(json.null, json.decode("null"))
   end)
+
+  -- utf8_error: nil for UTF-8 as RFC 3629 has it, else the first bad byte
+  local utf8_cases = {
+    { "", nil }, { "plain ascii, longer than eight bytes", nil },
+    { "caf\195\169 \226\130\172 \240\159\152\128", nil },      -- 2, 3 and 4 bytes
+    { "\244\143\191\191", nil },                                   -- U+10FFFF
+    { "\239\191\189", nil },                                        -- U+FFFD
+    { "abc\255", 4 }, { "\128", 1 }, { "ab\195", 3 },                 -- a stray byte; a cut one
+    { "\192\128", 1 }, { "\224\128\128", 1 }, { "\240\128\128\128", 1 },   -- overlong forms
+    { "x\237\160\128", 2 },                                           -- a surrogate's bytes (D800)
+    { "\237\191\191", 1 },                                           -- DFFF
+    { "\244\144\128\128", 1 },                                       -- past U+10FFFF
+    { "\195\40", 1 },                                                -- a lead byte, then ASCII
+    { string.rep("a", 17) .. "\255" .. string.rep("b", 9), 18 },      -- past the 8-byte steps
+  }
+  for i, c in ipairs(utf8_cases) do
+    it("utf8_error finds the first byte that is not UTF-8 (#" .. i .. ")", function()
+      local at = json.utf8_error(c[1])
+      assert.is_true(at == c[2], tostring(at))
+    end)
+  end
+
+  it("writes lone surrogates as U+FFFD with replace_surrogates, pairs and the rest as they are", function()
+    local lone = json.decode('"a\\ud800b\\udfffc"')
+    assert.are.equal('"a\\ud800b\\udfffc"', json.encode(lone))
+    local fixed = json.encode(lone, { replace_surrogates = true })
+    assert.are.equal('"a\239\191\189b\239\191\189c"', fixed)
+    assert.is_nil(json.utf8_error(fixed))
+    assert.are.equal('["\240\159\152\128"]', json.encode({ json.decode('"\\ud83d\\ude00"') },
+      { replace_surrogates = true }))
+    local ok, err = errors.catch(json.encode, "\255", { replace_surrogates = true })
+    assert.is_false(ok)
+    assert.are.equal("bad_argument", err.code)
+    ok, err = errors.catch(json.encode, "x", { replace_surrogates = 1 })
+    assert.are.equal("bad_argument", err.code)
+    ok, err = errors.catch(json.utf8_error, 5)
+    assert.are.equal("bad_argument", err.code)
+  end)
 end)
 
 -- base64 (core.base64.decode, devtools_tools.base.base64): CDP's binary data

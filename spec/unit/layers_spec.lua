@@ -1,7 +1,8 @@
 -- The library's layers (tools/layers.lua): each folder one layer, arrows
 -- only downward, front ends on the facade and present/ alone, no require
--- cycle, no require hidden in a function, and the README's drawing of the
--- graph is the graph.
+-- cycle, no require hidden in a function, no module using another's
+-- private ("_") fields or methods, and the README's drawing of the graph
+-- is the graph.
 
 local H = require "helper"
 package.path = "./tools/?.lua;" .. package.path
@@ -49,12 +50,43 @@ describe("the library's layers", function()
     assert.matches("require cycle: ", p, 1, true)
   end)
 
+  it("keep each module's private parts its own: no \"_\" field or method is used by two modules", function()
+    assert.same({}, layers.private_problems(mods))
+  end)
+
+  it("see a module that reads another's \"_\" field, calls its \"_\" method, or makes one in a table", function()
+    local privates = layers.privates_of([[
+      local a = page._tool_cache      -- a foreign read
+      x:_check_open(deadline)         -- a call
+      local t = { _gi = 1, n = 2 }    -- one a constructor makes
+      local s = "._not_code"          -- (text is no code)
+      local m = mt.__index            -- (a metamethod is no private part)
+      local v = dt._VERSION           -- (Lua's own)
+    ]])
+    assert.same({ _tool_cache = true, _check_open = true, _gi = true }, privates)
+    local bad = {
+      ["devtools_tools.page.toolset"] = { layer = "page", requires = {}, privates = { _tool_cache = true } },
+      ["devtools_tools.tools.calls"] = { layer = "tools", requires = {}, privates = { _tool_cache = true, _own = true } },
+    }
+    assert.same({ "_tool_cache is used by devtools_tools.page.toolset, devtools_tools.tools.calls" },
+      layers.private_problems(bad))
+  end)
+
   it("hide no edge in a function: every require a module holds runs when it loads", function()
     local out, rc = H.sh("lua5.4 -e \"package.path='./lua/?.lua;./lua/?/init.lua;./tools/?.lua;'..package.path;"
       .. " package.cpath='./" .. H.build .. "/?.so;'..package.cpath; local l = require 'layers';"
       .. " for _, x in ipairs(l.lazy(l.modules())) do print(x) end\" 2>&1")
     assert.equal(0, rc, out)
     assert.equal("", out)
+  end)
+
+  it("make a require on first use only where allowed by name, for a measured reason (Neovim's start-up)", function()
+    assert.same({}, layers.lazy_problems(mods))
+    local bad = { ["devtools_tools.nvim.session"] = { layer = "nvim",
+      nested = { "devtools_tools.present.text", "devtools_tools.page" } } }
+    assert.same({ "devtools_tools.nvim.session -> devtools_tools.page" }, layers.lazy_problems(bad))
+    assert.same({ "devtools_tools.x" }, layers.nested_requires('local a = require "devtools_tools.y"\n'
+      .. 'local function f()\n  return require("devtools_tools.x")\nend\n'))
   end)
 
   it("open each module with what it is for and what it must never do", function()

@@ -1,4 +1,4 @@
--- The LuaJIT guard (lua/devtools_tools/nojit.lua): on the LuaJIT x64
+-- The LuaJIT guard (lua/devtools_tools/base/nojit.lua): on the LuaJIT x64
 -- builds whose compiled pairs() can truncate a pointer (2021-09 to
 -- 2022-04, among them Debian 12's and so its Neovim's), no trace is
 -- compiled in the library's own functions; elsewhere it changes nothing.

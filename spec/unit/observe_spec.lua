@@ -63,7 +63,7 @@ describe("network records (fake transport)", function()
     assert.same({ "http://127.0.0.1/8", "http://127.0.0.1/9", "http://127.0.0.1/10" },
       { reqs[1].url, reqs[2].url, reqs[3].url })
     local inflight = 0
-    for _ in pairs(page._obs.inflight) do inflight = inflight + 1 end
+    for _ in pairs(page.observation.inflight) do inflight = inflight + 1 end
     assert.equal(3, inflight)              -- only what the ring still holds
     local msgs = page:console_messages()
     assert.same({ { 9 }, { 10 } }, { msgs[1].args, msgs[2].args })
@@ -105,8 +105,8 @@ describe("network records (fake transport)", function()
     local reqs = page:network_requests()       -- 49 bytes each: two fit in 100
     assert.same({ "http://127.0.0.1/2", "http://127.0.0.1/3" }, { reqs[1].url, reqs[2].url })
     assert.is_nil(reqs[3])
-    assert.is_nil(page._obs.inflight["S1\0R1"])
-    assert.equal(reqs[1], page._obs.inflight["S1\0R2"])
+    assert.is_nil(page.observation.inflight["S1\0R1"])
+    assert.equal(reqs[1], page.observation.inflight["S1\0R2"])
   end)
 end)
 
@@ -115,7 +115,7 @@ describe("every page string a record holds counts (fake transport)", function()
   it("console: where it came from, an exception's message and stack, a dialog's default", function()
     local page, fake = open({ bytes = 2500 })
     local function sizes()
-      local r, out = page._obs.console, {}
+      local r, out = page.observation.console, {}
       for i = r.first, r.last do out[#out + 1] = r.sizes[i] end
       return out
     end
@@ -143,7 +143,7 @@ describe("every page string a record holds counts (fake transport)", function()
     end
     sent_req("R1")
     page.conn:poll()
-    local r = page._obs.requests
+    local r = page.observation.requests
     assert.equal(1 + 5 + 1000 + 1000 + 1000, r.bytes)
     fake:event("Network.responseReceived", { requestId = "R1", timestamp = 2,
       response = { status = 200, statusText = "OK", mimeType = "text/plain", headers = { ["Y"] = KB } } }, "S1")
@@ -166,7 +166,7 @@ describe("every page string a record holds counts (fake transport)", function()
         { type = "object", objectId = "O", description = "Object" } } }, "S1")
     end
     assert.equal(3, #page:console_messages())      -- "Object" each: 6 bytes, all kept until read
-    local r = page._obs.console
+    local r = page.observation.console
     assert.equal(1, r.last - r.first + 1)          -- read: 1000 bytes and more each, one fits
     assert.is_true(r.bytes > 1000)
   end)
@@ -185,8 +185,8 @@ describe("network records: the rest (fake transport)", function()
     local rec = page:network_requests()[1]
     assert.equal(200, rec.status)
     assert.is_true(rec.done)
-    assert.is_nil(next(page._obs.inflight))
-    assert.is_nil(next(page._obs.by_id))
+    assert.is_nil(next(page.observation.inflight))
+    assert.is_nil(next(page.observation.by_id))
   end)
 
   it("a dedicated worker stays attached for its requests: its script's answer comes on its session", function()

@@ -54,7 +54,7 @@ describe("page (fake transport)", function()
     assert.same({ "Network.enable", "Log.enable", "WebMCP.enable", "Page.enable",
       "Page.setLifecycleEventsEnabled", "Runtime.enable", "Target.setAutoAttach",
       "Page.getFrameTree" }, fake:methods("S1"))
-    assert.equal("F1", page.main_frame)
+    assert.equal("F1", page.docs.main_frame)
     assert.equal("http://127.0.0.1/app", page.url)
     assert.equal("Page(http://127.0.0.1/app)", tostring(page))
   end)
@@ -230,12 +230,12 @@ describe("page (fake transport)", function()
     F.with_tools(fake, { ADD })
     local add = page:tool("add")
     assert.equal("called", add{ a = 1 })
-    assert.is_true(page:_is_current("F1", "L1"))
+    assert.is_true(page.docs:is_current("F1", "L1"))
     fake:event("Page.frameNavigated", { frame = { id = "F1", url = "http://127.0.0.1/next",
       securityOrigin = "http://127.0.0.1", loaderId = "L2" } }, "S1")
     local e = H.error_of(add.call, add, { a = 1 })
     assert.equal("stale", e.code)
-    assert.is_false(page:_is_current("F1", "L1"))
+    assert.is_false(page.docs:is_current("F1", "L1"))
     assert.equal("http://127.0.0.1/next", page.url)
   end)
 
@@ -416,8 +416,8 @@ describe("page (fake transport)", function()
       return plain(p, s, m, f)
     end
     fake.on_call = function() return F.NO_REPLY end
-    assert.equal("timeout", H.error_of(page.call, page, "add", { a = 1 }, { timeout = 0.01 }).code)
-    local probe = page._probes[page.session]
+    assert.equal("timeout", H.error_of(page.call, page, "add", { a = 1 }, { timeout = 0.3 }).code)
+    local probe = page.probes.sent[page.session]
     assert.is_number(probe)
     -- Time passes: every request awaiting a reply is now long past its
     -- deadline (what 10 s of awaits would see), then enough awaits on the
@@ -446,8 +446,8 @@ describe("page (fake transport)", function()
     page:discover()
     local element = require("devtools_tools.tools.element")
     local function el(n)
-      return element.new({ backend_node_id = n, description = "div", _page = page, _frame_id = "F1",
-        _loader = "L1", frame = { id = "F1" } })
+      return element.new({ backend_node_id = n, description = "div", frame = { id = "F1" } },
+        page.site:document("S1", nil, { id = "F1" }, "L1"))
     end
     local groups = {}
     fake.on["DOM.resolveNode"] = function(p)
@@ -518,7 +518,7 @@ describe("page (fake transport)", function()
     local groups = page:discover()
     assert.equal(2, #groups)
     local in_iframe = groups[2].tools[1]
-    assert.equal("F2", in_iframe._frame_id)
+    assert.equal("F2", require("devtools_tools.tools.types").document_of(in_iframe).frame_id)
     fake.on_call = function() return { error = { code = -32000, message = "Cannot find context with specified id" } } end
     -- no navigation known: the tool may have run (its iframe removed under it)
     assert.equal("navigated", H.error_of(in_iframe, { a = 1 }).code)
@@ -679,7 +679,7 @@ describe("page (fake transport)", function()
     fake.on["WebMCP.invokeTool"] = function() n = n + 1; return { invocationId = "I" .. n } end
     local function given_up()
       local ids = {}
-      for id in pairs(page._webmcp.given_up) do ids[#ids + 1] = id end
+      for id in pairs(page.webmcp.given_up) do ids[#ids + 1] = id end
       return ids
     end
     for _ = 1, 300 do
@@ -699,7 +699,7 @@ describe("page (fake transport)", function()
     fake:event("Inspector.targetCrashed", {}, "S1")
     assert.equal("disconnected", H.error_of(page.evaluate, page, "1").code)
     assert.equal(0, #given_up())
-    assert.equal(0, page._webmcp.n_given_up)
+    assert.equal(0, page.webmcp.n_given_up)
     for id in pairs(page.conn.deadlines) do
       assert.is_true(tonumber(id:sub(2)) <= 172, id .. " is still in the connection")
     end
@@ -720,7 +720,7 @@ describe("page (fake transport)", function()
     fake.on["WebMCP.invokeTool"] = function() n = n + 1; return { invocationId = "I" .. n } end
     local function given_up()
       local ids = {}
-      for id, g in pairs(page._webmcp.given_up) do ids[#ids + 1] = id .. "@" .. g.session end
+      for id, g in pairs(page.webmcp.given_up) do ids[#ids + 1] = id .. "@" .. g.session end
       return ids
     end
     -- after: the call gives up on a live session, which ends later
@@ -744,7 +744,7 @@ describe("page (fake transport)", function()
     assert.equal("navigated", H.error_of(page.call, page, "slow_S3", {}, { timeout = 5 }).code)
     assert.equal(2, n)
     assert.same({}, given_up())
-    assert.equal(0, page._webmcp.n_given_up)
+    assert.equal(0, page.webmcp.n_given_up)
     assert.is_nil(page.conn.deadlines.I2)
   end)
 
@@ -927,9 +927,10 @@ describe("browser (fake transport)", function()
     end
     local fake = F.new()
     local b = F.browser(fake)
+    local n = #fake.sent                         -- (what a new Browser sends: setDiscoverTargets)
     assert.equal("bad_argument", H.error_of(b.new_page, b, nil, { timout = 1 }).code)
     assert.equal("bad_argument", H.error_of(b.attach, b, 5).code)
-    assert.equal(0, #fake.sent)
+    assert.equal(n, #fake.sent)
   end)
 
   it("names the request that timed out once", function()
@@ -1081,6 +1082,100 @@ describe("iframes their parent removed (fake transport)", function()
   end)
 end)
 
+describe("the one stale-retry rule (fake transport)", function()
+  it("page:call(tool) calls a Tool whose document is gone as the page's tool of its name; tool:call says stale", function()
+    local page, fake = open()
+    local counter = { n = 0 }
+    F.with_tools(fake, { ADD }, counter)
+    local add = page:tool("add")
+    fake:event("Page.frameNavigated", { frame = { id = "F1", url = "http://127.0.0.1/next",
+      securityOrigin = "http://127.0.0.1", loaderId = "L2" } }, "S1")
+    page.conn:poll()
+    assert.equal("stale", H.error_of(add.call, add, { a = 1 }).code)
+    local calls = fake:count_calls()
+    assert.equal("called", page:call(add, { a = 1 }))
+    assert.equal(calls + 1, fake:count_calls())          -- once: the new document's tool
+    assert.equal(2, counter.n)                          -- (discovered again for it)
+    local other = open()
+    assert.equal("bad_argument", H.error_of(other.call, other, page:tool("add"), { a = 1 }).code)
+  end)
+end)
+
+describe("frames the browser forgot to tell of (fake transport)", function()
+  -- The parent's document tells of an iframe (frameNavigated on the page's
+  -- session), moves it to a process of its own (frameDetached "swap"), and
+  -- the page removes it before its target attached: no attach, no detach.
+  local function swapped_away(fake, id)
+    fake:event("Page.frameNavigated", { frame = { id = id, parentId = "F1", url = "about:blank",
+      securityOrigin = "://", loaderId = "L" .. id } }, "S1")
+    fake:event("Page.frameDetached", { frameId = id, reason = "swap" }, "S1")
+  end
+
+  it("an iframe removed before its target attached goes when the browser destroys the target", function()
+    local page, fake = open()
+    F.with_tools(fake, { ADD })
+    swapped_away(fake, "T5")
+    page.conn:poll()
+    page:discover()
+    assert.same({ "F1", "T5" }, frame_ids(page))       -- (what was kept for good)
+    local epoch = page.docs.epoch
+    -- the browser's word, on the browser's session (iframe targets: the
+    -- browser asked to hear of them as it was made)
+    assert.equal(1, fake:count("Target.setDiscoverTargets"))
+    fake:event("Target.targetDestroyed", { targetId = "T5" })
+    page.conn:poll()
+    assert.same({ "F1" }, frame_ids(page))
+    assert.is_true(page.docs.epoch > epoch)                -- (a cached discovery is out of date)
+    -- the target the browser tells of later is left at once
+    fake:event("Target.attachedToTarget", { sessionId = "S5", waitingForDebugger = true,
+      targetInfo = { type = "iframe", targetId = "T5", url = "http://localhost/frame", parentFrameId = "F1" } }, "S1")
+    page.conn:poll()
+    assert.is_nil(page.child_sessions.S5)
+    assert.same({ "Runtime.runIfWaitingForDebugger" }, fake:methods("S5"))
+  end)
+
+  it("a destroyed target's frame that has a document of ours again stays; an attached one goes with its session", function()
+    local page, fake = open()
+    swapped_away(fake, "T6")
+    -- back in the parent's process: a new document there
+    fake:event("Page.frameNavigated", { frame = { id = "T6", parentId = "F1", url = "http://127.0.0.1/same",
+      securityOrigin = "http://127.0.0.1", loaderId = "L66" } }, "S1")
+    oopif(page, fake, "S2", "T2", 8)
+    page:discover()
+    assert.same({ "F1", "T2", "T6" }, frame_ids(page))
+    fake:event("Target.targetDestroyed", { targetId = "T6" })
+    fake:event("Target.targetDestroyed", { targetId = "T2" })
+    page.conn:poll()
+    assert.same({ "F1", "T6" }, frame_ids(page))
+    assert.is_nil(page.child_sessions.S2)
+    -- (and the page's own target is the browser's to close, not a frame to forget)
+    fake:event("Target.targetDestroyed", { targetId = "F1" })
+    page.conn:poll()
+    assert.same({ "F1", "T6" }, frame_ids(page))
+  end)
+
+  it("an attach that failed (its session answers as one that is gone) forgets the frames its target had", function()
+    local page, fake = open()
+    F.with_tools(fake, { ADD })
+    swapped_away(fake, "T7")
+    local enable = fake.on["Runtime.enable"]
+    fake.on["Runtime.enable"] = function(p, sid, m, f)
+      if sid == "S7" then return { error = { code = -32001, message = "Session with given id not found." } } end
+      return enable(p, sid, m, f)
+    end
+    fake:event("Target.attachedToTarget", { sessionId = "S7", waitingForDebugger = true,
+      targetInfo = { type = "iframe", targetId = "T7", url = "http://localhost/frame", parentFrameId = "F1" } }, "S1")
+    page.conn:poll()
+    assert.is_table(page.child_sessions.S7)
+    assert.same({ "F1", "T7" }, frame_ids(page))
+    local groups = page:discover()
+    assert.equal(1, #groups)
+    assert.is_nil(page.child_sessions.S7)
+    assert.same({ "F1" }, frame_ids(page))
+    assert.equal("called", page:call("add", { a = 1 }))
+  end)
+end)
+
 describe("response bodies kept in every session (fake transport)", function()
   it("an out-of-process iframe's and a worker's Network.enable ask for the page's buffer sizes", function()
     local fake = F.page_target("http://127.0.0.1/app")
@@ -1100,5 +1195,130 @@ describe("response bodies kept in every session (fake transport)", function()
     assert.same({ 1234, 5678 }, seen.S1)
     assert.same({ 1234, 5678 }, seen.S2)
     assert.same({ 1234, 5678 }, seen.W1)
+  end)
+end)
+
+describe("readiness (fake transport)", function()
+  local core = require "devtools_tools.core"
+
+  -- The probes settle sends (js/idle.js), in order, and each's answer.
+  local function probing(fake, answer)
+    local probes = {}
+    local call = fake.on["Runtime.callFunctionOn"]
+    fake.on["Runtime.callFunctionOn"] = function(p, s, m, f)
+      if p.functionDeclaration:find("devtoolsIdle", 1, true) then
+        probes[#probes + 1] = { ms = p.arguments[1].value, context = p.executionContextId, at = core.now() }
+        return answer(#probes, f, p, s)
+      end
+      if call then return call(p, s, m, f) end
+      return {}
+    end
+    return probes
+  end
+  local function yes() return { result = { type = "boolean", value = true } } end
+
+  it("settles a quiet page once its main thread has caught up, watching its tools from then on", function()
+    local page, fake = open()
+    local probes = probing(fake, yes)
+    assert.is_true(page:settle({ quiet = 0 }))
+    assert.equal(1, #probes)
+    assert.equal(7, probes[1].context)                   -- the main frame's document
+    assert.is_true(probes[1].ms > 0)
+    assert.equal(1, fake:count("Runtime.addBinding"))    -- a listener added or removed tells
+  end)
+
+  it("goes on when something happens before the page answers the probe", function()
+    local page, fake = open()
+    local probes = probing(fake, function(n, f)
+      if n == 1 then
+        f:event("Network.requestWillBeSent", { requestId = "R1", request = { url = "http://127.0.0.1/x",
+          method = "GET" }, timestamp = 1 }, "S1")
+        f:event("Network.loadingFinished", { requestId = "R1", timestamp = 2 }, "S1")
+      end
+      return yes()
+    end)
+    assert.is_true(page:settle({ quiet = 0 }))
+    assert.equal(2, #probes)
+  end)
+
+  it("a frame loading holds the wait until it has loaded; one that never does ends it at max, unprobed", function()
+    local page, fake = open()
+    local stopped = false
+    local probes = probing(fake, function() return { result = { type = "boolean", value = stopped } } end)
+    fake:event("Page.frameStartedLoading", { frameId = "F1" }, "S1")
+    page.conn:poll()
+    assert.is_false(page:settle({ quiet = 0, max = 0.05 }))
+    assert.equal(0, #probes)
+    stopped = true
+    fake.later[#fake.later + 1] = { at = core.now() + 0.05, msg = { method = "Page.frameStoppedLoading",
+      params = { frameId = "F1" }, sessionId = "S1" } }
+    assert.is_true(page:settle({ quiet = 0, max = 5 }))
+    assert.equal(1, #probes)
+    assert.same({}, page.readiness.frames)
+  end)
+
+  it("a request in flight holds the wait until it is `long` old (a long poll holds it no longer)", function()
+    local page, fake = open()
+    local probes = probing(fake, yes)
+    local sent = core.now()
+    fake:event("Network.requestWillBeSent", { requestId = "R9", request = { url = "http://127.0.0.1/poll",
+      method = "GET" }, timestamp = 1 }, "S1")
+    page.conn:poll()
+    assert.is_true(page:settle({ quiet = 0, long = 0.05 }))
+    assert.equal(1, #probes)
+    assert.is_true(probes[1].at - sent >= 0.05)
+  end)
+
+  it("a page busy past the limit is looked at as it is: the probe's timeout stops none of its scripts", function()
+    local page, fake = open()
+    local probes = probing(fake, function() return F.NO_REPLY end)
+    assert.is_false(page:settle({ quiet = 0, max = 0.05 }))
+    assert.equal(1, #probes)
+    fake.on["Runtime.evaluate"] = function() return { result = { type = "number", value = 1 } } end
+    assert.equal(1, page:evaluate("1"))
+    assert.equal(0, fake:count("Runtime.terminateExecution"))
+  end)
+
+  it("wait_for_selector: true when it matches, timeout when it does not, js_error for a bad selector", function()
+    local page, fake = open()
+    local answer
+    fake.on["Runtime.callFunctionOn"] = function(p)
+      assert.truthy(p.functionDeclaration:find("devtoolsWaitSelector", 1, true))
+      assert.equal(7, p.executionContextId)
+      return answer(p.arguments[1].value, p.arguments[2].value)
+    end
+    answer = function(sel, ms)
+      assert.equal("#x", sel)
+      assert.is_true(ms > 0)
+      return { result = { type = "boolean", value = true } }
+    end
+    assert.is_true(page:wait_for_selector("#x"))
+    answer = function() return { result = { type = "boolean", value = false } } end
+    local e = H.error_of(page.wait_for_selector, page, "#none", { timeout = 1 })
+    assert.equal("timeout", e.code)
+    assert.equal("#none", e.details.selector)
+    answer = function()
+      return { result = { type = "object" }, exceptionDetails = { text = "Uncaught",
+        exception = { type = "object", className = "SyntaxError", description = "SyntaxError: '##' is not a valid selector" } } }
+    end
+    e = H.error_of(page.wait_for_selector, page, "##")
+    assert.equal("js_error", e.code)
+    assert.matches("^SyntaxError: '##' is not a valid selector", e.message)
+    assert.equal("bad_argument", H.error_of(page.wait_for_selector, page, 5).code)
+  end)
+
+  it("set_viewport sizes the page's window so that its viewport is what was asked", function()
+    local page, fake = open()
+    local bounds
+    fake.on["Runtime.evaluate"] = function() return { result = { type = "object", value = { 800, 600, 816, 680 } } } end
+    fake.on["Browser.getWindowForTarget"] = function() return { windowId = 3 } end
+    fake.on["Browser.setWindowBounds"] = function(p) bounds = p return {} end
+    page:set_viewport(1280, 800)
+    assert.same({ windowId = 3, bounds = { windowState = "normal", width = 1296, height = 880 } }, bounds)
+    bounds = nil
+    fake.on["Runtime.evaluate"] = function() return { result = { type = "object", value = { 1280, 800, 1296, 880 } } } end
+    page:set_viewport(1280, 800)
+    assert.is_nil(bounds)                                -- already that size
+    assert.equal("bad_argument", H.error_of(page.set_viewport, page, 0, 10).code)
   end)
 end)

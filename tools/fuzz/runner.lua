@@ -6,8 +6,10 @@
 -- run: cases FIRST .. FIRST+COUNT-1 (stopping early once core.now() passes
 -- UNTIL); before each case it writes "at N" to the file STATUS, so the
 -- parent knows which input a crash or hang belongs to, and at the end
--- "done N" (the next case to run). A case whose checks fail is appended to
--- FAILURES as "N<TAB>what failed" and the batch goes on.
+-- "done N" (the next case to run), after STATUS.counts, the tallies a
+-- target kept through ctx.count ("name N" lines). A case whose checks
+-- fail is appended to FAILURES as "N<TAB>what failed" and the batch goes
+-- on.
 -- show: prints case CASE's input, for the report.
 -- It must never catch more than a case's own errors: a crash stays a crash.
 
@@ -40,6 +42,11 @@ local function say(s)
   status:flush()
 end
 
+-- ctx.count(name, n): a target's own tallies (the MCP target's requests
+-- checked), written beside the status at the end of the batch
+local counts = {}
+function ctx.count(name, n) counts[name] = (counts[name] or 0) + n end
+
 local i = first
 while i < first + count and (i == first or core.now() < until_t) do
   say("at " .. i)
@@ -53,5 +60,8 @@ while i < first + count and (i == first or core.now() < until_t) do
   end
   i = i + 1
 end
+local cf = assert(io.open(status_path .. ".counts", "w"))
+for name, n in pairs(counts) do cf:write(name, " ", n, "\n") end
+cf:close()
 say("done " .. i)
 status:close()

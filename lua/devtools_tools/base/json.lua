@@ -42,7 +42,9 @@ M.object_mt = core.object_mt
 
 -- opts of encode and decode: max_depth = a whole number >= 0; encode's
 -- finite = true refuses NaN and +-Infinity (otherwise null, as
--- JSON.stringify writes them).
+-- JSON.stringify writes them), and replace_surrogates = true writes a
+-- lone surrogate (what a page's "\ud800" decodes to) as U+FFFD, which
+-- every reader takes, instead of "\ud800", which strict ones refuse.
 local function check_opts(opts, fname)
   if type(opts) ~= "table" then
     errors.raise("bad_argument", fname .. ": opts must be a table, got " .. type(opts))
@@ -53,9 +55,9 @@ local function check_opts(opts, fname)
         errors.raise("bad_argument", fname .. ": max_depth must be a whole number >= 0, got "
           .. options.shown(v))
       end
-    elseif k == "finite" and fname == "json.encode" then
+    elseif (k == "finite" or k == "replace_surrogates") and fname == "json.encode" then
       if type(v) ~= "boolean" then
-        errors.raise("bad_argument", fname .. ": finite must be a boolean, got " .. type(v))
+        errors.raise("bad_argument", fname .. ": " .. k .. " must be a boolean, got " .. type(v))
       end
     else
       errors.raise("bad_argument", fname .. ": unknown option '" .. tostring(k) .. "'")
@@ -101,6 +103,18 @@ function M.decode(text, opts)
     errors.raise(errors.from_c(code), "invalid JSON: " .. message, { details = { code = code } })
   end
   return v
+end
+
+-- utf8_error(s) -> nil when the string s is UTF-8 (RFC 3629: no overlong
+-- form, no surrogate, nothing past U+10FFFF), else the byte offset of the
+-- first byte that is not. decode passes other bytes through inside
+-- strings (a page's may hold them); a peer's text that must be UTF-8 is
+-- checked with this first.
+function M.utf8_error(s)
+  if type(s) ~= "string" then
+    errors.raise("bad_argument", "json.utf8_error expects a string, got " .. type(s))
+  end
+  return core.json.utf8_error(s)
 end
 
 -- array(t?) -> t marked as a JSON array (a new empty one without t)

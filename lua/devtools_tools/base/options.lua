@@ -61,4 +61,9 @@ end
 -- The option sets used by more than one call.
 M.TIMEOUT = { timeout = true }
 
+-- The one default timeout: seconds a call may take when neither it nor its
+-- browser says otherwise (launch, connect, a browser's calls; the front
+-- ends' commands: dt.TIMEOUT).
+M.DEFAULT_TIMEOUT = 30
+
 return M

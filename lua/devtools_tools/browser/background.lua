@@ -238,7 +238,7 @@ end
 -- all of it, waiting for another start included).
 function Background:start(opts)
   opts = options.check(opts, start_opts, "background:start")
-  local deadline = now() + (opts.timeout or 30)
+  local deadline = now() + (opts.timeout or options.DEFAULT_TIMEOUT)
   return with_lock(self, "launch_failed", deadline, function()
     local state, rec = self:_status("launch_failed")
     if state == "running" then return rec, false end

@@ -28,7 +28,7 @@ local endpoint = require "devtools_tools.wire.endpoint"
 
 local raise = errors.raise
 local now = core.now
-local type, tostring, ipairs, tonumber = type, tostring, ipairs, tonumber
+local type, tostring, ipairs = type, tostring, ipairs
 
 local M = {}
 
@@ -226,7 +226,7 @@ function M.connect(url, capabilities, opts)
   -- browser:close's deadline bounds the DELETE too; a DELETE that got no
   -- answer (or failed) makes close raise, after everything else is done:
   -- the session may still be alive, holding a node.
-  b._after_close = function(_, close_deadline)
+  browser.on_close(b, function(_, close_deadline)
     local deleted, e = delete_checked(close_deadline)
     if not deleted then
       e.message = "close: " .. alive_note(e)
@@ -234,7 +234,7 @@ function M.connect(url, capabilities, opts)
       e.details.session_id = id
       error(e, 0)
     end
-  end
+  end)
   return b
 end
 

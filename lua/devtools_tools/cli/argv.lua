@@ -26,10 +26,13 @@ end
 local usage = M.usage
 
 M.VALUE_OPTS = { chromium = true, connect = true, tab = true, timeout = true, element = true,
-  ["wait-for"] = true, ["wait-for-selector"] = true, viewport = true, port = true }
+  ["wait-for"] = true, ["wait-for-selector"] = true, viewport = true, ["allow-navigate"] = true, port = true }
 M.FLAG_OPTS = { json = true, compact = true, headful = true, quiet = true, debug = true,
   help = true, version = true, verbose = true, ["full-page"] = true, webmcp = true, ["allow-eval"] = true,
-  ["new-tab"] = true, ["no-settle"] = true }
+  ["new-tab"] = true, ["no-settle"] = true, ["no-webmcp"] = true, ["trust-page"] = true }
+-- Options given any number of times, each value a comma-separated list:
+-- opts[name] is the list of all of them.
+M.LIST_OPTS = { ["allow-navigate"] = true }
 local SHORT = { q = "quiet", h = "help" }
 
 -- parse(argv, cmd) -> opts, positionals, rest (the words after "--", or nil)
@@ -52,7 +55,13 @@ function M.parse(argv, cmd)
           if value == nil then usage("--" .. name .. " needs a value", cmd) end
         end
         if value == "" then usage("--" .. name .. " needs a value, not an empty one", cmd) end
-        opts[name] = value
+        if M.LIST_OPTS[name] then
+          local list = opts[name] or {}
+          for v in value:gmatch("[^,]+") do list[#list + 1] = v end
+          opts[name] = list
+        else
+          opts[name] = value
+        end
       elseif M.FLAG_OPTS[name] and value == nil then
         opts[name] = true
       else

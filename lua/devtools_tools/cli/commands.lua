@@ -360,8 +360,9 @@ function M.run(ctx)
   if not chunk then usage("cannot load " .. script .. ": " .. tostring(err), "run") end
   local browser, how = target.open_browser(ctx)
   local real_exit = os.exit
+  local page, opened
   local ok, res = pcall(function()
-    local page = target.open_page(ctx, browser, how, url)
+    page, opened = target.open_page(ctx, browser, how, url)
     progress:done()
     local sarg = { [0] = script, url or page.url }
     for i = 3, #pos do sarg[#sarg + 1] = pos[i] end
@@ -389,6 +390,10 @@ function M.run(ctx)
   end)
   os.exit = real_exit
   progress:done()
+  -- a signal ended it: the tab it opened in a running browser goes too
+  if not ok and opened and how == "connected" and target.interrupted(res) then
+    pcall(page.close, page, { timeout = 1 })
+  end
   browser:close()
   if not ok then error(res, 0) end
   return 0

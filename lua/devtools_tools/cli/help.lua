@@ -39,8 +39,9 @@ settled: its tools unchanged and no request started or answered for 0.1 s,
 none in flight but those older than 1 s, no frame still loading, and its
 script idle (an idle callback ran); at most 3 s after its load event.
 Exit status: 0 success, 1 an error (stderr: "devtools-tools: CODE: message"),
-2 a usage error, 130 interrupted (the browser it launched is closed first);
-browser status: 3 when none runs.
+2 a usage error, 128 + the signal's number after SIGINT (130), SIGTERM (143)
+or SIGHUP (129) (the browser it launched, a tab it was opening, closed
+first); browser status: 3 when none runs.
 ]]
 
 M.TEXT = {
@@ -60,7 +61,7 @@ Commands:
   screenshot [URL] OUT.png|.jpg|.webp    an image of the page (or of one element)
   tabs [close ID|TEXT] [--json]          the open pages of a running browser
   browser start|stop|status              keep one headless Chromium in the background
-  mcp [URL] [--webmcp] [--allow-eval]    serve the page's tools to AI agents (MCP, stdio)
+  mcp [URL] [--allow-eval]               serve the page's tools to AI agents (MCP, stdio)
   help [COMMAND]                         help on a command
 
 ]],
@@ -175,22 +176,35 @@ file in it yours and 0600: anything else is refused, not used.
 
 ]],
   mcp = [[
-Usage: devtools-tools mcp [URL] [--webmcp] [--allow-eval] [options]
+Usage: devtools-tools mcp [URL] [--no-webmcp] [--allow-eval] [--trust-page]
+                          [--allow-navigate HOST,...] [options]
 
 An MCP server (Model Context Protocol) on stdin and stdout, for AI agents:
-every tool the page exposes (in every frame; its WebMCP tools too with
---webmcp) is an MCP tool of its own, beside devtools.navigate,
-devtools.screenshot, devtools.console and devtools.network. When the page's
-tools change (a listener comes or goes, a navigation, frames, WebMCP),
+every tool the page exposes (in every frame, and its WebMCP tools) is an MCP
+tool of its own, beside devtools.navigate, devtools.screenshot,
+devtools.console and devtools.network. When the page's tools change (a
+listener comes or goes, a navigation, frames, WebMCP),
 notifications/tools/list_changed is sent. stdout carries MCP messages only;
-logs go to stderr (DEVTOOLS_TOOLS_DEBUG=mcp logs every message). When stdin
-ends, the browser it launched is closed and it exits 0.
-  --webmcp        launch Chromium with WebMCP on and serve WebMCP tools too
+logs go to stderr (DEVTOOLS_TOOLS_DEBUG=mcp logs every message).
+It answers at once, before the browser and page are up: a page that does not
+answer yet (an app started after its agent) is tried again, with pauses up
+to 5 s, until it does; meanwhile tools/list has the built-ins and a call
+says what was tried, and list_changed is sent when the page is up. A page
+tool's description ends with "(Provided by the page at ORIGIN.)": the page
+wrote it, not the user. When stdin ends, or on SIGTERM, SIGHUP or SIGINT,
+it closes what it opened (the browser it launched and its profile, a tab
+of --new-tab) and exits (0; 128 + the signal's number), within 2 s.
+  --no-webmcp     launch Chromium without WebMCP (on by default where the
+                  server launches it; a running browser has it or not)
   --allow-eval    also serve devtools.evaluate (JavaScript in the page)
-  --timeout SECONDS  the start, and each tool call (default 30)
+  --trust-page    the page is yours: its descriptions go without the line
+                  that says the page wrote them
+  --allow-navigate HOST,...  let devtools.navigate load these hosts too
+                  (it refuses link-local, cloud metadata and private network
+                  addresses other than loopback, but the page's own host)
+  --timeout SECONDS  each attempt to open the page, and each tool call (30)
 Example (Claude Code):
   claude mcp add shop -- devtools-tools mcp http://127.0.0.1:8080/
-
 ]],
 }
 

@@ -11,16 +11,21 @@
 --   cli.mcp         the MCP server on stdio
 --   cli.target      the browser and the page a command works on
 --   cli.tabs        the tabs of a running browser: which one, `tabs`
---   cli.settle      waiting until a page's tools and network settle
---   cli.hint        --wait-for, and why a tool did not come
 --   cli.background  browser start|stop|status, where it is recorded
 --   cli.output      stdout, progress, warnings and errors on stderr
 --
+-- SIGTERM and SIGHUP end a command as Ctrl-C does (the interpreter's
+-- "interrupted!" raised in its Lua code: dt.catch_signals with raise), so
+-- the way out closes what it opened - a launched browser, a tab it was
+-- opening in a running one - before the exit; `mcp` catches all three on
+-- its loop instead (cli.mcp).
+--
 -- It must never: print anything but the result on stdout, leave a browser
 -- it launched running, treat a page-provided name or text as anything but
--- data, spawn a shell, or install a signal handler. Exit status: 0
+-- data, spawn a shell, or catch a signal but these three. Exit status: 0
 -- success, 1 a dt.Error (or stdout that cannot be written), 2 a usage
--- error, 130 interrupted. Runs on Lua 5.4 and LuaJIT.
+-- error, 128 + the signal's number after one (130 interrupted, 143
+-- SIGTERM, 129 SIGHUP). Runs on Lua 5.4 and LuaJIT.
 
 local dt = require "devtools_tools"
 local argv = require "devtools_tools.cli.argv"
@@ -101,12 +106,14 @@ local function command(out, words, state)
   if opts.compact and cmd ~= "call" and cmd ~= "eval" and cmd ~= "list" then
     usage("--compact is an option of call, eval and list", cmd)
   end
-  if opts["allow-eval"] and cmd ~= "mcp" then usage("--allow-eval is an option of mcp", cmd) end
+  for _, o in ipairs({ "allow-eval", "no-webmcp", "trust-page", "allow-navigate" }) do
+    if opts[o] and cmd ~= "mcp" then usage("--" .. o .. " is an option of mcp", cmd) end
+  end
   if opts.connect and (opts.headful or opts.chromium) then
     usage("--connect uses a running browser: --headful and --chromium launch one", cmd)
   end
   if opts.debug then dt.debug("cdp") end
-  local timeout = opts.timeout or 30
+  local timeout = opts.timeout or dt.TIMEOUT
   local deadline = dt.now() + timeout
   local function too_late(what)
     return dt.new_error("timeout", "the command did not finish within " .. string.format("%g", timeout)
@@ -138,11 +145,16 @@ local function command(out, words, state)
   error(res, 0)
 end
 
+local SIGNALS = { TERM = 15, HUP = 1, INT = 2 }
+
 -- main(words) -> exit status: runs the command, and writes its errors
 function M.main(words)
   local out = output.new()
   local state = {}
+  local signals = dt.catch_signals({ "TERM", "HUP" }, { raise = true })
   local ok, res = xpcall(command, handler, out, words or {}, state)
+  local caught = signals:take()
+  signals:release()
   if ok then
     local written, why = out:finish()
     if not written then
@@ -165,8 +177,8 @@ function M.main(words)
   -- Ctrl-C: the interpreter raises "interrupted!" in Lua code; the browser
   -- was closed on the way out. Exit as a shell expects after SIGINT.
   if tostring(res):match("^[^\n]*interrupted!") then
-    out:note("interrupted")
-    return 130
+    out:note(caught and ("ended by SIG" .. caught) or "interrupted")
+    return 128 + SIGNALS[caught or "INT"]
   end
   out:note("internal error: " .. tostring(res))
   return 1

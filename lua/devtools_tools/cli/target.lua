@@ -3,19 +3,18 @@
 -- launched for the command; in a running browser the tab that shows the
 -- URL (else a new one), the --tab page, or the page used last (cli.tabs
 -- chooses); then the page made ready: its viewport, the tools and the
--- network settled (cli.settle), --wait-for TOOL, --wait-for-selector.
+-- network settled (page:settle), --wait-for TOOL (and why it did not come),
+-- --wait-for-selector.
 --
 -- It must never leave a browser it launched running (with_page closes it
 -- on every way out), leave a tab it opened in a running browser when the
--- URL could not be opened, nor connect to a host that is not a loopback
--- one.
+-- URL could not be opened or a signal ended the command, nor connect to a
+-- host that is not a loopback one.
 
 local dt = require "devtools_tools"
 local argv = require "devtools_tools.cli.argv"
 local background = require "devtools_tools.cli.background"
 local tabs = require "devtools_tools.cli.tabs"
-local settle = require "devtools_tools.cli.settle"
-local hint = require "devtools_tools.cli.hint"
 local text = require "devtools_tools.present.text"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
@@ -69,7 +68,7 @@ function M.open_browser(ctx)
   local lo = { timeout = left() }
   if opts.headful then lo.headless = false end
   if opts.chromium then lo.executable = opts.chromium end
-  if opts.webmcp then lo.webmcp = true end
+  if opts.webmcp or ctx.launch_webmcp then lo.webmcp = true end
   return dt.launch(lo), "launched"
 end
 
@@ -101,24 +100,20 @@ local function headless(ctx, browser, how)
     and v.userAgent:find("HeadlessChrome/", 1, true) ~= nil
 end
 
--- viewport(ctx, page, size): the page's viewport (innerWidth x
--- innerHeight) made size, through its window's bounds (they outlive the
--- command: a tab found again keeps its size)
+-- viewport(ctx, page, size): the page's viewport made size (its window's
+-- bounds outlive the command: a tab found again keeps its size)
 local function viewport(ctx, page, size)
-  local cur = page:evaluate("[innerWidth, innerHeight, outerWidth, outerHeight]", { timeout = ctx.left() })
-  if type(cur) ~= "table" or (cur[1] == size[1] and cur[2] == size[2]) then return end
-  local w = page:cdp("Browser.getWindowForTarget", nil, { timeout = ctx.left() })
-  page:cdp("Browser.setWindowBounds", { windowId = w.windowId, bounds = { windowState = "normal",
-    width = size[1] + (cur[3] - cur[1]), height = size[2] + (cur[4] - cur[2]) } }, { timeout = ctx.left() })
+  page:set_viewport(size[1], size[2], { timeout = ctx.left() })
 end
 
--- prepare(ctx, browser, how, page, new): before a page is navigated: its
--- viewport (the default for a page the command opens in a headless
--- browser), and the watch that settles it (list, call, screenshot)
+-- prepare(ctx, browser, how, page, new) -> true when the page is to be
+-- settled once navigated (list, call, screenshot): before a page is
+-- navigated, its viewport (the default for a page the command opens in a
+-- headless browser)
 local function prepare(ctx, browser, how, page, new)
   local size = ctx.opts.viewport or (new and headless(ctx, browser, how) and M.VIEWPORT)
   if size then viewport(ctx, page, size) end
-  if ctx.settle and not ctx.opts["no-settle"] then return settle.watch(page) end
+  return ctx.settle and not ctx.opts["no-settle"] or nil
 end
 
 local function navigate(ctx, page, url)
@@ -143,12 +138,20 @@ local function new_page(ctx, browser, how, url)
   return page, res
 end
 
+-- picked(ctx, page): an open tab was attached (before it is navigated):
+-- ctx.picked(page), when a caller wants the page even if opening it fails
+-- (the MCP server's retries navigate that tab again, not another one)
+local function picked(ctx, page)
+  if ctx.picked then ctx.picked(page) end
+  return page
+end
+
 -- pick_page(ctx, browser, how, url) -> page, opened (a tab the command
--- made), watch (what settles it, for a page it navigated)
+-- made), settle (true: it navigated the page, which is to settle)
 -- reuse(ctx, browser, p) -> the open tab p as it is (not navigated, so not
 -- settled), its viewport set when asked; recorded as used
 local function reuse(ctx, browser, p)
-  local page = browser:attach(p.id, { timeout = ctx.left() })
+  local page = picked(ctx, browser:attach(p.id, { timeout = ctx.left() }))
   if ctx.opts.viewport then viewport(ctx, page, ctx.opts.viewport) end
   tabs.touch(p.id)
   return page, false, nil
@@ -158,7 +161,7 @@ local function pick_page(ctx, browser, how, url)
   local opts, left = ctx.opts, ctx.left
   if opts.tab then
     local p = tabs.by_text(ctx, browser, opts.tab)
-    local page = browser:attach(p.id, { timeout = left() })
+    local page = picked(ctx, browser:attach(p.id, { timeout = left() }))
     local w = (url or opts.viewport) and prepare(ctx, browser, how, page, false) or nil
     if url then navigate(ctx, page, url) end
     tabs.touch(p.id, url)
@@ -174,7 +177,7 @@ local function pick_page(ctx, browser, how, url)
     if p then return reuse(ctx, browser, p) end
     p = tabs.blank(pages)
     if p then
-      local page = browser:attach(p.id, { timeout = left() })
+      local page = picked(ctx, browser:attach(p.id, { timeout = left() }))
       local w = prepare(ctx, browser, how, page, true)
       navigate(ctx, page, url)
       tabs.touch(p.id, url)
@@ -188,39 +191,74 @@ local function pick_page(ctx, browser, how, url)
   return (function(page, w) return page, true, w end)(new_page(ctx, browser, how, url))
 end
 
+-- What the command says when --wait-for timed out and the page's scripts
+-- use WebMCP while it is off (the library's look: details.webmcp).
+local function webmcp_hint(ctx, err)
+  local w = type(err.details) == "table" and err.details.webmcp
+  if type(w) ~= "table" or w.enabled or not w.uses then return err end
+  local how = ctx.background and "`browser stop`, then `browser start --webmcp`" or "--webmcp"
+  local h
+  if w.named then
+    h = "it looks like a WebMCP tool (the page's scripts register it through document.modelContext),"
+      .. " and WebMCP is off: " .. how
+  else
+    h = "WebMCP is off, and the page's scripts use document.modelContext: its WebMCP tools show with " .. how
+  end
+  return dt.new_error("timeout", tostring(err.message) .. "; " .. h, { tool = err.tool, details = err.details })
+end
+
 -- open_page(ctx, browser, how, url) -> the page the command works on, and
 -- true when the command opened it (a new tab, not one it found); settled
 -- when the command navigated it and asked (ctx.settle), offering the
 -- --wait-for tool and matching --wait-for-selector when given
 function M.open_page(ctx, browser, how, url)
-  local page, opened, watch = pick_page(ctx, browser, how, url)
-  if watch then
+  local page, opened, settle = pick_page(ctx, browser, how, url)
+  if settle then
     ctx.progress:step("waiting for the page to settle")
-    watch:wait(ctx.left)
+    page:settle({ timeout = ctx.left() })
   end
   local name = ctx.opts["wait-for"]
   if name then
     ctx.progress:step("waiting for the tool " .. name)
-    hint.wait_for_tool(ctx, page, name)
+    local ok, err = pcall(page.wait_for_tool, page, name, { timeout = ctx.left() })
+    if not ok then
+      if dt.is_error(err) and err.code == "timeout" then err = webmcp_hint(ctx, err) end
+      error(err, 0)
+    end
   end
   local css = ctx.opts["wait-for-selector"]
   if css then
     ctx.progress:step("waiting for " .. css)
-    settle.selector(page, css, ctx.left)
+    local ok, err = pcall(page.wait_for_selector, page, css, { timeout = ctx.left() })
+    if not ok then
+      if dt.is_error(err) and err.code == "timeout" and type(err.details) == "table" and err.details.selector then
+        err = dt.new_error("timeout", "no element matches the selector " .. tostring(css) .. " (--wait-for-selector)")
+      end
+      error(err, 0)
+    end
   end
   return page, opened
 end
 
+-- interrupted(err): the command was ended by a signal (Ctrl-C, or the
+-- TERM and HUP cli.init catches: the interpreter's "interrupted!")
+function M.interrupted(err)
+  return type(err) == "string" and err:match("^[^\n]*interrupted!") ~= nil
+end
+
 -- with_page(ctx, url, fn) -> fn(browser, page)'s result; the browser is
 -- closed (a launched one ended, a connected one left running) on every way
--- out
+-- out, and a tab the command opened in a running browser too when a
+-- signal ended it
 function M.with_page(ctx, url, fn)
   local browser, how = M.open_browser(ctx)
+  local page, opened
   local ok, res = pcall(function()
-    local page = M.open_page(ctx, browser, how, url)
+    page, opened = M.open_page(ctx, browser, how, url)
     return fn(browser, page)
   end)
   ctx.progress:done()
+  if not ok and opened and how == "connected" and M.interrupted(res) then pcall(page.close, page, { timeout = 1 }) end
   browser:close()
   if not ok then error(res, 0) end
   return res

@@ -9,13 +9,19 @@
 -- checks the arguments against inputSchema first, with the library's
 -- validator (devtools_tools.schema), as a page tool's are checked.
 --
+-- Each has page_data when what it answers is the page's (its results
+-- carry the page's provenance in _meta: see server.lua).
+--
 -- It must never navigate to a scheme it does not allow (file: and the
--- like only when the page served was opened on one), nor hand the client
--- a record's page text unbounded.
+-- like only when the page served was opened on one), nor to a host
+-- mcp/hosts.lua refuses (link-local, metadata, private networks) that is
+-- neither the served page's own nor one the user allowed (ctx.allow), nor
+-- hand the client a record's page text unbounded.
 
 local dt = require "devtools_tools"
 local text = require "devtools_tools.present.text"
 local content = require "devtools_tools.mcp.content"
+local hosts = require "devtools_tools.mcp.hosts"
 
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
@@ -59,9 +65,10 @@ function navigate.describe()
   return {
     name = "devtools.navigate",
     description = "Loads a URL in the page whose tools this server serves (http, https or about:blank;"
-      .. " other schemes only when the page was opened on one), or reloads it when no url is given,"
-      .. " and waits for its load event. The page's tools change with its document: the tool list"
-      .. " is sent again (notifications/tools/list_changed).",
+      .. " other schemes only when the page was opened on one; link-local, cloud metadata and private"
+      .. " network addresses other than loopback only on the page's own host or those the user allowed),"
+      .. " or reloads it when no url is given, and waits for its load event. The page's tools change"
+      .. " with its document: the tool list is sent again (notifications/tools/list_changed).",
     inputSchema = { type = "object", properties = {
       url = { type = "string", description = "the URL to load; absent: reload the page" },
     }, additionalProperties = false },
@@ -82,11 +89,18 @@ function navigate.run(ctx, args, timeout)
     fail("bad_argument", "devtools.navigate: " .. text.brief(text.clean(url), 200)
       .. " is not an http(s) URL (nor about:blank)")
   end
+  if s == "http" or s == "https" then
+    local ok, why = hosts.allowed(url, { allow = ctx.allow, own = ctx.own })
+    if not ok then
+      fail("bad_argument", "devtools.navigate: " .. text.brief(text.clean(url), 200) .. " is refused: "
+        .. text.brief(text.clean(why), 400))
+    end
+  end
   page:navigate(url, { timeout = timeout })
   return { url = page.url }
 end
 
-local screenshot = {}
+local screenshot = { page_data = true }
 function screenshot.describe()
   return {
     name = "devtools.screenshot",
@@ -111,7 +125,7 @@ end
 
 local LEVELS = { "debug", "info", "warning", "error" }
 
-local console = {}
+local console = { page_data = true }
 function console.describe()
   return {
     name = "devtools.console",
@@ -144,7 +158,7 @@ function console.run(ctx, args, timeout)
   return { messages = out, omitted = left_out, last = lastseq }
 end
 
-local network = {}
+local network = { page_data = true }
 function network.describe()
   return {
     name = "devtools.network",
@@ -177,7 +191,7 @@ function network.run(ctx, args, timeout)
   return { requests = out, omitted = left_out, last = lastseq }
 end
 
-local evaluate = {}
+local evaluate = { page_data = true }
 function evaluate.describe()
   return {
     name = "devtools.evaluate",
@@ -205,6 +219,7 @@ function M.list(opts)
     local b = k.describe()
     b.inputSchema.properties = obj(b.inputSchema.properties)
     b.run = k.run
+    b.page_data = k.page_data
     out[i] = b
   end
   return out

@@ -2,6 +2,12 @@
 -- descriptions, schemas, annotations and _meta - and the list the server
 -- serves.
 --
+-- Provenance: a page tool's description is the page's text, handed to a
+-- model: it ends with a line that says so, "(Provided by the page at
+-- ORIGIN.)", and _meta["devtools-tools/provenance"] says it for programs
+-- ({source = "page", page = ORIGIN, trusted}); --trust-page drops the
+-- line (the _meta stays, trusted = true).
+--
 -- Names: a tool keeps its own name when MCP allows it (^[A-Za-z0-9_.-]{1,64}$),
 -- no tool before it in page order (devtools groups of the main frame, of
 -- the iframes, then WebMCP groups) holds it, and it does not start with
@@ -37,6 +43,7 @@ local M = {}
 
 M.PREFIX = "devtools."                 -- the built-in tools' names
 M.META = "devtools-tools/page"         -- the _meta key of a page tool's origin
+M.PROVENANCE = "devtools-tools/provenance"   -- the _meta key of who wrote a text: the page
 M.MAX_DESCRIPTION = 64 * 1024          -- bytes of a description served
 M.MAX_TEXT = 1000                      -- bytes of a name, group or URL quoted
 
@@ -74,7 +81,9 @@ local function derived(tool)
   local g = tool.group or {}
   local base = gsub(tostring(tool.name), "[^%w_%.%-]", "_")
   base = sub(base, 1, 40)
-  if base == "" or reserved(base) then base = "tool" .. (base ~= "" and ("_" .. gsub(base, "^devtools%.", "")) or "") end
+  if base == "" or reserved(base) then
+    base = "tool" .. (base ~= "" and ("_" .. gsub(base, "^devtools%.", "")) or "")
+  end
   base = sub(base, 1, 40)
   return base .. "_" .. hash8(tostring(tool.kind or g.kind or "devtools") .. "\0" .. tostring(g.name)
     .. "\0" .. origin_of(g) .. "\0" .. tostring(tool.name))
@@ -202,15 +211,42 @@ function M.annotations(a)
   return any and out or nil
 end
 
+-- ---- provenance -------------------------------------------------------------------
+
+-- where(frame) -> what a person calls the page that wrote a text: its
+-- frame's origin (from an http(s) URL when only that is known), or its
+-- URL without query and fragment where an origin says nothing (file:)
+function M.where(frame)
+  frame = type(frame) == "table" and frame or {}
+  local o = frame.origin
+  if type(o) ~= "string" or o == "" or o == "null" then
+    local url = tostring(frame.url or "?")
+    o = url:match("^[hH][tT][tT][pP][sS]?://[^/?#]*") or url:match("^[^?#]*")
+  end
+  return (text.bounded(text.clean(o), M.MAX_TEXT))
+end
+
+-- provenance(frame, trusted) -> the _meta value that says a page wrote it
+function M.provenance(frame, trusted)
+  return { source = "page", page = M.where(frame), trusted = trusted and true or false }
+end
+
+-- The line a page tool's description ends with (unless the page is
+-- trusted): the description is the page's words, not the user's nor this
+-- server's, and a model that reads it should take it as such.
+function M.provenance_line(frame)
+  return "(Provided by the page at " .. M.where(frame) .. ".)"
+end
+
 -- ---- the served list -----------------------------------------------------------------
 
 local function bounded(s, limit)
   return (text.bounded(tostring(s), limit))
 end
 
--- entry(tool, name) -> {name, tool, descriptor}: descriptor is the MCP Tool
+-- entry(tool, name, trusted) -> {name, tool, descriptor}: descriptor is the MCP Tool
 -- object (all versions' fields; server.lua drops what a version lacks)
-local function entry(tool, name)
+local function entry(tool, name, trusted)
   local g = tool.group or {}
   local frame = type(g.frame) == "table" and g.frame or {}
   local schema, note = M.fit_schema(tool.input_schema)
@@ -219,10 +255,12 @@ local function entry(tool, name)
   -- (the frame by its origin: a single-page app's URL changes at each
   -- route, its tools need not)
   local where = "tool " .. dt.json.encode(bounded(text.clean(tool.name), M.MAX_TEXT)) .. " of "
-    .. (tool.kind == "webmcp" and "the page's WebMCP tools" or ("group " .. dt.json.encode(bounded(text.clean(g.name), M.MAX_TEXT))))
+    .. (tool.kind == "webmcp" and "the page's WebMCP tools"
+      or ("group " .. dt.json.encode(bounded(text.clean(g.name), M.MAX_TEXT))))
     .. " in a frame of " .. bounded(text.clean(frame.origin or frame.url), M.MAX_TEXT)
   if renamed then desc = desc .. (desc ~= "" and "\n\n" or "") .. "(On the page: " .. where .. ".)" end
   if note then desc = desc .. (desc ~= "" and "\n\n" or "") .. "(Note: " .. note .. ".)" end
+  if not trusted then desc = desc .. (desc ~= "" and "\n\n" or "") .. M.provenance_line(frame) end
   local origin = {
     name = bounded(tool.name, M.MAX_TEXT), kind = tool.kind or g.kind or "devtools",
     group = g.name ~= nil and bounded(g.name, M.MAX_TEXT) or null,
@@ -230,15 +268,19 @@ local function entry(tool, name)
       origin = frame.origin ~= nil and bounded(frame.origin, M.MAX_TEXT) or null },
   }
   if type(tool.annotations) == "table" then origin.annotations = tool.annotations end
-  local d = { name = name, description = desc, inputSchema = schema, _meta = { [M.META] = origin } }
+  local d = { name = name, description = desc, inputSchema = schema,
+    _meta = { [M.META] = origin, [M.PROVENANCE] = M.provenance(frame, trusted) } }
   if renamed then d.title = bounded(text.clean(tool.name), 200) end
   d.annotations = M.annotations(tool.annotations)
   return { name = name, tool = tool, descriptor = d }
 end
 
--- build(groups) -> list: one entry per tool of the groups, in page order,
--- each {name, tool, descriptor}; list.by_name maps names to entries.
-function M.build(groups)
+-- build(groups, opts?) -> list: one entry per tool of the groups, in page
+-- order, each {name, tool, descriptor}; list.by_name maps names to
+-- entries. opts.trusted: the page is the user's own (--trust-page): its
+-- descriptions go without the provenance line.
+function M.build(groups, opts)
+  local trusted = opts and opts.trusted
   local tools = {}
   for _, g in ipairs(groups or {}) do
     for _, t in ipairs(g.tools or {}) do tools[#tools + 1] = t end
@@ -246,7 +288,7 @@ function M.build(groups)
   local names = M.names(tools)
   local list, by_name = {}, {}
   for i, t in ipairs(tools) do
-    local e = entry(t, names[i])
+    local e = entry(t, names[i], trusted)
     list[i] = e
     by_name[e.name] = e
   end

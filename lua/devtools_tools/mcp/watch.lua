@@ -38,7 +38,8 @@ end
 -- new(page, opts) -> Watch. opts: on_change(list) (the served list
 -- changed), on_gone(err) (the browser or page went away), log(text)
 -- (warnings: groups discovery skipped), trace(text) (each refresh's
--- outcome, for the debug log), timeout (of a discovery).
+-- outcome, for the debug log), timeout (of a discovery), trusted (the
+-- page's descriptions go without the provenance line: see tools.lua).
 function M.new(page, opts)
   return setmetatable({ page = page, opts = opts, list = tools.build({}), sig = nil,
     events = 0, warned = {} }, Watch)
@@ -71,7 +72,7 @@ local function run(self, first)
           opts.log("warning: " .. s)
         end
       end
-      local list = tools.build(groups)
+      local list = tools.build(groups, { trusted = opts.trusted })
       local sig = signature(list)
       if sig ~= self.sig then
         local was = self.sig

@@ -12,6 +12,8 @@
 -- raise while the core is missing, and never keep a failed load: after
 -- `make nvim` the next command loads the library, without a restart.
 
+local notice = require "devtools_tools.nvim.notice"
+
 local type, tostring, pairs, ipairs, pcall = type, tostring, pairs, ipairs, pcall
 
 local M = {}
@@ -66,7 +68,6 @@ end
 
 -- line(err) -> the fullest of lines(err) that fits (nvim.notice)
 function M.line(err)
-  local notice = require "devtools_tools.nvim.notice"
   local all = M.lines(err)
   for _, l in ipairs(all) do
     if notice.fits(l) then return l end

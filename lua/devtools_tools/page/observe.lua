@@ -4,6 +4,10 @@
 -- events (page:on) and on raw CDP events (page:on_cdp); page:observe(fn),
 -- which brackets one action; raw CDP commands (page:cdp, browser:cdp).
 --
+-- Its state is an Observation, which Page holds (page.observation) and
+-- feeds every event of its sessions (dispatch); Page's methods of the same
+-- names call it.
+--
 -- What it must never do: wait inside an event handler (handlers only record
 -- and call listeners; whatever needs a reply is fetched by the public call
 -- that asks for it, within that call's deadline), keep more than the ring's
@@ -18,7 +22,6 @@ local errors = require "devtools_tools.base.errors"
 local options = require "devtools_tools.base.options"
 local remote = require "devtools_tools.wire.remote"
 local base64 = require "devtools_tools.base.base64"
-local webmcp = require "devtools_tools.tools.webmcp"
 
 local raise = errors.raise
 local now = core.now
@@ -156,21 +159,25 @@ local function release_later(st, rec)
   q[#q + 1] = held
 end
 
-local function release_dropped(page, st)
+local function release_dropped(st)
   local q = st.release
   if #q == 0 then return end
   st.release = {}
   for i = 1, #q, 2 do
     for _, oid in ipairs(q[i + 1]) do
-      page.conn:send_nowait("Runtime.releaseObject", { objectId = oid }, q[i])
+      st.conn:send_nowait("Runtime.releaseObject", { objectId = oid }, q[i])
     end
   end
 end
 
--- attach_send(page, deadline, history) -> ids: sets up the page's records
--- and sends the enables, before the page's own set-up replies are read.
--- history: {console = n, requests = n, bytes = n}.
-function M.attach_send(page, deadline, history)
+local Observation = {}
+Observation.__index = Observation
+M.Observation = Observation
+
+-- new(site, history) -> Observation: the records of the page whose site it
+-- is (page/site.lua: its connection, its frames site.docs). history:
+-- {console = n, requests = n, bytes = n, bodies = n, body = n}.
+function M.new(site, history)
   history = history or {}
   local bytes = history.bytes or M.DEFAULT_HISTORY_BYTES
   local bodies, body = M.body_limits(history)
@@ -194,28 +201,32 @@ function M.attach_send(page, deadline, history)
     cdp_listeners = {},     -- CDP method -> list of functions (a plain table: names are data)
     bodies = bodies,        -- bytes of response bodies the browser keeps, in all
     body = body,            -- ... and of one response
+    site = site, conn = site.conn, docs = site.docs, session = site.docs.session,
   }
-  page._obs = st
+  return setmetatable(st, Observation)
+end
+
+-- enable_send(deadline) -> ids: sends the enables, before the page's own
+-- set-up replies are read
+function Observation:enable_send(deadline)
   local ids = {}
-  local network = { maxTotalBufferSize = bodies, maxResourceBufferSize = body }
+  local network = self:network_params()
   for i, m in ipairs(ENABLE) do
-    ids[i] = page.conn:send(m, m == "Network.enable" and network or nil, page.session, deadline)
+    ids[i] = self.conn:send(m, m == "Network.enable" and network or nil, self.session, deadline)
   end
   return ids
 end
 
--- network_params(page) -> Network.enable's parameters for another session
+-- network_params() -> Network.enable's parameters for another session
 -- of the page (an out-of-process iframe's, a worker's): the same buffer
 -- sizes as its own
-function M.network_params(page)
-  local st = page._obs
-  if not st then return nil end
-  return { maxTotalBufferSize = st.bodies, maxResourceBufferSize = st.body }
+function Observation:network_params()
+  return { maxTotalBufferSize = self.bodies, maxResourceBufferSize = self.body }
 end
 
--- attach_finish(page, ids, deadline): awaits the enables' replies.
-function M.attach_finish(page, ids, deadline)
-  local conn = page.conn
+-- enable_finish(ids, deadline): awaits the enables' replies.
+function Observation:enable_finish(ids, deadline)
+  local conn = self.conn
   for i, id in ipairs(ids) do
     local ok, err = errors.catch(conn.await, conn, id, deadline, ENABLE[i])
     if not ok and err.code ~= "protocol_error" then error(err, 0) end
@@ -290,10 +301,10 @@ local function text_of(args)
   return concat(parts, " ")
 end
 
-local function frame_of_context(page, ctx_id, session)
+local function frame_of_context(st, ctx_id, session)
   if ctx_id == nil then return nil end
-  for fid, c in pairs(page.contexts) do
-    if c.id == ctx_id and (c.session or page.session) == (session or page.session) then return fid end
+  for fid, c in pairs(st.docs.contexts) do
+    if c.id == ctx_id and (c.session or st.session) == (session or st.session) then return fid end
   end
 end
 
@@ -321,17 +332,17 @@ local function console_size(rec)
   return n
 end
 
-local function record_console(page, st, rec, session)
+local function record_console(st, rec, session)
   rec.seq = next_seq(st)
   rec.time = now()
-  rec.session = session or page.session
+  rec.session = session or st.session
   push(st.console, rec, console_size(rec))
   emit(st, st.listeners.console, "console", rec)
 end
 
 local handlers = {}
 
-handlers["Runtime.consoleAPICalled"] = function(page, st, p, session)
+handlers["Runtime.consoleAPICalled"] = function(st, p, session)
   local args, objects = setmetatable({}, array_mt), nil
   local rec = { level = LEVEL_OF_TYPE[p.type] or "info", type = p.type, source = "console-api",
     args = args }
@@ -347,11 +358,11 @@ handlers["Runtime.consoleAPICalled"] = function(page, st, p, session)
   end
   rec.text, rec._objects = text_of(p.args or {}), objects
   rec.location = location_of(p.stackTrace)
-  rec.frame = frame_of_context(page, p.executionContextId, session)
-  record_console(page, st, rec, session)
+  rec.frame = frame_of_context(st, p.executionContextId, session)
+  record_console(st, rec, session)
 end
 
-handlers["Runtime.exceptionThrown"] = function(page, st, p, session)
+handlers["Runtime.exceptionThrown"] = function(st, p, session)
   local ex = p.exceptionDetails or {}
   local message, details = remote.exception_info(ex)
   local rec = {
@@ -359,15 +370,15 @@ handlers["Runtime.exceptionThrown"] = function(page, st, p, session)
     text = "Uncaught " .. tostring(details.stack or message), args = setmetatable({}, array_mt),
     exception = { message = message, stack = details.stack },
     location = location_of(ex.stackTrace, ex.url, ex.lineNumber, ex.columnNumber),
-    frame = frame_of_context(page, ex.executionContextId, session),
+    frame = frame_of_context(st, ex.executionContextId, session),
   }
   hold(rec, type(ex.exception) == "table" and ex.exception.objectId or nil)   -- what was thrown
-  record_console(page, st, rec, session)
+  record_console(st, rec, session)
 end
 
-handlers["Log.entryAdded"] = function(page, st, p, session)
+handlers["Log.entryAdded"] = function(st, p, session)
   local e = p.entry or {}
-  record_console(page, st, {
+  record_console(st, {
     level = LEVEL_OF_LOG[e.level] or "info", type = "entry", source = e.source,
     text = tostring(e.text), args = setmetatable({}, array_mt),
     location = location_of(e.stackTrace, e.url, e.lineNumber),
@@ -401,15 +412,15 @@ local function dialog_answer(st, d)
   return ACCEPT_BY_DEFAULT[d.type] == true
 end
 
-handlers["Page.javascriptDialogOpening"] = function(page, st, p, session)
+handlers["Page.javascriptDialogOpening"] = function(st, p, session)
   local d = { type = p.type, message = tostring(p.message or ""), default_prompt = p.defaultPrompt,
     url = p.url, frame = p.frameId }
   local answer = dialog_answer(st, d)
   d.answer = answer
   local params = { accept = answer ~= false }
   if type(answer) == "string" then params.promptText = answer end
-  page.conn:send_nowait("Page.handleJavaScriptDialog", params, session)
-  record_console(page, st, {
+  st.conn:send_nowait("Page.handleJavaScriptDialog", params, session)
+  record_console(st, {
     level = "warning", type = "dialog", source = "dialog", text = d.message,
     args = setmetatable({}, array_mt), dialog = d, frame = p.frameId,
   }, session)
@@ -417,12 +428,12 @@ end
 
 -- ---- network ---------------------------------------------------------------------
 
-local function new_request(page, st, p, session)
+local function new_request(st, p, session)
   local r = p.request or {}
   local ini = p.initiator or {}
   local iframe = ini.stack and ini.stack.callFrames and ini.stack.callFrames[1]
   local rec = {
-    seq = next_seq(st), id = p.requestId, session = session or page.session,
+    seq = next_seq(st), id = p.requestId, session = session or st.session,
     method = r.method, url = r.url, type = p.type, frame = p.frameId,
     document = p.documentURL, post_data = r.postData, headers = r.headers,
     initiator = { type = ini.type, url = ini.url or (iframe and iframe.url),
@@ -442,8 +453,8 @@ end
 -- The record in flight a network event is about: by its session and id,
 -- else by id alone (an out-of-process iframe's document: the parent's
 -- session saw it sent, the iframe's own session sees the rest).
-local function find(page, st, session, id)
-  return st.inflight[key(session or page.session, id)] or st.by_id[id]
+local function find(st, session, id)
+  return st.inflight[key(session or st.session, id)] or st.by_id[id]
 end
 
 local function set_response(st, rec, resp, ts)
@@ -468,8 +479,8 @@ local function finish(st, rec, ts)
   emit(st, st.listeners.response, "response", rec)
 end
 
-handlers["Network.requestWillBeSent"] = function(page, st, p, session)
-  local prev = find(page, st, session, p.requestId)
+handlers["Network.requestWillBeSent"] = function(st, p, session)
+  local prev = find(st, session, p.requestId)
   if prev and p.redirectResponse then
     -- A redirect keeps the request id: the hop ends here, a new record starts.
     set_response(st, prev, p.redirectResponse, p.timestamp)
@@ -477,32 +488,32 @@ handlers["Network.requestWillBeSent"] = function(page, st, p, session)
     grow(st.requests, prev, len(prev.redirected_to))
     finish(st, prev, p.timestamp)
   end
-  new_request(page, st, p, session)
+  new_request(st, p, session)
 end
 
-handlers["Network.responseReceived"] = function(page, st, p, session)
-  local rec = find(page, st, session, p.requestId)
+handlers["Network.responseReceived"] = function(st, p, session)
+  local rec = find(st, session, p.requestId)
   if rec then
     set_response(st, rec, p.response or {}, p.timestamp)
     if p.type then rec.type = p.type end
   end
 end
 
-handlers["Network.dataReceived"] = function(page, st, p, session)
-  local rec = find(page, st, session, p.requestId)
+handlers["Network.dataReceived"] = function(st, p, session)
+  local rec = find(st, session, p.requestId)
   if rec then rec.sizes.body = rec.sizes.body + (p.dataLength or 0) end
 end
 
-handlers["Network.loadingFinished"] = function(page, st, p, session)
-  local rec = find(page, st, session, p.requestId)
+handlers["Network.loadingFinished"] = function(st, p, session)
+  local rec = find(st, session, p.requestId)
   if rec then
     rec.sizes.transferred = p.encodedDataLength or rec.sizes.transferred
     finish(st, rec, p.timestamp)
   end
 end
 
-handlers["Network.loadingFailed"] = function(page, st, p, session)
-  local rec = find(page, st, session, p.requestId)
+handlers["Network.loadingFailed"] = function(st, p, session)
+  local rec = find(st, session, p.requestId)
   if rec then
     rec.failed = p.errorText or "failed"
     rec.canceled = p.canceled or nil
@@ -527,83 +538,71 @@ local function orphan(st, gone)
 end
 
 -- A frame's new document: its own request goes on (its loader's).
-handlers["Page.frameNavigated"] = function(_, st, p)
+handlers["Page.frameNavigated"] = function(st, p)
   local f = p.frame
   if f and f.id and f.loaderId then
     orphan(st, function(rec) return rec.frame == f.id and rec._loader ~= f.loaderId end)
   end
 end
 
-handlers["Page.frameDetached"] = function(_, st, p)
+handlers["Page.frameDetached"] = function(st, p)
   if p.reason ~= "swap" and p.frameId then
     orphan(st, function(rec) return rec.frame == p.frameId end)
   end
 end
 
--- session_gone(page, session): a worker's or an iframe's session ended
--- (page.lua): its requests still in flight will not finish.
-function M.session_gone(page, session)
-  local st = page._obs
-  if st then orphan(st, function(rec) return rec.session == session end) end
+-- session_gone(session): a worker's or an iframe's session ended
+-- (page/frames.lua): its requests still in flight will not finish.
+function Observation:session_gone(session)
+  orphan(self, function(rec) return rec.session == session end)
 end
 
--- enabled(page) -> true when the page keeps these records (attach_send ran)
-function M.enabled(page)
-  return page._obs ~= nil
-end
-
--- heard(page, method) -> true when a page:on_cdp listener of that CDP event is there
-function M.heard(page, method)
-  local st = page._obs
-  local l = st and st.cdp_listeners[method]
+-- heard(method) -> true when a page:on_cdp listener of that CDP event is there
+function Observation:heard(method)
+  local l = self.cdp_listeners[method]
   return l ~= nil and #l > 0
 end
 
--- tools_changed(page, reason): the page's tools may have changed (page.lua
+-- tools_changed(reason): the page's tools may have changed (the page
 -- says when): its "tools_changed" listeners are told.
-function M.tools_changed(page, reason)
-  local st = page._obs
-  if st then emit(st, st.listeners.tools_changed, "tools_changed", { reason = reason }) end
+function Observation:tools_changed(reason)
+  emit(self, self.listeners.tools_changed, "tools_changed", { reason = reason })
 end
 
 -- ---- the dispatcher hook ---------------------------------------------------------
 
 
--- dispatch(page, method, params, session): called by the page's event
--- dispatcher after its own handlers, for every event of its sessions.
-function M.dispatch(page, method, params, session)
-  local st = page._obs
-  if not st then return end
+-- dispatch(method, params, session): called by the page's event
+-- dispatcher after its frames' handlers, for every event of its sessions.
+function Observation:dispatch(method, params, session)
+  local st = self
   local h = handlers[method]
-  if h then h(page, st, params or {}, session) end
+  if h then h(st, params or {}, session) end
   if method == "Page.frameNavigated" then
     local f = params.frame
-    if f and f.parentId == nil and (session == nil or session == page.session) then
-      emit(st, st.listeners.navigated, "navigated", { url = page.url, frame = f.id })
+    if f and f.parentId == nil and (session == nil or session == st.session) then
+      emit(st, st.listeners.navigated, "navigated", { url = st.docs.url, frame = f.id })
     end
-  elseif method == "Inspector.targetCrashed" and (session == nil or session == page.session) then
-    emit(st, st.listeners.crashed, "crashed", { url = page.url })
+  elseif method == "Inspector.targetCrashed" and (session == nil or session == st.session) then
+    emit(st, st.listeners.crashed, "crashed", { url = st.docs.url })
   elseif method == "Target.attachedToTarget" and params.sessionId ~= nil
-      and page.child_sessions[params.sessionId] then
+      and st.docs.child_sessions[params.sessionId] then
     -- An out-of-process iframe the page kept (not one already removed):
     -- its requests and messages are ours too.
     for _, m in ipairs(ENABLE) do
-      page.conn:send_nowait(m, m == "Network.enable" and M.network_params(page) or nil, params.sessionId)
+      st.conn:send_nowait(m, m == "Network.enable" and st:network_params() or nil, params.sessionId)
     end
   end
   local l = st.cdp_listeners[method]
   if l then emit(st, l, method, params, session) end
-  release_dropped(page, st)
+  release_dropped(st)
 end
 
--- ---- public methods (installed on Page) ----------------------------------------
+-- ---- the page's methods (Page calls them) ----------------------------------------
 
-local P = {}
-M.methods = P
-
-local function state(page)
-  page:_check_open()
-  return page._obs
+local function state(self)
+  self.site:check_open()
+  return self
 end
 
 local function listen(list_of, name, fn, fname)
@@ -628,27 +627,27 @@ end
 -- above), "tools_changed" ({reason}: the page's tools may have changed;
 -- see page.lua). Listeners run inside the connection's reader and must
 -- not wait.
-function P.on(page, event, fn)
-  local st = state(page)
+function Observation:on(event, fn)
+  local st = state(self)
   if type(event) ~= "string" or not EVENTS[event] then
     raise("bad_argument", "on: unknown event " .. tostring(event)
       .. " (console, request, response, navigated, crashed, dialog, tools_changed)")
   end
   local remove = listen(st.listeners, event, fn, "on")
-  if event == "tools_changed" then page:_watch_tools() end
+  if event == "tools_changed" then st.docs:watch_tools() end
   return remove
 end
 
 -- on_cdp(method, fn) -> remove(): fn(params, session_id) for every CDP event
 -- of that name on the page's sessions, beside the library's own handling.
-function P.on_cdp(page, method, fn)
-  local st = state(page)
+function Observation:on_cdp(method, fn)
+  local st = state(self)
   if type(method) ~= "string" or not method:find("^%a+%.%a+$") then
     raise("bad_argument", "on_cdp: expected an event name such as \"Network.requestWillBeSent\", got "
       .. tostring(method))
   end
   local remove = listen(st.cdp_listeners, method, fn, "on_cdp")
-  if method == "WebMCP.toolResponded" then webmcp.unwatch(page) end
+  if method == "WebMCP.toolResponded" then st.site:webmcp():unwatch() end
   return remove
 end
 
@@ -665,9 +664,9 @@ local function cdp_call(conn, session, method, params, opts, fname)
 end
 
 -- cdp(method, params?, opts?) -> result, on the page's session
-function P.cdp(page, method, params, opts)
-  page:_check_open()
-  return cdp_call(page.conn, page.session, method, params, opts, "cdp")
+function Observation:cdp(method, params, opts)
+  self.site:check_open()
+  return cdp_call(self.conn, self.session, method, params, opts, "cdp")
 end
 
 -- browser_cdp(browser, method, params?, opts?) -> result, on the browser target
@@ -677,9 +676,9 @@ function M.browser_cdp(browser, method, params, opts)
 end
 
 -- mark() -> a position: records made after it have seq > that number
-function P.mark(page)
-  local st = state(page)
-  page.conn:poll()          -- what already happened is before the mark
+function Observation:mark()
+  local st = state(self)
+  st.conn:poll()            -- what already happened is before the mark
   return st.seq
 end
 
@@ -716,8 +715,8 @@ end
 -- cycle), or not by the deadline (the page's script is busy), keeps its
 -- description; one not read in time is asked for again next time.
 local READ_THIS = "function () { return this; }"
-local function resolve_args(page, list, deadline)
-  local conn, pend = page.conn, {}
+local function resolve_args(st, list, deadline)
+  local conn, pend = st.conn, {}
   for _, rec in ipairs(list) do
     if rec._objects then
       for i, oid in pairs(rec._objects) do
@@ -733,7 +732,7 @@ local function resolve_args(page, list, deadline)
       local v = remote.remote_value(r.result)
       if v == nil then v = null end
       p.rec.args[p.i] = v
-      grow(page._obs.console, p.rec, value_size(v, 0))     -- it holds the value now
+      grow(st.console, p.rec, value_size(v, 0))     -- it holds the value now
     elseif not ok and r.code == "timeout" then
       goto later                     -- the records are here: they go back as they are
     elseif not ok and r.code ~= "protocol_error" then
@@ -745,7 +744,7 @@ local function resolve_args(page, list, deadline)
   for _, rec in ipairs(list) do
     if rec._objects and next(rec._objects) == nil then rec._objects = nil end
   end
-  release_dropped(page, page._obs)       -- (what the values read pushed out of the ring)
+  release_dropped(st)       -- (what the values read pushed out of the ring)
 end
 
 local console_opts = { since = true, level = true, timeout = true }
@@ -764,15 +763,15 @@ end
 -- console_messages{since=, level=, timeout=} -> list of records, oldest
 -- first: {seq, level, type, source, text, args (JSON values), location
 -- {url, line, column, function}, frame, exception?, time}
-function P.console_messages(page, opts)
+function Observation:console_messages(opts)
   opts = options.check(opts, console_opts, "console_messages")
-  local st = state(page)
-  local deadline = page.conn:deadline(opts)
-  page.conn:poll()
+  local st = state(self)
+  local deadline = st.conn:deadline(opts)
+  st.conn:poll()
   local since = since_of(opts.since, "console_messages")
   local keep = level_filter(opts.level, "console_messages")
   local out = records_of(st.console, since, keep)
-  resolve_args(page, out, deadline)
+  resolve_args(st, out, deadline)
   return out
 end
 
@@ -791,10 +790,10 @@ end
 -- id, method, url, type, status, status_text, mime_type, failed?, frame,
 -- initiator {type, url, line}, timing {start, response, finished,
 -- duration} (seconds), sizes {transferred, body} (bytes), done}
-function P.network_requests(page, opts)
+function Observation:network_requests(opts)
   opts = options.check(opts, request_opts, "network_requests")
-  local st = state(page)
-  page.conn:poll()
+  local st = state(self)
+  st.conn:poll()
   local since = since_of(opts.since, "network_requests")
   local keep = url_filter(opts.url, "network_requests")
   local out = records_of(st.requests, since, keep)
@@ -804,21 +803,22 @@ end
 -- response_body(request, opts?) -> body (a string), mime type. Asks the
 -- browser, which keeps the page's bodies up to its history's limits: none
 -- over history.body, and the newest within history.bodies in all.
-function P.response_body(page, rec, opts)
+function Observation:response_body(rec, opts)
   opts = options.check(opts, options.TIMEOUT, "response_body")
-  page:_check_open()
+  local site, docs = self.site, self.docs
+  site:check_open()
   if type(rec) ~= "table" or type(rec.id) ~= "string" then
     raise("bad_argument", "response_body: expected a request record from network_requests")
   end
-  local conn = page.conn
+  local conn = self.conn
   local deadline = conn:deadline(opts)
   if rec.redirected_to then
     raise("protocol_error", "response_body: " .. tostring(rec.url) .. " is a redirect (to "
       .. tostring(rec.redirected_to) .. "): it has no body")
   end
   if not rec.done and not rec.dropped then      -- (a dropped one is asked for as it is)
-    conn:wait_for(function() return rec.done or page.closed or page.crashed end, deadline)
-    page:_check_open()
+    conn:wait_for(function() return rec.done or site:closed() or docs.crashed end, deadline)
+    site:check_open()
     if not rec.done then raise("timeout", "response_body: " .. tostring(rec.url) .. " is still loading") end
   end
   if rec.failed then
@@ -832,7 +832,7 @@ function P.response_body(page, rec, opts)
     if r.code == "protocol_error" then
       -- Why the browser has it not: too big to keep at all, or pushed out
       -- by newer ones (Chromium says "evicted" for both).
-      local st, size = page._obs, rec.sizes and rec.sizes.body
+      local st, size = self, rec.sizes and rec.sizes.body
       if st and type(size) == "number" and size > st.body then
         raise("too_large", ("response_body: %s: its body of %d bytes is over the %d bytes the browser"
           .. " keeps of one response (history.body)"):format(tostring(rec.url), size, st.body),
@@ -857,11 +857,12 @@ local observe_opts = { timeout = true, settle = "seconds" }
 -- by the deadline). Requests it started are awaited (within opts.timeout)
 -- so their status and sizes are known; opts.settle (1 s) bounds the wait
 -- for bodies after every response has arrived.
-function P.observe(page, fn, opts)
+function Observation:observe(fn, opts)
   if type(fn) ~= "function" then raise("bad_argument", "observe: expected a function, got " .. type(fn)) end
   opts = options.check(opts, observe_opts, "observe")
-  local st = state(page)
-  local conn = page.conn
+  local st = state(self)
+  local site, docs = st.site, st.docs
+  local conn = st.conn
   local t0 = now()
   local deadline = conn:deadline(opts)
   conn:poll()
@@ -869,7 +870,7 @@ function P.observe(page, fn, opts)
   local res = { n = 0 }
   local function pack(...) res = { n = select("#", ...), ... } end
   pack(fn())
-  page:_check_open()
+  site:check_open()
   if now() >= deadline then
     raise("timeout", ("observe: the function used the whole deadline (%.3g s)"):format(deadline - t0))
   end
@@ -877,30 +878,30 @@ function P.observe(page, fn, opts)
   -- answers has reached us. A page whose script keeps it busy answers only
   -- later: what has come by the deadline is returned as it is.
   local ok, e = errors.catch(function()
-    return conn:await(conn:send("Runtime.evaluate", { expression = "0" }, page.session, deadline), deadline,
+    return conn:await(conn:send("Runtime.evaluate", { expression = "0" }, st.session, deadline), deadline,
       "Runtime.evaluate")
   end)
   if not ok and e.code ~= "timeout" then error(e, 0) end
   local complete = ok
-  local reqs = P.network_requests(page, { since = from })
+  local reqs = st:network_requests({ since = from })
   -- Every request answered (or failed), then finished: a response whose
   -- body the page never reads may never finish, so that second wait is
   -- bounded by opts.settle.
   conn:wait_for(function()
-    if page.closed or page.crashed then return true end
+    if site:closed() or docs.crashed then return true end
     for _, r in ipairs(reqs) do if not r.done and not r.status and not r.dropped then return false end end
     return true
   end, deadline)
-  page:_check_open()
+  site:check_open()
   local settle = now() + (opts.settle or 1)
   conn:wait_for(function()
-    if page.closed or page.crashed then return true end
+    if site:closed() or docs.crashed then return true end
     for _, r in ipairs(reqs) do if not r.done and not r.dropped then return false end end
     return true
   end, settle < deadline and settle or deadline)
-  page:_check_open()
+  site:check_open()
   local left = deadline - now()
-  local msgs = P.console_messages(page, { since = from, timeout = left > 0 and left or 0 })
+  local msgs = st:console_messages({ since = from, timeout = left > 0 and left or 0 })
   return { requests = reqs, console = msgs, since = from, complete = complete }, unpack(res, 1, res.n)
 end
 

@@ -3,6 +3,9 @@
 -- whole document, or of one element (an Element a tool returned, or a CSS
 -- selector), written to a file or returned as bytes.
 --
+-- Page holds a Camera (page.camera), which keeps what a capture reuses
+-- (the isolated world devicePixelRatio is read in).
+--
 -- What it must never do: leave the page's viewport changed (the whole
 -- document is captured with captureBeyondViewport, not by resizing), write
 -- a partial file (bytes go to a temporary name, renamed when complete), or
@@ -19,7 +22,7 @@ local json = require "devtools_tools.base.json"
 local remote = require "devtools_tools.wire.remote"
 
 local raise = errors.raise
-local type, tostring, math_max, math_min, error = type, tostring, math.max, math.min, error
+local type, math_max, math_min, error, setmetatable = type, math.max, math.min, error, setmetatable
 
 local M = {}
 
@@ -46,14 +49,26 @@ local function call(conn, method, params, session, deadline)
   return conn:await(conn:send(method, params, session, deadline), deadline, method)
 end
 
-local function element_clip(page, el, deadline, metrics)
-  local conn = page.conn
+local Camera = {}
+Camera.__index = Camera
+M.Camera = Camera
+
+-- new(site) -> Camera: for the page whose site it is (page/site.lua)
+function M.new(site)
+  return setmetatable({ site = site, conn = site.conn, docs = site.docs, session = site.docs.session }, Camera)
+end
+
+local function element_clip(self, el, deadline, metrics)
+  local conn, docs = self.conn, self.docs
   local params
   if element.is_element(el) then
-    if el._page ~= page then raise("bad_argument", "screenshot: the Element belongs to another page") end
+    local ed = element.document_of(el)
+    if not (ed and ed.site == self.site) then
+      raise("bad_argument", "screenshot: the Element belongs to another page")
+    end
     if element.stale(el) then error(errors.gone("screenshot: the Element"), 0) end
-    local fr = page.frames[el._frame_id]
-    if fr and fr.session and fr.session ~= page.session then
+    local fr = docs.frames[ed.frame_id]
+    if fr and fr.session and fr.session ~= self.session then
       raise("bad_argument", "screenshot: the Element lives in an out-of-process iframe; capture the page instead")
     end
     params = { backendNodeId = el.backend_node_id }
@@ -62,9 +77,9 @@ local function element_clip(page, el, deadline, metrics)
     -- would make Chromium send an event for every later change of the
     -- document (50,000 appends then took 34 times as long)
     local q = call(conn, "Runtime.evaluate", { expression = "document.querySelector(" .. json.encode(el) .. ")",
-      objectGroup = remote.object_group() }, page.session, deadline)
+      objectGroup = remote.object_group() }, self.session, deadline)
     if q.exceptionDetails then      -- a selector it cannot parse ("", "((")
-      remote.release_thrown(conn, page.session, q)   -- (the SyntaxError, which Chromium keeps)
+      remote.release_thrown(conn, self.session, q)   -- (the SyntaxError, which Chromium keeps)
       raise("bad_argument", "screenshot: " .. json.encode(el) .. " is not a valid CSS selector")
     end
     local oid = q.result and q.result.objectId
@@ -73,8 +88,8 @@ local function element_clip(page, el, deadline, metrics)
   else
     raise("bad_argument", "screenshot: element must be an Element or a CSS selector, got " .. type(el))
   end
-  local ok, box = errors.catch(call, conn, "DOM.getBoxModel", params, page.session, deadline)
-  if params.objectId then conn:send_nowait("Runtime.releaseObject", { objectId = params.objectId }, page.session) end
+  local ok, box = errors.catch(call, conn, "DOM.getBoxModel", params, self.session, deadline)
+  if params.objectId then conn:send_nowait("Runtime.releaseObject", { objectId = params.objectId }, self.session) end
   if not ok then
     if box.code == "protocol_error" then
       raise("bad_argument", "screenshot: the element has no box (not rendered): " .. box.message)
@@ -92,19 +107,19 @@ end
 -- emulation). Read in an isolated world of the main frame, made once per
 -- document: the page's own window.devicePixelRatio is [Replaceable], so a
 -- page could say 1 and have Chromium sent a capture 9 times the bound.
-local function device_ratio(page, deadline)
-  local conn = page.conn
-  local fr = page.frames[page.main_frame]
-  local w = page._ratio_world
+local function device_ratio(self, deadline)
+  local conn, docs = self.conn, self.docs
+  local fr = docs.frames[docs.main_frame]
+  local w = self.world
   for _ = 1, 2 do
     if not (w and fr and w.loader == fr.loader_id) then
-      local made = call(conn, "Page.createIsolatedWorld", { frameId = page.main_frame,
-        worldName = "devtools_tools" }, page.session, deadline)
+      local made = call(conn, "Page.createIsolatedWorld", { frameId = docs.main_frame,
+        worldName = "devtools_tools" }, self.session, deadline)
       w = { loader = fr and fr.loader_id, id = made.executionContextId }
-      page._ratio_world = w
+      self.world = w
     end
     local ok, r = errors.catch(call, conn, "Runtime.evaluate", { expression = "devicePixelRatio",
-      contextId = w.id, returnByValue = true }, page.session, deadline)
+      contextId = w.id, returnByValue = true }, self.session, deadline)
     if ok then
       local v = r.result and r.result.value
       return (type(v) == "number" and v >= 1 and v < math.huge) and v or 1
@@ -115,14 +130,14 @@ local function device_ratio(page, deadline)
   return 1
 end
 
--- screenshot(page, opts?) -> the image's bytes (also written to opts.path
+-- camera:screenshot(opts?) -> the image's bytes (also written to opts.path
 -- when given); with opts.base64 the image as base64 text, as Chromium sent
 -- it (what an MCP image or a data: URL holds: no decoding and encoding
 -- again). opts.format: "png" (default), "jpeg" or "webp"; opts.quality:
 -- 0-100, for jpeg and webp (Chromium's default otherwise).
-function M.screenshot(page, opts)
+function Camera:screenshot(opts)
   opts = options.check(opts, shot_opts, "screenshot")
-  page:_check_open()
+  self.site:check_open()
   if opts.full_page and opts.element ~= nil then
     raise("bad_argument", "screenshot: full_page and element exclude each other")
   end
@@ -134,18 +149,18 @@ function M.screenshot(page, opts)
   if q ~= nil and (format == "png" or q ~= q or q < 0 or q > 100 or q % 1 ~= 0) then
     raise("bad_argument", "screenshot: quality is an integer from 0 to 100, for jpeg and webp only")
   end
-  local conn = page.conn
+  local conn = self.conn
   local deadline = conn:deadline(opts)
   local params = { format = format, quality = q }
   if opts.full_page or opts.element ~= nil then
-    local mid = conn:send("Page.getLayoutMetrics", nil, page.session, deadline)
-    local dpr = device_ratio(page, deadline)
+    local mid = conn:send("Page.getLayoutMetrics", nil, self.session, deadline)
+    local dpr = device_ratio(self, deadline)
     local m = conn:await(mid, deadline, "Page.getLayoutMetrics")
     if opts.full_page then
       local size = m.cssContentSize or m.contentSize
       params.clip = { x = 0, y = 0, width = size.width, height = size.height, scale = 1 }
     else
-      params.clip = element_clip(page, opts.element, deadline, m)
+      params.clip = element_clip(self, opts.element, deadline, m)
     end
     params.captureBeyondViewport = true
     -- Chromium fails to capture much more, and a few such tries end the
@@ -158,7 +173,7 @@ function M.screenshot(page, opts)
         dpr == 1 and "" or (" (%g device px per CSS px)"):format(dpr), MAX_PIXELS))
     end
   end
-  local r = call(conn, "Page.captureScreenshot", params, page.session, deadline)
+  local r = call(conn, "Page.captureScreenshot", params, self.session, deadline)
   local data = r.data or ""
   if opts.base64 and not opts.path then
     if type(data) ~= "string" or data:find("[^%w+/=]") then

@@ -18,20 +18,23 @@ local dt = require "devtools_tools"
 dt.nojit()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see README
 
 local type, tostring, pairs, ipairs, error, math_type = type, tostring, pairs, ipairs, error, math.type
-local concat, sort, rep, format, find, gsub = table.concat, table.sort, string.rep, string.format,
-  string.find, string.gsub
+local concat, sort, rep, format, find = table.concat, table.sort, string.rep, string.format,
+  string.find
 local encode, kind, is_element = dt.json.encode, dt.json.kind, dt.is_element
 
 local M = {}
 
 M.MAX_DEPTH = 1000            -- as the codec's default (a cycle ends there too)
 
--- A page's C1 controls and bidi overrides inside JSON strings, as \u escapes.
+-- A page's C1 controls and bidi overrides inside JSON strings, as \u
+-- escapes (the library's one list, dt.controls; the encoder escaped C0).
+local clean = dt.controls.clean
+local function as_escape(cp)
+  if cp >= 0x80 then return format("\\u%04x", cp) end
+end
 local function escape_controls(s)
   if not find(s, "[\194\226]") then return s end
-  return (gsub(gsub(gsub(s, "\194([\128-\159])", function(c) return format("\\u%04x", c:byte()) end),
-    "\226\128([\170-\174])", function(c) return format("\\u%04x", 0x2000 + c:byte() - 0x80) end),
-    "\226\129([\166-\169])", function(c) return format("\\u%04x", 0x2040 + c:byte() - 0x80) end))
+  return clean(s, as_escape)
 end
 M.escape_controls = escape_controls
 

@@ -22,31 +22,35 @@ local tostring, type, ipairs, byte, sub, rep, format =
 local M = {}
 
 -- clean(s) -> one line of text: controls and bidi overrides as "?", line
--- breaks and tabs as spaces. nil shows as "".
--- (Most text holds none of them: it is returned as it is after one look
--- for a control character and two for the lead bytes of the others,
--- which is faster than one look for any of them.)
-local find = string.find
-local function suspect(s, controls)
-  return find(s, controls) or find(s, "\194", 1, true) or find(s, "\226", 1, true)
+-- breaks and tabs as spaces. nil shows as "". The characters are the
+-- library's one list (dt.controls): most text holds none of them, and is
+-- returned as it is after one look.
+local controls = dt.controls
+local function as_line(cp)
+  if cp == 9 or cp == 10 or cp == 13 then return " " end
+  return "?"
 end
 
 function M.clean(s)
   if s == nil then return "" end
   s = tostring(s)
-  if not suspect(s, "%c") then return s end
-  return (s:gsub("[%z\1-\8\11\12\14-\31\127]", "?"):gsub("[\r\n\t]", " ")
-    :gsub("\194[\128-\159]", "?"):gsub("\226\128[\170-\174]", "?"):gsub("\226\129[\166-\169]", "?"))
+  if not controls.has(s) then return s end
+  return controls.clean(s, as_line)
 end
 
 -- clean_lines(s) -> the same, keeping line breaks (for a buffer or a
 -- block of text shown whole)
+local function as_lines(cp)
+  if cp == 10 then return nil end
+  if cp == 9 then return " " end
+  return "?"
+end
+
 function M.clean_lines(s)
   if s == nil then return "" end
   s = tostring(s)
-  if not suspect(s, "[%z\1-\9\11-\31\127]") then return s end
-  return (s:gsub("\r\n", "\n"):gsub("[%z\1-\8\11\12\13\14-\31\127]", "?"):gsub("\t", " ")
-    :gsub("\194[\128-\159]", "?"):gsub("\226\128[\170-\174]", "?"):gsub("\226\129[\166-\169]", "?"))
+  if not controls.has(s) then return s end
+  return controls.clean((s:gsub("\r\n", "\n")), as_lines)
 end
 
 -- rtrim(s) -> s without trailing white space, in linear time ("%s+$" is

@@ -12,6 +12,12 @@
 --   d:unwatch(handle)
 --   d:timer(seconds, cb) -> handle      cb() once, after seconds (>= 0)
 --   d:cancel(handle)                    a timer that has not fired
+--   d:ref(handle, yes)                  optional: whether a watch keeps the
+--                                       loop alive (luv's ref/unref); a
+--                                       driver that has it keeps a read
+--                                       watch on every open connection,
+--                                       unref'ed while no task waits on it
+--                                       (rt/host.lua)
 --   d:step(timeout)                     optional: run the loop once, waiting
 --                                       at most timeout seconds (used only
 --                                       by task:wait called outside tasks)
@@ -66,6 +72,12 @@ function Builtin:unwatch(h)
   self.watches[h] = nil
 end
 
+-- An unref'ed watch is served while the loop turns, but does not by
+-- itself make anything able to happen (idle, step).
+function Builtin:ref(h, yes)
+  h.unref = not yes or nil
+end
+
 function Builtin:timer(seconds, cb)
   local h = { at = now() + math_max(0, seconds), cb = cb }
   self.timers[h] = true
@@ -80,7 +92,11 @@ end
 -- happen on this loop until something outside it (another loop) adds
 -- one (dt.wait_all turning several loops asks).
 function Builtin:idle()
-  return next(self.watches) == nil and next(self.timers) == nil
+  if next(self.timers) ~= nil then return false end
+  for h in pairs(self.watches) do
+    if not h.unref then return false end
+  end
+  return true
 end
 
 -- step(timeout): waits for the first descriptor or timer, at most timeout
@@ -93,12 +109,13 @@ function Builtin:step(timeout)
     if left < wait then wait = left end
   end
   if wait < 0 then wait = 0 end
-  local fds, evs, hs, n = {}, {}, {}, 0
+  local fds, evs, hs, n, held = {}, {}, {}, 0, false
   for h in pairs(self.watches) do
     n = n + 1
     fds[n], evs[n], hs[n] = h.fd, h.events, h
+    if not h.unref then held = true end
   end
-  if n == 0 and wait == math_huge then return false end   -- nothing can happen
+  if not held and wait == math_huge then return false end   -- nothing can happen
   local ready = poll(fds, evs, wait ~= math_huge and wait or nil)
   for i, ev in pairs(ready) do
     local h = hs[i]
@@ -177,8 +194,15 @@ function Luv:watch(fd, events, cb)
       .. "): is it watched by another driver of the same loop?")
   end
   local h = { poll = p, cb = cb }
-  p:start(events, function(err, ready) cb(err and "r" or ready) end)
+  p:start(events, function(perr, ready) cb(perr and "r" or ready) end)
   return h
+end
+
+function Luv:ref(h, yes)
+  local p = h.poll
+  if p and not p:is_closing() then
+    if yes then p:ref() else p:unref() end
+  end
 end
 
 function Luv:modify(h, events)

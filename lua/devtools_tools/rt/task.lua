@@ -185,6 +185,26 @@ function Task:_wake_later(seq, reason)
   self.driver:timer(0, function() self:_wake(seq, reason) end)
 end
 
+-- suspension() -> s | nil: the current task's next suspension (nil outside
+-- tasks), for whoever will wake it (rt/wait.lua, wire/cdp.lua): s.task,
+-- s:wake(reason) from the loop, s:wake_later(reason) from anywhere.
+local Suspension = {}
+Suspension.__index = Suspension
+
+function M.suspension()
+  local t = M.current()
+  if not t then return nil end
+  return setmetatable({ task = t, seq = t.seq + 1 }, Suspension)
+end
+
+function Suspension:wake(reason)
+  self.task:_wake(self.seq, reason)
+end
+
+function Suspension:wake_later(reason)
+  self.task:_wake_later(self.seq, reason)
+end
+
 -- cancel(): the task's pending wait (or its next one) raises `cancelled`,
 -- and so does every later wait. Returns true if the task had not ended.
 -- finish_closes(driver): on the way back to the program from outside any
@@ -359,7 +379,7 @@ function M.wait_all(list, timeout)
   if type(list) ~= "table" then raise("bad_argument", "wait_all: expected a list of tasks") end
   check_timeout("wait_all", timeout)
   local n = #list
-  for k, t in pairs(list) do
+  for k in pairs(list) do
     if type(k) ~= "number" or k < 1 or k > n or k % 1 ~= 0 then
       raise("bad_argument", "wait_all: expected a list of tasks, found the key "
         .. (type(k) == "string" and ("%q"):format(k:sub(1, 40)) or shown(k)))

@@ -33,31 +33,14 @@ local errors = require "devtools_tools.base.errors"
 local task = require "devtools_tools.rt.task"
 
 local now, poll = core.now, core.poll
-local current = task.current
-local math_min, math_huge, pcall, error, setmetatable, next = math.min, math.huge, pcall, error, setmetatable, next
+local math_min, math_huge, pcall, error, next = math.min, math.huge, pcall, error, next
 
 local M = {}
 
 -- ---- suspensions -----------------------------------------------------------------
 
-local Suspension = {}
-Suspension.__index = Suspension
-
-function M.suspension()
-  local t = current()
-  if not t then return nil end
-  return setmetatable({ task = t, seq = t.seq + 1 }, Suspension)
-end
-
--- (from the loop: a driver's callback)
-function Suspension:wake(reason)
-  self.task:_wake(self.seq, reason)
-end
-
--- (from anywhere: inside another task's wait, or a blocking one)
-function Suspension:wake_later(reason)
-  self.task:_wake_later(self.seq, reason)
-end
+-- (a suspension belongs to its task: rt/task.lua makes and wakes it)
+M.suspension = task.suspension
 
 function M.suspend(s, deadline)
   return s.task:suspend(deadline)

@@ -14,6 +14,7 @@ local errors = require "devtools_tools.base.errors"
 local remote = require "devtools_tools.wire.remote"
 local marshal = require "devtools_tools.tools.marshal"
 local element = require "devtools_tools.tools.element"
+local types = require "devtools_tools.tools.types"
 local pagejs = require "devtools_tools.tools.pagejs"
 local CALL_EXPR_HEAD, CALL_EXPR_TAIL = pagejs.CALL_EXPR_HEAD, pagejs.CALL_EXPR_TAIL
 
@@ -31,6 +32,20 @@ local type, tostring, tonumber, ipairs, setmetatable, getmetatable, error =
 local M = {}
 
 local is_error, pcall = errors.is_error, pcall
+local doc_of, place_of = types.document_of, types.place_of
+
+-- What a call makes once per Tool and keeps: its request's text around
+-- the arguments, its group's key, its schema as text. Held weakly: it
+-- goes with the Tool.
+local made = setmetatable({}, { __mode = "k" })
+local function made_of(tool)
+  local m = made[tool]
+  if not m then
+    m = {}
+    made[tool] = m
+  end
+  return m
+end
 
 -- (a number past 2^53 as JavaScript meant it: 2**62 is written
 -- 4611686018427388000, which Lua 5.3+ would read as another integer)
@@ -62,29 +77,31 @@ end
 -- would run another tool (a cart's deleteAll ran the admin's). The same
 -- name, description and schema there is taken as the tool.
 local function schema_text(t)
-  local s = t._schema_text
+  local m = made_of(t)
+  local s = m.schema_text
   if s == nil then
     local ok, text = pcall(json_encode, t.input_schema)
     s = ok and text or false
-    t._schema_text = s
+    m.schema_text = s
   end
   return s
 end
 
 local function page_would_run(groups, tool)
   local by_index, order = {}, {}
+  local frame_id, place = doc_of(tool).frame_id, place_of(tool)
   for _, g in ipairs(groups) do
-    local first = g.kind ~= "webmcp" and g.frame.id == tool._frame_id and g.tools[1]
+    local first = g.kind ~= "webmcp" and g.frame.id == frame_id and g.tools[1]
     if first then
-      by_index[first._gi] = g
+      by_index[place_of(first).group] = g
       order[#order + 1] = g
     end
   end
   local name, gname = tool.name, tool.group.name
-  local g = by_index[tool._gi]
-  local t = g and g.name == gname and g.tools[tool._ti + 1]
+  local g = by_index[place.group]
+  local t = g and g.name == gname and g.tools[place.tool + 1]
   if t and t.name == name then return t end
-  table.sort(order, function(a, b) return a.tools[1]._gi < b.tools[1]._gi end)
+  table.sort(order, function(a, b) return place_of(a.tools[1]).group < place_of(b.tools[1]).group end)
   for _, o in ipairs(order) do
     if o.name == gname then
       for _, x in ipairs(o.tools) do if x.name == name then return x end end
@@ -94,11 +111,11 @@ local function page_would_run(groups, tool)
 end
 
 local function check_place(tool, deadline)
-  local page = tool._page
-  if tool.kind == "webmcp" or not page:_latest_groups() then return end
+  local site = doc_of(tool).site
+  if tool.kind == "webmcp" or not site:latest_groups() then return end
   -- (what the page holds now, when its documents or tools changed since)
-  local groups = page:_current_groups(deadline)
-  if page:_in_latest(tool.group) then return end   -- from the latest discovery
+  local groups = site:current_groups(deadline)
+  if site:in_latest(tool.group) then return end   -- from the latest discovery
   local there = page_would_run(groups, tool)
   if there and there.description == tool.description and schema_text(there) == schema_text(tool) then
     return
@@ -115,28 +132,29 @@ end
 -- marshalling happen before anything is sent.
 local function prepare(tool, args, who, deadline)
   args = marshal.check_args(args, who)
-  local page = tool._page
-  page:_check_open(deadline)
-  page.conn:poll(true)        -- events already read; a late one shows as `navigated`
-  if not page:_is_current(tool._frame_id, tool._loader, tool._context) then
+  local doc = doc_of(tool)
+  doc:check_open(deadline)
+  doc.conn:poll(true)         -- events already read; a late one shows as `navigated`
+  if not doc:is_current() then
     stale_tool(tool)
   end
   check_place(tool, deadline)
   local ok, err = tool:validate(args, deadline)
   if not ok then error(err, 0) end
-  local wire, els = marshal.extract_elements(tool:_shape(args))
+  local wire, els = marshal.extract_elements(types.shape(tool, args))
   if els then
     for _, el in ipairs(els) do
       if element.stale(el) then
         error(errors.gone("an Element passed to " .. tool.name, { tool = tool.name }), 0)
       end
-      if el._frame_id ~= tool._frame_id or el._page ~= page then
+      local ed = element.document_of(el)
+      if ed.frame_id ~= doc.frame_id or not ed:same_page(doc) then
         raise("bad_argument", "an Element passed to " .. tool.name .. " lives in another frame ("
           .. tostring(el.frame and el.frame.url) .. ")", { tool = tool.name })
       end
     end
   end
-  return { tool = tool, args = wire, els = els }
+  return { tool = tool, doc = doc, args = wire, els = els }
 end
 M.prepare = prepare
 
@@ -148,15 +166,15 @@ local function resolve_elements(calls, deadline, group)
   for _, c in ipairs(calls) do
     c.el_first = #els
     for _, el in ipairs(c.els or {}) do
-      local tool = c.tool
-      els[#els + 1] = { el = el, tool = tool }
-      ids[#els] = tool._page.conn:send("DOM.resolveNode", { backendNodeId = el.backend_node_id,
-        executionContextId = tool._context, objectGroup = group }, tool._session, deadline)
+      local doc = c.doc
+      els[#els + 1] = { el = el, tool = c.tool, doc = doc }
+      ids[#els] = doc.conn:send("DOM.resolveNode", { backendNodeId = el.backend_node_id,
+        executionContextId = doc.context, objectGroup = group }, doc.session, deadline)
     end
   end
   local out = {}
   for i, e in ipairs(els) do
-    local conn = e.tool._page.conn
+    local conn = e.doc.conn
     local ok, r = errors.catch(conn.await, conn, ids[i], deadline, "DOM.resolveNode")
     if not ok then
       if r.code == "protocol_error" then
@@ -175,14 +193,15 @@ end
 -- tool of that name in another group of that name, whatever discovery
 -- (another task's, say) changed its list since this Tool was found.
 local function group_key(tool)
-  local k = tool._group_key
+  local m = made_of(tool)
+  local k = m.group_key
   if k == nil then
     if type(tool.description) == "string" then
       k = setmetatable({ tool.group.name, tool.description }, array_mt)
     else
       k = tool.group.name
     end
-    tool._group_key = k
+    m.group_key = k
   end
   return k
 end
@@ -192,26 +211,26 @@ end
 -- context and indexes are set when discovery makes it and never change,
 -- so the text is made on its first call. The arguments stand inside the
 -- expression, a JSON string: they go in as the content of one.
-local function request_text(tool)
-  local head = tool._req_head
-  if head then return head, tool._req_tail end
-  local expr_head = json_encode(CALL_EXPR_HEAD .. tool._gi .. "," .. tool._ti .. ","
+local function request_text(tool, doc)
+  local m = made_of(tool)
+  local head = m.req_head
+  if head then return head, m.req_tail end
+  local place = place_of(tool)
+  local expr_head = json_encode(CALL_EXPR_HEAD .. place.group .. "," .. place.tool .. ","
     .. json_encode(tool.name) .. ",")
-  head = '{"method":"Runtime.evaluate","sessionId":' .. json_encode(tool._session)
-    .. ',"params":{"contextId":' .. json_encode(tool._context)
+  head = '{"method":"Runtime.evaluate","sessionId":' .. json_encode(doc.session)
+    .. ',"params":{"contextId":' .. json_encode(doc.context)
     .. ',"awaitPromise":true,"returnByValue":true,"expression":' .. ssub(expr_head, 1, -2)
   -- after the arguments: no elements, and the tool's group by name (js/runtime.js findTool)
   local tail = ssub(json_encode(",null," .. json_encode(group_key(tool)) .. CALL_EXPR_TAIL), 2) .. '},"id":'
-  tool._req_head, tool._req_tail = head, tail
+  m.req_head, m.req_tail = head, tail
   return head, tail
 end
 
--- Has Chromium started a navigation of the tool's own frame (it then holds
--- the request until the new document: it cannot run)? Not its parent's:
--- the iframe's document runs on until the parent's new one commits.
-local function nav_begun(tool)
-  return tool._page.nav_requested[tool._frame_id] == true
-end
+-- (doc:navigating(): has Chromium started a navigation of the tool's own
+-- frame? It then holds the request until the new document: it cannot run.
+-- Not its parent's: the iframe's document runs on until the parent's new
+-- one commits.)
 
 -- Releases an operation's remote objects (its group), never raising: on
 -- a failure's way out too (else they hold their DOM nodes until the
@@ -230,28 +249,30 @@ local function send_call(c, deadline)
   -- arguments travel as JSON text, which the page reads with JSON.parse.
   local argtext = encode_args(c.args)
   local proto = sfind(argtext, '"__proto__"', 1, true) ~= nil
-  c.nav_known = nav_begun(tool)
+  local doc = c.doc
+  c.nav_known = doc:navigating()
   if not c.els then
     -- An expression with the arguments as literals (js/call_expr.js), in a
     -- request whose text is the tool's but for them.
-    local head, tail = request_text(tool)
+    local head, tail = request_text(tool, doc)
     local lit = json_encode(proto and ("JSON.parse(" .. json_encode(argtext) .. ")") or argtext)
-    c.id = tool._page.conn:send_text(head .. ssub(lit, 2, -2) .. tail, tool._session, deadline, true,
+    c.id = doc.conn:send_text(head .. ssub(lit, 2, -2) .. tail, doc.session, deadline, true,
       "Runtime.evaluate")
     return
   end
-  local arguments = { { value = setmetatable({ tool._gi, tool._ti, tool.name,
+  local place = place_of(tool)
+  local arguments = { { value = setmetatable({ place.group, place.tool, tool.name,
     proto and argtext or c.args, group_key(tool) }, array_mt) } }
-  local conn = tool._page.conn
+  local conn = doc.conn
   c.group = remote.object_group()         -- released once the reply is in (await_reply)
   local ok, err = pcall(function()
     for _, o in ipairs(resolve_elements({ c }, deadline, c.group)) do arguments[#arguments + 1] = o end
     c.id = conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.CALL,
-      executionContextId = tool._context, arguments = arguments, awaitPromise = true,
-      returnByValue = true }, tool._session, deadline, true)
+      executionContextId = doc.context, arguments = arguments, awaitPromise = true,
+      returnByValue = true }, doc.session, deadline, true)
   end)
   if not ok then
-    release_group(conn, tool._session, c.group)
+    release_group(conn, doc.session, c.group)
     c.group = nil
     error(err, 0)
   end
@@ -291,30 +312,31 @@ local function send_batch(b, deadline)
   local specs = setmetatable({}, array_mt)
   local group = remote.object_group()
   local tool = b.calls[1].tool
+  local doc = b.calls[1].doc
   local ok, objs = pcall(resolve_elements, b.calls, deadline, group)
   if not ok then
-    release_group(tool._page.conn, tool._session, group)
+    release_group(doc.conn, doc.session, group)
     error(objs, 0)
   end
   for i, c in ipairs(b.calls) do
-    local tool = c.tool
     local args = c.args
+    local place = place_of(c.tool)
     if has_proto_key(args, 0) then args = json_encode(args) end
-    specs[i] = setmetatable({ tool._gi, tool._ti, tool.name, args, c.el_first,
-      c.els and #c.els or 0, group_key(tool) }, array_mt)
+    specs[i] = setmetatable({ place.group, place.tool, c.tool.name, args, c.el_first,
+      c.els and #c.els or 0, group_key(c.tool) }, array_mt)
   end
-  local limit, at = batch_limit_ms(deadline, tool._clock)
+  local limit, at = batch_limit_ms(deadline, place_of(tool).clock)
   local arguments = { { value = specs }, { value = limit }, { value = at or core.null } }
   for _, o in ipairs(objs) do arguments[#arguments + 1] = o end
-  b.nav_known = nav_begun(tool)
+  b.nav_known = doc:navigating()
   b.group = #objs > 0 and group or nil
   local sent, err = pcall(function()
-    b.id = tool._page.conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.BATCH,
-      executionContextId = tool._context, arguments = arguments, awaitPromise = true,
-      returnByValue = true }, tool._session, deadline, true)
+    b.id = doc.conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.BATCH,
+      executionContextId = doc.context, arguments = arguments, awaitPromise = true,
+      returnByValue = true }, doc.session, deadline, true)
   end)
   if not sent then
-    release_group(tool._page.conn, tool._session, b.group)
+    release_group(doc.conn, doc.session, b.group)
     b.group = nil
     error(err, 0)
   end
@@ -324,18 +346,18 @@ end
 local fetch_in
 
 local function fetch_elements(c, n, key, deadline)
-  local tool = c.tool
-  local conn, session = tool._page.conn, tool._session
+  local doc = c.doc
+  local conn, session = doc.conn, doc.session
   local group = remote.object_group()
-  local ok, backend = pcall(fetch_in, conn, session, tool, group, n, key, deadline)
+  local ok, backend = pcall(fetch_in, conn, session, doc, group, n, key, deadline)
   release_group(conn, session, group)
   if not ok then error(backend, 0) end
   return backend
 end
 
-fetch_in = function(conn, session, tool, group, n, key, deadline)
+fetch_in = function(conn, session, doc, group, n, key, deadline)
   local r = conn:await(conn:send("Runtime.callFunctionOn", { functionDeclaration = pagejs.TAKE,
-    executionContextId = tool._context, arguments = { { value = key } },
+    executionContextId = doc.context, arguments = { { value = key } },
     returnByValue = false, objectGroup = group }, session, deadline), deadline,
     "Runtime.callFunctionOn")
   local props = conn:await(conn:send("Runtime.getProperties", { objectId = r.result.objectId,
@@ -366,11 +388,11 @@ end
 -- after the old document went: it did not run (page:call looks again).
 -- Otherwise the document may have gone while the tool ran (one that
 -- removed its own iframe): `navigated`, never run a second time.
-local function await_reply(tool, id, deadline, group, nav_known)
-  local conn = tool._page.conn
+local function await_reply(tool, doc, id, deadline, group, nav_known)
+  local conn = doc.conn
   local ok, r = pcall(conn.await, conn, id, deadline, "tool " .. tool.name)
   if not ok and not is_error(r) then error(r, 0) end
-  release_group(conn, tool._session, group)   -- the Element arguments' remote objects
+  release_group(conn, doc.session, group)   -- the Element arguments' remote objects
   if not ok then
     if remote.session_gone(r) or (nav_known and remote.never_ran(r)) then
       stale_tool(tool, r.details)
@@ -381,17 +403,17 @@ local function await_reply(tool, id, deadline, group, nav_known)
     -- (A reply cut while decoding is a timeout too, but the page answered:
     -- conn:await's message says so, under the tool's name.)
     if r.code == "timeout" and not (r.details and r.details.decoding) then
-      tool._page:_timed_out(tool._session)
+      doc:timed_out()
       error(not_settled(tool), 0)
     end
     -- A cancelled wait leaves the tool running as a timeout does.
-    if r.code == "cancelled" then tool._page:_timed_out(tool._session) end
+    if r.code == "cancelled" then doc:timed_out() end
     r.tool = r.tool or tool.name
     error(r, 0)
   end
   if r.exceptionDetails then
     -- The call wrapper itself failed (it never throws for a tool's error).
-    remote.release_thrown(tool._page.conn, tool._session, r)
+    remote.release_thrown(conn, doc.session, r)
     local msg, details = remote.exception_info(r.exceptionDetails)
     raise("tool_error", "tool " .. tool.name .. ": " .. msg, { tool = tool.name, details = details })
   end
@@ -430,12 +452,12 @@ local function open_envelope(c, env, deadline)
     elseif e.kind == "changed" then
       -- nothing ran: the page's tools changed since the discovery this
       -- call relied on (js/runtime.js)
-      tool._page:_tools_changed()
+      c.doc.site:tools_changed()
       raise("stale", "tool " .. tool.name .. ": the page's tools changed since it was found (a "
         .. "devtoolstooldiscovery listener came or went, or the page navigated within its document)",
         { tool = tool.name, details = { changed = true } })
     elseif e.kind == "pending" then
-      tool._page:_timed_out(tool._session)
+      c.doc:timed_out()
       error(not_settled(tool), 0)
     end
     raise("tool_error", tostring(e.message), { tool = tool.name,
@@ -445,14 +467,14 @@ local function open_envelope(c, env, deadline)
   local n = env.n
   if type(n) == "number" and n > 0 and type(env.e) == "string" then
     local backend = fetch_elements(c, n, env.k, deadline)
-    local page, frame = tool._page, tool.group.frame
+    local frame, doc = tool.group.frame, c.doc
+    local edoc = doc:bare()
     v = marshal.replace_elements(v, env.e, function(idx, description, text)
       if backend[idx] == nil then return nil end        -- not one of the page's elements: data
       if type(description) ~= "string" then description = "element" end
       if type(text) ~= "string" then text = "" end
       return element.new({ backend_node_id = backend[idx], description = description, text = text,
-        frame = { id = tool._frame_id, url = frame.url, origin = frame.origin },
-        _page = page, _frame_id = tool._frame_id, _loader = tool._loader })
+        frame = { id = doc.frame_id, url = frame.url, origin = frame.origin } }, edoc)
     end)
   end
   return v
@@ -463,7 +485,7 @@ end
 function M.call_tool(tool, args, deadline)
   local c = prepare(tool, args, "tool " .. tostring(tool.name), deadline)
   send_call(c, deadline)
-  return open_envelope(c, await_reply(tool, c.id, deadline, c.group, c.nav_known), deadline)
+  return open_envelope(c, await_reply(tool, c.doc, c.id, deadline, c.group, c.nav_known), deadline)
 end
 
 -- Many calls (call_many): grouped by the document they run in, and each
@@ -471,7 +493,7 @@ end
 local function send_many(list, deadline)
   local batches, by_doc = {}, {}
   for _, c in ipairs(list) do
-    local key = c.tool._session .. "\0" .. c.tool._context
+    local key = c.doc.session .. "\0" .. c.doc.context
     local b = by_doc[key]
     if not b then
       b = { calls = {} }
@@ -492,7 +514,7 @@ end
 local function batch_reply(b, deadline)
   if b.failed or b.envs then return end
   local tool = b.calls[1].tool
-  local ok, envs = errors.catch(await_reply, tool, b.id, deadline, b.group, b.nav_known)
+  local ok, envs = errors.catch(await_reply, tool, b.calls[1].doc, b.id, deadline, b.group, b.nav_known)
   if ok and (getmetatable(envs) ~= array_mt or #envs ~= #b.calls) then
     if type(envs) == "table" and envs.error then
       -- one envelope for the whole batch (e.g. the document is gone)

@@ -13,7 +13,8 @@
 -- What it must never do: use a page-provided name as a key of one of our
 -- objects, trust a page value to be of the type it claims, start a clock of
 -- its own (it runs within its caller's deadline), or write the page's
--- fields (it asks the page, through its methods).
+-- fields (it asks the page's site: page/site.lua, and its frames,
+-- page/frames.lua, through their methods).
 
 require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
@@ -41,9 +42,9 @@ M.MAX_SCHEMA_VALUES = 100000
 
 -- Every session of the page: its own, then the out-of-process iframes'
 -- (but for one whose renderer crashed: it answers nothing).
-local function sessions_of(page)
-  local list = { page.session }
-  for sid, child in pairs(page.child_sessions) do
+local function sessions_of(docs)
+  local list = { docs.session }
+  for sid, child in pairs(docs.child_sessions) do
     if not child.crashed then list[#list + 1] = sid end
   end
   return list
@@ -81,27 +82,28 @@ function M.ordered_frames(main_session, child_sessions, trees)
   return out
 end
 
--- tree_from_events(page, session) -> a frame tree as Page.getFrameTree
--- gives, made from the frames the page's events told of, or nil. For a
--- page whose tree Chromium cannot send (frames nested some 150 deep:
--- "CBOR: stack limit exceeded"); frames of one parent in id order.
-function M.tree_from_events(page, session)
+-- tree_from_events(docs, session) -> a frame tree as Page.getFrameTree
+-- gives, made from the frames the page's events told of (docs:
+-- page/frames.lua), or nil. For a page whose tree Chromium cannot send
+-- (frames nested some 150 deep: "CBOR: stack limit exceeded"); frames of
+-- one parent in id order.
+function M.tree_from_events(docs, session)
   local kids, root = {}, nil
-  for id, fr in pairs(page.frames) do
+  for id, fr in pairs(docs.frames) do
     if fr.session == session then
-      local parent = fr.parent and page.frames[fr.parent]
+      local parent = fr.parent and docs.frames[fr.parent]
       if parent and parent.session == session then
         local l = kids[fr.parent] or {}
         l[#l + 1] = id
         kids[fr.parent] = l
-      elseif root == nil or id == page.main_frame then
+      elseif root == nil or id == docs.main_frame then
         root = id
       end
     end
   end
   if root == nil then return nil end
   local function node(id)
-    local fr = page.frames[id]
+    local fr = docs.frames[id]
     local n = { frame = { id = id, url = fr.url, securityOrigin = fr.origin, loaderId = fr.loader_id,
       parentId = fr.parent }, childFrames = {} }
     local l = kids[id] or {}
@@ -130,7 +132,7 @@ local function group_ok(g)
   return true
 end
 
-local function add_group(page, frame, ctx, g, out, clock)
+local function add_group(doc, frame, g, out, clock)
   local fr = { id = frame.id, url = frame.url, origin = frame.origin }
   local group = types.new_group({
     name = g.name, description = g.description, tools = {}, frame = fr, kind = "devtools",
@@ -138,9 +140,7 @@ local function add_group(page, frame, ctx, g, out, clock)
   for ti, t in ipairs(g.tools) do
     group.tools[#group.tools + 1] = types.new_tool({
       name = t.name, description = t.description, input_schema = t.inputSchema, group = group, kind = "devtools",
-      _page = page, _session = frame.session, _context = ctx, _frame_id = frame.id,
-      _loader = frame.loader_id, _gi = g.index, _ti = ti - 1, _clock = clock,
-    })
+    }, doc, { group = g.index, tool = ti - 1, clock = clock })
   end
   out[#out + 1] = group
 end
@@ -148,13 +148,16 @@ end
 -- received: when the answer came (core.now); with the page's clock as it
 -- answered, the difference between the two clocks (ms), which call_many
 -- uses to give the page its deadline on the page's own clock (calls.lua).
-local function make_groups(page, frame, ctx, payload, out, warnings, where, skipped, received)
+local function make_groups(site, frame, ctx, payload, out, warnings, where, skipped, received)
   if type(payload.groups) ~= "table" then return end
   local c = payload.clock
   local clock = type(c) == "number" and c == c and c > -math.huge and c < math.huge and c - received * 1000 or nil
+  local doc
   for i, g in ipairs(payload.groups) do
     if group_ok(g) then
-      add_group(page, frame, ctx, g, out, clock)
+      doc = doc or site:document(frame.session, ctx, { id = frame.id, url = frame.url, origin = frame.origin },
+        frame.loader_id)
+      add_group(doc, frame, g, out, clock)
     else
       warnings[#warnings + 1] = "discovery answered a malformed group (#" .. i .. ")" .. where
         .. "; it is skipped (does the page replace JSON, Array or Promise methods?)"
@@ -174,23 +177,24 @@ end
 -- with such an iframe answered in 2 s, not a timeout after 4).
 local IFRAME_WAIT = 10
 
--- discover(page, deadline) -> groups, warnings, epoch, navigated, skipped
--- (fresh, in every frame; epoch: the page's document epoch the result is
--- about; navigated: a frame's document went away under the discovery call;
--- skipped: {group = name or nil, reason =, frame = url} for each group,
--- or frame, whose tools are left out, in the order of the warnings)
-function M.discover(page, deadline)
-  local conn = page.conn
+-- discover(site, deadline) -> groups, warnings, epoch, navigated, skipped
+-- (fresh, in every frame; site: the page's, page/site.lua; epoch: the
+-- page's document epoch the result is about; navigated: a frame's
+-- document went away under the discovery call; skipped: {group = name or
+-- nil, reason =, frame = url} for each group, or frame, whose tools are
+-- left out, in the order of the warnings)
+function M.discover(site, deadline)
+  local conn, docs = site.conn, site.docs
   conn:poll()
   -- Any document change from here on makes this discovery out of date.
-  local epoch = page.epoch
+  local epoch = docs.epoch
   -- 1. The frame trees of every session, and a barrier on each child
   --    session's Runtime.enable so that its contexts are known.
-  local sessions = sessions_of(page)
-  local gone = page:_watch_frames()       -- frames that go away while the trees come
+  local sessions = sessions_of(docs)
+  local gone = docs:watch_frames()        -- frames that go away while the trees come
   local ids = {}
   for _, sid in ipairs(sessions) do
-    if sid ~= page.session and not page.child_sessions[sid].ready then
+    if sid ~= docs.session and not docs.child_sessions[sid].ready then
       ids[#ids + 1] = { sid, conn:send("Runtime.enable", nil, sid, deadline), "barrier" }
     end
     ids[#ids + 1] = { sid, conn:send("Page.getFrameTree", nil, sid, deadline), "tree" }
@@ -211,47 +215,53 @@ function M.discover(page, deadline)
     error(e, 0)
   end
   local wins = {}
-  for fid, ctx in pairs(page.contexts) do
-    local child = page.child_sessions[ctx.session]
-    if ctx.session == page.session or (child and child.ready) then
+  for fid, ctx in pairs(docs.contexts) do
+    local child = docs.child_sessions[ctx.session]
+    if ctx.session == docs.session or (child and child.ready) then
       holders[ctx.session] = true
       wins[fid] = { ctx = ctx, id = conn:send("Runtime.evaluate", { expression = "window",
         contextId = ctx.id, objectGroup = group }, ctx.session, deadline) }
     end
   end
-  local trees = {}
+  local trees, failed = {}, {}
   for _, e in ipairs(ids) do
-    local ok, r = errors.catch(conn.await, conn, e[2], deadline, e[3] == "tree" and "Page.getFrameTree" or "Runtime.enable")
+    local ok, r = errors.catch(conn.await, conn, e[2], deadline,
+      e[3] == "tree" and "Page.getFrameTree" or "Runtime.enable")
     if ok then
       if e[3] == "tree" then trees[e[1]] = r.frameTree
-      else page:_session_ready(e[1]) end
+      else docs:session_ready(e[1]) end
     elseif r.code ~= "protocol_error" then
       fail(r)                -- timeout, disconnected: the caller must know
+    elseif e[1] ~= docs.session and remote.session_gone(r) then
+      failed[#failed + 1] = e[1]
     end                      -- a child session that just went away: skip it
   end
+  -- (one that answers as a session that is gone: an attach that failed;
+  -- its frames are forgotten, those its parent's tree listed too)
+  for _, sid in ipairs(failed) do docs:session_failed(sid) end
   -- A page closed meanwhile answers its requests with errors that a frame
   -- going away also gives (and are skipped here): not "no tools".
   local function not_closed()
-    if page.closed then raise("disconnected", "discover: the page was closed during discovery") end
+    if site:closed() then raise("disconnected", "discover: the page was closed during discovery") end
   end
-  if page.closed then fail(errors.new("disconnected", "discover: the page was closed during discovery")) end
+  if site:closed() then fail(errors.new("disconnected", "discover: the page was closed during discovery")) end
   -- a tree Chromium could not send (frames nested some 150 deep): the
   -- frames the events told of, for the page and each iframe's session
   for _, sid in ipairs(sessions) do
-    if not trees[sid] and (sid == page.session or page.child_sessions[sid]) then
-      trees[sid] = M.tree_from_events(page, sid)
+    if not trees[sid] and (sid == docs.session or docs.child_sessions[sid]) then
+      trees[sid] = M.tree_from_events(docs, sid)
     end
   end
-  if not trees[page.session] then fail(errors.new("protocol_error", "discover: no frame tree for the page")) end
-  local frames = M.ordered_frames(page.session, page.child_sessions, trees)
+  if not trees[docs.session] then fail(errors.new("protocol_error", "discover: no frame tree for the page")) end
+  local frames = M.ordered_frames(docs.session, docs.child_sessions, trees)
 
   -- Record what the trees say; events keep it current from here on.
-  page:_record_frames(frames, gone)
+  docs:record_frames(frames, gone)
 
   -- 2. The window object of each frame's main world, then its listeners.
   local todo = {}
   for _, f in ipairs(frames) do
-    local ctx = page.contexts[f.id]
+    local ctx = docs.contexts[f.id]
     if ctx and ctx.session == f.session then todo[#todo + 1] = { frame = f, ctx = ctx } end
   end
   local function window_of(w)
@@ -310,13 +320,13 @@ function M.discover(page, deadline)
     skipped[#skipped + 1] = { reason = reason, frame = t.frame.url }
   end
   local function where(t)
-    return t.frame.id ~= page.main_frame and (" (frame " .. t.frame.url .. ")") or ""
+    return t.frame.id ~= docs.main_frame and (" (frame " .. t.frame.url .. ")") or ""
   end
   local started = now()
   local iframe_deadline = min(started + (deadline - started) / 2, started + IFRAME_WAIT, deadline)
   for i, t in ipairs(todo) do
     if t.listening then
-      local main = t.frame.id == page.main_frame
+      local main = t.frame.id == docs.main_frame
       local ok, r = errors.catch(conn.await, conn, pend[i], main and deadline or iframe_deadline,
         "Runtime.callFunctionOn")
       local received = now()
@@ -326,7 +336,7 @@ function M.discover(page, deadline)
           navigated = true
         else
           if r.code == "timeout" or r.code == "cancelled" then
-            page:_timed_out(t.frame.session)   -- a busy listener: the next call stops it
+            site:timed_out(t.frame.session)    -- a busy listener: the next call stops it
           end
           if r.code == "timeout" and not main then
             local after = ("(after %.3g s: a devtoolstooldiscovery listener still running, or a page that "
@@ -353,12 +363,12 @@ function M.discover(page, deadline)
           skip_frame(t, "discovery answered something unreadable in frame " .. t.frame.url .. why
             .. "; its tools are skipped", "discovery answered something unreadable" .. why)
         else
-          make_groups(page, t.frame, t.ctx.id, payload, groups, warnings, where(t), skipped, received)
+          make_groups(site, t.frame, t.ctx.id, payload, groups, warnings, where(t), skipped, received)
           local ws = type(payload.warnings) == "table" and payload.warnings or {}
           local why = type(payload.skipped) == "table" and payload.skipped or {}
-          for i, w in ipairs(ws) do
+          for k, w in ipairs(ws) do
             warnings[#warnings + 1] = tostring(w) .. where(t)
-            local s = why[i]
+            local s = why[k]
             skipped[#skipped + 1] = { group = type(s) == "table" and type(s[1]) == "string" and s[1] or nil,
               reason = type(s) == "table" and type(s[2]) == "string" and s[2] or tostring(w),
               frame = t.frame.url }

@@ -7,7 +7,8 @@
 
 require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
-local tostring, setmetatable, ipairs, type = tostring, setmetatable, ipairs, type
+local tostring, setmetatable, getmetatable, rawget, ipairs, type =
+      tostring, setmetatable, getmetatable, rawget, ipairs, type
 
 local M = {}
 
@@ -25,10 +26,20 @@ end
 -- library, the validator and the command line never disagree.
 M.is_element = require("devtools_tools.schema.values").is_element
 
--- new(fields) -> Element. fields: backend_node_id, description, text (the
--- start of its text content, at most 80 characters), frame ({id, url, origin}), and the document it belongs to: _page, _frame_id, _loader.
-function M.new(fields)
+-- new(fields, doc) -> Element. fields: backend_node_id, description, text
+-- (the start of its text content, at most 80 characters), frame ({id,
+-- url, origin}); doc: the handle of the document it belongs to
+-- (tools/document.lua).
+function M.new(fields, doc)
+  fields._document = doc
   return setmetatable(fields, Element)
+end
+
+-- document_of(el) -> the handle of its document, nil for a table that is
+-- no Element we made
+function M.document_of(el)
+  if getmetatable(el) ~= Element then return nil end
+  return rawget(el, "_document")
 end
 
 -- backend_ids(conn, session, oids, order, deadline) -> {[i] = backend node
@@ -51,11 +62,9 @@ end
 
 -- stale(el) -> true when the element's document is gone
 function M.stale(el)
-  local page = rawget(el, "_page")
-  if type(page) ~= "table" or type(page._is_current) ~= "function" then
-    return true                     -- not an Element discovery made: no document of ours
-  end
-  return not page:_is_current(el._frame_id, el._loader)
+  local doc = M.document_of(el)
+  if doc == nil then return true end   -- not an Element we made: no document of ours
+  return not doc:is_current()
 end
 
 return M

@@ -18,22 +18,21 @@ local tostring, getmetatable = tostring, getmetatable
 
 local Tool, ToolGroup = types.Tool, types.ToolGroup
 
+-- Once more, the same Tool, when nothing ran because the page's tools
+-- changed since the discovery its place was checked against (against a
+-- new one: it runs if the page still holds the tool, else fails stale).
+local function same_if_changed(err, self)
+  if kinds.changed(err) then return self end
+end
+
 -- call(args?, opts?) -> value. opts: timeout.
 function Tool:call(args, opts)
   if getmetatable(self) ~= Tool then raise("bad_argument", "call: not a Tool") end
   opts = options.check(opts, options.TIMEOUT, "tool " .. tostring(self.name))
-  local page = self._page
-  page:_check_open()
-  local deadline = page.conn:deadline(opts)
-  local ok, r = errors.catch(kinds.call, self, args, deadline)
-  if ok then return r end
-  -- Nothing ran: the page's tools changed since the discovery its place
-  -- was checked against. Once more, against a new one (which runs the
-  -- tool if the page still holds it, else fails stale).
-  if r.code == "stale" and type(r.details) == "table" and r.details.changed == true then
-    return kinds.call(self, args, deadline)
-  end
-  error(r, 0)
+  local doc = types.document_of(self)
+  doc:check_open()
+  local deadline = doc.conn:deadline(opts)
+  return kinds.call_again(self, args, deadline, same_if_changed, self)
 end
 
 function Tool:__call(args, opts)

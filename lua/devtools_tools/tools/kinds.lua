@@ -14,6 +14,8 @@
 --   finish(c, deadline) -> value            awaits one call's answer, opens it
 --   call(tool, args, deadline) -> value     the steps in turn, as fast as
 --                                           the kind can make one call
+-- M.call, M.call_many and M.call_again are the one way any tool is called
+-- (a Tool's call, the page's, a front end's through the page).
 -- A tool says its kind by name (tool.kind); a group's tools are of one kind.
 --
 -- What it must never do: let one entry's failure take another entry's
@@ -29,7 +31,7 @@ local webmcp = require "devtools_tools.tools.webmcp"
 local current_task = require("devtools_tools.rt.task").current
 
 local raise = errors.raise
-local ipairs, error, pcall = ipairs, error, pcall
+local ipairs, error, pcall, type = ipairs, error, pcall, type
 
 local M = { devtools = calls.kind, webmcp = webmcp.kind }
 
@@ -41,6 +43,28 @@ end
 -- call(tool, args, deadline) -> value
 function M.call(tool, args, deadline)
   return M.of(tool).call(tool, args, deadline)
+end
+
+-- changed(err) -> true when a call failed because the page's tools changed
+-- since its Tool was found (nothing ran: js/runtime.js said "changed")
+function M.changed(err)
+  return err.code == "stale" and type(err.details) == "table" and err.details.changed == true
+end
+
+-- call_again(tool, args, deadline, refind, x) -> value: the one rule for a
+-- call that did not run. The tool is called; when it failed because
+-- nothing ran - its document is gone, or the page's tools changed since
+-- it was found (stale), or the page's list no longer has it
+-- (tool_not_found) - refind(err, x) names the tool to call instead (the same
+-- one, or the one the page holds now under that name), and that one is
+-- called, once; nil: the failure stands. Anything else fails as it is.
+function M.call_again(tool, args, deadline, refind, x)
+  local ok, r = errors.catch(M.call, tool, args, deadline)
+  if ok then return r end
+  if r.code ~= "stale" and r.code ~= "tool_not_found" then error(r, 0) end
+  local again = refind(r, x)
+  if again == nil then error(r, 0) end
+  return M.call(again, args, deadline)
 end
 
 -- call_many(entries, deadline, keep) -> results. entries[i] is {tool =,

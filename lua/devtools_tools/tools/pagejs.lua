@@ -14,7 +14,8 @@ local errors = require "devtools_tools.base.errors"
 
 local M = {}
 
-local NAMES = { "watch", "runtime", "discover", "call", "call_expr", "batch", "take", "evaluate" }
+local NAMES = { "watch", "runtime", "discover", "call", "call_expr", "batch", "take", "evaluate",
+  "idle", "wait_selector", "webmcp_usage" }
 
 -- The directory this file was loaded from, from its chunk name "@path".
 local function own_dir()
@@ -102,5 +103,10 @@ M.EVALUATE = "function (key, maxDepth) {\n  return (" .. M.source.evaluate .. ")
   .. M.source.runtime .. ");\n}"
 M.BATCH = M.source.batch
 M.TAKE = M.source.take
+-- Readiness (page/ready.lua): the main thread caught up, a selector
+-- matched, what the document's scripts say of WebMCP.
+M.IDLE = M.source.idle
+M.WAIT_SELECTOR = M.source.wait_selector
+M.WEBMCP_USAGE = M.source.webmcp_usage
 
 return M

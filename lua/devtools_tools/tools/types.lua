@@ -50,9 +50,19 @@ M.Tool = Tool
 
 function M.is_tool(v) return getmetatable(v) == Tool end
 
--- new_group(fields) -> ToolGroup; new_tool(fields) -> Tool (discovery builds them)
+-- new_group(fields) -> ToolGroup; new_tool(fields, doc, place) -> Tool
+-- (discovery and WebMCP build them): doc, the handle of the document it
+-- lives in (tools/document.lua); place, what its kind calls it by (for
+-- the devtools kind {group = index, tool = index, clock = ms})
 function M.new_group(fields) return setmetatable(fields, ToolGroup) end
-function M.new_tool(fields) return setmetatable(fields, Tool) end
+function M.new_tool(fields, doc, place)
+  fields._doc, fields._place = doc, place
+  return setmetatable(fields, Tool)
+end
+
+-- document_of(tool) -> its document handle; place_of(tool) -> its place
+function M.document_of(tool) return tool._doc end
+function M.place_of(tool) return tool._place end
 
 function Tool:__tostring()
   return "Tool(" .. tostring(self.name) .. ")"
@@ -97,10 +107,11 @@ function Tool:validate(args, deadline)
     .. schema.format_errors(errs, "; "), { tool = self.name, details = errs })
 end
 
--- shape(args) -> the arguments as the schema wants them on the wire (e.g. an
--- empty table where it says array is sent as []), never changing args
-function Tool:_shape(args)
-  if schema.shape and self._validator then return schema.shape(self._validator, args) end
+-- shape(tool, args) -> the arguments as the tool's schema wants them on the
+-- wire (e.g. an empty table where it says array is sent as []), never
+-- changing args (after validate)
+function M.shape(tool, args)
+  if schema.shape and tool._validator then return schema.shape(tool._validator, args) end
   return args
 end
 

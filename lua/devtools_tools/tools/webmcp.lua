@@ -4,11 +4,12 @@
 -- of kind "webmcp" beside the devtoolstooldiscovery groups, called through
 -- the same Tool API.
 --
--- The registry is kept from events (toolsAdded, toolsRemoved, a frame that
--- navigates or goes away), so discovery reads it without a round trip of
--- its own (the domain is enabled with the page's other records, in
--- devtools_tools.page.observe); a call is WebMCP.invokeTool, answered by a
--- toolResponded event.
+-- The registry (a Registry, which Page holds: page.webmcp) is kept from
+-- events (toolsAdded, toolsRemoved, a frame that navigates or goes away),
+-- so discovery reads it without a round trip of its own (the domain is
+-- enabled with the page's other records, in devtools_tools.page.observe);
+-- a call is WebMCP.invokeTool, answered by a toolResponded event. A tool
+-- reaches the registry through its document handle (doc.site:webmcp()).
 --
 -- What it must never do: trust the page to validate arguments (Chromium
 -- does not check them against inputSchema: we do, before sending), use a
@@ -23,7 +24,7 @@ local calls = require "devtools_tools.tools.calls"
 local remote = require "devtools_tools.wire.remote"
 
 local raise = errors.raise
-local type, tostring, ipairs, pairs, error = type, tostring, ipairs, pairs, error
+local type, tostring, ipairs, pairs, error, setmetatable = type, tostring, ipairs, pairs, error, setmetatable
 
 local M = {}
 
@@ -43,16 +44,18 @@ local KEEP_ANSWERS = 128
 -- result may still come (see give_up).
 local KEEP_GIVEN_UP = 128
 
-local function state(page)
-  local st = page._webmcp
-  if not st then
-    st = { tools = {}, by_key = {}, dead = 0, seq = 0, answers = {}, answer_order = {},
-      watched = {},        -- invocation id -> true: its result's decoding is bounded
-      given_up = {},       -- invocation id -> {session, seq}: its caller gave up, its result not come
-      n_given_up = 0, given_seq = 0 }
-    page._webmcp = st
-  end
-  return st
+local Registry = {}
+Registry.__index = Registry
+M.Registry = Registry
+
+-- new(site) -> Registry: the WebMCP tools of the page whose site it is
+-- (page/site.lua: its frames, site.docs; its connection, site.conn)
+function M.new(site)
+  return setmetatable({ site = site, conn = site.conn, docs = site.docs,
+    tools = {}, by_key = {}, dead = 0, seq = 0, answers = {}, answer_order = {},
+    watched = {},        -- invocation id -> true: its result's decoding is bounded
+    given_up = {},       -- invocation id -> {session, seq}: its caller gave up, its result not come
+    n_given_up = 0, given_seq = 0 }, Registry)
 end
 
 -- st.tools: the registry in the order tools came; st.by_key finds a tool
@@ -101,30 +104,31 @@ end
 -- sweep forgets its own entry), so a page that answers no cancellation
 -- cannot grow the list for as long as it stays open.
 
-local function forget(page, st, id, tell_conn)
+local function forget(st, id, tell_conn)
   if st.given_up[id] == nil then return end
   st.given_up[id] = nil
   st.n_given_up = st.n_given_up - 1
-  if tell_conn then page.conn:end_event(id, false) end
+  if tell_conn then st.conn:end_event(id, false) end
 end
 
-local function forget_session(page, st, session)
+local function forget_session(st, session)
   for id, g in pairs(st.given_up) do
-    if g.session == session then forget(page, st, id, true) end
+    if g.session == session then forget(st, id, true) end
   end
 end
 
 -- Can a result (or a cancellation) still come on this session?
-local function may_answer(page, session)
-  if page.closed then return false end
-  if session == page.session then return not page.crashed end
-  local child = page.child_sessions[session]
+local function may_answer(st, session)
+  if st.site:closed() then return false end
+  local docs = st.docs
+  if session == docs.session then return not docs.crashed end
+  local child = docs.child_sessions[session]
   return child ~= nil and not child.crashed
 end
 
-local function give_up(page, st, id, session)
-  if not may_answer(page, session) then
-    page.conn:end_event(id, false)
+local function give_up(st, id, session)
+  if not may_answer(st, session) then
+    st.conn:end_event(id, false)
     return
   end
   st.given_seq = st.given_seq + 1
@@ -135,24 +139,24 @@ local function give_up(page, st, id, session)
     for k, g in pairs(st.given_up) do
       if not seq or g.seq < seq then oldest, seq = k, g.seq end
     end
-    forget(page, st, oldest, false)
+    forget(st, oldest, false)
   end
 end
 
 local handlers = {}
 
-handlers["WebMCP.toolsAdded"] = function(page, st, p, session)
+handlers["WebMCP.toolsAdded"] = function(st, p, session)
   for _, t in ipairs(type(p.tools) == "table" and p.tools or {}) do
     if type(t) == "table" and type(t.name) == "string" and type(t.frameId) == "string" then
       local k = key_of(t.frameId, t.name)
       local old = st.by_key[k]
       if old then kill(st, old) end
-      local fr = page.frames[t.frameId]
+      local fr = st.docs.frames[t.frameId]
       st.seq = st.seq + 1
       local rec = {
         name = t.name, description = t.description, input_schema = t.inputSchema,
         annotations = t.annotations, frame_id = t.frameId, backend_node_id = t.backendNodeId,
-        session = (fr and fr.session) or session or page.session, loader = fr and fr.loader_id,
+        session = (fr and fr.session) or session or st.docs.session, loader = fr and fr.loader_id,
         seq = st.seq,
       }
       st.tools[#st.tools + 1] = rec
@@ -162,7 +166,7 @@ handlers["WebMCP.toolsAdded"] = function(page, st, p, session)
   settle(st)
 end
 
-handlers["WebMCP.toolsRemoved"] = function(_, st, p)
+handlers["WebMCP.toolsRemoved"] = function(st, p)
   for _, t in ipairs(type(p.tools) == "table" and p.tools or {}) do
     if type(t) == "table" and type(t.name) == "string" and type(t.frameId) == "string" then
       local old = st.by_key[key_of(t.frameId, t.name)]
@@ -172,11 +176,11 @@ handlers["WebMCP.toolsRemoved"] = function(_, st, p)
   settle(st)
 end
 
-handlers["WebMCP.toolResponded"] = function(page, st, p)
+handlers["WebMCP.toolResponded"] = function(st, p)
   local id = p.invocationId
   if type(id) ~= "string" then return end
-  page.conn:end_event(id)              -- it came whole
-  forget(page, st, id, false)
+  st.conn:end_event(id)                -- it came whole
+  forget(st, id, false)
   if st.answers[id] == nil then
     local order = st.answer_order
     order[#order + 1] = id
@@ -194,7 +198,7 @@ handlers["WebMCP.toolResponded"] = function(page, st, p)
 end
 
 -- A new document in a frame: the tools of the old one are gone.
-handlers["Page.frameNavigated"] = function(_, st, p)
+handlers["Page.frameNavigated"] = function(st, p)
   local f = p.frame
   if not f then return end
   drop(st, function(o) return o.frame_id == f.id and o.loader ~= f.loaderId end)
@@ -204,28 +208,29 @@ handlers["Page.frameNavigated"] = function(_, st, p)
   end
 end
 
-handlers["Page.frameDetached"] = function(_, st, p)
+handlers["Page.frameDetached"] = function(st, p)
   if p.reason ~= "swap" then drop(st, function(o) return o.frame_id == p.frameId end) end
 end
 
 -- An iframe's session ended: its tools went with it, and so did what
 -- discovery knew of its WebMCP.enable (a new session each time: a page
 -- with a cross-site iframe navigated 240 times kept 120).
-handlers["Target.detachedFromTarget"] = function(page, st, p)
+handlers["Target.detachedFromTarget"] = function(st, p)
   drop(st, function(o) return o.session == p.sessionId end)
   if st.enabled and p.sessionId ~= nil then st.enabled[p.sessionId] = nil end
-  if p.sessionId ~= nil then forget_session(page, st, p.sessionId) end
+  if p.sessionId ~= nil then forget_session(st, p.sessionId) end
 end
 
 -- A renderer that crashed answers nothing more.
-handlers["Inspector.targetCrashed"] = function(page, st, _, session)
-  forget_session(page, st, session or page.session)
+handlers["Inspector.targetCrashed"] = function(st, _, session)
+  forget_session(st, session or st.docs.session)
 end
 
--- dispatch(page, method, params, session): the page's dispatcher hook.
-function M.dispatch(page, method, params, session)
+-- registry:dispatch(method, params, session): every event of the page's
+-- sessions (the page's dispatcher calls it)
+function Registry:dispatch(method, params, session)
   local h = handlers[method]
-  if h then h(page, state(page), params or {}, session) end
+  if h then h(self, params or {}, session) end
 end
 
 -- ---- discovery -------------------------------------------------------------------
@@ -234,11 +239,11 @@ end
 -- document exists, and then report nothing: discovery enables the domain
 -- again, in one pipelined round, on each child session whose document
 -- changed since (the answer comes after the toolsAdded it triggers).
-local function enable_children(page, st, deadline)
-  local conn, pend = page.conn, {}
+local function enable_children(st, deadline)
+  local conn, pend, docs = st.conn, {}, st.docs
   st.enabled = st.enabled or {}
-  for sid, info in pairs(page.child_sessions) do
-    local fr = page.frames[info.target_id]
+  for sid, info in pairs(docs.child_sessions) do
+    local fr = docs.frames[info.target_id]
     local loader = fr and fr.loader_id or false
     if st.enabled[sid] ~= loader and not info.crashed then     -- (a crashed one answers nothing)
       pend[#pend + 1] = { sid = sid, loader = loader, id = conn:send("WebMCP.enable", nil, sid, deadline) }
@@ -251,16 +256,16 @@ local function enable_children(page, st, deadline)
   end
 end
 
--- add_groups(page, groups, deadline): appends one "webmcp" group per frame
--- that has WebMCP tools, the main frame first, then frames in the order
--- their tools appeared.
-function M.add_groups(page, groups, deadline)
-  local st = state(page)
-  if deadline then enable_children(page, st, deadline) end
+-- registry:add_groups(groups, deadline): appends one "webmcp" group per
+-- frame that has WebMCP tools, the main frame first, then frames in the
+-- order their tools appeared.
+function Registry:add_groups(groups, deadline)
+  local st, docs = self, self.docs
+  if deadline then enable_children(st, deadline) end
   local by_frame, order = {}, {}
   for _, t in ipairs(st.tools) do
-    local fr = not t.dead and page.frames[t.frame_id]
-    local child = page.child_sessions[t.session]
+    local fr = not t.dead and docs.frames[t.frame_id]
+    local child = docs.child_sessions[t.session]
     if fr and (t.loader == nil or t.loader == fr.loader_id) and not (child and child.crashed) then
       local list = by_frame[t.frame_id]
       if not list then
@@ -271,17 +276,19 @@ function M.add_groups(page, groups, deadline)
       list[#list + 1] = t
     end
   end
+  local main = docs.main_frame
   table.sort(order, function(a, b)
-    if a == page.main_frame then return b ~= page.main_frame end
-    if b == page.main_frame then return false end
+    if a == main then return b ~= main end
+    if b == main then return false end
     return by_frame[a][1].seq < by_frame[b][1].seq
   end)
   for _, fid in ipairs(order) do
-    local fr = page.frames[fid]
+    local fr = docs.frames[fid]
+    local frame = { id = fid, url = fr.url, origin = fr.origin }
     local group = types.new_group({
       name = "webmcp", kind = "webmcp",
       description = "WebMCP tools registered through document.modelContext",
-      tools = {}, frame = { id = fid, url = fr.url, origin = fr.origin },
+      tools = {}, frame = frame,
     })
     for _, t in ipairs(by_frame[fid]) do
       group.tools[#group.tools + 1] = types.new_tool({
@@ -290,8 +297,7 @@ function M.add_groups(page, groups, deadline)
         -- Chromium may omit the schema (a tool without parameters)
         input_schema = type(t.input_schema) == "table" and t.input_schema or { type = "object" },
         group = group, kind = "webmcp",
-        _page = page, _session = t.session, _frame_id = fid, _loader = t.loader or fr.loader_id,
-      })
+      }, self.site:document(t.session, nil, frame, t.loader or fr.loader_id))
     end
     groups[#groups + 1] = group
   end
@@ -315,24 +321,20 @@ local function tool_failure(tool, a)
     details = { message = message, stack = stack, name = ex and ex.className } })
 end
 
--- detached(page): the page is gone, and the results its callers gave up
--- on will never come: the connection forgets them now (its sweep would,
+-- registry:detached(): the page is gone, and the results its callers gave
+-- up on will never come: the connection forgets them now (its sweep would,
 -- after a while).
-function M.detached(page)
-  local st = page._webmcp
-  if not st then return end
-  for id in pairs(st.given_up) do page.conn:end_event(id, false) end
-  st.given_up, st.n_given_up = {}, 0
+function Registry:detached()
+  for id in pairs(self.given_up) do self.conn:end_event(id, false) end
+  self.given_up, self.n_given_up = {}, 0
 end
 
--- unwatch(page): a page:on_cdp("WebMCP.toolResponded") listener came: the
--- results of calls in flight are decoded whole for it, as later ones are.
-function M.unwatch(page)
-  local st = page._webmcp
-  if not st then return end
-  for id in pairs(st.watched) do
-    page.conn:end_event(id, false)
-    st.watched[id] = nil
+-- registry:unwatch(): a page:on_cdp("WebMCP.toolResponded") listener came:
+-- the results of calls in flight are decoded whole for it, as later ones are.
+function Registry:unwatch()
+  for id in pairs(self.watched) do
+    self.conn:end_event(id, false)
+    self.watched[id] = nil
   end
 end
 
@@ -349,18 +351,17 @@ function M.prepare(tool, args, deadline)
     raise("bad_argument", "tool " .. tool.name .. ": WebMCP tools take JSON arguments, not Elements",
       { tool = tool.name })
   end
-  local child = tool._page.child_sessions[tool._session]
-  if child and child.crashed then
+  if c.doc:crashed() then
     raise("disconnected", "tool " .. tool.name .. ": the renderer of its iframe crashed", { tool = tool.name })
   end
   return c
 end
 
 function M.send(c, deadline)
-  local tool = c.tool
-  local conn = tool._page.conn
-  local ok, id = errors.catch(conn.send, conn, "WebMCP.invokeTool", { frameId = tool._frame_id,
-    toolName = tool.name, input = c.args }, tool._session, deadline)
+  local tool, doc = c.tool, c.doc
+  local conn = doc.conn
+  local ok, id = errors.catch(conn.send, conn, "WebMCP.invokeTool", { frameId = doc.frame_id,
+    toolName = tool.name, input = c.args }, doc.session, deadline)
   if ok then c.id = id else c.err = id end           -- (err: ack says it)
 end
 
@@ -381,9 +382,8 @@ end
 
 function M.ack(c, deadline)
   if c.invocation or c.failed then return end
-  local tool = c.tool
-  local page = tool._page
-  local conn = page.conn
+  local tool, doc = c.tool, c.doc
+  local conn = doc.conn
   local ok, r = false, c.err
   if not r then
     -- Given up before the invocation's id came (the task cancelled, the
@@ -392,7 +392,7 @@ function M.ack(c, deadline)
     ok, r = errors.catch(conn.await, conn, c.id, deadline, "WebMCP.invokeTool", function(msg)
       local iid = type(msg) == "table" and type(msg.result) == "table" and msg.result.invocationId
       if type(iid) == "string" then
-        conn:send_nowait("WebMCP.cancelInvocation", { invocationId = iid }, tool._session)
+        conn:send_nowait("WebMCP.cancelInvocation", { invocationId = iid }, doc.session)
       end
     end)
   end
@@ -407,8 +407,8 @@ function M.ack(c, deadline)
   -- The result is an event that names its invocation before the output:
   -- decoding a large one stops at this call's deadline (cdp's pump), unless
   -- a page:on_cdp listener wants it whole.
-  local st = state(page)
-  if not page:_heard("WebMCP.toolResponded") and st.answers[id] == nil then
+  local st = doc.site:webmcp()
+  if not doc.site:heard("WebMCP.toolResponded") and st.answers[id] == nil then
     st.watched[id] = true
     conn:expect_event(RESPONDED, id, deadline)
   end
@@ -417,16 +417,14 @@ end
 function M.finish(c, deadline)
   M.ack(c, deadline)
   if c.failed then error(c.failed, 0) end
-  local tool = c.tool
-  local page = tool._page
-  local conn = page.conn
-  local st = state(page)
+  local tool, doc = c.tool, c.doc
+  local conn = doc.conn
+  local st = doc.site:webmcp()
   local id = c.invocation
   local answers = st.answers
-  local child = page.child_sessions[tool._session]
+  local docs = st.docs
   local ok2, got = errors.catch(conn.wait_for, conn, function()
-    return answers[id] ~= nil or conn:event_cut(id) or page.closed or page.crashed
-      or (child and child.crashed) or not page:_is_current(tool._frame_id, tool._loader)
+    return answers[id] ~= nil or conn:event_cut(id) or docs.crashed or doc:crashed() or not doc:is_current()
   end, deadline)
   local a, e = answers[id], conn:event_cut(id)
   -- given up: a result that still comes is dropped, its decoding cut at once
@@ -434,20 +432,20 @@ function M.finish(c, deadline)
   if st.watched[id] then
     local gave_up = a == nil and e == nil
     conn:end_event(id, gave_up)
-    if gave_up then give_up(page, st, id, tool._session) end
+    if gave_up then give_up(st, id, doc.session) end
   end
   st.watched[id] = nil
   if a == nil then
     if e then
       raise("timeout", "tool " .. tool.name .. ": " .. e.message, { tool = tool.name, details = e.details })
     end
-    conn:send_nowait("WebMCP.cancelInvocation", { invocationId = id }, tool._session)
+    conn:send_nowait("WebMCP.cancelInvocation", { invocationId = id }, doc.session)
     if not ok2 then error(got, 0) end
-    page:_check_open()
-    if child and child.crashed then
+    doc:check_open()
+    if doc:crashed() then
       raise("disconnected", "tool " .. tool.name .. ": the renderer of its iframe crashed", { tool = tool.name })
     end
-    if not page:_is_current(tool._frame_id, tool._loader) then
+    if not doc:is_current() then
       error(errors.navigated("tool " .. tool.name, { tool = tool.name }), 0)
     end
     error(errors.not_settled(tool.name), 0)

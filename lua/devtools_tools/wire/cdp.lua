@@ -13,122 +13,42 @@
 -- on the connection themselves; a deadline holds even while messages keep
 -- arriving (the clock is read between messages).
 --
--- Waiting has two faces and one reader. Outside a task the caller reads the
--- transport itself until its reply (or its condition) is there. Inside a
--- task (devtools_tools.rt.task) the caller registers a waiter and suspends; the
--- connection then watches the transport's descriptors on the task's loop,
--- and whatever reads (that watch, or a blocking caller) routes replies to
--- their waiters and wakes them. So many tasks share one connection.
+-- This file owns the requests (ids, replies, their deadlines, what is
+-- forgotten), the reading and routing of one message (pump) and the
+-- connection's end. Waiting has two faces and one reader: wire/waiting.lua
+-- (a blocking caller reads itself; a task waits on its loop, which watches
+-- the transport); the debug log is wire/log.lua. So many tasks share one
+-- connection.
 
 require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
 local errors = require "devtools_tools.base.errors"
 local json = require "devtools_tools.base.json"
+local options = require "devtools_tools.base.options"
 local core = require "devtools_tools.core"
 local tasks = require "devtools_tools.rt.task"
-local wait = require "devtools_tools.rt.wait"
+local log = require "devtools_tools.wire.log"
+local waiting = require "devtools_tools.wire.waiting"
 
 local now = core.now
 local raise = errors.raise
-local encode = json.encode
 -- What we send: a NaN or an infinity in a message (a tool's arguments, a
 -- page:cdp() parameter) is refused, not sent as null.
 local encode_out = json.encode_finite
 local current_task = tasks.current
 local type, tonumber, pairs, ipairs, next, setmetatable, getmetatable, tostring, pcall, error =
       type, tonumber, pairs, ipairs, next, setmetatable, getmetatable, tostring, pcall, error
-local sformat, select, byte, sfind = string.format, select, string.byte, string.find
-local concat = table.concat
 
 local M = {}
 
--- The debug log (DEVTOOLS_TOOLS_DEBUG=cdp, or dt.debug("cdp")): one line per
--- message sent or received, on stderr (log.out: anything with a write
--- method). Off, it costs one field test per message. It is process-wide by
--- nature, like the environment variable.
-M.log = { on = (os.getenv("DEVTOOLS_TOOLS_DEBUG") or ""):find("cdp", 1, true) ~= nil,
-  width = 400, t0 = now(), out = io.stderr }
+-- The debug log (wire/log.lua): log.on, log.out, log.width, log.t0.
+M.log = log.state
+M.clean_log = log.clean_log
+local log_line, log_received = log.line, log.received
 
--- The code point of the UTF-8 sequence at s[i] (lead byte b) and its
--- length; nil for a byte that starts no valid sequence (a stray
--- continuation, an overlong form, a surrogate, past U+10FFFF, cut short).
-local function utf8_at(s, i, b)
-  local c1, c2, c3 = byte(s, i + 1, i + 3)
-  if not c1 or c1 < 0x80 or c1 > 0xBF then return nil end
-  if b >= 0xC2 and b <= 0xDF then return (b - 0xC0) * 64 + (c1 - 0x80), 2 end
-  if not c2 or c2 < 0x80 or c2 > 0xBF then return nil end
-  if b >= 0xE0 and b <= 0xEF then
-    if (b == 0xE0 and c1 < 0xA0) or (b == 0xED and c1 > 0x9F) then return nil end
-    return (b - 0xE0) * 4096 + (c1 - 0x80) * 64 + (c2 - 0x80), 3
-  end
-  if not c3 or c3 < 0x80 or c3 > 0xBF then return nil end
-  if b >= 0xF0 and b <= 0xF4 then
-    if (b == 0xF0 and c1 < 0x90) or (b == 0xF4 and c1 > 0x8F) then return nil end
-    return (b - 0xF0) * 262144 + (c1 - 0x80) * 4096 + (c2 - 0x80) * 64 + (c3 - 0x80), 4
-  end
-  return nil
-end
-
--- A log line is the JSON of a message, whose strings a page wrote, on a
--- terminal: what could drive the terminal or disguise the line comes out
--- escaped, visibly. Control characters (C0, tab included: a line is one
--- line, and a tab hides among spaces; DEL; C1, U+0080-009F, CSI among
--- them) and the bidirectional overrides and isolates (U+202A-202E,
--- U+2066-2069) become \uXXXX, which inside a JSON string reads as the same
--- value; a byte that is not UTF-8 becomes \xNN, which JSON never writes.
-local function is_hidden(cp)
-  return cp <= 0x9F and (cp >= 0x7F or cp < 0x20)
-    or (cp >= 0x202A and cp <= 0x202E) or (cp >= 0x2066 and cp <= 0x2069)
-end
-
-local SPECIAL = "[%z\1-\31\127-\255]"
-
-local function clean_log(s)
-  local i = sfind(s, SPECIAL)
-  if not i then return s end
-  local out, n, from, len = {}, 0, 1, #s
-  while i and i <= len do
-    local b = byte(s, i)
-    local size, rep = 1, nil
-    if b < 0x20 or b == 0x7F then
-      rep = sformat("\\u%04x", b)
-    elseif b >= 0x80 then
-      local cp, k = utf8_at(s, i, b)
-      if not cp then
-        rep = sformat("\\x%02x", b)
-      else
-        size = k
-        if is_hidden(cp) then rep = sformat("\\u%04x", cp) end
-      end
-    end
-    if rep then
-      out[n + 1], out[n + 2] = s:sub(from, i - 1), rep
-      n = n + 2
-      from = i + size
-    end
-    i = sfind(s, SPECIAL, i + size)          -- plain ASCII is skipped at once
-  end
-  out[n + 1] = s:sub(from)
-  return concat(out)
-end
-M._clean_log = clean_log
-
-local function log_line(dir, session, text)
-  local L = M.log
-  if #text > L.width then
-    -- cut before a character the width would split: the cut shows as the
-    -- count, never as bytes that are not UTF-8
-    local cut = L.width
-    for _ = 1, 3 do
-      local b = byte(text, cut + 1)
-      if b < 0x80 or b > 0xBF then break end
-      cut = cut - 1
-    end
-    text = text:sub(1, cut) .. sformat("... (%d bytes)", #text)
-  end
-  L.out:write(clean_log(sformat("devtools_tools cdp %9.3f %s %s%s", now() - L.t0, dir,
-    session and ("[" .. session:sub(1, 8) .. "] ") or "", text)), "\n")
-end
+-- The waits (wire/waiting.lua), each a function of the connection.
+local read_until, take_buffered, hand_over = waiting.read_until, waiting.take_buffered, waiting.hand_over
+local wake_waiters, unwatch_all = waiting.wake_waiters, waiting.unwatch_all
 
 local Conn = {}
 Conn.__index = Conn
@@ -143,7 +63,7 @@ function M.new(transport, opts)
   return setmetatable({
     transport = transport,
     process = opts.process,
-    timeout = opts.timeout or 30,
+    timeout = opts.timeout or options.DEFAULT_TIMEOUT,
     next_id = 1,
     -- id -> false while waiting, then the reply message (or an Error)
     pending = {},
@@ -202,7 +122,6 @@ local function disconnected(self)
   raise("disconnected", "the browser connection is closed: " .. self.closed)
 end
 
-local wake_waiters, rearm
 
 -- The transport went away: every waiter learns it from `closed`. Tasks
 -- already waiting are woken on their loop's next turn, whoever found it
@@ -307,11 +226,6 @@ local function route_event(self, msg)
   end
 end
 
-local function log_received(msg)
-  local ok, text = pcall(encode, msg)
-  log_line("<-", msg.sessionId, ok and text or "(a message that cannot be shown)")
-end
-
 -- answer(self, id, value): the reply to request id came, or the error
 -- that stands for it: a task waiting for it is woken by its id, without
 -- asking every waiter (wake_waiters).
@@ -402,313 +316,13 @@ local function pump(self, deadline)
   return true
 end
 
----------------------------------------------------------------- waiting
-
--- Past the deadline a wait still takes what has already arrived (a
--- deadline of now() means "is it there yet?"), but at most LATE_READS
--- messages: a peer that streams without pause cannot hold it.
-local LATE_READS = 256
-
--- read_until(self, ready, a, b, deadline) -> true once ready(a, b), false
--- at the deadline: the caller reads the transport itself. ready takes its
--- state as arguments, so a call's wait makes no closure.
-local function read_until(self, ready, a, b, deadline)
-  local late = 0
-  while not ready(a, b) do
-    if self.closed then disconnected(self) end
-    if now() >= deadline then
-      late = late + 1
-      if late > LATE_READS then return false end
-    end
-    if not pump(self, deadline) then return ready(a, b) end
-  end
-  return true
-end
-
-local function call_pred(pred) return pred() end
-
--- Routes what the transport already holds, without a system call. A write
--- (a websocket services its socket both ways) or a read that stopped at its
--- own reply may have taken in messages for someone else; the socket is then
--- no longer readable, so no read event would bring them to their tasks.
--- Returns true if it routed any.
-local function take_buffered(self)
-  local t, n = self.transport, 0
-  while not self.closed and t:pending() do
-    pump(self, 0)
-    n = n + 1
-  end
-  return n > 0
-end
-
--- as_fault(pcall(...)) -> nil, or the failure as the dt.Error the waiting
--- tasks are woken with.
-local function as_fault(ok, err)
-  if ok then return nil end
-  if not errors.is_error(err) then err = errors.new("protocol_error", tostring(err)) end
-  return err
-end
-
--- After a write or a blocking read: the tasks whose replies came in with
--- it are woken through their loop (we are inside someone else's work).
--- Not inside an event listener: the read that called it routes the rest
--- when the listener returns, so events keep their order.
-local function hand_over(self)
-  if self.dispatching > 0 or not next(self.waiters) then return end
-  wake_waiters(self, true, as_fault(pcall(take_buffered, self)))
-end
-
--- Blocking: read until pred() or the deadline. Tasks waiting meanwhile on
--- this connection are woken through their loop afterwards.
-local function wait_blocking(self, pred, deadline)
-  local ok, res = pcall(read_until, self, call_pred, pred, nil, deadline)
-  hand_over(self)
-  if not ok then error(res, 0) end
-  return res
-end
-
--- Past the deadline inside a task: take what has already arrived (a
--- blocking wait whose deadline has passed reads at most LATE_READS
--- messages, never waiting), then answer.
-local function late_reads(self, pred)
-  return wait_blocking(self, pred, 0)
-end
-
--- A waiter is added and removed through these, which count the waiters
--- of each loop (rearm asks which loops have any, once per wait: with
--- hundreds of tasks waiting, going through them all each time showed).
-local function add_waiter(self, w)
-  self.waiters[w] = true
-  local id = w.id
-  if id ~= nil and self.keyed[id] == nil then self.keyed[id] = w
-  else w.id = nil; self.unkeyed[w] = true end
-  local d = w.task.driver
-  self.waiting_on[d] = (self.waiting_on[d] or 0) + 1
-end
-
-local function remove_waiter(self, w)
-  if not self.waiters[w] then return end
-  self.waiters[w] = nil
-  if w.id ~= nil then self.keyed[w.id] = nil else self.unkeyed[w] = nil end
-  local d = w.task.driver
-  local n = self.waiting_on[d] - 1
-  self.waiting_on[d] = n > 0 and n or nil
-end
-
--- In a task: register, watch the transport on the task's loop, suspend.
-local function wait_in_task(self, task, pred, deadline, id)
-  while true do
-    if self.dispatching == 0 and take_buffered(self) and next(self.waiters) then
-      wake_waiters(self, true)
-    end
-    if pred() then return true end
-    if self.closed then disconnected(self) end
-    if now() >= deadline then return late_reads(self, pred) end
-    local s = wait.suspension()
-    local w = { task = task, s = s, pred = pred, id = id }
-    add_waiter(self, w)
-    local armed, why = pcall(rearm, self)
-    if not armed then                    -- the loop refused the watch: leave nothing behind
-      remove_waiter(self, w)
-      pcall(rearm, self)
-      error(why, 0)
-    end
-    local ok, reason = pcall(wait.suspend, s, deadline)
-    remove_waiter(self, w)
-    rearm(self)
-    if not ok then error(reason, 0) end                -- cancelled
-    if type(reason) == "table" then error(reason, 0) end   -- a fault while reading
-    if reason == "timeout" then
-      -- The deadline's timer: what has arrived but was not read yet still
-      -- counts (as past the deadline above).
-      return late_reads(self, pred)
-    end
-  end
-end
-
 -- wait_for(pred, deadline, id?) -> true once pred() is true, false at the
 -- deadline; raises disconnected when the connection goes first. id: the
 -- request whose reply pred waits for (await's), so that a task is woken by
 -- its reply's id instead of its pred being asked at every read.
-function Conn:wait_for(pred, deadline, id)
-  local task = current_task()
-  if task then return wait_in_task(self, task, pred, deadline, id) end
-  return wait_blocking(self, pred, deadline)
-end
-
--- Wakes the tasks whose condition now holds (or all, when the connection
--- is gone or a fault is to be reported). later: through the loop, because
--- we are inside someone else's wait.
-wake_waiters = function(self, later, fault)
-  local ready, n = {}, 0
-  if fault or self.closed then
-    for w in pairs(self.waiters) do
-      n = n + 1
-      ready[n] = w
-    end
-  else
-    local answered = self.answered
-    if answered[1] ~= nil then
-      self.answered = {}
-      local keyed = self.keyed
-      for i = 1, #answered do
-        local w = keyed[answered[i]]
-        if w and w.pred() then
-          n = n + 1
-          ready[n] = w
-        end
-      end
-    end
-    for w in pairs(self.unkeyed) do
-      if w.pred() then
-        n = n + 1
-        ready[n] = w
-      end
-    end
-  end
-  for i = 1, n do
-    local w = ready[i]
-    remove_waiter(self, w)
-    if later then w.s:wake_later(fault or "ready")
-    else w.s:wake(fault or "ready") end
-  end
-end
-
--- Reads what the transport has (bounded, so timers still run while a peer
--- floods us) and wakes whoever it was for. Runs on the loop.
-local BATCH = 256
-
--- in_callback(self, fn): runs fn as one of this connection's loop
--- callbacks: the tasks it wakes run inside it, and their watch is brought
--- up to date once, at its end (see rearm).
-local function in_callback(self, fn)
-  self.in_callback = self.in_callback + 1
-  local ok, err = pcall(fn)
-  self.in_callback = self.in_callback - 1
-  rearm(self)
-  if not ok then error(err, 0) end
-end
-
-local function on_readable(self)
-  in_callback(self, function()
-    local t = self.transport
-    wake_waiters(self, false, as_fault(pcall(function()
-      local n = 0
-      while n < BATCH and not self.closed and pump(self, 0) do n = n + 1 end
-      local driver = next(self.watches)
-      if n >= BATCH and not self.closed and t:pending() and driver then
-        driver:timer(0, function() if next(self.watches) then on_readable(self) end end)
-      end
-    end)))
-  end)
-end
-
-local function on_writable(self)
-  in_callback(self, function()
-    local t = self.transport
-    local ok, _, code = t:flush(0)
-    if not ok and code == "closed" then lost(self, "the browser closed the connection") end
-    -- What the flush took in (a websocket's socket is served both ways).
-    wake_waiters(self, false, as_fault(pcall(take_buffered, self)))
-  end)
-end
-
-local function unwatch_one(self, w)
-  self.watches[w.driver] = nil
-  local d = w.driver
-  for _, h in pairs(w.handles) do d:unwatch(h) end
-end
-
-local function unwatch_all(self)
-  for _, w in pairs(self.watches) do unwatch_one(self, w) end
-end
-
-local arm
-
--- Watches the transport's descriptors while tasks wait on it (and no
--- longer: an idle watch would keep a luv loop alive for ever), for writing
--- while bytes are queued; on the loop of each task that waits (nearly
--- always one: tasks keep the loop they started on, and a program may have
--- switched loops since).
---
--- Inside one of this connection's own loop callbacks, a task it woke
--- nearly always waits on it again before the callback returns (the next
--- of sequential calls): a watch nobody waits on is then left up until the
--- callback's end, instead of taken down and set up again for every call
--- (on libuv that was 7 system calls per descriptor, 3 descriptors).
-rearm = function(self)
-  local t = self.transport
-  if self.closed or not t then
-    unwatch_all(self)
-    return
-  end
-  if not next(self.waiters) then
-    if self.in_callback == 0 then unwatch_all(self) end
-    return
-  end
-  local waiting_on = self.waiting_on
-  for d, w in pairs(self.watches) do
-    if not waiting_on[d] then unwatch_one(self, w) end
-  end
-  for d in pairs(waiting_on) do
-    if self.closed then break end
-    arm(self, d)
-  end
-end
-
--- arm(self, driver): the watch of one loop, made or brought up to date.
-arm = function(self, driver)
-  local t = self.transport
-  local w = self.watches[driver]
-  if not w then
-    local rfd, wfd
-    if t.fds then rfd, wfd = t:fds() else rfd = t:fd() end
-    if not rfd then
-      lost(self, "the browser closed the connection")     -- wakes the waiters
-      return
-    end
-    w = { driver = driver, handles = {}, events = {}, rfd = rfd, wfd = wfd }
-    self.watches[driver] = w
-    w.handles.r = driver:watch(rfd, "r", function(ev)
-      if ev ~= "w" then on_readable(self) end
-      if ev ~= "r" and self.watches[driver] then on_writable(self) end
-    end)
-    w.events.r = "r"
-    local proc = self.process
-    local xfd = proc and proc.exit_fd and proc:exit_fd()
-    if xfd then
-      w.handles.x = driver:watch(xfd, "r", function()
-        if not proc:running() then
-          on_readable(self)                          -- what it wrote before it went
-          in_callback(self, function()
-            lost(self, "the browser exited")
-            wake_waiters(self, false)
-          end)
-        end
-      end)
-    end
-  end
-  -- The child's stderr is watched while it is open: the transport closes it
-  -- at its end of file, and a closed descriptor must not stay watched.
-  local efd
-  if t.fds then efd = select(3, t:fds()) end
-  if efd ~= w.efd then
-    if w.handles.e then driver:unwatch(w.handles.e); w.handles.e = nil end
-    w.efd = efd
-    if efd then w.handles.e = driver:watch(efd, "r", function() on_readable(self) end) end
-  end
-  -- Writing: only while bytes wait in the transport's queue.
-  local want_w = t.queued and t:queued() > 0 and w.wfd ~= nil
-  if w.wfd == w.rfd then
-    local ev = want_w and "rw" or "r"
-    if w.events.r ~= ev then driver:modify(w.handles.r, ev); w.events.r = ev end
-  elseif want_w and not w.handles.w then
-    w.handles.w = driver:watch(w.wfd, "w", function() on_writable(self) end)
-  elseif not want_w and w.handles.w then
-    driver:unwatch(w.handles.w)
-    w.handles.w = nil
-  end
-end
+Conn.wait_for = waiting.wait_for
+-- reside(driver?, host?), read_fds(), serve(): the standing watch (rt/host.lua)
+Conn.reside, Conn.read_fds, Conn.serve = waiting.reside, waiting.read_fds, waiting.serve
 
 -- Writes one message: blocking outside tasks; inside one, what does not fit
 -- is queued and the task waits for the queue to drain.
@@ -953,6 +567,8 @@ function Conn:close()
   -- the watches (see loop.lua).
   for _, d in ipairs(drivers) do tasks.finish_closes(d) end
 end
+
+waiting.bind(pump, lost, disconnected)
 
 M.Connection = Conn
 return M
