@@ -164,7 +164,7 @@ LUAJIT_SPECS = spec/unit/nojit_spec.lua spec/unit/json_spec.lua spec/unit/schema
 	spec/integration/lifetime_spec.lua spec/integration/hostile_spec.lua spec/integration/observe_spec.lua \
 	spec/integration/webmcp_spec.lua spec/integration/tls_transport_spec.lua spec/integration/remote_spec.lua \
 	spec/integration/page_shapes_spec.lua spec/integration/apps_spec.lua spec/integration/frontend_api_spec.lua \
-	spec/integration/live_spec.lua \
+	spec/integration/live_spec.lua spec/integration/unix_socket_spec.lua spec/integration/holder_spec.lua \
 	spec/unit/trace_spec.lua spec/integration/trace_spec.lua spec/unit/repl_spec.lua
 # On the LuaJIT x64 builds whose JIT miscompiles pairs() (Debian 12's: see
 # lua/devtools_tools/base/nojit.lua) the library keeps the JIT out of its own
@@ -239,7 +239,7 @@ SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_
 	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)"
 C_SPECS = spec/unit/json_spec.lua spec/integration/pipe_transport_spec.lua spec/unit/cdp_spec.lua spec/unit/regex_spec.lua \
 	spec/unit/schema_spec.lua spec/integration/ws_transport_spec.lua spec/integration/tls_transport_spec.lua \
-	spec/unit/mcp_spec.lua spec/unit/signal_spec.lua
+	spec/unit/mcp_spec.lua spec/unit/signal_spec.lua spec/integration/unix_socket_spec.lua
 asan-build:
 	$(MAKE) -s BUILD=build/asan CFLAGS="-O1 -g $(SANITIZE)" LIBFLAG="-shared $(SANITIZE)" all $(patsubst spec/support/%.c,build/asan/support/%,$(SUPPORT_SRCS))
 asan: asan-build

@@ -57,6 +57,8 @@ local S = {
   -- traces and the REPL: blocks of `block` calls with a recorder and without, alternating;
   -- rounds of a 1,000-call replay against the same calls; completions; REPL starts
   trace_blocks = 6, replay_calls = 1000, replay_rounds = 5, complete_rounds = 50, repl_rounds = 4,
+  -- the background section: private (holder, Unix socket) against --port (TCP), turn about
+  bg_blocks = 6, bg_large_rounds = 3, bg_connect_rounds = 10, bg_start_rounds = 3,
 }
 
 -- ---- output rows ------------------------------------------------------------------
@@ -915,6 +917,29 @@ local function mcp_bench()
   end
 end
 
+-- The background browser (bench/background.lua): private, behind the
+-- holder on a Unix socket, against the shareable one on Chromium's TCP
+-- port, blocks taking turns.
+local function background_bench()
+  local r = require("background").run(S, server)
+  local sums = {}
+  for what, by in pairs(r) do
+    sums[what] = { private = summary(by.private), port = summary(by.port) }
+  end
+  results.sections.background = sums
+  local c, l, k, st = sums.call, sums.large, sums.connect, sums.start
+  row("background: tool call median, private (unix)", us(c.private.median), us(c.port.median) .. " port",
+    ratio(c.private.median, c.port.median))
+  row("background: tool call p90, private (unix)", us(c.private.p90), us(c.port.p90) .. " port",
+    ratio(c.private.p90, c.port.p90))
+  row("background: 8 MB result, private (unix)", ms(l.private.median), ms(l.port.median) .. " port",
+    ratio(l.private.median, l.port.median))
+  row("background: dt.connect + close, private (unix)", ms(k.private.median), ms(k.port.median) .. " port",
+    ratio(k.private.median, k.port.median))
+  row(fmt("background: start to first answer, private (median of %d)", st.private.n), ms(st.private.median),
+    ms(st.port.median) .. " port", ratio(st.private.median, st.port.median))
+end
+
 -- A fleet: several browsers, several pages each, one task per page making
 -- sequential calls, in a child process (its peak RSS is the fleet's).
 local function fleet()
@@ -959,6 +984,9 @@ local LEGEND = {
   "  navigate_page then list_3p_developer_tools, each from the spawn.",
   "fleet: a child Lua process with its own browsers; one page's rate is one task's sequential",
   "  calls alone, the fleet's all tasks at once on the built-in loop (best of 2 rounds each).",
+  "background: two detached browsers, the private one (Chromium on its pipe behind the holder,",
+  "  a Unix socket: browser start) and one on Chromium's TCP port (browser start --port), blocks",
+  "  taking turns; a start is launch{detached} to its first answer, then stop_detached.",
 }
 
 local function print_table()
@@ -1083,6 +1111,7 @@ local function main()
   section("new page", new_page_cost)
   section("command line start-up", cli_startup)
   section("REPL start-up", repl_startup)
+  section("background", background_bench)
   section("large results", large)
   section("memory", memory)
   section("fleet", fleet)

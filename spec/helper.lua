@@ -95,6 +95,26 @@ function H.live_with_arg(s)
   return out
 end
 
+-- tcp_listeners_of(text) -> the TCP ports (IPv4 and IPv6) that the live
+-- processes naming text (live_with_arg) listen on
+function H.tcp_listeners_of(text)
+  local inodes = {}
+  for _, pid in ipairs(H.live_with_arg(text)) do
+    local p = io.popen("ls -l /proc/" .. pid .. "/fd 2>/dev/null")
+    for ino in p:read("*a"):gmatch("socket:%[(%d+)%]") do inodes[ino] = true end
+    p:close()
+  end
+  local ports = {}
+  for _, file in ipairs({ "/proc/net/tcp", "/proc/net/tcp6" }) do
+    for line in H.read_file(file):gmatch("[^\n]+") do
+      -- sl local rem st tx:rx tr:when retrnsmt uid timeout inode; 0A: LISTEN
+      local port, st, ino = line:match("^%s*%d+:%s+%x+:(%x+)%s+%x+:%x+%s+(%x%x)%s+%S+%s+%S+%s+%S+%s+%S+%s+%S+%s+(%d+)")
+      if port and st == "0A" and inodes[ino] then ports[#ports + 1] = tonumber(port, 16) end
+    end
+  end
+  return ports
+end
+
 function H.exists(path)
   return lfs.attributes(path) ~= nil
 end

@@ -64,5 +64,6 @@ int luaopen_devtools_tools_core(lua_State *L)
 	dt_fdio_open(L);
 	dt_digest_open(L);
 	dt_signal_open(L);
+	dt_unix_open(L);
 	return 1;
 }

@@ -14,7 +14,8 @@
  *   ring.h        base.h                          -                                 stderr ring
  *   json.h        base.h                          -                                 JSON codec
  *   transport.h   base.h                          -                                 Transport class
- *   pipe.h        transport.h ring.h              -                                 pipe transport
+ *   pipe.h        transport.h ring.h              -                                 pipe transport (and
+ *                                                                                   over a socket)
  *   net.h         base.h                          -                                 sockets
  *   tls.h         base.h                          -                                 TLS clients
  *   http.h        base.h                          -                                 HTTP responses
@@ -45,9 +46,11 @@
  *   fdio.c        nopipe.h dt.h                   class codes nopipe                core.fd: read, write...
  *   digest.c      dt.h                            class codes                       core.digest: sha256
  *   signal.c      dt.h                            class codes                       core.signal
+ *   unix.c        pipe.h dt.h                     class clock codes pipe transport  core.unix: Unix sockets,
+ *                                                                                   peer uids, Listener
  *   core.c        dt.h                            base64 cdp_decode clock codes     luaopen: every *_open
  *                                                 digest fdio fs http json poll
- *                                                 process regex signal transport ws
+ *                                                 process regex signal transport unix ws
  *
  * Each *_open adds its functions (and registers its classes) in the module
  * table on top of the stack. */
@@ -70,5 +73,6 @@ void dt_base64_open(lua_State *L);
 void dt_fdio_open(lua_State *L);         /* fdio.c: reads and writes that never wait */
 void dt_digest_open(lua_State *L);       /* digest.c: core.digest.sha256 */
 void dt_signal_open(lua_State *L);       /* signal.c: TERM, HUP, INT for a program's own clean-up */
+void dt_unix_open(lua_State *L);         /* unix.c: Unix sockets, who is at the other end */
 
 #endif

@@ -1,8 +1,9 @@
 /* fs.c - files and directories: temporary directories (create one,
  * remove a tree), directories of private state (mkdirs), writing a file
- * whole, a lock taken with flock, whether a descriptor is a terminal, how
- * wide it is, and its keys read one at a time (term_raw, for a line
- * editor of the command line).
+ * whole, a lock taken with flock, what a path is and whose (lstat), a
+ * mode changed, whether a descriptor is a terminal, how wide it is, and
+ * its keys read one at a time (term_raw, for a line editor of the command
+ * line).
  *
  * Used for the throw-away Chromium profile and the background browser's
  * record. Removal does not follow symlinks and stays on the directory it
@@ -248,6 +249,55 @@ static int l_exists(lua_State *L)
 	return 1;
 }
 
+/* core.fs.lstat(path) -> {type, mode, uid, nlink} | nil, message, code
+ * What is at path, not following a link: type "file", "directory",
+ * "link", "socket" or "other"; mode, the permission bits (07777); uid,
+ * the owner's. Nothing there: nil, message, "closed"; another failure:
+ * "system". */
+static int l_lstat(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	struct stat st;
+	const char *type;
+	if (lstat(path, &st) != 0) {
+		int e = errno;
+		return dt_push_failf(L, e == ENOENT || e == ENOTDIR ? DT_ECLOSED : DT_ESYSTEM,
+		                     "cannot look at %s: %s", path, strerror(e));
+	}
+	type = S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "directory"
+	     : S_ISLNK(st.st_mode) ? "link" : S_ISSOCK(st.st_mode) ? "socket" : "other";
+	lua_createtable(L, 0, 4);
+	lua_pushstring(L, type);
+	lua_setfield(L, -2, "type");
+	lua_pushinteger(L, (lua_Integer)(st.st_mode & 07777));
+	lua_setfield(L, -2, "mode");
+	lua_pushinteger(L, (lua_Integer)st.st_uid);
+	lua_setfield(L, -2, "uid");
+	lua_pushinteger(L, (lua_Integer)st.st_nlink);
+	lua_setfield(L, -2, "nlink");
+	return 1;
+}
+
+/* core.fs.chmod(path, mode) -> true | nil, message, code ("system"). A
+ * link is not followed: refused. */
+static int l_chmod(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	lua_Integer mode = luaL_checkinteger(L, 2);
+	int fd, e;
+	luaL_argcheck(L, mode >= 0 && mode <= 07777, 2, "a mode from 0 to 07777");
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);    /* owns: fd */
+	if (fd < 0 || fchmod(fd, (mode_t)mode) != 0) {
+		e = errno;
+		if (fd >= 0)
+			close(fd);
+		return dt_push_failf(L, DT_ESYSTEM, "cannot change the mode of %s: %s", path, strerror(e));
+	}
+	close(fd);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 /* core.fs.is_executable(path) -> boolean: a regular file we may execute */
 static int l_is_executable(lua_State *L)
 {
@@ -458,6 +508,8 @@ void dt_fs_open(lua_State *L)
 	static const dt_class term_cls = { DT_TERM_MT, term_methods, l_term_restore, l_term_tostring, NULL };
 	static const luaL_Reg funcs[] = {
 		{"exists", l_exists},
+		{"lstat", l_lstat},
+		{"chmod", l_chmod},
 		{"is_executable", l_is_executable},
 		{"mkdtemp", l_mkdtemp},
 		{"rmtree", l_rmtree},

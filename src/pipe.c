@@ -14,6 +14,11 @@
  *
  * The receive buffer is scanned for the terminator only over bytes not yet
  * scanned: rescanning from the start is quadratic on large messages.
+ *
+ * The same framing runs over one connected socket (dt_pipe_new_socket: a
+ * Unix socket of unix.c, the background browser's holder and its
+ * clients): one descriptor both ways, no stderr, and "the peer" where a
+ * message would say "the browser".
  * Depends on: pipe.h (transport.h, ring.h). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "pipe.h"
@@ -45,7 +51,13 @@ typedef struct {
 	size_t head_len;                                /* the too_large at its end */
 	dt_buf out;         /* queued bytes not yet written */
 	size_t out_off;     /* first unwritten byte in out */
+	int sock;           /* one socket: wfd == rfd, closed once */
+	char peer[112];     /* for tostring: the socket's path or peer */
 } pipe_t;
+
+/* Who is at the other end, and what it closed, for messages. */
+#define WHO(p) ((p)->sock ? "the peer" : "the browser")
+#define GONE(p) ((p)->sock ? "the peer closed the connection" : "the browser closed the pipe")
 
 /* Drops the bytes handed out by the previous recv and compacts when the
  * dead prefix is large, so the buffer does not creep. */
@@ -85,19 +97,29 @@ static int read_some(pipe_t *p)
 	else if (n == 0)
 		p->eof = 1;
 	else if (errno != EAGAIN && errno != EWOULDBLOCK) {
-		return dt_transport_fail(&p->base, DT_ECLOSED, "reading from the browser: %s",
-		                         strerror(errno));
+		return dt_transport_fail(&p->base, DT_ECLOSED, "reading from %s: %s",
+		                         WHO(p), strerror(errno));
 	}
 	return DT_OK;
+}
+
+/* One write of what is queued: a socket's send says EPIPE without a
+ * SIGPIPE (MSG_NOSIGNAL), a pipe's write needs nopipe.h around it. */
+static ssize_t write_once(pipe_t *p)
+{
+	if (p->sock)
+		return send(p->wfd, p->out.data + p->out_off, p->out.len - p->out_off, MSG_NOSIGNAL);
+	return write(p->wfd, p->out.data + p->out_off, p->out.len - p->out_off);
 }
 
 /* Writes queued bytes until the pipe is full. Returns -1 if the pipe broke. */
 static int write_some(pipe_t *p)
 {
 	dt_nopipe np;
-	dt_nopipe_begin(&np);               /* a browser gone: EPIPE, not SIGPIPE */
+	if (!p->sock)
+		dt_nopipe_begin(&np);           /* a browser gone: EPIPE, not SIGPIPE */
 	while (p->out_off < p->out.len) {
-		ssize_t n = write(p->wfd, p->out.data + p->out_off, p->out.len - p->out_off);
+		ssize_t n = write_once(p);
 		if (n > 0) {
 			p->out_off += (size_t)n;
 			continue;
@@ -105,15 +127,18 @@ static int write_some(pipe_t *p)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			dt_nopipe_end(&np, 0);
+			if (!p->sock)
+				dt_nopipe_end(&np, 0);
 			return 0;
 		}
-		dt_nopipe_end(&np, n < 0 && errno == EPIPE);
-		dt_transport_fail(&p->base, DT_ECLOSED, "writing to the browser: %s",
-		                  n < 0 ? strerror(errno) : "short write");
+		if (!p->sock)
+			dt_nopipe_end(&np, n < 0 && errno == EPIPE);
+		dt_transport_fail(&p->base, DT_ECLOSED, "writing to %s: %s",
+		                  WHO(p), n < 0 ? strerror(errno) : "short write");
 		return -1;
 	}
-	dt_nopipe_end(&np, 0);
+	if (!p->sock)
+		dt_nopipe_end(&np, 0);
 	p->out.len = p->out_off = 0;
 	if (p->out.cap > ((size_t)4 << 20))
 		dt_buf_free(&p->out);
@@ -152,7 +177,7 @@ static int pump(pipe_t *p, double deadline, int want_read)
 	if (wi >= 0 && fds[wi].revents) {
 		if (fds[wi].revents & (POLLERR | POLLHUP)) {
 			p->base.closed = 1;
-			return dt_transport_fail(&p->base, DT_ECLOSED, "the browser closed the pipe");
+			return dt_transport_fail(&p->base, DT_ECLOSED, "%s", GONE(p));
 		}
 		if (write_some(p) != 0) {
 			p->base.closed = 1;
@@ -174,7 +199,7 @@ static int pipe_send(dt_transport *t, const char *msg, size_t len, double deadli
 {
 	pipe_t *p = (pipe_t *)t;
 	if (p->wfd < 0 || t->closed)
-		return dt_transport_fail(t, DT_ECLOSED, "the browser closed the pipe");
+		return dt_transport_fail(t, DT_ECLOSED, "%s", GONE(p));
 	if (dt_buf_reserve(&p->out, len + 1) != 0)
 		return dt_transport_fail(t, DT_ENOMEM, "out of memory queueing %zu bytes", len);
 	memcpy(p->out.data + p->out.len, msg, len);      /* the message and its NUL */
@@ -237,7 +262,7 @@ static int pipe_recv(dt_transport *t, double deadline, const char **msg, size_t 
 		}
 		if (p->eof || t->closed) {
 			t->closed = 1;
-			return dt_transport_fail(t, DT_ECLOSED, "the browser closed the pipe");
+			return dt_transport_fail(t, DT_ECLOSED, "%s", GONE(p));
 		}
 		{
 			/* The deadline holds while bytes keep coming (a reply that
@@ -259,7 +284,7 @@ static int pipe_flush(dt_transport *t, double deadline)
 {
 	pipe_t *p = (pipe_t *)t;
 	if (p->out_off < p->out.len && (p->wfd < 0 || t->closed))
-		return dt_transport_fail(t, DT_ECLOSED, "the browser closed the pipe");
+		return dt_transport_fail(t, DT_ECLOSED, "%s", GONE(p));
 	if (write_some(p) != 0) {
 		t->closed = 1;
 		return DT_ECLOSED;
@@ -271,8 +296,8 @@ static int pipe_flush(dt_transport *t, double deadline)
 		int rc = pumped && dt_poll_ms(deadline) == 0 ? DT_ETIMEOUT : pump(p, deadline, 1);
 		if (rc == DT_ETIMEOUT)
 			return dt_transport_fail(t, DT_ETIMEOUT,
-				"timed out writing to the browser (%zu bytes still queued)",
-				p->out.len - p->out_off);
+				"timed out writing to %s (%zu bytes still queued)",
+				WHO(p), p->out.len - p->out_off);
 		if (rc == DT_EINTR)
 			continue;                           /* (a write is short: finish it) */
 		if (rc != DT_OK)
@@ -312,8 +337,8 @@ static void pipe_close(dt_transport *t)
 	pipe_t *p = (pipe_t *)t;
 	if (p->wfd >= 0)
 		close(p->wfd);          /* the browser exits when its fd 3 closes */
-	if (p->rfd >= 0)
-		close(p->rfd);
+	if (p->rfd >= 0 && !p->sock)
+		close(p->rfd);          /* (a socket's is the same descriptor) */
 	if (p->errfd >= 0) {
 		dt_ring_drain(p->ring, p->errfd);   /* never blocks: non-blocking fd */
 		close(p->errfd);
@@ -334,11 +359,19 @@ static void pipe_destroy(dt_transport *t)
 static void pipe_describe(dt_transport *t, char *buf, size_t n)
 {
 	pipe_t *p = (pipe_t *)t;
-	snprintf(buf, n, "pid %ld", p->pid);
+	if (p->sock)
+		snprintf(buf, n, "%s", p->peer);
+	else
+		snprintf(buf, n, "pid %ld", p->pid);
 }
 
 static const dt_transport_ops pipe_ops = {
 	"pipe", pipe_send, pipe_recv, pipe_flush, pipe_queued, pipe_fds, pipe_pending,
+	pipe_close, pipe_destroy, pipe_describe, pipe_release, NULL
+};
+
+static const dt_transport_ops socket_ops = {
+	"unix", pipe_send, pipe_recv, pipe_flush, pipe_queued, pipe_fds, pipe_pending,
 	pipe_close, pipe_destroy, pipe_describe, pipe_release, NULL
 };
 
@@ -364,5 +397,21 @@ dt_transport *dt_pipe_new(int wfd, int rfd, int errfd, dt_ring *ring, long pid)
 	fcntl(rfd, F_SETPIPE_SZ, 1 << 20);
 	fcntl(wfd, F_SETPIPE_SZ, 1 << 20);
 #endif
+	return &p->base;
+}
+
+dt_transport *dt_pipe_new_socket(int fd, const char *peer)
+{
+	pipe_t *p = calloc(1, sizeof *p);     /* owns: p, freed by pipe_destroy */
+	if (p == NULL)
+		return NULL;
+	p->base.ops = &socket_ops;
+	p->base.limit = DT_DEFAULT_LIMIT;
+	p->wfd = p->rfd = fd;
+	p->errfd = -1;
+	p->sock = 1;
+	p->pid = -1;
+	snprintf(p->peer, sizeof p->peer, "%s", peer != NULL ? peer : "");
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	return &p->base;
 }

@@ -1094,6 +1094,27 @@ static void end_all_at_exit(void)
 	reap_orphans();
 }
 
+/* core.process.euid() -> the user id this process acts as (whose files
+ * and sockets are its own) */
+static int l_euid(lua_State *L)
+{
+	lua_pushinteger(L, (lua_Integer)geteuid());
+	return 1;
+}
+
+/* core.process.exe() -> the path of the program this process runs (its
+ * interpreter: lua5.4, luajit, nvim...), or nil if the kernel will not say */
+static int l_exe(lua_State *L)
+{
+	char buf[4096];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+	if (n <= 0 || (size_t)n >= sizeof buf - 1)
+		lua_pushnil(L);
+	else
+		lua_pushlstring(L, buf, (size_t)n);
+	return 1;
+}
+
 void dt_process_open(lua_State *L)
 {
 	static int registered = 0;
@@ -1116,6 +1137,8 @@ void dt_process_open(lua_State *L)
 		{"spawn_detached", l_spawn_detached},
 		{"kill", l_kill_pid},
 		{"processes_with", l_processes_with},
+		{"euid", l_euid},
+		{"exe", l_exe},
 		{NULL, NULL}
 	};
 	static const dt_class cls = { DT_PROCESS_MT, methods, l_gc, l_tostring, NULL };

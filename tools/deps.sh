@@ -17,9 +17,10 @@ DEMO="libjansson-dev libsqlite3-dev"
 # spec); locales (json_spec builds a comma-decimal locale); lua-luv and
 # neovim (the event-loop and Neovim specs); openssl (the remote specs make
 # their own CA) and chromium-driver (dt.webdriver's spec); jq and curl (the
-# CI job of doc/cli.md, which doc_blocks_spec runs); lua-check (make lint)
+# CI job of doc/cli.md, which doc_blocks_spec runs); lua-check (make lint);
+# strace (the unix socket spec holds a listen() back with it)
 TEST="lua-busted lua-cjson lua-socket luajit libluajit-5.1-dev lua5.1 liblua5.1-0-dev \
-sqlite3 luarocks locales lua-luv neovim openssl chromium-driver jq curl lua-check"
+sqlite3 luarocks locales lua-luv neovim openssl chromium-driver jq curl lua-check strace"
 
 if [ "${1:-}" = "--list" ]; then
 	case "${2:-}" in

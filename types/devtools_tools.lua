@@ -56,6 +56,8 @@
 ---@field webmcp? boolean turn Chromium's WebMCP on (--enable-features=WebMCP, merged with args'); default false
 ---@field history? devtools_tools.History
 ---@field detached? boolean a Chromium that outlives us, on a debugging port on 127.0.0.1 (see dt.stop_detached)
+---@field port? integer detached: its debugging port (default 0: any free one)
+---@field socket? string detached: no port; a holder serves it on a Unix socket at this absolute path, to this user only
 ---@field on_record? fun(record: devtools_tools.DetachedRecord) detached: called at each step of the start ({starting = true, profile, executable} before Chromium starts, then with its pid, then the whole record)
 
 ---What a detached launch records: enough for another process to end it.
@@ -65,8 +67,9 @@
 ---@field headless boolean
 ---@field webmcp boolean launched with WebMCP on
 ---@field pid? integer once it started
----@field endpoint? string ws://127.0.0.1:PORT/devtools/browser/<id>, once it answers
+---@field endpoint? string ws://127.0.0.1:PORT/devtools/browser/<id>, or unix:PATH (private), once it answers
 ---@field port? integer
+---@field socket? string the holder's Unix socket (private); pid is then the holder's
 ---@field starting? boolean true until it answers
 
 ---Options of dt.connect (and dt.webdriver, for both its endpoints).
@@ -457,7 +460,8 @@ local dt = {}
 ---@param opts? devtools_tools.LaunchOpts
 ---@return devtools_tools.Browser
 function dt.launch(opts) end
----Attaches to a running browser: http(s)://host:port or ws(s)://host:port/devtools/browser/<id>.
+---Attaches to a running browser: http(s)://host:port, ws(s)://host:port/devtools/browser/<id>,
+---or unix:/path of a private background browser (served by this user only).
 ---@param url string
 ---@param opts? devtools_tools.ConnectOpts
 ---@return devtools_tools.Browser
@@ -553,6 +557,8 @@ function dt.nojit() end
 function dt.stop_detached(record, opts) end
 ---One detached browser shared by several processes, recorded in the file at path; without
 ---path, the one `devtools-tools browser start` records (dt.state_dir() .. "/browser.json").
+---Private (a Unix socket beside the record) unless started with a port; its
+---directory and files are checked for owner and mode before use.
 ---@param path? string
 ---@return devtools_tools.Background
 function dt.background(path) end
@@ -714,7 +720,8 @@ local Background = {}
 ---@return string|nil why
 function Background:status() end
 ---The running browser (started false), or a new one after ending a stale record.
----@param opts? {executable?: string, headless?: boolean, args?: string[], webmcp?: boolean, timeout?: number}
+---port: Chromium's own TCP port on 127.0.0.1 (0: any) instead of the private socket.
+---@param opts? {executable?: string, headless?: boolean, args?: string[], webmcp?: boolean, port?: integer, timeout?: number}
 ---@return devtools_tools.DetachedRecord record
 ---@return boolean started
 function Background:start(opts) end
@@ -722,6 +729,20 @@ function Background:start(opts) end
 ---@param opts? {timeout?: number}
 ---@return devtools_tools.DetachedRecord|nil
 function Background:stop(opts) end
+---The running browser, connected (connect_failed with details.state when none runs).
+---@param opts? {timeout?: number, history?: devtools_tools.History}
+---@return devtools_tools.Browser
+function Background:connect(opts) end
+---A front end's own file beside the record (checked; nil when there is none).
+---@param name string
+---@return string|nil
+function Background:read(name) end
+---Writes a front end's own file beside the record, whole and 0600; false when
+---there is no state directory yet.
+---@param name string
+---@param text string
+---@return boolean
+function Background:write(name, text) end
 
 ---@class devtools_tools.schema
 local schema = {}

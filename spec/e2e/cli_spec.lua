@@ -640,7 +640,7 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", tostring(arg[1] == page.url), "
       assert.matches("^not running: the background browser is starting, or its start was killed", out)
       out, err, rc = run("browser start --timeout 30")   -- the lock's holder is gone: no waiting for it
       assert.equal(0, rc, err)
-      assert.matches("^ws://127%.0%.0%.1:%d+/devtools/browser/", out)
+      assert.equal("unix:" .. dir .. "/state/devtools-tools/browser.sock\n", out)
       assert.same({}, H.live_with_arg(st.profile))
       assert.is_false(H.exists(st.profile))
       out, err, rc = run("browser stop")
@@ -661,7 +661,7 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", tostring(arg[1] == page.url), "
       local eps = {}
       for i = 1, 3 do
         local f = io.open(dir .. "/start" .. i); local text = f:read("*a"); f:close()
-        eps[i] = text:match("^(ws://127%.0%.0%.1:%d+/devtools/browser/[%w-]+)\n$")
+        eps[i] = text:match("^(unix:/%S+/browser%.sock)\n$")
         assert.truthy(eps[i], text)
       end
       assert.equal(eps[1], eps[2])
@@ -679,7 +679,7 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", tostring(arg[1] == page.url), "
       local tmp_before = H.sh("ls -A " .. shq(dir .. "/tmp"))
       out, err, rc = run("browser start")
       assert.equal(0, rc, err)
-      local endpoint = out:match("^(ws://127%.0%.0%.1:%d+/devtools/browser/[%w-]+)\n$")
+      local endpoint = out:match("^(unix:/%S+/browser%.sock)\n$")
       assert.is_string(endpoint, out)
       local state = dir .. "/state/devtools-tools/browser.json"
       local mode = H.sh("stat -c %a " .. shq(state))
@@ -687,10 +687,27 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", tostring(arg[1] == page.url), "
       local st = dt.json.decode(io.open(state):read("*a"))
       assert.equal(endpoint, st.endpoint)
       assert.matches("^" .. (dir .. "/tmp/"):gsub("%p", "%%%0"), st.profile)
-      -- the flags dt.launch uses for a headless browser
-      local f = assert(io.open("/proc/" .. st.pid .. "/cmdline", "rb"))
+      -- the flags dt.launch uses for a headless browser (of the Chromium
+      -- the holder, st.pid, runs)
+      local function procs_of(profile)         -- (its helpers, --type=..., left out)
+        local l = {}
+        for _, pid in ipairs(H.live_with_arg("--user-data-dir=" .. profile .. "\0")) do
+          local cf = io.open("/proc/" .. pid .. "/cmdline", "rb")
+          local cmd = cf and cf:read("*a") or ""
+          if cf then cf:close() end
+          if not cmd:find("--type=", 1, true) then l[#l + 1] = pid end
+        end
+        table.sort(l)
+        return l
+      end
+      local procs = procs_of(st.profile)
+      assert.equal(2, #procs)
+      local chromium = procs[1] == st.pid and procs[2] or procs[1]
+      local f = assert(io.open("/proc/" .. chromium .. "/cmdline", "rb"))
       local cmdline = f:read("*a")
       f:close()
+      assert.truthy(cmdline:find("\0--remote-debugging-pipe\0", 1, true))
+      assert.falsy(cmdline:find("--remote-debugging-port", 1, true))
       for _, a in ipairs(require("devtools_tools.browser").chromium_args(true)) do
         assert.truthy(cmdline:find("\0" .. a .. "\0", 1, true), a)
       end
@@ -723,8 +740,8 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", tostring(arg[1] == page.url), "
       out, err, rc = run("list --tab nowhere-such")
       assert.equal(1, rc)
       assert.equal('devtools-tools: bad_argument: no open page whose URL or title contains "nowhere-such"\n', err)
-      -- the browser is still the same process
-      assert.equal(1, #H.live_with_arg("--user-data-dir=" .. st.profile .. "\0"))
+      -- the browser is still the same process (and its holder)
+      assert.same(procs, procs_of(st.profile))
 
       out, err, rc = run("browser stop")
       assert.equal(0, rc, err)

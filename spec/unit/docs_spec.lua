@@ -288,7 +288,8 @@ describe("the command line's one definition", function()
     local declared = def.options()
     for name, o in pairs(declared) do
       local words = { "--" .. name }
-      if o.arg then words[2] = name == "timeout" and "5" or (name == "viewport" and "800x600" or "x") end
+      local sample = { timeout = "5", viewport = "800x600", port = "0" }
+      if o.arg then words[2] = sample[name] or "x" end
       local opts = argv.parse(words, "list")
       assert.is_not_nil(opts[name], name)
       if o.short then assert.is_not_nil(argv.parse({ o.short }, "list")[name], o.short) end

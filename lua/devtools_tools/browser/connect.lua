@@ -1,11 +1,12 @@
 -- devtools_tools.browser.connect: dt.connect - a Browser over a websocket
 -- to a browser someone else runs (ws:// or wss://, or http(s)://host:port
 -- resolved through /json/version), with the caller's headers and TLS
--- settings.
+-- settings; or over the Unix socket of a private background browser's
+-- holder (unix:PATH, holder.lua).
 --
 -- What it must never do: attach to a non-loopback host unless asked,
--- skip a certificate check unless told to, or wait past the call's
--- deadline.
+-- skip a certificate check unless told to, talk to a Unix socket another
+-- user serves, or wait past the call's deadline.
 
 require("devtools_tools.base.nojit")()   -- LuaJIT x64 builds of 2021-22 miscompile pairs(): see nojit.lua
 
@@ -18,12 +19,13 @@ local cdp = require "devtools_tools.wire.cdp"
 local endpoint = require "devtools_tools.wire.endpoint"
 local chromium = require "devtools_tools.browser.chromium"
 local object = require "devtools_tools.browser.object"
+local holder = require "devtools_tools.browser.holder"
 
 local raise = errors.raise
 local now = core.now
 local check_opts = options.check
 local check_history = chromium.check_history
-local type, tostring, tonumber, error = type, tostring, tonumber, error
+local type, tostring, tonumber, error, ipairs = type, tostring, tonumber, error, ipairs
 
 local M = {}
 
@@ -38,10 +40,6 @@ local function tls_opts(opts, host)
   return { ca_file = opts.ca_file, insecure = opts.insecure == true, server_name = host }
 end
 
--- connect(url, opts?) -> Browser. url: http(s)://host:port (resolved
--- through /json/version) or ws(s)://host:port/devtools/browser/<id>.
--- opts: allow_remote, timeout, history, headers (on every request and the
--- handshake), ca_file (a private CA, PEM), insecure (no certificate check).
 -- A refused websocket handshake's HTTP status, as details (the C core
 -- writes it "the server answered HTTP 401 (...)"), or nil.
 local function handshake_details(message)
@@ -49,12 +47,58 @@ local function handshake_details(message)
   return status and { details = { status = tonumber(status) } } or nil
 end
 
+-- greet(transport, url, timeout, deadline, history) -> Browser: the
+-- connection's first call answered (the browser's version), or a
+-- connect_failed that says why.
+local function greet(transport, url, timeout, deadline, history)
+  local conn = cdp.new(transport, { timeout = timeout })
+  local ok, version = errors.catch(conn.call, conn, "Browser.getVersion", nil,
+    { timeout = math.max(0, deadline - now()) })
+  if not ok then
+    -- A handshake that failed on the loop (async) says why itself.
+    local state, why
+    if transport.state then state, why = transport:state() end
+    conn:close()
+    if version.code == "cancelled" then error(version, 0) end
+    local message = version.message
+    if state == "closed" and why and version.code ~= "timeout" then message = why end
+    error(errors.c_failure(version.code, "connect: " .. url .. ": " .. message, "connect_failed",
+      handshake_details(message)), 0)
+  end
+  return object.new(conn, { timeout = timeout, launched = false, url = url, history = history },
+    { version = version })
+end
+
+-- connect("unix:PATH"): the private background browser's holder
+-- (browser/holder.lua) at the socket PATH (absolute), served by a
+-- process of this user only. opts: timeout, history.
+local function connect_unix(url, opts, history)
+  local path = url:sub(6)
+  if path:sub(1, 2) == "//" then path = path:sub(3) end                   -- (unix:///path too)
+  if path:sub(1, 1) ~= "/" then
+    local problem = "expected unix:/absolute/path/of/a/socket"
+    raise("bad_argument", "connect: " .. problem .. ", got " .. url, { details = { problem = problem, url = url } })
+  end
+  for _, k in ipairs({ "headers", "ca_file", "insecure", "allow_remote" }) do
+    if opts[k] ~= nil then raise("bad_argument", "connect: " .. k .. " does not apply to a unix: socket") end
+  end
+  local timeout = opts.timeout or options.DEFAULT_TIMEOUT
+  local deadline = now() + timeout
+  return greet(holder.connect(path, deadline), url, timeout, deadline, history)
+end
+
+-- connect(url, opts?) -> Browser. url: http(s)://host:port (resolved
+-- through /json/version), ws(s)://host:port/devtools/browser/<id>, or
+-- unix:/path of a private background browser's socket.
+-- opts: allow_remote, timeout, history, headers (on every request and the
+-- handshake), ca_file (a private CA, PEM), insecure (no certificate check).
 function M.connect(url, opts)
   opts = check_opts(opts, connect_opts, "connect")
   local history = check_history(opts.history, "connect")
   if type(url) ~= "string" then
     raise("bad_argument", "connect: url must be a string, got " .. type(url))
   end
+  if url:sub(1, 5) == "unix:" then return connect_unix(url, opts, history) end
   local headers = endpoint.check_headers(opts.headers, "connect")
   local scheme, host, port, path = parse_url(url)
   -- (details.problem: what is wrong with the url, for a front end that
@@ -117,22 +161,7 @@ function M.connect(url, opts)
     error(errors.c_failure(code, "connect: " .. url .. ": " .. tostring(err), "connect_failed",
       handshake_details(err)), 0)
   end
-  local conn = cdp.new(transport, { timeout = timeout })
-  local ok, version = errors.catch(conn.call, conn, "Browser.getVersion", nil,
-    { timeout = math.max(0, deadline - now()) })
-  if not ok then
-    -- A handshake that failed on the loop (async) says why itself.
-    local state, why
-    if transport.state then state, why = transport:state() end
-    conn:close()
-    if version.code == "cancelled" then error(version, 0) end
-    local message = version.message
-    if state == "closed" and why and version.code ~= "timeout" then message = why end
-    error(errors.c_failure(version.code, "connect: " .. url .. ": " .. message, "connect_failed",
-      handshake_details(message)), 0)
-  end
-  return object.new(conn, { timeout = timeout, launched = false, url = url, history = history },
-    { version = version })
+  return greet(transport, url, timeout, deadline, history)
 end
 
 return M

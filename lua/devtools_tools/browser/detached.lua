@@ -1,8 +1,10 @@
 -- devtools_tools.browser.detached: a Chromium that outlives the process that
 -- started it (launch{detached = true}: a session and process group of its
--- own, its debugging port on 127.0.0.1), the record that names it, and
--- its end (stop_detached), by its process group and by what names its
--- profile, read from /proc.
+-- own, its debugging port on 127.0.0.1, or with socket = path no port: a
+-- holder, holder.lua, runs it on its pipe and serves it on a Unix socket
+-- to this user only), the record that names it, and its end
+-- (stop_detached), by its process group and by what names its profile,
+-- read from /proc.
 --
 -- What it must never do: end a process that is no longer that Chromium
 -- (a pid is checked against the profile it names), remove a profile that
@@ -16,6 +18,7 @@ local options = require "devtools_tools.base.options"
 local wait = require "devtools_tools.rt.wait"
 local chromium = require "devtools_tools.browser.chromium"
 local connect = require "devtools_tools.browser.connect"
+local holder = require "devtools_tools.browser.holder"
 
 local raise = errors.raise
 local now = core.now
@@ -116,16 +119,28 @@ function M.stop_detached(info, opts)
 end
 
 -- launch{detached = true}: Chromium with its debugging port on 127.0.0.1
--- (port 0: the one it binds is read from its profile), in a session of its
--- own, none of our children: our exit does not end it, nor does closing
--- the Browser (which only disconnects). opts.on_record(info) is called
+-- (opts.port, default 0: the one it binds is read from its profile), in a
+-- session of its own, none of our children: our exit does not end it, nor
+-- does closing the Browser (which only disconnects). With opts.socket (a
+-- path) it opens no port: a holder process (browser/holder.lua) runs it
+-- on the pipe and serves it on a Unix socket at that path to this user
+-- only (endpoint "unix:PATH"; the holder's is the pid recorded, and the
+-- browser ends with it). opts.on_record(info) is called
 -- with what there is to record at each step - {starting = true, profile,
 -- executable, headless, webmcp} before Chromium starts, then with its pid
 -- - so a caller killed meanwhile leaves a record that stop_detached can
 -- end; the Browser's .detached is the final record {pid, profile,
--- executable, headless, webmcp, endpoint, port}. A launch that fails ends
--- what it started.
+-- executable, headless, webmcp, endpoint, port | socket}. A launch that
+-- fails ends what it started.
 function M.launch(opts, exe, deadline)
+  local socket = opts.socket
+  if socket ~= nil and opts.port ~= nil then raise("bad_argument", "launch: socket or port, not both") end
+  if opts.port ~= nil and (opts.port < 0 or opts.port > 65535 or opts.port % 1 ~= 0) then
+    raise("bad_argument", "launch: port must be a whole number from 0 to 65535")
+  end
+  if socket ~= nil and (socket:sub(1, 1) ~= "/" or core.fs.exists(socket)) then
+    raise("bad_argument", "launch: socket must be an absolute path where nothing is yet, got " .. socket)
+  end
   local made = opts.user_data_dir == nil
   local dir = opts.user_data_dir or chromium.new_profile(chromium.DETACHED_PREFIX)
   local info = { starting = true, profile = dir, executable = exe, headless = opts.headless ~= false,
@@ -141,12 +156,17 @@ function M.launch(opts, exe, deadline)
     record()
     local argv = chromium.chromium_args(opts.headless)
     table.insert(argv, 1, exe)
-    argv[#argv + 1] = "--remote-debugging-port=0"
-    argv[#argv + 1] = "--remote-debugging-address=127.0.0.1"
+    if socket then
+      argv[#argv + 1] = "--remote-debugging-pipe"
+    else
+      argv[#argv + 1] = "--remote-debugging-port=" .. string.format("%d", opts.port or 0)
+      argv[#argv + 1] = "--remote-debugging-address=127.0.0.1"
+    end
     argv[#argv + 1] = "--user-data-dir=" .. dir
     for _, a in ipairs(opts.args or {}) do chromium.add_features(argv, a) end
     if opts.webmcp then chromium.add_features(argv, "--enable-features=WebMCP") end
     argv[#argv + 1] = "about:blank"
+    if socket then argv = holder.command(argv, socket) end
     -- its temporary files and crash database in the profile, removed with it
     local env = made and { XDG_CONFIG_HOME = dir .. "/.config", XDG_CACHE_HOME = dir .. "/.cache",
       TMPDIR = dir } or nil
@@ -157,25 +177,45 @@ function M.launch(opts, exe, deadline)
     record()
     local port, path
     local answered = until_or(function()
+      if socket then
+        local st = core.fs.lstat(socket)
+        return (st and st.type == "socket") or not alive(pid)
+      end
       local f = io.open(dir .. "/DevToolsActivePort", "rb")
       local text = f and f:read("*a") or ""
       if f then f:close() end
       port, path = text:match("^(%d+)\n(/devtools/browser/[%w-]+)")
       return port ~= nil or not alive(pid)
     end, deadline)
-    if not port then
+    local function failed(code, what)
       local f = io.open(log, "rb")
       local why = f and f:read("*a") or ""
       if f then f:close() end
-      raise(answered and "launch_failed" or "timeout", "launch: Chromium (" .. exe
-        .. ") did not open its debugging port"
+      raise(code, "launch: Chromium (" .. exe .. ") " .. what
         .. (why ~= "" and ("; its output ends with:\n" .. tail(why, 2000)) or ""),
         { details = { stderr = why, executable = exe } })
     end
-    info.starting, info.port = nil, tonumber(port)
-    info.endpoint = "ws://127.0.0.1:" .. port .. path
+    if socket and not (answered and alive(pid)) then
+      failed(answered and "launch_failed" or "timeout", "did not start, or its holder did not listen")
+    elseif not socket and not port then
+      failed(answered and "launch_failed" or "timeout", "did not open its debugging port")
+    end
+    info.starting = nil
+    if socket then
+      info.socket, info.endpoint = socket, "unix:" .. socket
+    else
+      info.port, info.endpoint = tonumber(port), "ws://127.0.0.1:" .. port .. path
+    end
     record()
-    local b = connect.connect(info.endpoint, { timeout = math.max(0, deadline - now()), history = opts.history })
+    local ok_b, b = errors.catch(connect.connect, info.endpoint, { timeout = math.max(0, deadline - now()),
+      history = opts.history })
+    if not ok_b then
+      -- (through the holder: Chromium died starting, or did not answer)
+      if socket and b.code ~= "cancelled" then
+        failed(b.code == "timeout" and "timeout" or "launch_failed", "did not answer: " .. b.message)
+      end
+      error(b, 0)
+    end
     local final = {}
     for k, v in pairs(info) do final[k] = v end
     b.detached = final
@@ -192,6 +232,8 @@ function M.launch(opts, exe, deadline)
     end
     pcall(M.stop_detached, { pid = info.pid, profile = dir }, { timeout = 5 })
     if made then core.fs.rmtree(dir) end
+    local st = socket and core.fs.lstat(socket)
+    if st and st.type == "socket" then os.remove(socket) end     -- (a holder killed leaves it)
     error(res, 0)
   end
   return res

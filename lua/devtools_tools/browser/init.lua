@@ -16,7 +16,8 @@
 --
 -- What it must never do: open a debugging port for a browser it launches
 -- (launch{detached = true} opens one on 127.0.0.1 for a browser meant to be
--- shared), attach to a non-loopback host unless asked, leave a launched
+-- shared, unless given a socket: then a holder serves it to this user
+-- only), attach to a non-loopback host unless asked, leave a launched
 -- Chromium or its temporary profile behind, or wait without the call's
 -- deadline (rt/wait).
 
@@ -51,7 +52,7 @@ M._new = object.new
 
 local launch_opts = { executable = "string", headless = "boolean", args = true,
   user_data_dir = "string", timeout = true, webmcp = "boolean", history = true,
-  detached = "boolean", on_record = "function" }
+  detached = "boolean", on_record = "function", socket = "string", port = "number" }
 
 -- launch(opts?) -> Browser
 function M.launch(opts)
@@ -73,6 +74,9 @@ function M.launch(opts)
 
   if opts.detached then return detached.launch(opts, exe, deadline) end
   if opts.on_record ~= nil then raise("bad_argument", "launch: on_record goes with detached = true") end
+  if opts.socket ~= nil or opts.port ~= nil then
+    raise("bad_argument", "launch: socket and port go with detached = true")
+  end
 
   local dir, cleanup = opts.user_data_dir, nil
   if dir == nil then

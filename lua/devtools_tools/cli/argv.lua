@@ -94,6 +94,11 @@ function M.parse(argv, cmd)
     end
     opts.timeout = t
   end
+  if opts.port then
+    local n = opts.port:match("^%d+$") and tonumber(opts.port)
+    if not n or n > 65535 then usage("--port needs a TCP port number from 0 to 65535 (0: any free one)", cmd) end
+    opts.port = n
+  end
   if opts.viewport then
     local w, h = opts.viewport:match("^(%d+)[xX](%d+)$")
     w, h = tonumber(w), tonumber(h)

@@ -2,10 +2,10 @@
 -- and where the background browser is recorded
 -- ($XDG_STATE_HOME/devtools-tools/browser.json, default ~/.local/state).
 --
--- The browser, its record and the lock that makes starts take turns are
--- the library's (dt.background); this module only names the record's place
--- and says what it found in the command line's words. It must never end
--- or start a browser by any other way.
+-- The browser, its record, the checks of its state directory, and the
+-- lock that makes starts take turns are the library's (dt.background);
+-- this module only says what it found in the command line's words. It
+-- must never end or start a browser by any other way.
 
 local dt = require "devtools_tools"
 
@@ -33,10 +33,14 @@ function M.record_path(optional)
   return dir .. "/browser.json"
 end
 
--- handle(optional) -> the dt.background of the record (nil: see record_path)
+-- handle(optional) -> the dt.background of the default record; with
+-- neither XDG_STATE_HOME nor HOME set (cron, env -i) there is none: nil
+-- when optional (no background browser can be running), else a failure.
 function M.handle(optional)
-  local path = M.record_path(optional)
-  return path and dt.background(path)
+  local ok, bg = pcall(dt.background)
+  if ok then return bg end
+  if optional then return nil end
+  fail("launch_failed", (tostring(bg.message):gsub("^background: ", "")))
 end
 
 local STARTING = "the background browser is starting, or its start was killed"
@@ -55,18 +59,9 @@ end
 function M.start(ctx)
   local opts, out = ctx.opts, ctx.out
   local bg = M.handle(false)
-  local state, rec = bg:status()
-  if state == "running" then
-    if opts.chromium or opts.headful then
-      out:note("a background browser already runs (pid " .. format("%d", rec.pid)
-        .. "); --chromium and --headful apply to the next one (browser stop first)")
-    end
-    out:emit(rec.endpoint, "\n")
-    return 0
-  end
   ctx.progress:step("starting Chromium in the background")
-  local ok, res = pcall(bg.start, bg, { executable = opts.chromium, headless = not opts.headful,
-    webmcp = opts.webmcp or nil, timeout = ctx.left() })
+  local ok, res, started = pcall(bg.start, bg, { executable = opts.chromium, headless = not opts.headful,
+    webmcp = opts.webmcp or nil, port = opts.port, timeout = ctx.left() })
   ctx.progress:done()
   if not ok then
     -- (the command line's own advice where no Chromium was found)
@@ -76,6 +71,10 @@ function M.start(ctx)
         .. " (install the chromium package, or pass --chromium PATH)", { details = d })
     end
     error(res, 0)
+  end
+  if not started and (opts.chromium or opts.headful or opts.port) then
+    out:note("a background browser already runs (pid " .. format("%d", res.pid)
+      .. "); --chromium, --headful and --port apply to the next one (browser stop first)")
   end
   out:emit(res.endpoint, "\n")
   return 0

@@ -240,13 +240,16 @@ page whose URL or title contains TEXT (several: an error)]] },
     name = "browser",
     brief = "browser start|stop|status",
     summary = "keep one headless Chromium in the background",
-    usage = { "browser start|stop|status [options]" },
+    usage = { "browser start|stop|status [--port PORT] [options]" },
     body = {
       { column = 11,
         { word = "start", text = [[
-start a headless Chromium in the background (debugging port on
-127.0.0.1 only, a fresh profile) and print its endpoint; later
-commands use it, so pages they open stay open for --tab]] },
+start a headless Chromium in the background (a fresh profile)
+and print its endpoint; later commands use it, so pages they
+open stay open for --tab. It is private: it opens no port, and
+a small holder serves it on a Unix socket to you only (its
+endpoint, unix:PATH, is what --connect, mcp --connect and
+Neovim's :DevTools connect take)]] },
         { word = "stop", text = [[stop it and remove its profile]] },
         { word = "status", text = [[
 print "running pid PID ENDPOINT" (exit status 0), or "not
@@ -254,11 +257,18 @@ running: ..." and why (exit status 3)]],
           man = [[
 The reasons: none recorded, one that is gone, a start under way or one
 killed on its way.]] },
+        { opt = "--port", arg = "PORT", text = [[
+(start) open Chromium's own debugging port on 127.0.0.1
+instead (0: any free one), for tools that need a port
+(chrome-devtools-mcp --browserUrl, Playwright): then every
+local user can drive the browser, read its pages and cookies
+and run code in them]] },
         { word = "--headful, --chromium PATH, --webmcp", text = [[as for other commands (start only)]] },
       },
       [[
 The endpoint and pid are kept in $XDG_STATE_HOME/devtools-tools/browser.json
-(default ~/.local/state), readable by you only.
+(default ~/.local/state). That directory must be yours and 0700, and each
+file in it yours and 0600: anything else is refused, not used.
 ]],
     },
     man = [[
@@ -452,7 +462,9 @@ M.COMMON = {
   title = "Browser and page (shared by every command; options may also come before it):",
   column = 22,
   options = {
-    { opt = "--connect", arg = "ENDPOINT", text = [[use a running browser (http://127.0.0.1:PORT or ws://...)]],
+    { opt = "--connect", arg = "ENDPOINT", text = [[
+use a running browser (http://127.0.0.1:PORT, ws://...,
+or unix:PATH of a private background browser)]],
       man = [[Hosts that are not loopback are refused.]] },
     { opt = "--tab", arg = "TEXT", text = [[
 use the open page whose ID starts with TEXT or whose URL

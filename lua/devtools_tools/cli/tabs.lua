@@ -67,18 +67,13 @@ end
 
 -- ---- what the command line used last --------------------------------------------
 
-local function recent_path()
-  local rec = background.record_path(true)
-  return rec and ((rec:match("^(.*)/[^/]*$") or ".") .. "/tabs.json")
-end
+local FILE = "tabs.json"
 
 -- recent() -> {[target id] = {t = dt.now() when used, url = the URL asked}}
 function M.recent()
-  local path = recent_path()
-  local f = path and io.open(path, "rb")
-  if not f then return {} end
-  local s = f:read("*a")
-  f:close()
+  local bg = background.handle(true)
+  local s = bg and bg:read(FILE)
+  if not s then return {} end
   local ok, t = pcall(dt.json.decode, s)
   if not ok or type(t) ~= "table" then return {} end
   local out = {}
@@ -90,21 +85,14 @@ function M.recent()
   return out
 end
 
--- pid() -> this process's id (a name of its own for a file it writes)
-function M.pid()
-  local f = io.open("/proc/self/stat", "rb")
-  local pid = f and f:read("*n")
-  if f then f:close() end
-  return tostring(pid or math.floor(dt.now() * 1e6))
-end
-
--- save(recent, alive?): written whole through a new file renamed over the
--- old (a command killed meanwhile leaves the old one); alive, a set of the
--- target ids open now, drops the others. Best effort: where there is no
--- state directory (no browser was ever started in the background), none.
+-- save(recent, alive?): written whole (0600) through a new file renamed
+-- over the old (a command killed meanwhile leaves the old one: the
+-- library's write); alive, a set of the target ids open now, drops the
+-- others. Where there is no state directory (no browser was ever started
+-- in the background), none.
 local function save(recent, alive)
-  local path = recent_path()
-  if not path then return end
+  local bg = background.handle(true)
+  if not bg then return end
   local list = {}
   for id, r in pairs(recent) do
     if not alive or alive[id] then list[#list + 1] = { id = id, r = r } end
@@ -112,12 +100,7 @@ local function save(recent, alive)
   sort(list, function(a, b) return a.r.t > b.r.t end)
   local out = {}
   for i = 1, math.min(#list, M.KEEP) do out[list[i].id] = list[i].r end
-  local tmp = path .. ".tmp" .. M.pid()
-  local f = io.open(tmp, "wb")
-  if not f then return end
-  local ok = f:write(dt.json.encode(out), "\n")
-  f:close()
-  if not ok or not os.rename(tmp, path) then os.remove(tmp) end
+  bg:write(FILE, dt.json.encode(out) .. "\n")
 end
 
 -- touch(id, url?): the command used the tab id (for the URL url)
