@@ -876,6 +876,21 @@ describe("discovery (fake transport)", function()
     assert.equal(1, page:evaluate("1"))                -- stops the listener first
     assert.equal(1, fake:count("Runtime.terminateExecution"))
   end)
+
+  it("a call whose discovery runs out of its deadline is a timeout naming the tool called", function()
+    local page, fake = open()
+    F.with_tools(fake, { ADD })
+    fake.on["Runtime.callFunctionOn"] = function() return F.NO_REPLY end
+    local evaluate = fake.on["Runtime.evaluate"]
+    fake.on["Runtime.evaluate"] = function(p, ...)
+      if p.expression == "0" then return F.NO_REPLY end
+      return evaluate(p, ...)
+    end
+    local e = H.error_of(page.call, page, "add", { a = 1 }, { timeout = 0.05 })
+    assert.equal("timeout", e.code)
+    assert.matches("discovery did not finish", e.message, 1, true)
+    assert.equal("add", e.tool)
+  end)
 end)
 
 describe("the Lua layer's modules", function()

@@ -259,7 +259,14 @@ local function call(rec, self, name, args, deadline)
     if types.document_of(t).site ~= self.site then raise("bad_argument", "call: a tool of another page") end
     name = t.name
   else
-    t = lookup(self, name, deadline, "call")
+    -- A call's one deadline covers the discovery it makes: when that runs
+    -- out, the timeout still names the tool called.
+    local ok, r = errors.catch(lookup, self, name, deadline, "call")
+    if not ok then
+      if r.code == "timeout" and r.tool == nil then r.tool = name end
+      error(r, 0)
+    end
+    t = r
   end
   if rec then rec.tool = t end
   return kinds.call_again(t, args, deadline, refind_told, { self, name, deadline, self.cache, given, rec })
