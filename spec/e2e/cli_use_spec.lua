@@ -166,12 +166,12 @@ describe("devtools-tools as people use it", function()
     end)
 
     it("--wait-for a WebMCP tool while WebMCP is off says so when it times out", function()
-      -- (each limit covers Chromium's start: 4-6 s ran out in Page.enable under a load of 18)
+      -- (each limit covers Chromium's start: 4-6 s ran out in Page.enable under a load of 18, and 10 s once in the navigation at 15)
       -- its name in an inline script that registers through document.modelContext
-      local out, err, rc = run("list --wait-for add --timeout 10 " .. server.url("/webmcp.html"))
+      local out, err, rc = run("list --wait-for add --timeout 15 " .. server.url("/webmcp.html"))
       assert.equal(1, rc)
       assert.equal("", out)
-      assert.matches("^devtools%-tools: timeout: the command did not finish within 10 s %(%-%-timeout%): "
+      assert.matches("^devtools%-tools: timeout: the command did not finish within 15 s %(%-%-timeout%): "
         .. "wait_for_tool: Tool add not found %(.-the page has 1 tool%) before the timeout; it looks like a WebMCP "
         .. "tool %(the page's scripts register it through document%.modelContext%), and WebMCP is off: %-%-webmcp\n$", err)
       -- the sample app registers searchProducts from a script file of its own
