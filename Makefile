@@ -239,7 +239,7 @@ SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_
 	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)"
 C_SPECS = spec/unit/json_spec.lua spec/integration/pipe_transport_spec.lua spec/unit/cdp_spec.lua spec/unit/regex_spec.lua \
 	spec/unit/schema_spec.lua spec/integration/ws_transport_spec.lua spec/integration/tls_transport_spec.lua \
-	spec/unit/mcp_spec.lua spec/unit/signal_spec.lua spec/integration/unix_socket_spec.lua
+	spec/unit/mcp_spec.lua spec/unit/signal_spec.lua spec/integration/unix_socket_spec.lua spec/unit/trace_spec.lua
 asan-build:
 	$(MAKE) -s BUILD=build/asan CFLAGS="-O1 -g $(SANITIZE)" LIBFLAG="-shared $(SANITIZE)" all $(patsubst spec/support/%.c,build/asan/support/%,$(SUPPORT_SRCS))
 asan: asan-build
