@@ -50,7 +50,8 @@
  *                                                                                   peer uids, Listener
  *   core.c        dt.h                            base64 cdp_decode clock codes     luaopen: every *_open
  *                                                 digest fdio fs http json poll
- *                                                 process regex signal transport unix ws
+ *                                                 process regex signal transport
+ *                                                 unix ws
  *
  * Each *_open adds its functions (and registers its classes) in the module
  * table on top of the stack. */
