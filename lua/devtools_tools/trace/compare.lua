@@ -107,7 +107,21 @@ local function key_text(k)
   return tostring(k)
 end
 
-local function walk(a, b, path, ignore, out, depth)
+local walk
+
+-- step(x, y, ...): one member or element of both sides at path: a
+-- difference when one side lacks it, else compared beneath it.
+local function step(x, y, path, ignore, out, depth)
+  if x == ABSENT or y == ABSENT then
+    if not (ignore and ignore(path)) then
+      out[#out + 1] = { path = M.pointer(path), recorded = x, new = y }
+    end
+  else
+    walk(x, y, path, ignore, out, depth + 1)
+  end
+end
+
+function walk(a, b, path, ignore, out, depth)
   if ignore and ignore(path) then return end
   if a == nil then a = null end
   if b == nil then b = null end
@@ -132,13 +146,7 @@ local function walk(a, b, path, ignore, out, depth)
       local x, y = a[i], b[i]
       if i > na then x = ABSENT elseif x == nil then x = null end
       if i > nb then y = ABSENT elseif y == nil then y = null end
-      if x == ABSENT or y == ABSENT then
-        if not (ignore and ignore(path)) then
-          out[#out + 1] = { path = M.pointer(path), recorded = x, new = y }
-        end
-      else
-        walk(x, y, path, ignore, out, depth + 1)
-      end
+      step(x, y, path, ignore, out, depth)
     end
     path[n] = nil
     return
@@ -162,13 +170,7 @@ local function walk(a, b, path, ignore, out, depth)
     local x, y = ABSENT, ABSENT
     if ks.a ~= nil then x = a[ks.a] end
     if ks.b ~= nil then y = b[ks.b] end
-    if x == ABSENT or y == ABSENT then
-      if not (ignore and ignore(path)) then
-        out[#out + 1] = { path = M.pointer(path), recorded = x, new = y }
-      end
-    else
-      walk(x, y, path, ignore, out, depth + 1)
-    end
+    step(x, y, path, ignore, out, depth)
   end
   path[n] = nil
 end
