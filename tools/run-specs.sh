@@ -70,6 +70,11 @@ if [ "${1:-}" = "--job" ]; then
 		--cpath="./$build/?.so" "$file" >"$out" 2>&1 </dev/null
 	rc=$?
 	echo "$rc" >"$SPEC_DIR/$n.rc"
+	# the CPU seconds of the run and what it waited for (browsers, servers,
+	# commands), from the shell's children times: "0m1.5s 0m0.2s"
+	times | sed -n 2p | awk '{ n = 0
+		for (i = 1; i <= 2; i++) { split($i, t, "m"); n += t[1] * 60 + t[2] }
+		printf "%.1f\n", n }' >"$SPEC_DIR/$n.cpu"
 	if [ -n "$(busted_counts "$out")" ]; then
 		shown=$(sed -E '/^[0-9]+ success(es)? \/ [0-9]+ failures? \/ /,$d' "$out")
 	else
@@ -190,9 +195,13 @@ if [ -d "$build1" ]; then
 			if [ -f "${k%% *}" ]; then printf '%s\t%s\n' "$k" "$t"; fi
 		done >"$times.tmp" && mv -f "$times.tmp" "$times"
 fi
-echo "the ten slowest files:"
-cat "$dir"/*.line 2>/dev/null | awk '/ passed, [0-9]+ failed/ && $NF == "s" { print $(NF - 1) "\t" $0 }' |
-	sort -t "$tab" -k1,1nr | head -n 10 | cut -f 2- | sed 's/^/  /'
+# (each with the CPU seconds its processes used, the browsers' among them)
+echo "the ten slowest files (wall clock, then CPU):"
+while read -r run n f; do
+	awk -v cpu="$(cat "$dir/$n.cpu" 2>/dev/null)" '/ passed, [0-9]+ failed/ && $NF == "s" {
+		printf "%s\t%s  cpu %6.1f s\n", $(NF - 1), $0, cpu }' "$dir/$n.line" 2>/dev/null
+done <"$dir/byfile" | sort -t "$tab" -k1,1nr | head -n 10 | cut -f 2- | sed 's/^/  /'
+cat "$dir"/*.cpu 2>/dev/null | awk '{ n += $1 } END { printf "spec files: %.0f s of CPU\n", n }'
 
 if [ -z "${SPEC_TOTALS:-}" ]; then
 	sh "$0" --totals "$totals"
