@@ -700,7 +700,10 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", tostring(arg[1] == page.url), "
         table.sort(l)
         return l
       end
-      local procs = procs_of(st.profile)
+      -- (a helper Chromium has forked but not yet exec'd has its command
+      -- line for a moment: wait for the two that stay)
+      local procs
+      H.wait_for(function() procs = procs_of(st.profile); return #procs == 2 end, 10)
       assert.equal(2, #procs)
       local chromium = procs[1] == st.pid and procs[2] or procs[1]
       local f = assert(io.open("/proc/" .. chromium .. "/cmdline", "rb"))

@@ -88,10 +88,18 @@ describe("run-specs.sh's output", function()
     assert.matches("b_spec%.lua +0 passed, 1 failed, 1 skipped +[%d.]+ s$", files["b_spec.lua"])
     assert.truthy(out:find("Failure -> " .. dir .. "/b_spec.lua @ 1\nfails\n", 1, true))
     assert.is_nil(out:find("successes /", 1, true))          -- busted's own count is not shown
-    -- the slowest files (here both), each line as it was shown, before the count
-    assert.are.equal("the ten slowest files:", lines[#lines - 3])
-    local slow = { lines[#lines - 2]:match("^  (.*)$"), lines[#lines - 1]:match("^  (.*)$") }
+    -- the slowest files (here both), each line as it was shown and its CPU
+    -- seconds, then the files' CPU in all, before the count
+    assert.are.equal("the ten slowest files (wall clock, then CPU):", lines[#lines - 4])
+    local slow, cpu = {}, 0
+    for i = #lines - 3, #lines - 2 do
+      local l, c = lines[i]:match("^  (.*)  cpu +([%d.]+) s$")
+      assert.is_string(l, lines[i])
+      slow[#slow + 1], cpu = l, cpu + c
+    end
     table.sort(slow)
+    assert.matches("^spec files: %d+ s of CPU$", lines[#lines - 1])
+    assert.near(cpu, tonumber(lines[#lines - 1]:match("(%d+) s")), 1)
     local shown = { files["a_spec.lua"], files["b_spec.lua"] }
     table.sort(shown)
     assert.are.same(shown, slow)
