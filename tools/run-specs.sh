@@ -203,14 +203,15 @@ done
 # for the next run's order
 while read -r run n f; do
 	eval "label=\$SPEC_LABEL_$run"
-	awk -v k="$f${label:+ $label}" '/ passed, [0-9]+ failed/ && $NF == "s" { printf "%s\t%s\n", k, $(NF - 1) }' \
-		"$dir/$n.line" 2>/dev/null
+	awk -v k="$f${label:+ $label}" -v cpu="$(cat "$dir/$n.cpu" 2>/dev/null)" \
+		'/ passed, [0-9]+ failed/ && $NF == "s" { printf "%s\t%s\t%s\n", k, $(NF - 1), cpu }' "$dir/$n.line" 2>/dev/null
 done <"$dir/byfile" >"$dir/times"
 if [ -d "$build1" ]; then
 	# (this run's times over the last ones, for files that are still there)
-	cat "$times" "$dir/times" 2>/dev/null | awk -F '\t' '{ t[$1] = $2 } END { for (k in t) print k "\t" t[k] }' |
-		while IFS=$tab read -r k t; do
-			if [ -f "${k%% *}" ]; then printf '%s\t%s\n' "$k" "$t"; fi
+	# (file, wall seconds, CPU seconds)
+	cat "$times" "$dir/times" 2>/dev/null | awk -F '\t' '{ t[$1] = $2 "\t" $3 } END { for (k in t) print k "\t" t[k] }' |
+		while IFS=$tab read -r k t c; do
+			if [ -f "${k%% *}" ]; then printf '%s\t%s\t%s\n' "$k" "$t" "$c"; fi
 		done >"$times.tmp" && mv -f "$times.tmp" "$times"
 fi
 # (each with the CPU seconds its processes used, the browsers' among them)
