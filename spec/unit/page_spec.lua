@@ -1329,6 +1329,13 @@ describe("readiness (fake transport)", function()
     local e = H.error_of(page.wait_for_selector, page, "#none", { timeout = 1 })
     assert.equal("timeout", e.code)
     assert.equal("#none", e.details.selector)
+    -- a page too slow to give its false before the call's deadline (a
+    -- loaded machine): the same timeout, naming the selector
+    answer = function() return F.NO_REPLY end
+    e = H.error_of(page.wait_for_selector, page, "#late", { timeout = 0.2 })
+    assert.equal("timeout", e.code)
+    assert.equal("#late", e.details.selector)
+    assert.matches("no element matches the selector #late", e.message, 1, true)
     answer = function()
       return { result = { type = "object" }, exceptionDetails = { text = "Uncaught",
         exception = { type = "object", className = "SyntaxError", description = "SyntaxError: '##' is not a valid selector" } } }
