@@ -9,30 +9,22 @@ local dt = require "devtools_tools"
 local core = require "devtools_tools.core"
 local H = require "helper"
 
-local function shq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local cli = require "support.cli_install"
+local shq = cli.shq
 
 describe("devtools-tools", function()
-  local dir, bin, server, url
+  local inst, dir, bin, server, url
 
-  -- run(args, opts?) -> stdout, stderr, exit status
-  local function run(args, opts)
-    opts = opts or {}
-    local cmd = ("(cd / && TMPDIR=%s XDG_STATE_HOME=%s/state %s %s %s >%s/out 2>%s/err)"):format(
-      shq(dir .. "/tmp"), shq(dir), opts.env or "", shq(bin), args, dir, dir)
-    local _, rc = H.sh(cmd)
-    local function slurp(p) local f = io.open(p) local s = f:read("*a") f:close() return s end
-    return slurp(dir .. "/out"), slurp(dir .. "/err"), rc
-  end
+  -- run(args, opts?) -> stdout, stderr, exit status (support/cli_install:
+  -- a command on a page runs in a tab of its own of the file's shared
+  -- browser unless it names a browser or opts.launch is set)
+  local function run(args, opts) return inst:run(args, opts) end
 
-  local function left_behind()
-    return H.live_with_arg(dir .. "/tmp")
-  end
+  local function left_behind() return inst:left_behind() end
 
   setup(function()
-    dir = assert(core.fs.mkdtemp("dt-cli-"))
-    local out, rc = H.sh(("make -s install DESTDIR=%s PREFIX=/usr && mkdir %s/tmp"):format(dir, dir))
-    assert(rc == 0, out)
-    bin = dir .. "/usr/bin/devtools-tools"
+    inst = cli.install("dt-cli-"):share()
+    dir, bin = inst.dir, inst.bin
     server = H.start_server()
     url = server.url("/cli.html")
   end)
@@ -40,7 +32,7 @@ describe("devtools-tools", function()
   teardown(function()
     run("browser stop")
     server.stop()
-    core.fs.rmtree(dir)
+    inst:remove()
   end)
 
   after_each(function()
@@ -124,7 +116,7 @@ describe("devtools-tools", function()
           "the JSON arguments are not JSON (invalid JSON: nesting deeper than" },
       }
       for _, c in ipairs(cases) do
-        local out, err, rc = run(c[1])
+        local out, err, rc = run(c[1], { launch = true })       -- (as typed: no --connect added)
         assert.equal(2, rc, c[1] .. ": " .. err)
         assert.equal("", out)
         assert.matches("^devtools%-tools: ", err)

@@ -19,7 +19,7 @@ describe("devtools-tools as people use it", function()
   local function run(args, opts) return inst:run(args, opts) end
 
   setup(function()
-    inst = cli.install("dt-cli-use-")
+    inst = cli.install("dt-cli-use-"):share()
     server = H.start_server()
     url = server.url("/cli.html")
     app = assert(app_server.start())

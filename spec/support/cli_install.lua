@@ -34,16 +34,74 @@ local function slurp(p)
 end
 M.slurp = slurp
 
+-- The commands that work on a page, which a shared browser can serve.
+local PAGE_COMMANDS = { list = true, call = true, describe = true, eval = true, run = true, screenshot = true }
+
+-- share() -> the Install, whose later runs of a command on a page go to
+-- one headless Chromium launched here for all of them (a launch and a
+-- first page cost about 2 s of CPU, the two cores' scarcest resource in
+-- make test), each in a tab of its own (--connect ENDPOINT --new-tab)
+-- that is closed when the command has ended: as a launched browser, each
+-- command sees a page of its own, opened for it. A command that names its
+-- browser (--connect, --tab, --headful, --chromium, --webmcp: the shared
+-- browser runs without WebMCP), one the shell tells
+-- what to do with a browser (browser, tabs), and a run given opts.launch
+-- launch their own as before; while a background browser runs (its
+-- record is in the state directory), commands go to it as before.
+function Install:share()
+  local dt = require "devtools_tools"
+  self.shared = dt.launch({ detached = true })
+  self.shared_blank = self.shared:pages()[1]
+  return self
+end
+
+-- The command line of args on the shared browser, or nil: its first word
+-- that is no option (after the options that take a value) names a page
+-- command, and it names no browser of its own
+local VALUE_OPTS = { ["--timeout"] = true }
+local function on_shared(self, args, opts)
+  if not self.shared or opts.launch then return nil end
+  -- (where a background browser runs, a command goes there)
+  if H.exists(self.dir .. "/state/devtools-tools/browser.json") then return nil end
+  if args:find("%-%-connect") or args:find("%-%-tab[%s=]") or args:find("%-%-headful")
+      or args:find("%-%-chromium") or args:find("%-%-new%-tab") or args:find("%-%-webmcp") then
+    return nil
+  end
+  local skip = false
+  for w in args:gmatch("%S+") do
+    if skip then skip = false
+    elseif VALUE_OPTS[w] then skip = true
+    elseif w:sub(1, 1) ~= "-" then
+      if not PAGE_COMMANDS[w] then return nil end
+      return "--connect " .. shq(self.shared.detached.endpoint) .. " --new-tab " .. args
+    end
+  end
+  return nil
+end
+
+-- closes the tabs commands left in the shared browser (all but the blank
+-- one it started with)
+local function close_tabs(self)
+  for _, p in ipairs(self.shared:pages()) do
+    if not (self.shared_blank and p.id == self.shared_blank.id) then
+      self.shared:cdp("Target.closeTarget", { targetId = p.id })
+    end
+  end
+end
+
 -- run(args, opts?) -> stdout, stderr, exit status. opts.env: words put
 -- before the command (VAR=value, env -u ..., timeout 60); opts.cwd: the
--- directory it runs in (/ by default); opts.tmpdir: its TMPDIR
+-- directory it runs in (/ by default); opts.tmpdir: its TMPDIR;
+-- opts.launch: never on the shared browser (share())
 function Install:run(args, opts)
   opts = opts or {}
   local dir = self.dir
+  local shared = on_shared(self, args, opts)
   local cmd = ("(cd %s && TMPDIR=%s XDG_STATE_HOME=%s/state %s %s %s >%s/out 2>%s/err)"):format(
     shq(opts.cwd or "/"), shq(opts.tmpdir or (dir .. "/tmp")), shq(dir), opts.env or "", shq(self.bin),
-    args, dir, dir)
+    shared or args, dir, dir)
   local _, rc = H.sh(cmd)
+  if shared then close_tabs(self) end
   return slurp(dir .. "/out"), slurp(dir .. "/err"), rc
 end
 
@@ -53,6 +111,7 @@ function Install:left_behind()
 end
 
 function Install:remove()
+  if self.shared then self.shared:close() end
   core.fs.rmtree(self.dir)
 end
 
