@@ -275,4 +275,28 @@ function H.rss_mib()
   return kib / 1024
 end
 
+-- shared_browser(opts?) -> {browser, endpoint, close_tabs(), close()}: a
+-- headless Chromium launched detached (dt.launch opts, detached = true)
+-- for the commands, servers or editors a spec file starts to share, each
+-- in a tab of its own (--connect ENDPOINT --new-tab): a launch and its
+-- first page cost about 2 s of CPU, the scarcest resource in make test.
+-- close_tabs() closes every tab but the blank one it started with (after
+-- a case: as a browser of its own, the next one sees no other page).
+function H.shared_browser(opts)
+  local dt = require "devtools_tools"
+  local lo = { detached = true }
+  for k, v in pairs(opts or {}) do lo[k] = v end
+  local b = dt.launch(lo)
+  local blank = b:pages()[1]
+  local S = { browser = b, endpoint = b.detached.endpoint }
+  function S.close_tabs()
+    for _, p in ipairs(b:pages()) do
+      -- (one may be closing itself meanwhile: no such target then)
+      if not (blank and p.id == blank.id) then pcall(b.cdp, b, "Target.closeTarget", { targetId = p.id }) end
+    end
+  end
+  function S.close() b:close() end
+  return S
+end
+
 return H

@@ -65,15 +65,19 @@ describe("recipes run without their arguments", function()
 end)
 
 describe("every recipe through devtools-tools run NAME.lua URL [ARGS]", function()
-  -- each against a fresh app (some change its data), in a browser the
-  -- command launches, with TMPDIR of its own: what it leaves is found there
-  local server, tmp
+  -- each against a fresh app (some change its data), in a tab of its own
+  -- of one browser the file shares (WebMCP on: --webmcp recipes use it),
+  -- with TMPDIR of its own: what it leaves is found there
+  local server, tmp, shared
+  setup(function() shared = H.shared_browser({ webmcp = true }) end)
+  teardown(function() shared.close() end)
   before_each(function()
     server = assert(app_server.start())
     tmp = assert(core.fs.mkdtemp("dt-recipes-"))
   end)
   after_each(function()
     server:stop()
+    shared.close_tabs()
     H.wait_for(function() return #H.live_with_arg(tmp) == 0 end, 5)
     assert.same({}, H.live_with_arg(tmp))
     core.fs.rmtree(tmp)
@@ -82,7 +86,8 @@ describe("every recipe through devtools-tools run NAME.lua URL [ARGS]", function
   -- run(args) -> output (stdout and stderr), exit status
   local function run(args)
     return H.sh(("cd / && env -u DEVTOOLS_TOOLS_BUILD TMPDIR=%s XDG_STATE_HOME=/nonexistent timeout 120 lua5.4 "
-      .. "%s/bin/devtools-tools run %s"):format(shq(tmp), root, args:gsub("URL", server.url)))
+      .. "%s/bin/devtools-tools run --connect %s --new-tab %s"):format(shq(tmp), root, shq(shared.endpoint),
+      args:gsub("URL", server.url)))
   end
 
   -- the recipe's page is the command's: no second browser, and its own

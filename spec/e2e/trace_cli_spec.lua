@@ -9,14 +9,17 @@ local dt = require "devtools_tools"
 local core = require "devtools_tools.core"
 local H = require "helper"
 local Client = require "support.mcp_client"
+local cli = require "support.cli_install"
 
 local function shq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
 describe("devtools-tools traces", function()
-  local dir, server
+  local dir, server, shared
 
-  -- run(args, stdin?) -> stdout, stderr, exit status
+  -- run(args, stdin?) -> stdout, stderr, exit status; a command on a page
+  -- in a tab of its own of the file's shared browser (support/cli_install)
   local function run(args, input)
+    args = cli.shared_args(shared, args, dir .. "/state") or args
     local cmd = ("(TMPDIR=%s XDG_STATE_HOME=%s/state DEVTOOLS_TOOLS_BUILD=%s %s bin/devtools-tools %s <%s >%s/out 2>%s/err)")
       :format(shq(dir .. "/tmp"), shq(dir), H.build, H.lua, args, input or "/dev/null", dir, dir)
     local _, rc = H.sh(cmd)
@@ -36,6 +39,7 @@ describe("devtools-tools traces", function()
     dir = assert(core.fs.mkdtemp("dt-trace-cli-"))
     assert(core.fs.mkdirs(dir .. "/tmp", 448))
     server = H.start_server()
+    shared = H.shared_browser()
     -- the session the replays check, as a script
     write("session.lua", [[
 page:call("getCacheStats")
@@ -48,11 +52,13 @@ page:call("counter")
   end)
 
   teardown(function()
+    shared.close()
     server.stop()
     core.fs.rmtree(dir)
   end)
 
   after_each(function()
+    shared.close_tabs()
     H.wait_for(function() return #H.live_with_arg(dir .. "/tmp") == 0 end, 5)
     assert.same({}, H.live_with_arg(dir .. "/tmp"))
   end)

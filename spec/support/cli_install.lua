@@ -35,7 +35,8 @@ end
 M.slurp = slurp
 
 -- The commands that work on a page, which a shared browser can serve.
-local PAGE_COMMANDS = { list = true, call = true, describe = true, eval = true, run = true, screenshot = true }
+local PAGE_COMMANDS = { list = true, call = true, describe = true, eval = true, run = true, screenshot = true,
+  replay = true }
 
 -- share() -> the Install, whose later runs of a command on a page go to
 -- one headless Chromium launched here for all of them (a launch and a
@@ -49,20 +50,19 @@ local PAGE_COMMANDS = { list = true, call = true, describe = true, eval = true, 
 -- launch their own as before; while a background browser runs (its
 -- record is in the state directory), commands go to it as before.
 function Install:share()
-  local dt = require "devtools_tools"
-  self.shared = dt.launch({ detached = true })
-  self.shared_blank = self.shared:pages()[1]
+  self.shared = H.shared_browser()
   return self
 end
 
--- The command line of args on the shared browser, or nil: its first word
+-- shared_args(shared, args, state_dir, opts?) -> the command line args
+-- on the shared browser (H.shared_browser), or nil: when its first word
 -- that is no option (after the options that take a value) names a page
--- command, and it names no browser of its own
+-- command, it names no browser of its own, opts.launch is not set, and no
+-- background browser runs in state_dir (a command goes there then).
 local VALUE_OPTS = { ["--timeout"] = true }
-local function on_shared(self, args, opts)
-  if not self.shared or opts.launch then return nil end
-  -- (where a background browser runs, a command goes there)
-  if H.exists(self.dir .. "/state/devtools-tools/browser.json") then return nil end
+function M.shared_args(shared, args, state_dir, opts)
+  if not shared or (opts and opts.launch) then return nil end
+  if H.exists(state_dir .. "/devtools-tools/browser.json") then return nil end
   if args:find("%-%-connect") or args:find("%-%-tab[%s=]") or args:find("%-%-headful")
       or args:find("%-%-chromium") or args:find("%-%-new%-tab") or args:find("%-%-webmcp") then
     return nil
@@ -73,20 +73,10 @@ local function on_shared(self, args, opts)
     elseif VALUE_OPTS[w] then skip = true
     elseif w:sub(1, 1) ~= "-" then
       if not PAGE_COMMANDS[w] then return nil end
-      return "--connect " .. shq(self.shared.detached.endpoint) .. " --new-tab " .. args
+      return "--connect " .. shq(shared.endpoint) .. " --new-tab " .. args
     end
   end
   return nil
-end
-
--- closes the tabs commands left in the shared browser (all but the blank
--- one it started with)
-local function close_tabs(self)
-  for _, p in ipairs(self.shared:pages()) do
-    if not (self.shared_blank and p.id == self.shared_blank.id) then
-      self.shared:cdp("Target.closeTarget", { targetId = p.id })
-    end
-  end
 end
 
 -- run(args, opts?) -> stdout, stderr, exit status. opts.env: words put
@@ -96,12 +86,12 @@ end
 function Install:run(args, opts)
   opts = opts or {}
   local dir = self.dir
-  local shared = on_shared(self, args, opts)
+  local shared = M.shared_args(self.shared, args, self.dir .. "/state", opts)
   local cmd = ("(cd %s && TMPDIR=%s XDG_STATE_HOME=%s/state %s %s %s >%s/out 2>%s/err)"):format(
     shq(opts.cwd or "/"), shq(opts.tmpdir or (dir .. "/tmp")), shq(dir), opts.env or "", shq(self.bin),
     shared or args, dir, dir)
   local _, rc = H.sh(cmd)
-  if shared then close_tabs(self) end
+  if shared then self.shared.close_tabs() end
   return slurp(dir .. "/out"), slurp(dir .. "/err"), rc
 end
 
@@ -111,7 +101,7 @@ function Install:left_behind()
 end
 
 function Install:remove()
-  if self.shared then self.shared:close() end
+  if self.shared then self.shared.close() end
   core.fs.rmtree(self.dir)
 end
 
