@@ -33,7 +33,7 @@ describe("lifetime", function()
     local ok, err = pcall(function()
       local b = dt.launch()
       local page = b:new_page(server.url("/tools.html"))
-      for i = 1, 50 do
+      for i = 1, 20 do
         assert.equal(i + 1, page:call("add", { a = i, b = 1 }))
         local r = page:call("elements")
         assert.equal("div#cart.big.box", r.cart.description)
@@ -91,12 +91,12 @@ describe("lifetime", function()
     local b = dt.launch()
     local ok, err = pcall(function()
       local page = b:new_page(server.url("/frames.html"))
-      for i = 1, 30 do page:navigate(server.url("/frames.html?" .. i)) end
-      -- the same iframe given a new document 40 times (each brings its own load)
+      for i = 1, 10 do page:navigate(server.url("/frames.html?" .. i)) end
+      -- the same iframe given a new document 15 times (each brings its own load)
       page:evaluate([[new Promise((done) => {
         const f = document.getElementById('same');
         let n = 0;
-        const next = () => { if (n++ === 40) return done(n); f.onload = next; f.src = 'child.html?name=same&n=' + n; };
+        const next = () => { if (n++ === 15) return done(n); f.onload = next; f.src = 'child.html?name=same&n=' + n; };
         next();
       })]], { timeout = 30 })
       page:navigate(server.url("/frames.html?last"))      -- still waits for its own load
@@ -121,7 +121,7 @@ describe("lifetime", function()
     local b = dt.launch{ webmcp = true }
     local ok, err = pcall(function()
       local page = b:new_page(server.url("/frames.html"))
-      for i = 1, 30 do
+      for i = 1, 10 do
         page:navigate(server.url("/frames.html?" .. i))
         page:wait_for_tool("where-cross", { timeout = 10 })     -- (discovers in every session)
       end
@@ -144,10 +144,10 @@ describe("lifetime", function()
         page:call("whoami")
         page:close()
       end
-      for _ = 1, 20 do open_and_close("/frames.html") end     -- (2 sessions each: its own, its cross-site iframe's)
+      for _ = 1, 8 do open_and_close("/frames.html") end     -- (2 sessions each: its own, its cross-site iframe's)
       -- pages closed while their script was stuck (a call timed out: its
       -- probe, which would have stopped the script at the next call, waits)
-      for _ = 1, 10 do
+      for _ = 1, 4 do
         local page = b:new_page(server.url("/tools.html"))
         assert.equal("timeout", H.error_of(page.call, page, "busy", nil, { timeout = 0.1 }).code)
         page:close()
@@ -187,7 +187,7 @@ describe("lifetime", function()
       local function spam()
         -- (the last timer is queued after the throws: they have all run when it settles)
         page:evaluate([[new Promise((done) => {
-          for (let i = 0; i < 1000; i++) {
+          for (let i = 0; i < 500; i++) {
             const logged = { i, list: [i] }, thrown = new Error('soak ' + i);
             window.__refs.push(new WeakRef(logged), new WeakRef(thrown));
             console.log('soak', logged);
@@ -201,7 +201,7 @@ describe("lifetime", function()
       end
       local first = spam()
       local second = spam()
-      -- 2000 more logged and thrown: none of them kept beyond the ring's 10
+      -- 1000 more logged and thrown: none of them kept beyond the ring's 10
       assert.is_true(second <= first + 10, ("alive: %d, then %d"):format(first, second))
       -- what the ring holds still reads by value
       page:evaluate("console.log('last', { k: 7 }), 1")
@@ -223,7 +223,7 @@ describe("lifetime", function()
       local add = page:tool("add")
       page:evaluate("window.__refs = []; 1")
       local track = "(window.__refs.push(new WeakRef(e)), e)"
-      for i = 1, 100 do
+      for i = 1, 50 do
         local e1 = H.error_of(page.evaluate, page, "{ const e = new Error('thrown " .. i .. "'); throw " .. track .. " }")
         local e2 = H.error_of(page.evaluate, page, "{ const e = { why: " .. i .. " }; Promise.reject(" .. track .. ") }")
         assert.equal("js_error", e1.code)
@@ -241,7 +241,7 @@ describe("lifetime", function()
         assert.matches("no events", warnings[1], 1, true)
       end
       page:cdp("HeapProfiler.collectGarbage")
-      assert.equal(240, page:evaluate("window.__refs.length"))
+      assert.equal(140, page:evaluate("window.__refs.length"))
       assert.equal(0, page:evaluate("window.__refs.filter((r) => r.deref() !== undefined).length"))
     end)
     b:close()
