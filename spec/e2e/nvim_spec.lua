@@ -75,6 +75,9 @@ local function idle(sec)
   assert(ok, "still busy: " .. tostring(nv.status().doing))
 end
 local function run(cmd, sec) vim.cmd(cmd); idle(sec) end
+-- the page at url in a tab of the file's shared browser (where the case is
+-- not about launching: a launch and its first page cost 2 s of CPU)
+local function use_page(url) run("DevTools connect " .. ARGS.shared); run("DevTools open " .. url) end
 local function bufnr(name)
   for _, b in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_get_name(b) == name then return b end
@@ -132,7 +135,7 @@ local function lazy_spec(doc)
 end
 
 describe("the Neovim plugin", function()
-  local root, tmp, plug, app, fixtures, seq = nil, nil, nil, nil, nil, 0
+  local root, tmp, plug, app, fixtures, shared, seq = nil, nil, nil, nil, nil, nil, 0
 
   setup(function()
     root = H.sh("pwd"):gsub("%s+$", "")
@@ -143,9 +146,11 @@ describe("the Neovim plugin", function()
     assert(rc == 0, "clone and make nvim failed: " .. out)
     app = assert(app_server.start())
     fixtures = H.start_server()
+    shared = H.shared_browser()
   end)
 
   teardown(function()
+    if shared then shared.close() end
     if app then app:stop() end
     if fixtures then fixtures.stop() end
     if tmp then core.fs.rmtree(tmp) end
@@ -156,6 +161,8 @@ describe("the Neovim plugin", function()
   -- a script that dies before it reaches the `cquit 9` after it.
   local function nvim(body, args, timeout, prelude)
     seq = seq + 1
+    args = args or {}
+    args.shared = shared.endpoint
     local script, res, err = ("%s/script%d.lua"):format(tmp, seq), ("%s/result%d.json"):format(tmp, seq),
       ("%s/stderr%d.txt"):format(tmp, seq)
     write(script, (prelude or PRELUDE):format(json.encode(args or {}), res)
@@ -171,6 +178,7 @@ describe("the Neovim plugin", function()
     local raw = read(res)
     local stderr = read(err) or ""
     assert(raw, "the script wrote no result (exit " .. tostring(rc) .. "): " .. (read(res .. ".err") or "") .. stderr)
+    shared.close_tabs()
     local R = json.decode(raw)
     assert(R.error == nil, "the script failed: " .. tostring(R.error) .. "\nstderr: " .. stderr)
     assert.equal(0, rc, stderr)
@@ -344,7 +352,7 @@ describe("the Neovim plugin", function()
       local copy = nv.options()                     -- a copy: changing it changes nothing
       copy.keymaps.open_tool, copy.timeout = "X", 1
       R.options_after = { nv.options().keymaps.open_tool, nv.options().timeout }
-      run("DevTools launch " .. ARGS.url)
+      use_page(ARGS.url)
       run("DevTools list")
       local tools = vim.api.nvim_get_current_buf()
       local function open(name)
@@ -452,7 +460,7 @@ describe("the Neovim plugin", function()
 
   it("a schema that $refs its root from three required properties opens its argument buffer at once, cut", function()
     local R = nvim([[
-      run("DevTools launch " .. ARGS.url)
+      use_page(ARGS.url)
       run("DevTools list")
       local tools = vim.api.nvim_get_current_buf()
       for i, l in ipairs(lines(tools)) do
@@ -479,7 +487,7 @@ describe("the Neovim plugin", function()
 
   it("a tool that throws a 20 MB message: a short notification, the whole error in devtools://error", function()
     local R = nvim([[
-      run("DevTools launch " .. ARGS.url)
+      use_page(ARGS.url)
       run("DevTools call boom")
       -- the notification is the only cost: the buffer is written when shown
       local b = bufnr("devtools://error")
@@ -550,7 +558,7 @@ describe("the Neovim plugin", function()
 
   it("calls and completes tool names that hold a space (written with a backslash) or are not ASCII", function()
     local R = nvim([==[
-      run("DevTools launch " .. ARGS.url)
+      use_page(ARGS.url)
       R.complete_wi = vim.fn.getcompletion("DevTools call wi", "cmdline")
       R.complete_escaped = vim.fn.getcompletion("DevTools call with\\ s", "cmdline")
       R.complete_wide = vim.fn.getcompletion("DevTools call 日", "cmdline")
@@ -596,7 +604,7 @@ describe("the Neovim plugin", function()
     local file = tmp .. "/nvim.trace"
     local R = nvim([[
       run("DevTools record stop")                   -- not recording: a warning
-      run("DevTools launch " .. ARGS.v1)
+      use_page(ARGS.v1)
       run("DevTools record " .. ARGS.file)
       R.recording = nv.status()
       run("DevTools call getCacheStats")
@@ -686,7 +694,7 @@ describe("the Neovim plugin", function()
 
   it("argument buffers reuse one window: a second tool's replaces the first's there", function()
     local R = nvim([[
-      run("DevTools launch " .. ARGS.url)
+      use_page(ARGS.url)
       run("DevTools list")
       local tools = vim.api.nvim_get_current_buf()
       local function open(name)
@@ -960,7 +968,7 @@ describe("the Neovim plugin", function()
   -- skeleton showed an enum's first value only
   it(":DevTools call with required arguments missing opens the argument buffer; its skeleton lists each enum's values", function()
     local R = nvim([[
-      run("DevTools launch " .. ARGS.url)
+      use_page(ARGS.url)
       run("DevTools eval JSON.stringify(window.__dtmcp.toolGroups.flatMap(g => g.tools)"
         .. ".find(t => t.name === 'queryDatabaseTable').inputSchema.properties.tableName.enum)")
       R.enum = dt.json.decode(result())
@@ -1016,7 +1024,7 @@ describe("the Neovim plugin", function()
   -- issue 34.10
   it("shows result keys sorted, words a timeout for the user, and a multi-line error as one line (no Press ENTER)", function()
     local R = nvim([[
-      run("DevTools launch " .. ARGS.fixture)
+      use_page(ARGS.fixture)
       run('DevTools call echo {"b": 1, "a": 2, "c": {"z": 1, "y": [3, {"q": 1, "p": 2}]}}')
       R.result = lines(bufnr("devtools://result"))
       nv.setup({ timeout = 1 })
@@ -1081,7 +1089,7 @@ describe("the Neovim plugin", function()
         R.plugs[#R.plugs + 1] = vim.fn.maparg("<Plug>(" .. m .. ")", "n") ~= ""
       end
       R.sl_none = nv.statusline()
-      run("DevTools launch " .. ARGS.fixture)
+      use_page(ARGS.fixture)
       R.sl_page = nv.statusline()
       vim.cmd('DevTools call slowEcho {"ms": 1000}')
       R.sl_busy = nv.statusline()
