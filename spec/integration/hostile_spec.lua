@@ -377,6 +377,28 @@ describe("issue 11", function()
     page:close()
   end)
 
+  it("wait_for_tool finds a tool whose listener came while a discovery ran", function()
+    -- the change came before that discovery's answer: waiting for the
+    -- next one would wait for nothing (seen as a remounted widget's tool
+    -- not found within 5 s, under load)
+    -- (twice: a request of the page's that ends after the first discovery,
+    -- a fresh browser's first page's, hid the fault)
+    for _ = 1, 2 do
+      local p = open("/cases.html?case=registers-during-discovery")
+      local t = p:wait_for_tool("mounted", { timeout = 5 })
+      assert.equal("mounted", t())
+      assert.equal(2, p:evaluate("window.discoveries"))
+      p:close()
+    end
+    local page = open("/cases.html?case=registers-during-discovery")
+    page:wait_for_tool("mounted", { timeout = 5 })
+    -- and a tool that never comes costs one discovery per change, not a loop
+    local e = H.error_of(page.wait_for_tool, page, "absent", { timeout = 1 })
+    assert.equal("timeout", e.code)
+    assert.equal(2, page:evaluate("window.discoveries"))
+    page:close()
+  end)
+
   it("call_many keeps finished entries and names each failure's tool", function()
     local page = open("/tools.html")
     local res = page:call_many({ { "add", { a = 1, b = 2 } }, { "never" }, { "echo", { x = 1 } } },

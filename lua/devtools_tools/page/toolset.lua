@@ -187,11 +187,15 @@ function Toolset:wait_for_tool(name, opts)
   docs:watch_tools()                          -- (a listener added or removed tells)
   local final = conn:deadline(opts)
   local deadline = final - math_min(LOOK_MAX, (final - now()) * LOOK_SHARE)
+  local seen = r.seen
   local gs = self:groups(deadline)
   while true do
     local t = discovery.find_in(gs, name)
     if t then return t end
-    local epoch, seen = docs.epoch, r.seen
+    -- The epoch the groups are about: a change while their discovery ran
+    -- (a listener its dispatch did not reach) is one to look again for
+    local c = self.cache
+    local epoch = c and c.epoch or docs.epoch
     conn:wait_for(function()
       return docs.epoch ~= epoch or r.seen ~= seen or site:closed() or docs.crashed
     end, deadline)
@@ -212,6 +216,7 @@ function Toolset:wait_for_tool(name, opts)
       details.webmcp = ready.webmcp_usage(site.page, name, final)
       raise("timeout", "wait_for_tool: " .. e.message .. " before the timeout", { tool = name, details = details })
     end
+    seen = r.seen
     local ok, fresh = errors.catch(self.fresh, self, deadline)
     if ok then
       gs = fresh
