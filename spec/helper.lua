@@ -300,7 +300,14 @@ function H.shared_browser(opts)
       if not (blank and p.id == blank.id) then pcall(b.cdp, b, "Target.closeTarget", { targetId = p.id }) end
     end
   end
-  function S.close() b:close() end
+  -- (close only lets a detached browser go: it outlives us until stopped)
+  function S.close()
+    local record = b.detached
+    b:close()
+    dt.stop_detached(record)
+    assert(H.wait_for(function() return #H.live_with_arg(record.profile) == 0 end, 10),
+      "the shared browser is still running: " .. record.profile)
+  end
   return S
 end
 
