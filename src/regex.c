@@ -964,13 +964,17 @@ no:
 static void big_repeat(translator *t, size_t at, long lo, long hi)
 {
 	size_t n = t->out.len - at;
-	char *x = malloc(n + 1);
+	char *x;
 	long m;
+	if (t->failed)  /* the atom failed: nothing was written (data may be NULL) */
+		return;
+	x = malloc(n + 1);
 	if (x == NULL) {
 		fail(t, "out of memory");
 		return;
 	}
-	memcpy(x, t->out.data + at, n);
+	if (n > 0)
+		memcpy(x, t->out.data + at, n);
 	t->out.len = at;
 	if (lo > MAX_REPEAT) {
 		emit(t, "(?:");

@@ -359,6 +359,19 @@ describe("counts above PCRE2's 65535", function()
     assert.is_true(core.regex.check("^(a){70000}$"))
     assert.is_nil((core.regex.compile("a{12345678901}")))    -- 10 digits and more: left to PCRE2
   end)
+
+  -- make fuzz, seed 1796525736817, schema case 10867: with the u flag, a
+  -- class that failed before anything was written, then such a count
+  -- (UBSan under make asan: NULL passed to memcpy)
+  it("refuses a failed class followed by such a count, with the class's error", function()
+    for _, p in ipairs({ "[\\w\\A{65535,140000}?", "[\\A{65536}", "[\\A{0,70000}" }) do
+      local r, err, code = core.regex.compile(p, "u")
+      assert.is_nil(r)
+      assert.matches("invalid escape \\A at offset %d", err)
+      assert.are.equal("syntax", code)
+      assert.is_nil((core.regex.check(p, "u")))
+    end
+  end)
 end)
 
 describe("group names", function()
