@@ -1114,6 +1114,57 @@ describe("iframes their parent removed (fake transport)", function()
   end)
 end)
 
+describe("a frame moving into a process of its own (fake transport)", function()
+  -- A cross-origin iframe has two documents for a moment: the parent's
+  -- initial about:blank, and its own in its new process. Each has a
+  -- context for the frame, in its own session, and the two processes'
+  -- events come in either order: under load the parent's about:blank
+  -- context came after the iframe's own, and its end at the swap took the
+  -- iframe's along (the sample app's support widget was left out of 3
+  -- discoveries in 60).
+  it("keeps the iframe's own context whichever process tells first", function()
+    for _, order in ipairs({ "parent's first", "iframe's first" }) do
+      local page, fake = open()
+      F.with_tools(fake, { ADD })
+      local blank = { context = { id = 3, uniqueId = "u-blank", origin = "http://127.0.0.1",
+        auxData = { isDefault = true, frameId = "T2" } } }
+      if order == "parent's first" then fake:event("Runtime.executionContextCreated", blank, "S1") end
+      oopif(page, fake, "S2", "T2", 1)
+      -- (as Chromium does, a second Runtime.enable tells no context again)
+      local enable = fake.on["Runtime.enable"]
+      fake.on["Runtime.enable"] = function(p, s, msg, f)
+        if s == "S2" then return {} end
+        return enable(p, s, msg, f)
+      end
+      if order == "iframe's first" then fake:event("Runtime.executionContextCreated", blank, "S1") end
+      fake:event("Page.frameDetached", { frameId = "T2", reason = "swap" }, "S1")
+      fake:event("Runtime.executionContextDestroyed", { executionContextId = 3, executionContextUniqueId = "u-blank" },
+        "S1")
+      page.conn:poll()
+      local groups, warnings = page:discover()
+      assert.same({}, warnings, order)
+      local frames = {}
+      for _, g in ipairs(groups) do frames[#frames + 1] = g.frame.id end
+      assert.same({ "F1", "T2" }, frames, order)
+      assert.equal(1, page.docs:context("T2").id, order)
+      assert.equal("S2", page.docs:context("T2").session, order)
+    end
+  end)
+
+  it("a context's end in one session leaves the same id in another alone", function()
+    local page, fake = open()
+    oopif(page, fake, "S2", "T2", 1)
+    -- (context ids are the renderer's own: the page's process has a 1 too)
+    fake:event("Runtime.executionContextDestroyed", { executionContextId = 1 }, "S1")
+    page.conn:poll()
+    assert.equal(1, page.docs:context("T2", "S2").id)
+    page:discover()                  -- (its tree tells that T2 is S2's)
+    assert.equal(1, page.docs:context("T2").id)
+    assert.equal("T2", page.docs:frame_of_context(1, "S2").id)
+    assert.equal("F1", page.docs:frame_of_context(nil).id)
+  end)
+end)
+
 describe("the one stale-retry rule (fake transport)", function()
   it("page:call(tool) calls a Tool whose document is gone as the page's tool of its name; tool:call says stale", function()
     local page, fake = open()

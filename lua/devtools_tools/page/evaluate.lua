@@ -87,7 +87,7 @@ function M.evaluate(page, expression, opts)
   local deadline = conn:deadline(opts)
   local session = opts.session or page.session
   local group = opts.elements and remote.object_group() or nil
-  local frame = opts.elements and page.docs:frame_of_context(opts.context) or nil
+  local frame = opts.elements and page.docs:frame_of_context(opts.context, session) or nil
   local ok, r = errors.catch(function()
     local reply = conn:await(conn:send("Runtime.evaluate", {
       expression = expression, awaitPromise = true, returnByValue = not group,

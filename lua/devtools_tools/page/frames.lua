@@ -44,7 +44,7 @@ M.AUTO_ATTACH = { autoAttach = true, waitForDebuggerOnStart = true, flatten = tr
 function M.new(conn, session, listener, hooks)
   return setmetatable({
     conn = conn, session = session, listener = listener, hooks = hooks,
-    url = "about:blank", main_frame = nil, frames = {}, contexts = {},
+    url = "about:blank", main_frame = nil, frames = {}, contexts = {},   -- (contexts: see below)
     loaded = {}, load_order = {}, nav_count = 0, nav_requested = {},
     child_sessions = {}, worker_sessions = {}, attach_seq = 1, epoch = 0,
     removed = {}, removed_order = {}, crashed = nil, watching = false,
@@ -176,7 +176,7 @@ local function forget_removed(self, fid)
   gone[#gone + 1] = fid
   for _, id in ipairs(gone) do
     forget_frame(self, id)
-    self.contexts[id] = nil
+    for _, by_frame in next, self.contexts do by_frame[id] = nil end
     self.nav_requested[id] = nil
   end
   drop_removed(self, gone)
@@ -194,30 +194,54 @@ handlers["Page.frameDetached"] = function(self, p)
   if p.reason ~= "swap" and type(p.frameId) == "string" then forget_removed(self, p.frameId) end
 end
 
+-- The default execution context of each frame's document, by session
+-- then frame: contexts[session][frame id]. A frame moving to a process of
+-- its own has one in each for a moment - the parent's initial about:blank
+-- document and the new process's - and the two processes' events come in
+-- either order: under load the parent's about:blank context was created
+-- after the iframe's own and destroyed at the swap, and a table by frame
+-- alone lost the iframe's (the sample app's support widget went missing
+-- from 3 discoveries in 60 beside busy spec files). A session's events
+-- touch only its own contexts.
+local function session_key(self, session) return session or self.session or false end
+
+local function contexts_of(self, session)
+  local key = session_key(self, session)
+  local by_frame = self.contexts[key]
+  if not by_frame then
+    by_frame = {}
+    self.contexts[key] = by_frame
+  end
+  return by_frame
+end
+
+local function drop_contexts(self, session)
+  self.contexts[session_key(self, session)] = nil
+end
+
 handlers["Runtime.executionContextCreated"] = function(self, p, session)
   local c = p.context
   local aux = c.auxData
   local child = session and self.child_sessions[session]
   if child then child.crashed = nil end      -- (a crashed iframe's new document)
   if aux and aux.isDefault and aux.frameId then
-    self.contexts[aux.frameId] = { id = c.id, unique_id = c.uniqueId, origin = c.origin,
+    contexts_of(self, session)[aux.frameId] = { id = c.id, unique_id = c.uniqueId, origin = c.origin,
       session = session }
   end
 end
 
 handlers["Runtime.executionContextDestroyed"] = function(self, p, session)
-  for fid, c in pairs(self.contexts) do
-    if c.session == session and (c.id == p.executionContextId
-        or (p.executionContextUniqueId and c.unique_id == p.executionContextUniqueId)) then
-      self.contexts[fid] = nil
+  local by_frame = self.contexts[session_key(self, session)]
+  if not by_frame then return end
+  for fid, c in pairs(by_frame) do
+    if c.id == p.executionContextId or (p.executionContextUniqueId and c.unique_id == p.executionContextUniqueId) then
+      by_frame[fid] = nil
     end
   end
 end
 
 handlers["Runtime.executionContextsCleared"] = function(self, _, session)
-  for fid, c in pairs(self.contexts) do
-    if c.session == session then self.contexts[fid] = nil end
-  end
+  drop_contexts(self, session)
 end
 
 -- A renderer that crashed answers nothing: what waits on its session fails
@@ -235,9 +259,7 @@ handlers["Inspector.targetCrashed"] = function(self, _, session)
     -- document again
     local child = self.child_sessions[sid]
     if child then child.crashed = true end
-    for fid, c in pairs(self.contexts) do
-      if c.session == sid then self.contexts[fid] = nil end
-    end
+    drop_contexts(self, sid)
   end
 end
 
@@ -357,9 +379,7 @@ local function drop_child(self, sid, told)
   -- even when only the parent's tree told of it: removed before its
   -- session said anything, it was kept for good
   if self.frames[child.target_id] then forget_frame(self, child.target_id) end
-  for fid, c in pairs(self.contexts) do
-    if c.session == sid then self.contexts[fid] = nil end
-  end
+  drop_contexts(self, sid)
   -- (WebMCP forgets the session's tools as on the browser's word)
   if not told then self.hooks.child_dropped(sid) end
   for csid, c in pairs(self.child_sessions) do
@@ -466,10 +486,32 @@ function Frames:is_current(frame_id, loader_id, context_id)
   local fr = self.frames[frame_id]
   if not fr or fr.loader_id ~= loader_id then return false end
   if context_id ~= nil then
-    local ctx = self.contexts[frame_id]
+    local ctx = self:context(frame_id, fr.session)
     if not ctx or ctx.id ~= context_id then return false end
   end
   return true
+end
+
+-- context(frame_id, session?) -> {id, unique_id, origin, session}: the
+-- default execution context of the frame's document in that session (by
+-- default the one that holds the frame), nil while it has none
+function Frames:context(frame_id, session)
+  if session == nil then
+    local fr = self.frames[frame_id]
+    session = fr and fr.session
+  end
+  local by_frame = self.contexts[session_key(self, session)]
+  return by_frame and by_frame[frame_id]
+end
+
+-- all_contexts() -> {context...}: every session's (a frame moving
+-- between processes may have one in each)
+function Frames:all_contexts()
+  local out = {}
+  for _, by_frame in next, self.contexts do
+    for _, c in next, by_frame do out[#out + 1] = c end
+  end
+  return out
 end
 
 -- watch_frames() -> gone: a set that collects the ids of the frames that
@@ -510,11 +552,12 @@ function Frames:session_crashed(sid)
   return child ~= nil and child.crashed == true
 end
 
--- frame_of_context(id) -> the frame whose execution context is id (nil:
--- the main frame's)
-function Frames:frame_of_context(id)
+-- frame_of_context(id, session?) -> the frame whose execution context in
+-- that session (the page's by default) is id (nil: the main frame's)
+function Frames:frame_of_context(id, session)
   if id == nil then return self.frames[self.main_frame] end
-  for fid, c in pairs(self.contexts) do
+  local by_frame = self.contexts[session_key(self, session)]
+  for fid, c in next, by_frame or {} do
     if c.id == id then return self.frames[fid] end
   end
 end

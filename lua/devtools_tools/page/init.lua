@@ -109,8 +109,7 @@ function M.attach(browser, target_id, deadline, opts)
   })
   self.docs = docs
   -- (the frame bookkeeping's tables, as the page has always shown them)
-  self.frames, self.contexts, self.child_sessions, self.worker_sessions =
-    docs.frames, docs.contexts, docs.child_sessions, docs.worker_sessions
+  self.frames, self.child_sessions, self.worker_sessions = docs.frames, docs.child_sessions, docs.worker_sessions
   local site = site_mod.new(self)
   self.site = site
   self.probes = probes.new(conn, self.session)

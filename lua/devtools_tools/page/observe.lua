@@ -305,9 +305,8 @@ end
 
 local function frame_of_context(st, ctx_id, session)
   if ctx_id == nil then return nil end
-  for fid, c in pairs(st.docs.contexts) do
-    if c.id == ctx_id and (c.session or st.session) == (session or st.session) then return fid end
-  end
+  local fr = st.docs:frame_of_context(ctx_id, session or st.session)
+  return fr and fr.id
 end
 
 local function location_of(stack, url, line, col)

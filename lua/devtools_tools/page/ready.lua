@@ -123,7 +123,7 @@ end
 -- The main frame's default execution context, or nil while it has none.
 local function main_context(page)
   local docs = page.docs
-  local c = docs.contexts[docs.main_frame]
+  local c = docs:context(docs.main_frame, docs.session)
   return c and c.id
 end
 

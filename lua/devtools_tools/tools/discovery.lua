@@ -214,12 +214,12 @@ function M.discover(site, deadline)
     release()
     error(e, 0)
   end
-  local wins = {}
-  for fid, ctx in pairs(docs.contexts) do
+  local wins = {}                        -- (by context: a frame may have one in two sessions)
+  for _, ctx in ipairs(docs:all_contexts()) do
     local child = docs.child_sessions[ctx.session]
     if ctx.session == docs.session or (child and child.ready) then
       holders[ctx.session] = true
-      wins[fid] = { ctx = ctx, id = conn:send("Runtime.evaluate", { expression = "window",
+      wins[ctx] = { ctx = ctx, id = conn:send("Runtime.evaluate", { expression = "window",
         contextId = ctx.id, objectGroup = group }, ctx.session, deadline) }
     end
   end
@@ -261,8 +261,8 @@ function M.discover(site, deadline)
   -- 2. The window object of each frame's main world, then its listeners.
   local todo = {}
   for _, f in ipairs(frames) do
-    local ctx = docs.contexts[f.id]
-    if ctx and ctx.session == f.session then todo[#todo + 1] = { frame = f, ctx = ctx } end
+    local ctx = docs:context(f.id, f.session)
+    if ctx then todo[#todo + 1] = { frame = f, ctx = ctx } end
   end
   local function window_of(w)
     local ok, r = errors.catch(conn.await, conn, w.id, deadline, "Runtime.evaluate")
@@ -271,19 +271,18 @@ function M.discover(site, deadline)
   end
   local pend, used = {}, {}
   for i, t in ipairs(todo) do
-    local w = wins[t.frame.id]
-    if w and w.ctx == t.ctx then
-      used[t.frame.id] = true
+    if wins[t.ctx] then
+      used[t.ctx] = true
     else                                   -- a context we learnt of just now
       holders[t.frame.session] = true
       pend[i] = conn:send("Runtime.evaluate", { expression = "window", contextId = t.ctx.id,
         objectGroup = group }, t.frame.session, deadline)
     end
   end
-  for fid, w in pairs(wins) do
+  for ctx, w in pairs(wins) do
     local oid = window_of(w)
-    if used[fid] then
-      for _, t in ipairs(todo) do if t.frame.id == fid then t.window = oid end end
+    if used[ctx] then
+      for _, t in ipairs(todo) do if t.ctx == ctx then t.window = oid end end
     end
   end
   for i, t in ipairs(todo) do
