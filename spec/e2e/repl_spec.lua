@@ -43,7 +43,7 @@ describe("devtools-tools repl", function()
   end)
 
   after_each(function()
-    H.wait_for(function() return #left_behind() == 0 end, 10)
+    H.wait_for(function() return #left_behind() == 0 end, H.LONG)
     assert.same({}, left_behind())
   end)
 
@@ -67,7 +67,7 @@ describe("devtools-tools repl", function()
       local ok = H.wait_for(function()
         s = screen()
         return s:find(pattern, 1, true) ~= nil
-      end, timeout or 30)
+      end, timeout or 60)
       assert(ok, "the screen never showed " .. pattern .. ":\n" .. tostring(s))
       return s
     end
@@ -88,7 +88,7 @@ describe("devtools-tools repl", function()
       local ok = H.wait_for(function()
         got = current_line():gsub("%s+$", "")
         return got == text
-      end, timeout or 10)
+      end, timeout or 30)
       assert(ok, "the line is " .. tostring(got) .. ", not " .. text)
     end
 
@@ -146,7 +146,7 @@ describe("devtools-tools repl", function()
       wait_line("> ")
       keys("C-d")
       wait_for("EXITED rc=0")
-      H.wait_for(function() return #left_behind() == 0 end, 10)
+      H.wait_for(function() return #left_behind() == 0 end, H.LONG)
       assert.same({}, left_behind())
       -- the history of this session, in the next one
       start(url())
@@ -175,6 +175,18 @@ describe("devtools-tools repl", function()
       -- at the prompt, Ctrl-C clears what was typed
       type_text("half a li") keys("C-c")
       wait_line("> ")
+      keys("C-d")
+      wait_for("EXITED rc=0")
+    end)
+
+    it("Ctrl-C while the page's tools are still being discovered stops the chunk, which never ran without them", function()
+      start(server.url("/trace.html?busy=5000"))       -- (the first discovery takes 5 s)
+      type_text("slow{ms = 60000}") keys("Enter", "C-c")
+      local s = wait_for("devtools-tools: interrupted")
+      assert.is_nil(s:find("attempt to call", 1, true), s)
+      wait_line("> ")
+      type_text("counter{}") keys("Enter")
+      wait_for('"count": 1')
       keys("C-d")
       wait_for("EXITED rc=0")
     end)
@@ -219,7 +231,7 @@ describe("devtools-tools repl", function()
         end
       end
       function p.wait_out(pattern, timeout)
-        local deadline = core.now() + (timeout or 30)
+        local deadline = core.now() + (timeout or 60)
         while not p.out:find(pattern, 1, true) do
           assert(core.now() < deadline, "stdout never showed " .. pattern .. ":\n" .. p.out
             .. "\nstderr:\n" .. proc:stderr())
@@ -229,7 +241,7 @@ describe("devtools-tools repl", function()
         end
       end
       function p.wait_err(pattern, timeout)
-        assert(H.wait_for(function() return proc:stderr():find(pattern, 1, true) ~= nil end, timeout or 30),
+        assert(H.wait_for(function() return proc:stderr():find(pattern, 1, true) ~= nil end, timeout or 60),
           "stderr never showed " .. pattern .. ":\n" .. proc:stderr())
       end
       function p.close_stdin() core.fd.close(p.stdin) end
@@ -265,7 +277,7 @@ describe("devtools-tools repl", function()
         p.send("getCacheStats{}\n")
         p.wait_out('"misses": 17')
         p.close_stdin()
-        local how, code = p.wait_exit(30)
+        local how, code = p.wait_exit(60)
         assert.same({ "exit", 0 }, { how, code })
       end)
       if not ok then p.proc:kill() end
@@ -289,7 +301,7 @@ describe("devtools-tools repl", function()
         p.send("counter{}\npcall(explode, {})\npage:reload()\ncounter{}\ngetState{path = 'user.name'}\n")
         p.wait_out('"value": "Ada"')
         p.close_stdin()
-        local how, code = p.wait_exit(30)
+        local how, code = p.wait_exit(60)
         assert.same({ "exit", 0 }, { how, code })
       end)
       if not ok then p.proc:kill() end
@@ -313,7 +325,7 @@ describe("devtools-tools repl", function()
         p.wait_out('"count": 1')
         p.send("slow{ms = 60000}\n")
         assert(core.process.kill(p.proc:pid(), "INT"))
-        local how, code = p.wait_exit(30)
+        local how, code = p.wait_exit(60)
         assert.same({ "exit", 130 }, { how, code })
       end)
       if not ok then p.proc:kill() end

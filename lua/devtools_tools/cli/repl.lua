@@ -321,7 +321,13 @@ function Repl:run(fn, print_values)
   local tty = self.tty
   local t
   t = dt.async(function()
-    if first and not first.done then pcall(first.wait, first) end
+    -- (the first discovery, which the chunk's tool names come from; a
+    -- Ctrl-C meanwhile stops the chunk: run without them, a tool's name
+    -- was a nil global)
+    if first and not first.done then
+      local ok, err = pcall(first.wait, first)
+      if not ok and dt.is_error(err) and err.code == "cancelled" then error(err, 0) end
+    end
     if tty then debug.sethook(function() self:hook() end, "", M.HOOK_COUNT) end
     local r = pack(pcall(fn))
     if tty then debug.sethook() end
