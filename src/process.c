@@ -294,17 +294,26 @@ static void close_all(int *fds, int n)
  * crash handlers leave the group), and looks again, 0.1 s apart, until
  * none is left (50 looks at most): one of them may start another while a
  * look runs, with a pid the look has passed (pids wrap), which would then
- * write in the directory after it is removed. */
+ * write in the directory after it is removed. A look is one find(1) over
+ * /proc/N/fd/2: a readlink per process forked hundreds of times per look
+ * and took seconds on a loaded machine (the loop stays for a find without
+ * -lname). The system's directories are added to PATH: the owner's may
+ * lack them. */
 static const char reaper_script[] =
 	"( read -r line <&3 && exit 0\n"
-	"  n=0\n"
+	"  PATH=${PATH:+$PATH:}/usr/bin:/bin; n=0; find=0\n"
+	"  command -v find >/dev/null 2>&1 && find /proc/self/fd/2 -maxdepth 0 -lname x >/dev/null 2>&1 && find=1\n"
 	"  while :; do\n"
 	"    kill -KILL -- \"-$1\" \"$1\" 2>/dev/null\n"
 	"    found=0\n"
-	"    for f in /proc/[0-9]*/fd/2; do\n"
-	"      [ \"$(readlink \"$f\" 2>/dev/null)\" = \"pipe:[$2]\" ] || continue\n"
-	"      p=${f#/proc/}; kill -KILL \"${p%%/*}\" 2>/dev/null; found=1\n"
-	"    done\n"
+	"    if [ $find = 1 ]; then\n"
+	"      list=$(find /proc/[0-9]*/fd/2 -maxdepth 0 -lname \"pipe:\\[$2\\]\" 2>/dev/null)\n"
+	"    else\n"
+	"      list=; for f in /proc/[0-9]*/fd/2; do\n"
+	"        [ \"$(readlink \"$f\" 2>/dev/null)\" = \"pipe:[$2]\" ] && list=\"$list $f\"\n"
+	"      done\n"
+	"    fi\n"
+	"    for f in $list; do p=${f#/proc/}; kill -KILL \"${p%%/*}\" 2>/dev/null; found=1; done\n"
 	"    n=$((n+1))\n"
 	"    [ $found = 1 ] && [ $n -lt 50 ] || break\n"
 	"    sleep 0.1\n"

@@ -487,13 +487,13 @@ describe("process", function()
     local proc = assert(core.process.spawn({ "/bin/sh", "-c", "trap '' TERM; sleep 30 & sleep 30; wait" }))
     local pid = proc:pid()
     assert.is_true(proc:running())
-    assert.is_true(H.wait_for(function() return H.live_in_group(pid) >= 2 end, 5))
+    assert.is_true(H.wait_for(function() return H.live_in_group(pid) >= 2 end, H.LONG))
     local t0 = core.now()
     local how, sig = proc:kill(0.2)
     assert.equal("signal", how)
     assert.equal(9, sig)
     assert.is_true(core.now() - t0 >= 0.2)
-    assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 5))
+    assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, H.LONG))
     proc:close()
   end)
 
@@ -554,7 +554,7 @@ describe("process", function()
       pid = proc:pid()
     end
     collectgarbage(); collectgarbage()
-    assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 5))
+    assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, H.LONG))
   end)
 end)
 
@@ -713,14 +713,17 @@ describe("process, for event loops", function()
     local pid
     do
       -- ignores SIGTERM: a finalizer that tried it first would wait
-      local proc = assert(core.process.spawn({ "/bin/sh", "-c", "trap '' TERM; sleep 30 & wait" },
+      local proc = assert(core.process.spawn({ "/bin/sh", "-c", "trap '' TERM; sleep 300 & wait" },
         { cleanup_dir = dir }))
       pid = proc:pid()
-      assert.is_true(H.wait_for(function() return H.live_in_group(pid) >= 2 end, 5))
+      assert.is_true(H.wait_for(function() return H.live_in_group(pid) >= 2 end, H.LONG))
     end
     collectgarbage(); collectgarbage()
     assert.is_false(H.exists(dir))
-    assert.equal(0, H.live_in_group(pid))
+    -- (SIGKILL is sent in the finalizer; the processes end when the kernel
+    -- next runs them, a moment later on a loaded machine: without the kill
+    -- they would outlive the wait)
+    assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, H.LONG))
   end)
 end)
 
@@ -730,10 +733,12 @@ local interp = H.build:find("luajit", 1, true) and "/usr/bin/luajit" or "/usr/bi
 
 -- Starts a Lua child running code (the library on its paths); returns its
 -- Process and the captures of pattern in what it prints.
-local function lua_child(code, pattern)
+local function lua_child(code, pattern, path)
   local pre = ("package.path = './lua/?.lua;./lua/?/init.lua;' .. package.path; "
     .. "package.cpath = './%s/?.so;' .. package.cpath; "):format(H.build)
-  local proc = assert(core.process.spawn({ interp, "-e", pre .. code }))
+  local argv = { interp, "-e", pre .. code }
+  if path then table.insert(argv, 1, "/usr/bin/env") table.insert(argv, 2, "PATH=" .. path) end
+  local proc = assert(core.process.spawn(argv))
   local caps
   local ok = H.wait_for(function()
     caps = { proc:stderr():match(pattern) }
@@ -743,14 +748,7 @@ local function lua_child(code, pattern)
   return proc, (unpack or table.unpack)(caps)
 end
 
-local function alive(pid)
-  local f = io.open("/proc/" .. pid .. "/stat")
-  if not f then return false end
-  local st = f:read("*l") or ""
-  f:close()
-  local state = st:match("%) (%a)")
-  return state ~= nil and state ~= "Z" and state ~= "X"
-end
+local alive = H.alive
 
 describe("the reaper", function()
   it("kills the child and removes its directory when the owner is SIGKILLed", function()
@@ -768,10 +766,44 @@ describe("the reaper", function()
     owner:kill(0)                                     -- SIGKILL: no atexit, no __gc
     assert.is_true(H.wait_for(function()
       return not alive(tonumber(pid)) and not H.exists(dir)
-    end, 10), "the child or its directory outlived its owner")
-    assert.is_true(H.wait_for(function() return #H.live_with_arg(dir) == 0 end, 10))
+    end, H.LONG), "the child or its directory outlived its owner")
+    assert.is_true(H.wait_for(function() return #H.live_with_arg(dir) == 0 end, H.LONG))
     owner:close()
   end)
+
+  -- (as Chromium's crash handlers do): with find(1), without a find that
+  -- has -lname (the reaper then reads each /proc/N/fd/2 itself: a find
+  -- that fails comes first on PATH), and with a PATH that lacks the
+  -- system's directories
+  local nofind = core.fs.mkdtemp("dt-spec-nofind-")
+  local stub = assert(io.open(nofind .. "/find", "w"))
+  stub:write("#!/bin/sh\nexit 1\n")
+  stub:close()
+  os.execute("chmod +x " .. nofind .. "/find")
+  teardown(function() os.remove(nofind .. "/find") os.remove(nofind) end)
+  for _, case in ipairs({ { "/usr/bin:/bin", "find(1)" }, { nofind .. ":/usr/bin:/bin", "no find with -lname" },
+      { "/nonexistent", "a PATH without the system's directories" } }) do
+    local path = case[1]
+    it("kills a process that left the child's group but writes to its output (" .. case[2] .. ")", function()
+      local owner, pid, dir = lua_child(([[
+        local core = require "devtools_tools.core"
+        local dir = core.fs.mkdtemp("dt-spec-reaper-")
+        local p = core.process.spawn({ "/bin/sh", "-c",
+          "/usr/bin/setsid /bin/sleep 300 & echo \"left $!\" >&2; /bin/sleep 300" },
+          { cleanup_dir = dir })
+        while not p:stderr():find("left %d+\n") do core.sleep(0.01) end
+        io.stderr:write("gone ", p:stderr():match("left (%d+)"), " dir ", dir, "\n")
+        core.sleep(300)
+      ]]), "gone (%d+) dir (%S+)\n", path)
+      pid = tonumber(pid)
+      assert.is_true(H.wait_for(function() return alive(pid) end, H.LONG))
+      owner:kill(0)
+      assert.is_true(H.wait_for(function()
+        return not alive(pid) and not H.exists(dir)
+      end, H.LONG), "the process outside the group, or the directory, outlived the owner")
+      owner:close()
+    end)
+  end
 
   it("is dismissed, doing nothing, when the owner closes the process itself", function()
     local dir = core.fs.mkdtemp("dt-spec-reaper-")
@@ -779,7 +811,7 @@ describe("the reaper", function()
     assert.equal(1, #H.live_with_arg(dir))
     proc:close(0)
     assert.is_false(H.exists(dir))
-    assert.is_true(H.wait_for(function() return #H.live_with_arg(dir) == 0 end, 10))
+    assert.is_true(H.wait_for(function() return #H.live_with_arg(dir) == 0 end, H.LONG))
     -- a reaper on request, without a directory
     local p2 = assert(core.process.spawn({ "/bin/sleep", "300" }, { reaper = true }))
     local pid = p2:pid()
@@ -787,21 +819,46 @@ describe("the reaper", function()
     assert.is_false(alive(pid))
   end)
 
+  -- The reaper scans /proc with find(1) before it removes the directory.
+  -- Here, in a Lua child whose PATH has it first, a find that waits for a
+  -- lock this case holds: the reaper cannot remove anything until the
+  -- case lets it, so a directory gone when close returns was removed by
+  -- close itself (a check right after close raced the reaper under load).
   it("close(grace, true) waits for nothing: the reaper reaps and removes the directory", function()
-    for _, argv in ipairs({ { "/bin/sh", "-c", "trap '' TERM; sleep 300" }, { "/bin/true" } }) do
-      local dir = core.fs.mkdtemp("dt-spec-reaper-")
-      local f = io.open(dir .. "/file", "w"); f:write("x"); f:close()
-      local proc = assert(core.process.spawn(argv, { cleanup_dir = dir }))
-      local pid = proc:pid()
-      if argv[1] == "/bin/true" then proc:wait(core.now() + 10) end    -- gone already
-      proc:close(0, true)
-      assert.is_nil(proc:pid())
-      -- not removed in the call: the reaper first scans /proc for the
-      -- child's helpers (tens of milliseconds at least), then removes it
-      assert.is_true(H.exists(dir .. "/file"), "close removed the directory itself")
-      assert.is_true(H.wait_for(function() return not alive(pid) and not H.exists(dir) end, 10),
-        argv[1] .. ": the child or its directory is still there")
-      assert.is_true(H.wait_for(function() return #H.live_with_arg(dir) == 0 end, 10))
+    local stubs = core.fs.mkdtemp("dt-spec-lockfind-")
+    local lock = stubs .. "/lock"
+    finally(function() os.remove(stubs .. "/find") os.remove(lock) os.remove(stubs) end)
+    local lockfind = assert(io.open(stubs .. "/find", "w"))
+    lockfind:write("#!/bin/sh\n/usr/bin/flock -s " .. lock .. " /bin/true\nexec /usr/bin/find \"$@\"\n")
+    lockfind:close()
+    os.execute("chmod +x " .. stubs .. "/find")
+    for _, argv in ipairs({ "{ '/bin/sh', '-c', \"trap '' TERM; sleep 300\" }", "{ '/bin/true' }" }) do
+      local holder = assert(core.process.spawn({ "/usr/bin/flock", lock, "/bin/sh", "-c",
+        "echo locked >&2; exec /bin/sleep 300" }))
+      assert.is_true(H.wait_for(function() return holder:stderr() == "locked\n" end, H.LONG), holder:stderr())
+      local owner, pid, dir, kept, left = lua_child(([[
+        local core = require "devtools_tools.core"
+        local dir = core.fs.mkdtemp("dt-spec-reaper-")
+        local f = io.open(dir .. "/file", "w"); f:write("x"); f:close()
+        local argv = %s
+        local proc = assert(core.process.spawn(argv, { cleanup_dir = dir }))
+        local pid = proc:pid()
+        if argv[1] == "/bin/true" then proc:wait(core.now() + 10) end    -- gone already
+        proc:close(0, true)
+        local kept = io.open(dir .. "/file") ~= nil
+        io.stderr:write("child ", pid, " dir ", dir, " kept ", tostring(kept), " pid ", tostring(proc:pid()), "\n")
+        core.sleep(300)
+      ]]):format(argv), "child (%d+) dir (%S+) kept (%a+) pid (%a+)\n", stubs .. ":/usr/bin:/bin")
+      pid = tonumber(pid)
+      assert.equal("true", kept, "close removed the directory itself")
+      assert.equal("nil", left)
+      assert.is_true(H.exists(dir .. "/file"))    -- (the reaper waits for the lock)
+      holder:close(0)                             -- the reaper's find may go on
+      assert.is_true(H.wait_for(function() return not alive(pid) and not H.exists(dir) end, H.LONG),
+        argv .. ": the child or its directory is still there")
+      assert.is_true(H.wait_for(function() return #H.live_with_arg(dir) == 0 end, H.LONG))
+      owner:kill(0)
+      owner:close()
     end
   end)
 
@@ -823,7 +880,7 @@ describe("the reaper", function()
     owner:kill(0)
     local gone = H.wait_for(function()
       return H.live_in_group(pid) == 0 and not H.exists(dir)
-    end, 20)
+    end, H.LONG)
     local left = {}
     if not gone then
       for _, p in ipairs(H.procs_in_group(pid)) do left[#left + 1] = p.pid .. " " .. p.state .. " " .. p.cmd end
@@ -907,7 +964,7 @@ describe("core.fs.write_file", function()
     assert(H.wait_for(function()                      -- it has the FIFO open
       local fd = H.sh("readlink /proc/" .. reader:pid() .. "/fd/* 2>/dev/null")
       return fd:find(fifo, 1, true) ~= nil
-    end, 10), "the reader did not open the FIFO")
+    end, H.LONG), "the reader did not open the FIFO")
     assert.is_true(core.fs.write_file(fifo, "through"))
     assert.equal("exit", (reader:wait(core.now() + 10)))
     reader:close()
@@ -955,11 +1012,11 @@ describe("a signal while a read waits", function()
     -- in poll(2): the signal must find the read waiting, not Lua code
     assert.is_true(H.wait_for(function()
       return (H.read_file("/proc/" .. cpid .. "/wchan") or ""):find("poll", 1, true) ~= nil
-    end, 10), "the child never waited")
+    end, H.LONG), "the child never waited")
     os.execute("kill -INT " .. cpid)
     assert.equal("exit", (child:wait(core.now() + 20)), "the read went on waiting")
     assert.matches("interrupted!", child:stderr(), 1, true)     -- lua.c's hook, right after the read
     child:close(0)
-    assert.is_true(H.wait_for(function() return not alive(tonumber(pid)) end, 10))
+    assert.is_true(H.wait_for(function() return not alive(tonumber(pid)) end, H.LONG))
   end)
 end)

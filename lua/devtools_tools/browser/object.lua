@@ -250,9 +250,17 @@ local function close_now(self, deadline)
   end
   conn:close()
   if proc then
-    if tasks.current() and not stop then
-      -- Inside a task the exit is awaited on the loop, not in proc:close.
+    local in_task = tasks.current() and not stop
+    if in_task then
+      -- Inside a task the exit is awaited on the loop, not in proc:close;
+      -- one that has not come asks again by SIGTERM (what proc:close's
+      -- grace would send, with the loop stopped), awaited the same way.
       stop = await_exit(proc, soon(2))
+      local pid = not stop and proc:running() and proc:pid()
+      if pid and soon(2) > now() then
+        errors.catch(core.process.kill, pid, "TERM")
+        stop = await_exit(proc, soon(2))
+      end
     end
     local left = soon(2) - now()
     if stop then
@@ -261,9 +269,10 @@ local function close_now(self, deadline)
       -- No time left: killed, then reaped and its profile removed in the
       -- background (the reaper), not within this call.
       proc:close(0, true)
-    elseif tasks.current() and self._temp_profile and not proc:running() then
-      -- Removing a profile takes 40-250 ms of work: the reaper does it,
-      -- and the task waits on the loop, which goes on turning.
+    elseif in_task and self._temp_profile then
+      -- Removing a profile takes 40-250 ms of work: the reaper does it
+      -- (and kills a Chromium that outlived its SIGTERM), and the task
+      -- waits on the loop, which goes on turning.
       proc:close(0, true)
       stop = await_removed(self._temp_profile, deadline)   -- (the last step: all that is left)
     else
