@@ -29,6 +29,12 @@ function H.wait_for(pred, timeout)
   return pred() and true or false
 end
 
+-- How long a spec waits for what must come to pass when a process ends:
+-- its processes gone, its directories removed (the reaper's work). Long:
+-- beside a second make test, ending a Chromium and removing its profile
+-- took more than 10 s; a wait ends as soon as it holds.
+H.LONG = 60
+
 -- Starts a support program that prints "port N"; returns proc, port.
 function H.start_port_program(argv)
   local proc = assert(core.process.spawn(argv))
@@ -36,7 +42,7 @@ function H.start_port_program(argv)
   assert(H.wait_for(function()
     port = tonumber(proc:stderr():match("port (%d+)"))
     return port ~= nil
-  end, 10), "no port from " .. argv[1] .. ": " .. proc:stderr())
+  end, H.LONG), "no port from " .. argv[1] .. ": " .. proc:stderr())
   return proc, port
 end
 
@@ -81,6 +87,15 @@ function H.live_in_group(pgid)
   return #H.procs_in_group(pgid)
 end
 
+-- alive(pid) -> true while the process runs (not a zombie)
+function H.alive(pid)
+  local f = io.open("/proc/" .. pid .. "/stat")
+  if not f then return false end
+  local state = (f:read("*l") or ""):match("%) (%a)")
+  f:close()
+  return state ~= nil and state ~= "Z" and state ~= "X"
+end
+
 -- Live (not zombie) processes whose command line contains s.
 function H.live_with_arg(s)
   local out = {}
@@ -89,12 +104,7 @@ function H.live_with_arg(s)
       local f = io.open("/proc/" .. name .. "/cmdline")
       local cmd = f and f:read("*a") or ""
       if f then f:close() end
-      if cmd:find(s, 1, true) then
-        local st = io.open("/proc/" .. name .. "/stat")
-        local state = st and (st:read("*l") or ""):match("%) (%a)")
-        if st then st:close() end
-        if state and state ~= "Z" and state ~= "X" then out[#out + 1] = tonumber(name) end
-      end
+      if cmd:find(s, 1, true) and H.alive(name) then out[#out + 1] = tonumber(name) end
     end
   end
   return out
@@ -245,7 +255,7 @@ function H.browser_suite(set, launch_opts)
     local pid = browser.process:pid()
     browser:close()
     server.stop()
-    require("luassert").is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 5))
+    require("luassert").is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, H.LONG))
   end
   return start, stop
 end
@@ -305,7 +315,7 @@ function H.shared_browser(opts)
     local record = b.detached
     b:close()
     dt.stop_detached(record)
-    assert(H.wait_for(function() return #H.live_with_arg(record.profile) == 0 end, 10),
+    assert(H.wait_for(function() return #H.live_with_arg(record.profile) == 0 end, H.LONG),
       "the shared browser is still running: " .. record.profile)
   end
   return S
