@@ -38,7 +38,7 @@ describe("devtools-tools", function()
   after_each(function()
     -- Chromium's helper processes may still be on their way out when the
     -- command has exited: wait (a bounded while) for them to be gone.
-    H.wait_for(function() return #left_behind() == 0 end, 5)
+    H.wait_for(function() return #left_behind() == 0 end, H.LONG)
     assert.same({}, left_behind())
   end)
 
@@ -695,7 +695,7 @@ io.write(arg[0]:match("[^/]*$"), " ", #arg, " ", tostring(arg[1] == page.url), "
       -- (a helper Chromium has forked but not yet exec'd has its command
       -- line for a moment: wait for the two that stay)
       local procs
-      H.wait_for(function() procs = procs_of(st.profile); return #procs == 2 end, 10)
+      H.wait_for(function() procs = procs_of(st.profile); return #procs == 2 end, H.LONG)
       assert.equal(2, #procs)
       local chromium = procs[1] == st.pid and procs[2] or procs[1]
       local f = assert(io.open("/proc/" .. chromium .. "/cmdline", "rb"))

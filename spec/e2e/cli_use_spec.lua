@@ -33,7 +33,7 @@ describe("devtools-tools as people use it", function()
   end)
 
   after_each(function()
-    H.wait_for(function() return #inst:left_behind() == 0 end, 5)
+    H.wait_for(function() return #inst:left_behind() == 0 end, H.LONG)
     assert.same({}, inst:left_behind())
   end)
 
@@ -195,7 +195,7 @@ describe("devtools-tools as people use it", function()
       local names = {}
       for _, g in ipairs(dt.json.decode(out)) do names[#names + 1] = g.name .. ":" .. g.kind end
       assert.same({ "app-debug:devtools", "sales-dashboard:devtools", "shop:devtools", "support-widget:devtools",
-        "webmcp:webmcp" }, names)
+        "webmcp:webmcp" }, names, err)
       out, err, rc = run("list " .. app.url)
       assert.equal(0, rc, err)
       assert.matches("\nsupport%-widget %- The embedded support widget", out)
@@ -572,7 +572,7 @@ describe("devtools-tools as people use it", function()
         assert.same({}, H.live_with_arg(st.profile))        -- the killed start's are gone
         local _, err, rc = run("browser stop")
         assert.equal(0, rc, err)
-        assert.is_true(H.wait_for(function() return #inst:left_behind() == 0 end, 10), "round " .. round)
+        assert.is_true(H.wait_for(function() return #inst:left_behind() == 0 end, H.LONG), "round " .. round)
       end
     end)
 
@@ -586,7 +586,7 @@ describe("devtools-tools as people use it", function()
       assert.is_true(H.exists(st.profile))
       _, err, rc = run("browser stop", { cwd = "/tmp" })     -- elsewhere
       assert.equal(0, rc, err)
-      assert.is_true(H.wait_for(function() return #H.live_with_arg(st.profile) == 0 end, 10))
+      assert.is_true(H.wait_for(function() return #H.live_with_arg(st.profile) == 0 end, H.LONG))
       assert.is_false(H.exists(st.profile))
       assert.equal("", (H.sh("ls -A " .. shq(a .. "/rel"))))
     end)

@@ -101,10 +101,10 @@ describe("the documentation's runnable blocks", function()
         if block.stdout then assert.truthy(out:find(block.stdout, 1, true), said) end
         if block.stderr then assert.truthy(err:find(block.stderr, 1, true), said) end
         -- nothing left running: no browser, no app, under its directory
-        assert.is_true(H.wait_for(function() return #H.live_with_arg(dir) == 0 end, 10),
+        assert.is_true(H.wait_for(function() return #H.live_with_arg(dir) == 0 end, H.LONG),
           "left behind: " .. table.concat(H.live_with_arg(dir), " "))
         if port then
-          assert.is_true(H.wait_for(function() return #own_app(port) == 0 end, 10),
+          assert.is_true(H.wait_for(function() return #own_app(port) == 0 end, H.LONG),
             "the block's app still runs on port " .. port)
         end
       end)

@@ -121,7 +121,7 @@ describe("chrome-devtools-mcp and devtools-tools mcp on one browser and one page
     assert.equal(1, #browser:pages())                         -- still one tab
     -- ours leaves the browser and its tab to the others
     ours:close_stdin()
-    assert.same({ "exit", 0 }, { ours:wait_exit(5) })
+    assert.same({ "exit", 0 }, { ours:wait_exit(30) })
     ours = nil
     assert.equal(1, #browser:pages())
     assert.matches("whichView", ref:run({ ["do"] = "list3p" }), 1, true)

@@ -78,7 +78,7 @@ describe("every recipe through devtools-tools run NAME.lua URL [ARGS]", function
   after_each(function()
     server:stop()
     shared.close_tabs()
-    H.wait_for(function() return #H.live_with_arg(tmp) == 0 end, 5)
+    H.wait_for(function() return #H.live_with_arg(tmp) == 0 end, H.LONG)
     assert.same({}, H.live_with_arg(tmp))
     core.fs.rmtree(tmp)
   end)

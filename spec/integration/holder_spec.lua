@@ -94,7 +94,7 @@ describe("the holder of a private detached browser", function()
         created = m
       end
       return created ~= nil
-    end, 10))
+    end, H.LONG))
     assert.is_nil(created.sessionId)
     c.call(2, "Browser.getVersion")
     assert.same({}, c.events)
@@ -161,7 +161,7 @@ describe("the holder of a private detached browser", function()
     child:kill(0)                                    -- SIGKILL: nothing of it cleans up
     child:close(0)
     -- its session goes; the page stays; the others go on
-    assert.is_true(H.wait_for(function() return attached() == false end, 10))
+    assert.is_true(H.wait_for(function() return attached() == false end, H.LONG))
     local p = b:attach(target)
     assert.equal(3, p:evaluate("1 + 2"))
     local other = raw(sock)
@@ -203,7 +203,7 @@ describe("the holder of a private detached browser", function()
         ("exec python3 -c %s"):format(shq(("import os, socket, time; s = socket.socket(socket.AF_UNIX);"
           .. " s.bind(%q); s.listen(); os.rename(%q, %q); c, _ = s.accept(); time.sleep(10)")
           :format(theirs .. "/b.tmp", theirs .. "/b.tmp", theirs .. "/b.sock"))) }))
-      assert.is_true(H.wait_for(function() return H.exists(theirs .. "/b.sock") end, 10))
+      assert.is_true(H.wait_for(function() return H.exists(theirs .. "/b.sock") end, H.LONG))
       local err = H.error_of(dt.connect, "unix:" .. theirs .. "/b.sock", { timeout = 5 })
       listener:close(0)
       assert(os.execute("chmod 700 " .. shq(dir)))
@@ -220,8 +220,8 @@ describe("the holder of a private detached browser", function()
     c.send({ id = 1, method = "Browser.close" })
     assert.is_true(H.wait_for(function()
       return not require("devtools_tools.browser").detached_running(rec)
-    end, 15))
-    assert.is_true(H.wait_for(function() return not H.exists(sock) end, 10))
+    end, H.LONG))
+    assert.is_true(H.wait_for(function() return not H.exists(sock) end, H.LONG))
     local m, _, code = true, nil, nil
     while m do m, _, code = c.recv() end                  -- (its reply may come first)
     assert.equal("closed", code)
@@ -230,7 +230,7 @@ describe("the holder of a private detached browser", function()
         if not H.read_file("/proc/" .. pid .. "/cmdline"):find("--type=", 1, true) then return false end
       end
       return true
-    end, 10))
+    end, H.LONG))
     b:close()
     dt.stop_detached(rec)
     b = nil

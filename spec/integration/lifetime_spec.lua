@@ -64,8 +64,8 @@ describe("lifetime", function()
     -- event listener, and through it the Browser) until they are flushed
     if jit then jit.flush() end
     collectgarbage(); collectgarbage()
-    assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 10))
-    assert.is_true(H.wait_for(function() return not H.exists(profile) end, 5))
+    assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, H.LONG))
+    assert.is_true(H.wait_for(function() return not H.exists(profile) end, H.LONG))
   end)
 
   it("ends Chromium and removes its profile when the program calls os.exit", function()
@@ -82,7 +82,7 @@ describe("lifetime", function()
     assert(profile, out)
     assert.equal("3", rc)
     assert.is_false(H.exists(profile))
-    assert.is_true(H.wait_for(function() return H.live_in_group(tonumber(pid)) == 0 end, 5))
+    assert.is_true(H.wait_for(function() return H.live_in_group(tonumber(pid)) == 0 end, H.LONG))
   end)
 
   -- A page kept for hours (a Neovim session, a monitor) navigates and its
@@ -290,6 +290,6 @@ describe("lifetime", function()
       return b.process:pid()
     ]]))
     pid = f(dt, server)
-    assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 10))
+    assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, H.LONG))
   end)
 end)

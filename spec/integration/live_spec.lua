@@ -98,10 +98,10 @@ describe("the live page model", function()
     collectgarbage(); collectgarbage()
     luv.run("nowait")                      -- (the watch's handle closes on the loop)
     dt.use_loop(nil)
-    assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, 10))
+    assert.is_true(H.wait_for(function() return H.live_in_group(pid) == 0 end, H.LONG))
     -- (the reaper removes it when Chromium took longer than the finalizer's
     -- 0.2 s to exit: a while, under load)
-    assert.is_true(H.wait_for(function() return not H.exists(profile) end, 20), "the profile is still there")
+    assert.is_true(H.wait_for(function() return not H.exists(profile) end, H.LONG), "the profile is still there")
     local alive = {}
     luv.walk(function(h) alive[#alive + 1] = tostring(h) .. (h:is_active() and " active" or "") .. (h:is_closing() and " closing" or "") end)
     assert.is_false(luv.loop_alive(), table.concat(alive, ", "))

@@ -205,7 +205,7 @@ describe("core.unix", function()
       assert.is_true(H.wait_for(function()
         s, uid = l:accept()
         return s ~= false
-      end, 10))
+      end, H.LONG))
       assert(s, uid)
       assert.equal(tonumber((H.sh("id -u nobody"))), uid)
       assert.equal("hi", s:recv(soon()))

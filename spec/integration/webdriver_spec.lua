@@ -152,7 +152,7 @@ describe("dt.webdriver with a Grid router (se:cdp)", function()
     assert.is_true(H.wait_for(function()
       local m = page:console_messages()
       return m[#m] ~= nil and m[#m].text == "m4"
-    end, 10))
+    end, H.LONG))
     assert.are.equal(2, #page:console_messages())
     b:close()
     l = log()

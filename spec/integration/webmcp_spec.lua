@@ -33,7 +33,7 @@ local function cross_group(page)
       if g.frame.origin == "http://localhost:" .. server.port then cross = g end
     end
     return cross ~= nil
-  end, 10))
+  end, H.LONG))
   return cross
 end
 
@@ -87,7 +87,7 @@ describe("WebMCP tools", function()
     assert.same({ sum = 42 }, page:call("add", { a = 2, b = 40 }))
     local echo = page:tool("echo")
     assert.same({ got = "hi", n = 3 }, echo({ text = "hi" }))
-    assert.same({ got = "x", n = 3 }, echo:call({ text = "x" }, { timeout = 5 }))
+    assert.same({ got = "x", n = 3 }, echo:call({ text = "x" }, { timeout = 20 }))
     -- the devtools tool on the same page, the same way
     assert.equal("hello", page:call("hello"))
     local r = page:call_many({ { "add", { a = 1, b = 2 } }, { "hello" }, { echo, { text = "y" } } })
@@ -218,7 +218,7 @@ describe("WebMCP tools", function()
     assert.is_true(H.wait_for(function()
       mcp = by_kind(page:discover(), "webmcp")
       return #mcp == 3
-    end, 10))
+    end, H.LONG))
     assert.equal(server.url("/webmcp_frames.html"), mcp[1].frame.url)
     assert.equal("main", mcp[1]:tool("topTool")())
     local seen = {}
@@ -246,7 +246,7 @@ describe("WebMCP tools", function()
     -- and later: a call into it fails at once, discovery leaves it out
     t0 = require("devtools_tools.core").now()
     assert.equal("disconnected", H.error_of(never.call, never, nil, { timeout = 10 }).code)
-    for _, g in ipairs(by_kind(page:discover({ timeout = 5 }), "webmcp")) do
+    for _, g in ipairs(by_kind(page:discover({ timeout = 20 }), "webmcp")) do
       assert.are_not.equal("http://localhost:" .. server.port, g.frame.origin)
     end
     assert.is_true(require("devtools_tools.core").now() - t0 < 5)

@@ -108,9 +108,10 @@ function Client:start(method, params, id)
   return id
 end
 
--- answer(id, timeout) -> the response to request id
+-- answer(id, timeout) -> the response to request id, waited for up to timeout
+-- seconds (60: beside a second make test, 20 were once too few)
 function Client:answer(id, timeout)
-  local m = self:wait_for(function(m) return m.id == id and m.method == nil end, timeout or 20)
+  local m = self:wait_for(function(m) return m.id == id and m.method == nil end, timeout or 60)
   assert(m, "no answer to request " .. tostring(id) .. " in time; stderr: " .. self.proc:stderr())
   return m
 end

@@ -100,7 +100,7 @@ function M.stop(proc, wait, pid)
   local singleton = singleton_dir(M._profiles[proc])
   M._profiles[proc] = nil
   proc:close(wait or 0)
-  assert(H.wait_for(function() return H.live_in_group(pid) == 0 end, 10),
+  assert(H.wait_for(function() return H.live_in_group(pid) == 0 end, H.LONG),
     "processes of group " .. tostring(pid) .. " are still running")
   if singleton then core.fs.rmtree(singleton) end
 end
