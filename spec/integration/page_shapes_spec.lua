@@ -229,8 +229,8 @@ describe("call_many on a busy page", function()
     page:discover()
     -- the page is busy for 1 s with a script of its own, sent just before
     -- the batch: the batch starts 1 s into its 15 s (a page-side limit
-    -- started when the page begins, less its margin of 250 ms, would
-    -- answer at 15.75 s, after the caller's deadline). Long, as the page
+    -- started when the page begins, less its margin of 1.5 s, would
+    -- answer at 15.5 s, after the caller's deadline). Long, as the page
     -- must run the batch before its deadline: beside a second make test a
     -- starved renderer started it more than 4.75 s late (3 s and 6 s
     -- failed there).

@@ -371,6 +371,46 @@ describe("page (fake transport)", function()
     assert.equal(3, res.n)
   end)
 
+  it("call_many leaves the page's answer time to come back: a quarter of a short deadline, at most 0.25 s, a tenth of a long one, at most 2 s", function()
+    local core = require "devtools_tools.core"
+    local json = require "devtools_tools.base.json"
+    local page, fake = open()
+    local two = { index = 0, name = "g", tools = { ADD.tools[1],
+      { name = "never", description = "d", inputSchema = { type = "object" } } } }
+    F.with_tools(fake, { two })
+    local call = fake.on["Runtime.callFunctionOn"]
+    local sent
+    fake.on["Runtime.callFunctionOn"] = function(p, s, m, f)
+      if p.functionDeclaration:find("discoverDevtoolsTools", 1, true) then
+        -- the page's clock reads 5000 ms as it answers
+        return { result = { type = "string", value = json.encode({ groups = { two },
+          warnings = json.array {}, clock = 5000 }) } }
+      end
+      if p.functionDeclaration:find("batchDevtoolsTools", 1, true) then
+        sent = { limit = p.arguments[2].value, ["until"] = p.arguments[3].value, at = core.now() }
+        return { result = { type = "string",
+          value = '[{"n":0,"v":3},{"error":{"kind":"pending","message":"did not settle"}}]' } }
+      end
+      return call(p, s, m, f)
+    end
+    page:discover()
+    local answered = core.now()                    -- (about when the page's clock read 5000)
+    -- { timeout, the margin }
+    for _, c in ipairs({ { 0.4, 0.1 }, { 1, 0.25 }, { 3, 0.3 }, { 15, 1.5 }, { 30, 2 }, { 600, 2 } }) do
+      local t0 = core.now()
+      local res = page:call_many({ { "add", { a = 1 } }, { "never" } }, { errors = "return", timeout = c[1] })
+      assert.equal(3, res[1])
+      assert.equal("timeout", res[2].code)
+      local left = t0 + c[1] - sent.at            -- (what was left as it was sent)
+      assert.is_true(math.abs(sent.limit - (left - c[2]) * 1000) < 60,
+        ("timeout %s: limit %s ms, expected about %s"):format(c[1], sent.limit, (left - c[2]) * 1000))
+      -- the same end on the page's clock
+      local expected = (t0 + c[1] - c[2] - answered) * 1000 + 5000
+      assert.is_true(math.abs(sent["until"] - expected) < 60,
+        ("timeout %s: until %s, expected about %s"):format(c[1], sent["until"], expected))
+    end
+  end)
+
   it("call_many with errors = \"return\": an entry that is no {name, args} keeps its bad_argument", function()
     local page, fake = open()
     F.with_tools(fake, { ADD })

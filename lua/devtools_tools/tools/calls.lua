@@ -280,7 +280,11 @@ end
 
 -- How long the page may wait for a batch's slowest calls: the time left,
 -- less a share for the answer to travel back, so that the calls that did
--- settle are answered before the deadline. -> ms from when the page starts
+-- settle are answered before the deadline. The share is a quarter of a
+-- short deadline, at most 0.25 s, and a tenth of a long one, at most 2 s:
+-- on a loaded machine the answer's way back (the renderer's timer, the
+-- browser process, our process) took more than 0.25 s, and the whole
+-- batch, its settled calls too, timed out. -> ms from when the page starts
 -- the batch, and the same end as a time of the page's clock (clock: its
 -- offset from ours, measured by discovery), or nil. The page may start the
 -- batch late (busy with its own work as the request came): it answers by
@@ -292,8 +296,7 @@ local function batch_limit_ms(deadline, clock)
   -- no deadline, or one past what setTimeout takes (2^31 - 1 ms, about 24.8
   -- days; it fires at once past it): the page waits for every call
   if left * 1000 > 2147483647 then return -1 end
-  local margin = left * 0.25
-  if margin > 0.25 then margin = 0.25 end
+  local margin = math.min(left * 0.25, math.max(0.25, math.min(left * 0.1, 2)))
   return math.floor((left - margin) * 1000), clock and (deadline - margin) * 1000 + clock
 end
 
