@@ -249,11 +249,14 @@ describe("frames that come and go", function()
   it("page.frames forgets a frame when it detaches, whatever discovery saw meanwhile", function()
     local page = browser:new_page(server.url("/tools.html"))
     -- same-origin, cross-origin (out of process) and blank iframes, added
-    -- and removed all the time while discoveries run
+    -- and removed all the time while discoveries run: 40 rounds at most,
+    -- 2 s (the 20 discoveries take 0.5-1.5 s alone; under load a churn
+    -- bound by time alone made hundreds of frames, 11 s of CPU)
     page:evaluate(([[(() => {
       const urls = ['/child.html', 'http://localhost:%d/child.html', 'about:blank'];
-      let i = 0;
+      let i = 0, rounds = 0;
       window.churn = setInterval(() => {
+        if (++rounds >= 40) clearInterval(window.churn);
         for (let k = 0; k < 3; k++) {
           const f = document.createElement('iframe');
           f.src = urls[(i++) %% 3];
