@@ -421,9 +421,11 @@ describe("WebMCP registry (fake transport)", function()
       fake:event("WebMCP.toolsRemoved", { tools = { { name = "t" .. i, frameId = "F1" } } }, "S1")
     end
     fake:event("WebMCP.toolsAdded", { tools = { { name = "t2", description = "again", frameId = "F1" } } }, "S1")
-    local t0 = require("devtools_tools.core").now()
-    local groups = page:discover({ timeout = 5 })
-    assert.is_true(require("devtools_tools.core").now() - t0 < 5)
+    -- (bounded by this process's CPU time: a loaded machine that deschedules
+    -- us moves the wall clock, not it; quadratic bookkeeping took minutes)
+    local c0 = os.clock()
+    local groups = page:discover({ timeout = 60 })
+    assert.is_true(os.clock() - c0 < 5)
     local list = groups[1].tools
     assert.equal(n / 2, #list)
     assert.equal("t4", list[1].name)
