@@ -7,9 +7,9 @@
 # busy, make test from 5:31 to 5:13), the longest first (by their times in
 # BUILD/spec-times, which each run updates; else by a guess from folder and
 # size). Each --also adds a run of the same busted under another
-# interpreter and build, whose files share the same slots and whose lines carry the interpreter's name (make
-# test: the library's specs again under LuaJIT). Without spec files, a run
-# takes every spec/**/*_spec.lua.
+# interpreter and build, whose files share the same slots and whose lines
+# carry the interpreter's name (make test: the library's specs again under
+# LuaJIT). Without spec files, a run takes every spec/**/*_spec.lua.
 # Prints one line per spec file as it ends (tools/busted_files.lua), then the
 # details of each failure, the ten slowest files, and one plain line: "N
 # passed, N failed[, N skipped]", each spec counted once (the first run's
