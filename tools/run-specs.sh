@@ -2,9 +2,10 @@
 # run-specs.sh LUA BUSTED BUILD [spec files...] [--also LUA BUILD [spec files...]]...
 # runs each spec file in a busted of its own under the given interpreter
 # (LUA may carry flags: "luajit -joff"), SPEC_JOBS files at a time (default:
-# the number of cores plus two: some specs wait on a timeout with nothing
-# to do, and with one more file beside them 2 cores went from 85 % to 97 %
-# busy, make test from 5:31 to 5:13), the longest first (by their times in
+# the number of cores plus one, as some of a browser spec's time is spent
+# waiting; plus two kept 2 cores busier, 97 % against 85 %, but used 5-10 %
+# more CPU and ended make test no surer sooner: 5:13 and 5:33 against 5:31
+# and 5:37), the longest first (by their times in
 # BUILD/spec-times, which each run updates; else by a guess from folder and
 # size). Each --also adds a run of the same busted under another
 # interpreter and build, whose files share the same slots and whose lines
@@ -107,7 +108,7 @@ fi
 lua1=$1; busted=$2; build1=$3; shift 3
 set -- "$lua1" "$build1" "$@"
 nproc=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
-jobs=${SPEC_JOBS:-$((nproc + 2))}
+jobs=${SPEC_JOBS:-$((nproc + 1))}
 case $jobs in ''|*[!0-9]*|0) jobs=1 ;; esac     # (xargs -P 0 would start them all)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
