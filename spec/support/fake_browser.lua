@@ -151,10 +151,11 @@ function F.browser(fake, timeout)
   return browser._new(conn, { timeout = timeout or 5, launched = false, url = "fake" })
 end
 
--- The reply a discovery call gives: the page's JSON text.
-function F.discovery_value(groups, warnings)
+-- The reply a discovery call gives: the page's JSON text (clock: what the
+-- page's clock read as it answered, ms; none by default).
+function F.discovery_value(groups, warnings, clock)
   return { result = { type = "string", value = json.encode({ groups = groups,
-    warnings = warnings or json.array {} }) } }
+    warnings = warnings or json.array {}, clock = clock }) } }
 end
 
 -- Handlers that make F1 answer discovery with `groups`, counting dispatches.

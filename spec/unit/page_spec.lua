@@ -373,7 +373,6 @@ describe("page (fake transport)", function()
 
   it("call_many leaves the page's answer time to come back: a quarter of a short deadline, at most 0.25 s, a tenth of a long one, at most 2 s", function()
     local core = require "devtools_tools.core"
-    local json = require "devtools_tools.base.json"
     local page, fake = open()
     local two = { index = 0, name = "g", tools = { ADD.tools[1],
       { name = "never", description = "d", inputSchema = { type = "object" } } } }
@@ -382,9 +381,7 @@ describe("page (fake transport)", function()
     local sent
     fake.on["Runtime.callFunctionOn"] = function(p, s, m, f)
       if p.functionDeclaration:find("discoverDevtoolsTools", 1, true) then
-        -- the page's clock reads 5000 ms as it answers
-        return { result = { type = "string", value = json.encode({ groups = { two },
-          warnings = json.array {}, clock = 5000 }) } }
+        return F.discovery_value({ two }, nil, 5000)   -- (the page's clock reads 5000 ms as it answers)
       end
       if p.functionDeclaration:find("batchDevtoolsTools", 1, true) then
         sent = { limit = p.arguments[2].value, ["until"] = p.arguments[3].value, at = core.now() }
